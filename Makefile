@@ -1,0 +1,42 @@
+# natscoord developer tasks. `make help` lists them.
+GO            ?= go
+STATICCHECK_VERSION := v0.8.2
+BIN           := $(CURDIR)/.bin
+STATICCHECK   := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+BENCHTIME     ?= 2s
+FUZZTIME      ?= 10s
+SOAKTIME      ?= 5m
+
+.PHONY: help test bench fuzz lint demo soak tidy
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-8s %s\n", $$1, $$2}'
+
+test: ## Run every test with the race detector against embedded nats-servers.
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+bench: ## Run the benchmarks (ratios against raw KV operations in the same run).
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...
+
+fuzz: ## Run each fuzz target briefly (FUZZTIME each).
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/staticcheck $(STATICCHECK)
+
+lint: $(STATICCHECK) ## go vet plus staticcheck (installed at a pinned version into .bin/).
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+demo: ## Run the main job (a task graph with workers, leases, a failure and a leader) on an embedded server.
+	$(GO) run ./cmd/natscoord demo
+
+soak: ## Long fault-injection run, bounded by SOAKTIME.
+	NATSCOORD_SOAK=$(SOAKTIME) $(GO) test -race -count=1 -run 'Soak' -timeout 60m ./...

@@ -1,0 +1,200 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Server is one running embedded nats-server with JetStream enabled.
+// It is safe for concurrent use.
+type Server struct {
+	opts    Options
+	ns      *server.Server
+	log     *serverLogger
+	tempDir string // removed on Shutdown when non-empty
+
+	mu   sync.Mutex
+	nc   *nats.Conn // lazily opened for JetStream()
+	js   jetstream.JetStream
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+// Start validates opts, starts a server and returns once it accepts
+// connections with JetStream enabled. On any error nothing is left
+// running: no listener, no goroutine, no temporary directory.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "natscoord-" + nuid.Next()
+	}
+	dir, tempDir := opts.DataDir, ""
+	if dir == "" {
+		d, err := os.MkdirTemp("", "natscoord-embedded-*")
+		if err != nil {
+			return nil, fmt.Errorf("embedded: temp dir: %w", err)
+		}
+		dir, tempDir = d, d
+	}
+	s, err := start(ctx, opts, dir)
+	if err != nil {
+		if tempDir != "" {
+			_ = os.RemoveAll(tempDir)
+		}
+		return nil, err
+	}
+	s.tempDir = tempDir
+	return s, nil
+}
+
+// start runs one nats-server on dir; it is shared by Start and cluster
+// node (re)starts.
+func start(ctx context.Context, opts Options, dir string) (*Server, error) {
+	so, err := opts.serverOptions(dir)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	lg := &serverLogger{log: opts.Logger, name: opts.ServerName}
+	// Always install the logger: Fatalf is how nats-server reports a port
+	// that cannot be bound or a store that cannot be opened.
+	ns.SetLoggerV2(lg, false, false, false)
+	ns.Start()
+
+	ready := make(chan bool, 1)
+	go func() { ready <- ns.ReadyForConnections(opts.ReadyTimeout) }()
+	var ok bool
+	select {
+	case ok = <-ready:
+	case <-ctx.Done():
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		<-ready
+		return nil, ctx.Err()
+	}
+	if !ok || !ns.JetStreamEnabled() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		if msg := lg.fatalMessage(); msg != "" {
+			return nil, fmt.Errorf("%w: %s", ErrNotReady, msg)
+		}
+		return nil, fmt.Errorf("%w within %s", ErrNotReady, opts.ReadyTimeout)
+	}
+	return &Server{opts: opts, ns: ns, log: lg, done: make(chan struct{})}, nil
+}
+
+// ClientURL returns the nats:// URL clients use to connect. It is empty for
+// an InProcessOnly server.
+func (s *Server) ClientURL() string {
+	if s.opts.InProcessOnly {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Name returns the server name.
+func (s *Server) Name() string { return s.opts.ServerName }
+
+// DataDir returns the JetStream data directory in use.
+func (s *Server) DataDir() string { return s.ns.StoreDir() }
+
+// NATS returns the underlying nats-server for advanced use (monitoring,
+// raft inspection). Callers must not shut it down directly.
+func (s *Server) NATS() *server.Server { return s.ns }
+
+// Connect opens a new in-process client connection. It adds the
+// configured credentials (User/Password or Token) and the CA file, so
+// callers only pass extra options. The caller owns and closes the
+// connection.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	select {
+	case <-s.done:
+		return nil, ErrShutdown
+	default:
+	}
+	base := []nats.Option{nats.InProcessServer(s.ns), nats.Name("natscoord-embedded")}
+	if a := s.opts.Auth; a.User != "" {
+		base = append(base, nats.UserInfo(a.User, a.Password))
+	} else if a.Token != "" {
+		base = append(base, nats.Token(a.Token))
+	}
+	if t := s.opts.TLS; t != nil && t.CAFile != "" {
+		base = append(base, nats.RootCAs(t.CAFile))
+	}
+	nc, err := nats.Connect("", append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: connect: %w", err)
+	}
+	return nc, nil
+}
+
+// JetStream returns a JetStream handle on a connection owned by the server
+// (opened on first use with the configured credentials, closed by
+// Shutdown).
+func (s *Server) JetStream() (jetstream.JetStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.js != nil {
+		return s.js, nil
+	}
+	nc, err := s.Connect()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("embedded: jetstream: %w", err)
+	}
+	s.nc, s.js = nc, js
+	return js, nil
+}
+
+// Done is closed once Shutdown has stopped the server.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Shutdown stops the server and waits until it has stopped, or until ctx
+// ends (the shutdown still completes in the background; Done reports
+// it). It removes the temporary data directory, if Start created one.
+// Calling it again returns the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.once.Do(func() {
+		go func() {
+			s.mu.Lock()
+			if s.nc != nil {
+				s.nc.Close()
+			}
+			s.mu.Unlock()
+			s.ns.Shutdown()
+			s.ns.WaitForShutdown()
+			if s.tempDir != "" {
+				if err := os.RemoveAll(s.tempDir); err != nil {
+					s.err = fmt.Errorf("embedded: remove temp dir: %w", err)
+				}
+			}
+			close(s.done)
+		}()
+	})
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return fmt.Errorf("embedded: shutdown still in progress: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,157 @@
+// Package natstest is the one test harness of natscoord: real embedded
+// nats-servers (a single node or a loopback cluster), JetStream handles,
+// bounded waits and goroutine-leak checks. Nothing in natscoord mocks NATS.
+//
+// It is imported by _test.go files only.
+package natstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/natscoord/natscoord/embedded"
+)
+
+// Node is a running single server with a client connection and JetStream
+// handle, all closed by t.Cleanup.
+type Node struct {
+	Server *embedded.Server
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+}
+
+// WithServer starts a single-node embedded server for t with a temporary
+// data dir. Options may adjust the embedded options.
+func WithServer(t testing.TB, opts ...func(*embedded.Options)) *Node {
+	t.Helper()
+	o := embedded.Options{DataDir: t.TempDir()}
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := embedded.Start(context.Background(), o)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, s.Shutdown(ctx))
+	})
+	return &Node{Server: s, NC: Connect(t, s), JS: JetStream(t, connectFor(t, s))}
+}
+
+// Connect opens an in-process client connection to s, closed by t.Cleanup.
+func Connect(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	return connectFor(t, s, opts...)
+}
+
+func connectFor(t testing.TB, s *embedded.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := s.Connect(opts...)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// JetStream returns a JetStream handle on nc.
+func JetStream(t testing.TB, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
+}
+
+// NewJS opens a fresh connection to the node (a second "process") and
+// returns its JetStream handle; the connection closes on t.Cleanup.
+func (n *Node) NewJS(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	return JetStream(t, connectFor(t, n.Server))
+}
+
+// Cluster is a running loopback cluster with a JetStream handle connected
+// to all of its nodes.
+type Cluster struct {
+	*embedded.Cluster
+	JS jetstream.JetStream
+}
+
+// WithCluster starts an n-node cluster for t, waits for a meta leader and
+// shuts everything down on t.Cleanup.
+func WithCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := embedded.StartCluster(ctx, n, embedded.Options{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, c.Shutdown(ctx))
+	})
+	return &Cluster{Cluster: c, JS: NewClusterJS(t, c)}
+}
+
+// NewJS opens a new network connection to the cluster's running nodes;
+// it reconnects to other nodes when one stops.
+func (c *Cluster) NewJS(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	return NewClusterJS(t, c.Cluster)
+}
+
+// NewClusterJS is NewJS for a bare embedded.Cluster.
+func NewClusterJS(t testing.TB, c *embedded.Cluster) jetstream.JetStream {
+	t.Helper()
+	js, closeFn, err := c.JetStream()
+	require.NoError(t, err)
+	t.Cleanup(closeFn)
+	return js
+}
+
+// Context returns a context cancelled on t.Cleanup and after d.
+func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Eventually waits up to timeout for cond to hold, checking every tick.
+// It is the bounded wait for conditions that have no event to wait on
+// (for example "the server-side TTL has expired"); never use time.Sleep
+// to wait for a condition.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msgAndArgs ...any) {
+	t.Helper()
+	require.Eventually(t, cond, timeout, 5*time.Millisecond, msgAndArgs...)
+}
+
+// Recv waits up to timeout for a value on ch.
+func Recv[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v, ok := <-ch:
+		require.True(t, ok, "%s: channel closed", what)
+		return v
+	case <-time.After(timeout):
+		require.FailNow(t, "timed out waiting for "+what)
+	}
+	var zero T
+	return zero
+}
+
+// VerifyTestMain is goleak's package-level check with the options natscoord
+// needs. Call it from every TestMain:
+//
+//	func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+func VerifyTestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, LeakOptions()...)
+}
+
+// LeakOptions are the goleak options shared by all packages. Empty today:
+// a stopped embedded server leaves no goroutine behind, and any ignore
+// added here must say which goroutine it is and why it may outlive a test.
+func LeakOptions() []goleak.Option { return nil }
