@@ -2,15 +2,14 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
 
@@ -29,9 +28,10 @@ type Cluster struct {
 	base    Options
 	tempDir string
 
-	mu    sync.Mutex
-	nodes []*Server // nil while a node is stopped
-	opts  []Options
+	mu     sync.Mutex
+	nodes  []*Server // nil while a node is stopped
+	opts   []Options
+	closed bool // set by Shutdown; RestartNode then refuses
 }
 
 // StartCluster starts n nodes (n >= 1) with opts as the template for each
@@ -129,11 +129,22 @@ func freePorts(n int) ([]int, error) {
 // Size returns the number of nodes, running or stopped.
 func (c *Cluster) Size() int { return len(c.opts) }
 
-// Node returns node i, or nil while it is stopped.
+// Node returns node i (0-based), or nil while it is stopped or when i is
+// out of range.
 func (c *Cluster) Node(i int) *Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if i < 0 || i >= len(c.nodes) {
+		return nil
+	}
 	return c.nodes[i]
+}
+
+func (c *Cluster) checkIndex(i int) error {
+	if i < 0 || i >= len(c.opts) {
+		return fmt.Errorf("embedded: node %d out of range [0, %d)", i, len(c.opts))
+	}
+	return nil
 }
 
 // Running returns the nodes that are currently running.
@@ -162,8 +173,12 @@ func (c *Cluster) ClientURLs() string {
 	return out
 }
 
-// StopNode shuts node i down, keeping its data directory.
+// StopNode shuts node i down, keeping its data directory. Stopping a
+// stopped node does nothing.
 func (c *Cluster) StopNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	s := c.nodes[i]
 	c.nodes[i] = nil
@@ -174,11 +189,20 @@ func (c *Cluster) StopNode(ctx context.Context, i int) error {
 	return s.Shutdown(ctx)
 }
 
-// RestartNode starts node i again on its data directory and route port.
+// RestartNode starts the stopped node i again on its data directory and
+// route port. It returns once the node accepts connections; the node then
+// catches up with its streams in the background (see
+// Server.StreamReplica to wait for that).
 func (c *Cluster) RestartNode(ctx context.Context, i int) error {
+	if err := c.checkIndex(i); err != nil {
+		return err
+	}
 	c.mu.Lock()
-	running := c.nodes[i] != nil
+	running, closed := c.nodes[i] != nil, c.closed
 	c.mu.Unlock()
+	if closed {
+		return ErrShutdown
+	}
 	if running {
 		return fmt.Errorf("embedded: node %d is running", i)
 	}
@@ -187,104 +211,24 @@ func (c *Cluster) RestartNode(ctx context.Context, i int) error {
 		return err
 	}
 	c.mu.Lock()
+	if c.closed || c.nodes[i] != nil {
+		// Shutdown or a concurrent RestartNode won the race.
+		c.mu.Unlock()
+		return errors.Join(fmt.Errorf("embedded: node %d restarted concurrently or cluster shut down", i), s.Shutdown(ctx))
+	}
 	c.nodes[i] = s
 	c.mu.Unlock()
 	return nil
 }
 
-// WaitMetaLeader waits until a running node reports a JetStream meta
-// leader, bounded by the template's ReadyTimeout (default 10s) and ctx.
-func (c *Cluster) WaitMetaLeader(ctx context.Context) error {
-	timeout := c.base.ReadyTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		for _, s := range c.Running() {
-			if s.ns.JetStreamIsLeader() {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", ErrNoMetaLeader, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// StreamLeader returns the index of the node leading stream (in the
-// global account), or -1 when no running node leads it.
-func (c *Cluster) StreamLeader(stream string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, s := range c.nodes {
-		if s != nil && s.ns.JetStreamIsStreamLeader(jsAccount, stream) {
-			return i
-		}
-	}
-	return -1
-}
-
-// KVStreamName returns the stream name behind a KV bucket.
-func KVStreamName(bucket string) string { return "KV_" + bucket }
-
-const jsAccount = "$G"
-
-// StepDownStream asks the current leader of stream to step down and waits
-// (bounded by ctx) until another node leads it. It returns the new
-// leader's index.
-func (c *Cluster) StepDownStream(ctx context.Context, stream string) (int, error) {
-	old := c.StreamLeader(stream)
-	if old < 0 {
-		return -1, fmt.Errorf("embedded: stream %q has no leader", stream)
-	}
-	if err := c.Node(old).ns.JetStreamStepdownStream(jsAccount, stream); err != nil {
-		return -1, fmt.Errorf("embedded: step down %q: %w", stream, err)
-	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if l := c.StreamLeader(stream); l >= 0 && l != old {
-			return l, nil
-		}
-		select {
-		case <-ctx.Done():
-			return -1, fmt.Errorf("embedded: no new leader for %q: %w", stream, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// JetStream connects to the running nodes and returns a JetStream handle
-// plus a close function for its connection.
-func (c *Cluster) JetStream() (jetstream.JetStream, func(), error) {
-	run := c.Running()
-	if len(run) == 0 {
-		return nil, nil, ErrShutdown
-	}
-	nc, err := connectURLs(c.ClientURLs(), c.base)
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, fmt.Errorf("embedded: jetstream: %w", err)
-	}
-	return js, nc.Close, nil
-}
-
-// Shutdown stops every running node and removes the temporary data
-// directory, if StartCluster created one.
+// Shutdown stops every running node (concurrently) and removes the
+// temporary data directory, if StartCluster created one. Afterwards
+// RestartNode returns ErrShutdown; calling Shutdown again does nothing.
 func (c *Cluster) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	nodes := c.nodes
 	c.nodes = make([]*Server, len(c.opts))
+	c.closed = true
 	c.mu.Unlock()
 	var first error
 	var wg sync.WaitGroup

@@ -14,4 +14,8 @@ var (
 	// ErrNoMetaLeader means a cluster did not elect a JetStream meta leader
 	// within its ready timeout.
 	ErrNoMetaLeader = errors.New("embedded: no JetStream meta leader")
+	// ErrNoLeader means no running cluster node leads the stream.
+	ErrNoLeader = errors.New("embedded: stream has no leader")
+	// ErrNoStream means the stream has no replica on this server.
+	ErrNoStream = errors.New("embedded: stream not on this server")
 )

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -19,6 +21,8 @@ type Server struct {
 	ns      *server.Server
 	log     *serverLogger
 	tempDir string // removed on Shutdown when non-empty
+
+	closing atomic.Bool // set by the first Shutdown call
 
 	mu   sync.Mutex
 	nc   *nats.Conn // lazily opened for JetStream()
@@ -76,27 +80,39 @@ func start(ctx context.Context, opts Options, dir string) (*Server, error) {
 	// that cannot be bound or a store that cannot be opened.
 	ns.SetLoggerV2(lg, false, false, false)
 	ns.Start()
-
-	ready := make(chan bool, 1)
-	go func() { ready <- ns.ReadyForConnections(opts.ReadyTimeout) }()
-	var ok bool
-	select {
-	case ok = <-ready:
-	case <-ctx.Done():
+	if err := waitReady(ctx, ns, lg, opts.ReadyTimeout); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		<-ready
-		return nil, ctx.Err()
-	}
-	if !ok || !ns.JetStreamEnabled() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-		if msg := lg.fatalMessage(); msg != "" {
-			return nil, fmt.Errorf("%w: %s", ErrNotReady, msg)
-		}
-		return nil, fmt.Errorf("%w within %s", ErrNotReady, opts.ReadyTimeout)
+		return nil, err
 	}
 	return &Server{opts: opts, ns: ns, log: lg, done: make(chan struct{})}, nil
+}
+
+// waitReady polls rather than calling ns.ReadyForConnections once with the
+// whole timeout: nats-server reports a listener it cannot bind or a store
+// it cannot open only through Fatalf, and its own wait would sit out the
+// full timeout before Start could report that message.
+func waitReady(ctx context.Context, ns *server.Server, lg *serverLogger, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if msg := lg.fatalMessage(); msg != "" {
+			return fmt.Errorf("%w: %s", ErrNotReady, msg)
+		}
+		// A 1ms budget makes ReadyForConnections a single check.
+		if ns.ReadyForConnections(time.Millisecond) && ns.JetStreamEnabled() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("embedded: start: %w", ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("%w within %s", ErrNotReady, timeout)
+		case <-tick.C:
+		}
+	}
 }
 
 // ClientURL returns the nats:// URL clients use to connect. It is empty for
@@ -123,10 +139,8 @@ func (s *Server) NATS() *server.Server { return s.ns }
 // callers only pass extra options. The caller owns and closes the
 // connection.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	select {
-	case <-s.done:
+	if s.closing.Load() {
 		return nil, ErrShutdown
-	default:
 	}
 	base := []nats.Option{nats.InProcessServer(s.ns), nats.Name("natscoord-embedded")}
 	if a := s.opts.Auth; a.User != "" {
@@ -150,6 +164,9 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) JetStream() (jetstream.JetStream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return nil, ErrShutdown
+	}
 	if s.js != nil {
 		return s.js, nil
 	}
@@ -166,15 +183,20 @@ func (s *Server) JetStream() (jetstream.JetStream, error) {
 	return js, nil
 }
 
-// Done is closed once Shutdown has stopped the server.
+// Done is closed once Shutdown has stopped the server (and removed its
+// temporary data directory).
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Shutdown stops the server and waits until it has stopped, or until ctx
 // ends (the shutdown still completes in the background; Done reports
-// it). It removes the temporary data directory, if Start created one.
-// Calling it again returns the first call's result.
+// it). From the first call on, Connect and JetStream return ErrShutdown.
+// It closes the connection behind JetStream, closes every client
+// connection, flushes and closes JetStream's files, and removes the
+// temporary data directory if Start created one. Calling it again waits
+// for the same shutdown and returns its result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
+		s.closing.Store(true)
 		go func() {
 			s.mu.Lock()
 			if s.nc != nil {
