@@ -1,0 +1,147 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config describes a bucket to create or bind.
+type Config struct {
+	// Bucket is the bucket name (required).
+	Bucket string
+	// Description is stored with the bucket.
+	Description string
+	// Replicas is the stream replication factor. Default 1.
+	Replicas int
+	// History is the number of values kept per key. Default 1, which lease
+	// buckets need: with History > 1 the server raises every per-key TTL
+	// to at least LimitMarkerTTL.
+	History uint8
+	// LimitMarkerTTL enables per-key TTLs and is how long expiry markers
+	// are kept. 0 disables per-key TTLs; otherwise at least one second.
+	LimitMarkerTTL time.Duration
+	// Storage defaults to file storage.
+	Storage jetstream.StorageType
+	// MaxBytes caps the bucket's size. Default unlimited.
+	MaxBytes int64
+	// RequireTTL makes Open fail with ErrNoTTL when an existing bucket
+	// was created without LimitMarkerTTL.
+	RequireTTL bool
+}
+
+// Bucket is a bound KV bucket with the raw operations of this package.
+// It is safe for concurrent use.
+type Bucket struct {
+	js        jetstream.JetStream
+	kv        jetstream.KeyValue
+	name      string
+	stream    string
+	prefix    string // "$KV.<bucket>."
+	apiPrefix string // "$JS.API." or a domain/custom prefix
+	ttl       bool   // per-key TTLs enabled
+}
+
+// Open binds cfg.Bucket, creating it with cfg when it does not exist.
+// An existing bucket is used as it is (its configuration is not changed).
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Bucket, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("kvx: empty bucket name")
+	}
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg.keyValueConfig())
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket) // lost a creation race
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kvx: bucket %q: %w", cfg.Bucket, err)
+	}
+	return bind(ctx, js, kv, cfg.RequireTTL)
+}
+
+// Bind binds an existing bucket without creating it.
+func Bind(ctx context.Context, js jetstream.JetStream, bucket string, requireTTL bool) (*Bucket, error) {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("kvx: bucket %q: %w", bucket, err)
+	}
+	return bind(ctx, js, kv, requireTTL)
+}
+
+func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, requireTTL bool) (*Bucket, error) {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kvx: bucket %q status: %w", kv.Bucket(), err)
+	}
+	ttl := st.LimitMarkerTTL() > 0
+	if requireTTL && !ttl {
+		return nil, fmt.Errorf("%w (bucket %q)", ErrNoTTL, kv.Bucket())
+	}
+	return &Bucket{
+		js:        js,
+		kv:        kv,
+		name:      kv.Bucket(),
+		stream:    "KV_" + kv.Bucket(),
+		prefix:    "$KV." + kv.Bucket() + ".",
+		apiPrefix: apiPrefix(js.Options()),
+		ttl:       ttl,
+	}, nil
+}
+
+func (c Config) keyValueConfig() jetstream.KeyValueConfig {
+	h := c.History
+	if h == 0 {
+		h = 1
+	}
+	r := c.Replicas
+	if r == 0 {
+		r = 1
+	}
+	return jetstream.KeyValueConfig{
+		Bucket:         c.Bucket,
+		Description:    c.Description,
+		History:        h,
+		Replicas:       r,
+		Storage:        c.Storage,
+		MaxBytes:       c.MaxBytes,
+		LimitMarkerTTL: c.LimitMarkerTTL,
+	}
+}
+
+func apiPrefix(o jetstream.JetStreamOptions) string {
+	if o.Domain != "" {
+		return "$JS." + o.Domain + ".API."
+	}
+	p := o.APIPrefix
+	if p == "" {
+		p = jetstream.DefaultAPIPrefix
+	}
+	if !strings.HasSuffix(p, ".") {
+		p += "."
+	}
+	return p
+}
+
+// Name returns the bucket name.
+func (b *Bucket) Name() string { return b.name }
+
+// Stream returns the name of the stream behind the bucket.
+func (b *Bucket) Stream() string { return b.stream }
+
+// Subject returns the stream subject of key.
+func (b *Bucket) Subject(key string) string { return b.prefix + key }
+
+// KV returns the nats.go handle, for listing and watching.
+func (b *Bucket) KV() jetstream.KeyValue { return b.kv }
+
+// JetStream returns the JetStream handle the bucket was opened with.
+func (b *Bucket) JetStream() jetstream.JetStream { return b.js }
+
+// TTLEnabled reports whether the bucket accepts per-key TTLs.
+func (b *Bucket) TTLEnabled() bool { return b.ttl }

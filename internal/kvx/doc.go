@@ -1,0 +1,28 @@
+// Package kvx is the one place in natscoord that speaks raw JetStream KV.
+//
+// It exists because the KV API in nats.go cannot express what coordination
+// needs (see ../shared/NATS-NOTES.md for the measurements):
+//
+//   - Renewal with a fresh TTL. kv.Update and kv.Put write no Nats-TTL, so a
+//     lease renewed through them would never expire again. Bucket.Update
+//     publishes to the key's subject with an expected last subject sequence
+//     (the CAS) and a Nats-TTL header in one message.
+//   - Create over a delete marker in one round trip. kv.Create costs three
+//     when the key's last entry is a marker; CreateAt lets a caller that
+//     remembers the marker's revision (from its own delete or a watch event)
+//     acquire with one publish, and Acquire falls back to reading the key.
+//   - One conflict error. R1 streams report a CAS conflict as API error
+//     10071, replicated streams as 10071 or 10164; errors.Is(err,
+//     ErrConflict) matches all of them. Every other error stays what it was,
+//     so transient failures are never mistaken for contention.
+//   - Read-your-writes on replicated buckets. kv.Get uses direct get, which a
+//     lagging replica may answer; Bucket.Get asks the stream leader.
+//   - Delete markers that report their revision, and writes guarded by
+//     another key's revision (Nats-Expected-Last-Subject-Sequence-Subject).
+//   - One shared watch per bucket (Hub) from which many waiters take wake-ups,
+//     instead of one ordered consumer per waiter.
+//
+// Revisions returned here are the bucket stream's sequence numbers: strictly
+// increasing across deletes, purges, expiry and restarts, which is what
+// makes them usable as fencing tokens.
+package kvx

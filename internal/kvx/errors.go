@@ -1,0 +1,82 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var (
+	// ErrConflict means a compare-and-set lost: the key's revision was not
+	// the expected one (API errors 10071 and 10164, ErrKeyExists,
+	// ErrKeyRevisionMismatch).
+	ErrConflict = errors.New("kvx: revision conflict")
+	// ErrNotFound means the key has no live value.
+	ErrNotFound = errors.New("kvx: key not found")
+	// ErrNoTTL means the bucket was created without LimitMarkerTTL, so
+	// per-key TTLs are refused.
+	ErrNoTTL = errors.New("kvx: bucket has no LimitMarkerTTL; per-key TTLs are disabled")
+	// ErrInvalidTTL means the server refused a TTL (below one second).
+	ErrInvalidTTL = errors.New("kvx: invalid TTL")
+	// ErrInvalidKey means a key cannot be stored in a KV bucket.
+	ErrInvalidKey = errors.New("kvx: invalid key")
+)
+
+// JetStream API error codes this package maps.
+const (
+	codeWrongLastSeq         = 10071
+	codeWrongLastSeqConstant = 10164
+	codeTTLInvalid           = 10165
+	codeTTLDisabled          = 10166
+	codeNoMessageFound       = 10037
+)
+
+// mapErr turns server CAS and TTL refusals into this package's sentinels
+// (keeping the original error in the chain) and leaves every other error
+// untouched.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case codeWrongLastSeq, codeWrongLastSeqConstant:
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case codeTTLInvalid:
+			return fmt.Errorf("%w: %w", ErrInvalidTTL, err)
+		case codeTTLDisabled:
+			return fmt.Errorf("%w: %w", ErrNoTTL, err)
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	return err
+}
+
+// IsConflict reports whether err is a lost compare-and-set.
+func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
+
+// OutcomeUnknown reports whether a write that failed with err may
+// nevertheless have been applied: the request left this client but no
+// answer came back (timeout, cancelled context, connection lost). Such a
+// write must be resolved by reading the key, never by assuming failure.
+func OutcomeUnknown(err error) bool {
+	if err == nil || IsConflict(err) {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return false // the server answered: the write was refused
+	}
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) ||
+		errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, nats.ErrConnectionDraining) ||
+		errors.Is(err, nats.ErrDisconnected)
+}

@@ -1,0 +1,182 @@
+package kvx
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Hub shares one watch of a bucket among many waiters, so that a thousand
+// goroutines waiting for a thousand keys cost one ordered consumer, not a
+// thousand. The watch starts on the first Subscribe and runs until Close.
+//
+// Waiters must subscribe BEFORE they try the operation they may wait on:
+// a change that lands between a failed try and a later Subscribe would
+// otherwise be missed. Subscribe returns only once the watch is live.
+type Hub struct {
+	b       *Bucket
+	pattern string
+
+	mu      sync.Mutex
+	subs    map[string]map[*Sub]struct{}
+	w       jetstream.KeyWatcher
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the current watch goroutine ends
+	closed  bool
+	running bool
+}
+
+// NewHub returns a hub watching the keys of b that match pattern (">" for
+// all). No I/O happens until the first Subscribe.
+func (b *Bucket) NewHub(pattern string) *Hub {
+	return &Hub{b: b, pattern: pattern, subs: make(map[string]map[*Sub]struct{})}
+}
+
+// Sub receives the changes of a set of keys.
+type Sub struct {
+	h    *Hub
+	keys []string
+	c    chan Entry
+	once sync.Once
+}
+
+// C delivers the latest change of any subscribed key. It holds at most
+// one entry (newer changes replace an unread one: waiters re-read the key
+// anyway) and is closed when the hub's watch ends (Close, or a watch
+// failure): a waiter that sees it closed re-checks and subscribes again.
+func (s *Sub) C() <-chan Entry { return s.c }
+
+// Close unsubscribes. It is idempotent.
+func (s *Sub) Close() {
+	s.once.Do(func() {
+		h := s.h
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		registered := false
+		for _, k := range s.keys {
+			if m := h.subs[k]; m != nil {
+				if _, ok := m[s]; ok {
+					delete(m, s)
+					registered = true
+				}
+				if len(m) == 0 {
+					delete(h.subs, k)
+				}
+			}
+		}
+		if registered { // else the hub's end already closed it
+			close(s.c)
+		}
+	})
+}
+
+// ErrHubClosed is returned by Subscribe after Close.
+var ErrHubClosed = fmt.Errorf("kvx: hub closed")
+
+// Subscribe registers interest in keys and returns once the hub's watch is
+// live.
+func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrHubClosed
+	}
+	if !h.running {
+		if err := h.startLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1)}
+	for _, k := range keys {
+		m := h.subs[k]
+		if m == nil {
+			m = make(map[*Sub]struct{})
+			h.subs[k] = m
+		}
+		m[s] = struct{}{}
+	}
+	return s, nil
+}
+
+func (h *Hub) startLocked(ctx context.Context) error {
+	// The watch outlives the subscriber's ctx: it belongs to the hub.
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := h.b.kv.Watch(wctx, h.pattern, jetstream.UpdatesOnly())
+	if err != nil {
+		cancel()
+		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
+	}
+	h.w, h.cancel, h.running = w, cancel, true
+	h.done = make(chan struct{})
+	go h.run(w, h.done)
+	return nil
+}
+
+func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
+	defer close(done)
+	for e := range w.Updates() {
+		if e == nil {
+			continue
+		}
+		ent := fromWatch(e)
+		h.mu.Lock()
+		for s := range h.subs[ent.Key] {
+			offer(s.c, ent)
+		}
+		h.mu.Unlock()
+	}
+	// The watch ended (Close, or the subscription was closed under us):
+	// release every waiter so it re-checks; the next Subscribe restarts.
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ended := make(map[*Sub]struct{})
+	for _, m := range h.subs {
+		for s := range m {
+			ended[s] = struct{}{}
+		}
+	}
+	clear(h.subs) // Sub.Close now finds nothing to close twice
+	for s := range ended {
+		close(s.c)
+	}
+	h.running = false
+}
+
+// offer replaces an unread entry with e without blocking.
+func offer(c chan Entry, e Entry) {
+	select {
+	case c <- e:
+		return
+	default:
+	}
+	select {
+	case <-c:
+	default:
+	}
+	select {
+	case c <- e:
+	default:
+	}
+}
+
+// Close stops the watch and waits for its goroutine. Subscribers' channels
+// are closed. It is idempotent.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	w, cancel, done, running := h.w, h.cancel, h.done, h.running
+	h.mu.Unlock()
+	if !running {
+		return nil
+	}
+	err := w.Stop()
+	cancel()
+	<-done
+	return err
+}

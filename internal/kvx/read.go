@@ -1,0 +1,123 @@
+package kvx
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+type msgGetRequest struct {
+	LastBySubject string `json:"last_by_subj"`
+}
+
+type msgGetResponse struct {
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error,omitempty"`
+	Message *struct {
+		Subject  string    `json:"subject"`
+		Sequence uint64    `json:"seq"`
+		Header   []byte    `json:"hdrs,omitempty"`
+		Data     []byte    `json:"data,omitempty"`
+		Time     time.Time `json:"time"`
+	} `json:"message,omitempty"`
+}
+
+// Last returns key's last stored message, marker or value, read from the
+// stream leader (not a direct get), so a read after an acknowledged write
+// sees that write even on a replicated bucket. A key with no message at
+// all returns ErrNotFound.
+func (b *Bucket) Last(ctx context.Context, key string) (Entry, error) {
+	if err := CheckKey(key); err != nil {
+		return Entry{}, err
+	}
+	req, err := json.Marshal(msgGetRequest{LastBySubject: b.Subject(key)})
+	if err != nil {
+		return Entry{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.defaultTimeout())
+		defer cancel()
+	}
+	msg, err := b.js.Conn().RequestWithContext(ctx, b.apiPrefix+"STREAM.MSG.GET."+b.stream, req)
+	if err != nil {
+		return Entry{}, fmt.Errorf("kvx: get %q: %w", key, err)
+	}
+	var resp msgGetResponse
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return Entry{}, fmt.Errorf("kvx: get %q: decode response: %w", key, err)
+	}
+	if e := resp.Error; e != nil {
+		if e.ErrCode == codeNoMessageFound {
+			return Entry{}, fmt.Errorf("%w: %q", ErrNotFound, key)
+		}
+		return Entry{}, fmt.Errorf("kvx: get %q: %s (code %d, err_code %d)", key, e.Description, e.Code, e.ErrCode)
+	}
+	m := resp.Message
+	if m == nil {
+		return Entry{}, fmt.Errorf("kvx: get %q: empty response", key)
+	}
+	var hdr nats.Header
+	if len(m.Header) > 0 {
+		if hdr, err = nats.DecodeHeadersMsg(m.Header); err != nil {
+			return Entry{}, fmt.Errorf("kvx: get %q: headers: %w", key, err)
+		}
+	}
+	return Entry{Key: key, Value: m.Data, Revision: m.Sequence, Op: opOf(hdr), Created: m.Time}, nil
+}
+
+// Get returns key's live value, read from the stream leader. When the last
+// message is a marker it returns that marker's entry together with
+// ErrNotFound, so callers can still use its revision.
+func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
+	e, err := b.Last(ctx, key)
+	if err != nil {
+		return e, err
+	}
+	if !e.Live() {
+		return e, fmt.Errorf("%w: %q (%s at revision %d)", ErrNotFound, key, e.Op, e.Revision)
+	}
+	return e, nil
+}
+
+func (b *Bucket) defaultTimeout() time.Duration {
+	if d := b.js.Options().DefaultTimeout; d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+// Scan calls fn with the live value of every key matching pattern (a KV
+// key filter such as ">" or "tasks.*"), in stream order, through one
+// ordered consumer rather than a request per key. fn returns false to
+// stop. Markers are skipped.
+func (b *Bucket) Scan(ctx context.Context, pattern string, fn func(Entry) bool) error {
+	w, err := b.kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("kvx: scan %q: %w", pattern, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("kvx: scan %q: watcher closed", pattern)
+			}
+			if e == nil {
+				return nil // end of the current values
+			}
+			if !fn(fromWatch(e)) {
+				return nil
+			}
+		}
+	}
+}

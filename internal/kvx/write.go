@@ -1,0 +1,100 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Update writes value to key only while the key's last stored message has
+// revision rev; rev 0 means the key has no message at all (never written,
+// or its last marker has itself expired). A ttl > 0 gives the new value a
+// per-key TTL (whole seconds on the server, at least one); 0 means none.
+// It returns the new revision. A lost race returns ErrConflict.
+//
+// Unlike kv.Update this sets Nats-TTL, so it is how leases are renewed.
+func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, opts...)
+}
+
+// Create writes value only when key has no message at all. Prefer Acquire
+// when the key may hold a delete or expiry marker.
+func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (uint64, error) {
+	return b.Update(ctx, key, value, 0, ttl)
+}
+
+// Acquire writes value when key holds no live value: it publishes
+// expecting revision hint (the revision of the marker the caller last saw,
+// or 0), and on a conflict reads the key from the stream leader and tries
+// again at the marker's revision. So a caller with the right hint acquires
+// in one round trip, and one with a stale hint in two or three.
+//
+// When the key holds a live value it returns ErrConflict together with
+// that value's entry, so the caller can see the holder and wait for its
+// revision to change.
+func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64) (uint64, Entry, error) {
+	expect := hint
+	for range 4 {
+		rev, err := b.Update(ctx, key, value, expect, ttl)
+		if err == nil || !IsConflict(err) {
+			return rev, Entry{}, err
+		}
+		cur, err := b.Last(ctx, key)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			expect = 0
+		case err != nil:
+			return 0, Entry{}, err
+		case cur.Live():
+			return 0, cur, fmt.Errorf("%w: %q is held at revision %d", ErrConflict, key, cur.Revision)
+		default:
+			expect = cur.Revision
+		}
+	}
+	// Four lost races in a row: someone else keeps winning; that is
+	// contention, not an error of ours.
+	return 0, Entry{}, fmt.Errorf("%w: %q is contended", ErrConflict, key)
+}
+
+// Delete writes a delete marker on key only while its revision is rev and
+// returns the marker's revision (which a later Acquire can use as hint).
+func (b *Bucket) Delete(ctx context.Context, key string, rev uint64) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	return b.publish(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+}
+
+// PutGuarded writes value to key (unconditionally on key itself) only
+// while guardKey's last revision is guardRev, in one publish. It is how a
+// lease holder writes "only while I still hold the lease".
+func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guardKey string, guardRev uint64) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	if err := CheckKey(guardKey); err != nil {
+		return 0, err
+	}
+	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value},
+		jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
+}
+
+func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
+	ack, err := b.js.PublishMsg(ctx, m, opts...)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return ack.Sequence, nil
+}
