@@ -1,7 +1,173 @@
 package embedded_test
 
-import "github.com/nats-io/nats.go/jetstream"
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
 
-func jetstreamKV(name string) jetstream.KeyValueConfig {
-	return jetstream.KeyValueConfig{Bucket: name}
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/embedded"
+)
+
+// start starts a server with opts and shuts it down on t.Cleanup.
+func start(t testing.TB, opts embedded.Options) *embedded.Server {
+	t.Helper()
+	s, err := embedded.Start(context.Background(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { shutdown(t, s) })
+	return s
+}
+
+// shutdown stops s within a bounded time.
+func shutdown(t testing.TB, s *embedded.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Shutdown(ctx))
+}
+
+// isolateTempDir points os.TempDir at a fresh empty directory and returns
+// it, so a test can see whether Start left a temporary directory behind.
+func isolateTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	return dir
+}
+
+func requireEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "left behind in %s", dir)
+}
+
+// testPKI is a throwaway CA with a server certificate for 127.0.0.1 and
+// localhost and a client certificate, written as PEM files.
+type testPKI struct {
+	CAFile, CertFile, KeyFile, ClientCert, ClientKey string
+}
+
+func newTestPKI(t *testing.T) testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	caKey := newKey(t)
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "natscoord test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	require.NoError(t, err)
+	ca, err := x509.ParseCertificate(caDER)
+	require.NoError(t, err)
+
+	leaf := func(serial int64, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
+		key := newKey(t)
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: "localhost"},
+			NotBefore:    time.Now().Add(-time.Hour),
+			NotAfter:     time.Now().Add(time.Hour),
+			KeyUsage:     x509.KeyUsageDigitalSignature,
+			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+			DNSNames:     []string{"localhost"},
+			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		require.NoError(t, err)
+		return der, key
+	}
+	srvDER, srvKey := leaf(2, x509.ExtKeyUsageServerAuth)
+	cliDER, cliKey := leaf(3, x509.ExtKeyUsageClientAuth)
+
+	p := testPKI{
+		CAFile:     filepath.Join(dir, "ca.pem"),
+		CertFile:   filepath.Join(dir, "server.pem"),
+		KeyFile:    filepath.Join(dir, "server-key.pem"),
+		ClientCert: filepath.Join(dir, "client.pem"),
+		ClientKey:  filepath.Join(dir, "client-key.pem"),
+	}
+	writePEM(t, p.CAFile, "CERTIFICATE", caDER)
+	writePEM(t, p.CertFile, "CERTIFICATE", srvDER)
+	writePEM(t, p.KeyFile, "EC PRIVATE KEY", marshalKey(t, srvKey))
+	writePEM(t, p.ClientCert, "CERTIFICATE", cliDER)
+	writePEM(t, p.ClientKey, "EC PRIVATE KEY", marshalKey(t, cliKey))
+	return p
+}
+
+func newKey(t *testing.T) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	return k
+}
+
+func marshalKey(t *testing.T, k *ecdsa.PrivateKey) []byte {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	return der
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
+}
+
+// nkeyUser makes an nkey user without the nkeys module: the public key is
+// base32(prefix 'U' byte, ed25519 key, CRC-16/XMODEM little endian), and
+// the client answers the server's nonce with a raw ed25519 signature.
+func nkeyUser(t *testing.T) (pub string, sign func([]byte) ([]byte, error)) {
+	t.Helper()
+	pk, sk, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	raw := append([]byte{20 << 3}, pk...)
+	raw = binary.LittleEndian.AppendUint16(raw, crc16XModem(raw))
+	pub = base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw)
+	return pub, func(nonce []byte) ([]byte, error) { return ed25519.Sign(sk, nonce), nil }
+}
+
+func crc16XModem(data []byte) uint16 {
+	var crc uint16
+	for _, b := range data {
+		crc ^= uint16(b) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// requireClosed waits up to timeout for ch to be closed.
+func requireClosed(t testing.TB, ch <-chan struct{}, timeout time.Duration, what string) {
+	t.Helper()
+	select {
+	case _, ok := <-ch:
+		require.False(t, ok, "%s: got a value, want closed", what)
+	case <-time.After(timeout):
+		require.FailNow(t, what+" not closed within "+timeout.String())
+	}
 }

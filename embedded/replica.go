@@ -37,11 +37,8 @@ func (s *Server) StreamReplica(stream string) (Replica, error) {
 			continue
 		}
 		r := Replica{Msgs: d.State.Msgs, FirstSeq: d.State.FirstSeq, LastSeq: d.State.LastSeq}
-		if d.Cluster == nil {
-			r.Leader = true // a single server leads its own streams
-		} else {
-			r.Leader = s.ns.JetStreamIsStreamLeader(jsAccount, stream)
-		}
+		// A server outside a cluster leads every stream it holds.
+		r.Leader = !s.ns.JetStreamIsClustered() || s.ns.JetStreamIsStreamLeader(jsAccount, stream)
 		return r, nil
 	}
 	return Replica{}, fmt.Errorf("%w: %q", ErrNoStream, stream)

@@ -20,6 +20,7 @@ type Server struct {
 	opts    Options
 	ns      *server.Server
 	log     *serverLogger
+	dataDir string // the directory given to nats-server as StoreDir
 	tempDir string // removed on Shutdown when non-empty
 
 	closing atomic.Bool // set by the first Shutdown call
@@ -85,7 +86,7 @@ func start(ctx context.Context, opts Options, dir string) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, err
 	}
-	return &Server{opts: opts, ns: ns, log: lg, done: make(chan struct{})}, nil
+	return &Server{opts: opts, ns: ns, log: lg, dataDir: dir, done: make(chan struct{})}, nil
 }
 
 // waitReady polls rather than calling ns.ReadyForConnections once with the
@@ -127,8 +128,10 @@ func (s *Server) ClientURL() string {
 // Name returns the server name.
 func (s *Server) Name() string { return s.opts.ServerName }
 
-// DataDir returns the JetStream data directory in use.
-func (s *Server) DataDir() string { return s.ns.StoreDir() }
+// DataDir returns the data directory in use: Options.DataDir, or the
+// temporary directory Start created. (nats-server keeps its files in a
+// "jetstream" subdirectory of it.)
+func (s *Server) DataDir() string { return s.dataDir }
 
 // NATS returns the underlying nats-server for advanced use (monitoring,
 // raft inspection). Callers must not shut it down directly.
