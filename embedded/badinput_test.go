@@ -75,9 +75,11 @@ func TestStartWithEndedContext(t *testing.T) {
 func TestStartClusterRejectsBadInput(t *testing.T) {
 	tmp := isolateTempDir(t)
 	ctx := context.Background()
-	_, err := embedded.StartCluster(ctx, 0, embedded.Options{})
-	require.ErrorIs(t, err, embedded.ErrInvalidOptions)
-	_, err = embedded.StartCluster(ctx, 3, embedded.Options{InProcessOnly: true})
+	for _, n := range []int{-1, 0, 1} {
+		_, err := embedded.StartCluster(ctx, n, embedded.Options{})
+		require.ErrorIs(t, err, embedded.ErrInvalidOptions, "n=%d", n)
+	}
+	_, err := embedded.StartCluster(ctx, 3, embedded.Options{InProcessOnly: true})
 	require.ErrorIs(t, err, embedded.ErrInvalidOptions)
 	_, err = embedded.StartCluster(ctx, 3, embedded.Options{JetStreamMaxStore: -1})
 	require.ErrorIs(t, err, embedded.ErrInvalidOptions)

@@ -34,13 +34,15 @@ type Cluster struct {
 	closed bool // set by Shutdown; RestartNode then refuses
 }
 
-// StartCluster starts n nodes (n >= 1) with opts as the template for each
+// StartCluster starts n nodes (n >= 2) with opts as the template for each
 // (Host, Port, ServerName and InProcessOnly are chosen per node; DataDir,
 // when set, gets one subdirectory per node) and returns once a JetStream
 // meta leader exists.
 func StartCluster(ctx context.Context, n int, opts Options) (*Cluster, error) {
-	if n < 1 {
-		return nil, invalid("cluster size %d", n)
+	if n < 2 {
+		// One node routed to itself would wait forever for meta-group
+		// peers; a single node is what Start is for.
+		return nil, invalid("cluster size %d: a cluster needs at least 2 nodes (3 for R3 streams); use Start for one", n)
 	}
 	if opts.InProcessOnly {
 		return nil, invalid("a cluster needs listeners; InProcessOnly is not allowed")

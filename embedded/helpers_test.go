@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -170,4 +171,11 @@ func requireClosed(t testing.TB, ch <-chan struct{}, timeout time.Duration, what
 	case <-time.After(timeout):
 		require.FailNow(t, what+" not closed within "+timeout.String())
 	}
+}
+
+func hostOf(t testing.TB, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	return u.Hostname()
 }

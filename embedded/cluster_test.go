@@ -1,0 +1,141 @@
+package embedded_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// createR3Bucket retries bucket creation: right after StartCluster the
+// meta leader may not yet know every peer, and placing three replicas
+// fails until it does.
+func createR3Bucket(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	var kv jetstream.KeyValue
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Replicas: 3})
+		return err == nil
+	}, "R3 bucket %q not created", bucket)
+	return kv
+}
+
+// putEventually retries a put until the bucket accepts it (a stopped
+// leader is replaced only after raft's election timeout) and returns the
+// new revision.
+func putEventually(t *testing.T, kv jetstream.KeyValue, key, value string, within time.Duration) uint64 {
+	t.Helper()
+	var rev uint64
+	natstest.Eventually(t, within, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := kv.Put(ctx, key, []byte(value))
+		rev = r
+		return err == nil
+	}, "put %s not accepted within %s", key, within)
+	return rev
+}
+
+// waitReplica waits until node i holds the stream up to lastSeq.
+func waitReplica(t *testing.T, c *natstest.Cluster, i int, stream string, msgs, lastSeq uint64) {
+	t.Helper()
+	var got embedded.Replica
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		s := c.Node(i)
+		if s == nil {
+			return false
+		}
+		r, err := s.StreamReplica(stream)
+		got = r
+		return err == nil && r.LastSeq == lastSeq && r.Msgs == msgs
+	}, "node %d did not catch up to seq %d (has %+v)", i, lastSeq, &got)
+}
+
+func TestClusterR3Failover(t *testing.T) {
+	c := natstest.WithCluster(t, 3)
+	require.Equal(t, 3, c.Size())
+	require.Len(t, c.Running(), 3)
+	for _, s := range c.Running() {
+		require.Equal(t, "127.0.0.1", hostOf(t, s.ClientURL()))
+	}
+	const bucket = "failover"
+	stream := embedded.KVStreamName(bucket)
+	kv := createR3Bucket(t, c.JS, bucket)
+	ctx := natstest.Context(t, 60*time.Second)
+	rev, err := kv.Put(ctx, "k0", []byte("v0"))
+	require.NoError(t, err)
+
+	stopped := -1
+	t.Run("writable while the stream leader is stopped", func(t *testing.T) {
+		natstest.Eventually(t, 5*time.Second, func() bool { return c.StreamLeader(stream) >= 0 }, "no stream leader")
+		stopped = c.StreamLeader(stream)
+		require.NoError(t, c.StopNode(ctx, stopped))
+		require.Nil(t, c.Node(stopped))
+		require.Len(t, c.Running(), 2)
+
+		// The followers elect a new leader after raft's election timeout.
+		rev = putEventually(t, kv, "k1", "v1", 20*time.Second)
+		for i := 2; i <= 5; i++ {
+			rev, err = kv.Put(ctx, fmt.Sprintf("k%d", i), []byte("v"))
+			require.NoError(t, err)
+		}
+		// Compare-and-set works too.
+		rev, err = kv.Update(ctx, "k5", []byte("v5"), rev)
+		require.NoError(t, err)
+		require.NotEqual(t, stopped, c.StreamLeader(stream))
+	})
+
+	t.Run("restarted node catches up", func(t *testing.T) {
+		require.GreaterOrEqual(t, stopped, 0)
+		require.NoError(t, c.RestartNode(ctx, stopped))
+		require.Error(t, c.RestartNode(ctx, stopped), "already running")
+		// Six keys, history 1: six messages, the last one at rev.
+		waitReplica(t, c, stopped, stream, 6, rev)
+	})
+
+	t.Run("stream leader step-down", func(t *testing.T) {
+		old := c.StreamLeader(stream)
+		require.GreaterOrEqual(t, old, 0)
+		leader, err := c.StepDownStream(ctx, stream)
+		require.NoError(t, err)
+		require.NotEqual(t, old, leader)
+		r, err := c.Node(leader).StreamReplica(stream)
+		require.NoError(t, err)
+		require.True(t, r.Leader)
+
+		next := putEventually(t, kv, "k6", "v6", 10*time.Second)
+		require.Greater(t, next, rev)
+		e, err := kv.Get(ctx, "k5")
+		require.NoError(t, err)
+		require.Equal(t, "v5", string(e.Value()))
+	})
+
+	t.Run("bad node index", func(t *testing.T) {
+		require.Nil(t, c.Node(-1))
+		require.Nil(t, c.Node(3))
+		require.Error(t, c.StopNode(ctx, 3))
+		require.Error(t, c.RestartNode(ctx, -1))
+		_, err := c.StepDownStream(ctx, "KV_none")
+		require.ErrorIs(t, err, embedded.ErrNoLeader)
+	})
+
+	t.Run("after Shutdown", func(t *testing.T) {
+		require.NoError(t, c.StopNode(ctx, 0))
+		require.NoError(t, c.StopNode(ctx, 0), "stopping a stopped node does nothing")
+		require.NoError(t, c.Shutdown(ctx))
+		require.Empty(t, c.Running())
+		require.ErrorIs(t, c.RestartNode(ctx, 0), embedded.ErrShutdown)
+		_, _, err := c.JetStream()
+		require.ErrorIs(t, err, embedded.ErrShutdown)
+		// natstest's cleanup calls Shutdown again: that is a no-op.
+	})
+}
