@@ -1,0 +1,52 @@
+package kvlease
+
+import "errors"
+
+// Every error this package returns matches one of these with errors.Is,
+// or is a transient server/transport error passed through unchanged (and
+// never reported as contention or loss).
+var (
+	// ErrLost means ownership could no longer be confirmed within the
+	// guard's validity window: a renewal or guarded write found the key at
+	// another revision (force release, expiry and re-acquisition), or the
+	// window ran out (a pause, a partition, renewals failing).
+	ErrLost = errors.New("kvlease: lease lost")
+	// ErrReleased is the cause of a guard's context after Release.
+	ErrReleased = errors.New("kvlease: lease released")
+	// ErrExported is the cause of a guard's context after Export handed
+	// its ownership to a token.
+	ErrExported = errors.New("kvlease: lease exported")
+	// ErrInvalidTTL means a TTL outside MinTTL..MaxTTL.
+	ErrInvalidTTL = errors.New("kvlease: invalid TTL")
+	// ErrInvalidWait means a negative wait or one above Config.MaxWait.
+	ErrInvalidWait = errors.New("kvlease: invalid wait")
+	// ErrInvalidKey means a key its codec cannot encode, an empty key, or
+	// a lease key longer than Config.MaxKeyBytes.
+	ErrInvalidKey = errors.New("kvlease: invalid key")
+	// ErrInvalidName means a family name that is not one KV key token.
+	ErrInvalidName = errors.New("kvlease: invalid family name")
+	// ErrInvalidConfig means a Config field out of range.
+	ErrInvalidConfig = errors.New("kvlease: invalid config")
+	// ErrInvalidToken means a transfer token that does not decode or does
+	// not belong to the family it is restored into.
+	ErrInvalidToken = errors.New("kvlease: invalid token")
+	// ErrClosed means the manager is closing or closed.
+	ErrClosed = errors.New("kvlease: manager closed")
+	// ErrTooManyActive means the manager already holds Config.MaxActive
+	// guards.
+	ErrTooManyActive = errors.New("kvlease: too many active leases")
+	// ErrDuplicateName means a second, distinct declaration of a family
+	// name was bound to one manager.
+	ErrDuplicateName = errors.New("kvlease: duplicate family name")
+	// ErrForeignGuard means a guard passed to a family (Export) or used
+	// with a proof that does not belong to it.
+	ErrForeignGuard = errors.New("kvlease: guard belongs to another family or manager")
+	// ErrNotRenewable means StartRenewing was given an interval that
+	// cannot renew before the validity window ends.
+	ErrNotRenewable = errors.New("kvlease: renew interval does not fit the validity window")
+)
+
+// ErrBusy means ForceRelease kept finding the key changed between its read
+// and its conditional delete (a holder renewing very fast or a stream of
+// new holders). Retry later.
+var ErrBusy = errors.New("kvlease: key kept changing")

@@ -1,0 +1,330 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// Guard is one held lease: one ownership interval of one key, from a
+// successful acquisition (or Restore) to Release, loss, Export or the
+// manager's Close. Its methods are safe for concurrent use.
+//
+// A guard's context is derived from the context passed to the call that
+// acquired it: cancelling that context releases the lease. Pass a context
+// that lives as long as the work the lease protects (context.WithoutCancel
+// keeps values and drops cancellation).
+type Guard struct {
+	m      *Manager
+	family Name // "" for raw keys
+	key    string
+	fence  uint64
+	ttl    time.Duration
+	sttl   time.Duration // the server-side TTL: ttl rounded up to seconds
+	margin time.Duration
+	owner  string // hash of secret
+	secret secret
+	value  []byte
+
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	stopParent func() bool
+	done       chan struct{} // closed when ended and cleaned up
+
+	opMu sync.Mutex // serializes this guard's writes: renew, guarded put, export, delete
+
+	mu         sync.Mutex
+	rev        uint64
+	lastSent   time.Time
+	validUntil time.Time
+	cause      error // nil while held
+	every      time.Duration
+	nextRenew  time.Time
+	renewing   bool
+
+	releaseOnce sync.Once
+	releaseErr  error // set before done closes
+
+	at   time.Time // scheduler.mu
+	hidx int       // scheduler.mu; -1 when not scheduled
+}
+
+// newGuard builds a held guard; the caller registers and schedules it.
+func (m *Manager) newGuard(parent context.Context, family Name, key string, rev uint64, sent time.Time,
+	ttl time.Duration, sec secret, owner string, value []byte) *Guard {
+	g := &Guard{
+		m: m, family: family, key: key, fence: rev, ttl: ttl, sttl: serverTTL(ttl), margin: Margin(ttl),
+		owner: owner, secret: sec, value: value, done: make(chan struct{}),
+		rev: rev, lastSent: sent, validUntil: sent.Add(ttl - Margin(ttl)), hidx: -1,
+	}
+	g.ctx, g.cancel = context.WithCancelCause(parent)
+	return g
+}
+
+// start registers g with the manager and its scheduler and ties it to its
+// parent context. It returns false when the manager closed meanwhile.
+func (g *Guard) start(parent context.Context) bool {
+	if !g.m.register(g) {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cause == nil {
+		g.m.sched.set(g, g.validUntil)
+		g.stopParent = context.AfterFunc(parent, func() { g.startRelease(ErrReleased) })
+	}
+	return true
+}
+
+// Key returns the lease key in the bucket ("<family>.<encoded key>", or
+// the raw key given to Manager.TryAcquireKey/AcquireKey).
+func (g *Guard) Key() string { return g.key }
+
+// Family returns the guard's family name ("" for raw keys).
+func (g *Guard) Family() Name { return g.family }
+
+// TTL returns the TTL the lease was acquired with.
+func (g *Guard) TTL() time.Duration { return g.ttl }
+
+// Fence returns the fencing token of this ownership interval: the KV
+// revision at which the lease was acquired (or restored). It never changes
+// during the guard's life, and every later holder of the key gets a
+// strictly greater fence, so a resource that remembers the highest fence
+// it has seen and refuses writes carrying a smaller one ("accept f >=
+// highest") excludes every stale holder.
+func (g *Guard) Fence() uint64 { return g.fence }
+
+// Revision returns the lease key's current revision, which changes on
+// every renewal. Guarded writes (Proof) are conditional on it; use Fence
+// for resources.
+func (g *Guard) Revision() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rev
+}
+
+// ValidUntil returns the end of the current validity window on the
+// holder's clock: (send time of the last confirmed write) + TTL -
+// Margin(TTL).
+func (g *Guard) ValidUntil() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.validUntil
+}
+
+// Context returns a context that is cancelled, with ErrLost, ErrReleased
+// or ErrExported as its cause (context.Cause), when the guard ends. It
+// carries the values of the context the lease was acquired with.
+func (g *Guard) Context() context.Context { return g.ctx }
+
+// Done is closed once the guard has ended and its cleanup (the release's
+// conditional delete) has finished.
+func (g *Guard) Done() <-chan struct{} { return g.done }
+
+// Err returns nil while the guard holds its lease and why it ended
+// otherwise. It checks the validity window against the clock right now, so
+// a process that was paused (GC, SIGSTOP, a VM migration) past its window
+// gets ErrLost here even before any timer has fired.
+func (g *Guard) Err() error {
+	g.mu.Lock()
+	cause, vu := g.cause, g.validUntil
+	g.mu.Unlock()
+	if cause != nil {
+		return cause
+	}
+	if g.m.now().Before(vu) {
+		return nil
+	}
+	g.lose(fmt.Errorf("%w: validity window of %q ended at %s", ErrLost, g.key, vu.Format(time.RFC3339Nano)), true)
+	return g.ended()
+}
+
+func (g *Guard) ended() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cause
+}
+
+// Release ends the guard (its context is cancelled with ErrReleased first,
+// so protected work stops before the key can change hands) and deletes the
+// lease on condition that the key is still at the guard's revision: a late
+// release never deletes a newer holder's lease. It is idempotent and
+// concurrent calls share one attempt; ctx only bounds the waiting (the
+// attempt itself is bounded by OperationTimeout). It returns an error
+// matching ErrLost when the lease had already been taken over, and nil
+// when the guard had already ended by loss or export (Err says why).
+func (g *Guard) Release(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.startRelease(ErrReleased)
+	select {
+	case <-g.done:
+		return g.releaseErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (g *Guard) startRelease(cause error) {
+	g.releaseOnce.Do(func() { g.end(cause, true, true) })
+}
+
+// lose ends the guard with cause (matching ErrLost). cleanup asks for a
+// conditional delete: when the loss is only the local window running out,
+// the key may still be ours at the server, and deleting it frees it sooner.
+func (g *Guard) lose(cause error, cleanup bool) {
+	if g.end(cause, cleanup, false) {
+		g.m.stats.lost.Add(1)
+		g.m.log.Warn("kvlease: lease lost", "key", g.key, "cause", cause)
+	}
+}
+
+// end moves the guard to its final state once; later calls return false.
+func (g *Guard) end(cause error, del, release bool) bool {
+	g.mu.Lock()
+	if g.cause != nil {
+		g.mu.Unlock()
+		return false
+	}
+	g.cause = cause
+	g.every = 0
+	g.m.sched.remove(g)
+	stop := g.stopParent
+	g.mu.Unlock()
+	g.cancel(cause)
+	if stop != nil {
+		stop()
+	}
+	g.m.unregister(g)
+	if !del {
+		close(g.done)
+		return true
+	}
+	g.m.goOwned(func() {
+		err := g.deleteOwn()
+		if release {
+			g.releaseErr = err
+			if err == nil {
+				g.m.stats.released.Add(1)
+			}
+		}
+		close(g.done)
+	})
+	return true
+}
+
+// deleteOwn deletes the lease at the guard's revision, waiting for any
+// in-flight renewal first so the revision is the latest one.
+func (g *Guard) deleteOwn() error {
+	g.opMu.Lock()
+	defer g.opMu.Unlock()
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	ctx, cancel := g.m.cleanupCtx()
+	defer cancel()
+	marker, err := g.m.b.Delete(ctx, g.key, rev)
+	switch {
+	case err == nil:
+		g.m.hints.put(g.key, marker)
+		return nil
+	case kvx.IsConflict(err):
+		return fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
+	case kvx.OutcomeUnknown(err):
+		rctx, rcancel := g.m.cleanupCtx()
+		defer rcancel()
+		e, rerr := g.m.b.Get(rctx, g.key)
+		if errors.Is(rerr, kvx.ErrNotFound) || rerr == nil && e.Revision != rev {
+			return nil // the delete landed (or the key moved on without us)
+		}
+	}
+	return fmt.Errorf("kvlease: release %q: %w", g.key, err)
+}
+
+// StartRenewing makes the manager's scheduler renew the lease every
+// interval (0 means TTL/3, which With uses) until the guard ends. A
+// renewal that fails transiently is retried within the validity window; a
+// renewal that finds the key changed ends the guard with ErrLost. The
+// interval must leave room to renew before the window ends: 0 < interval
+// < TTL - Margin(TTL).
+func (g *Guard) StartRenewing(interval time.Duration) error {
+	if interval == 0 {
+		interval = g.ttl / 3
+	}
+	if interval <= 0 || interval >= g.ttl-g.margin {
+		return fmt.Errorf("%w: %v for TTL %v (window %v)", ErrNotRenewable, interval, g.ttl, g.ttl-g.margin)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cause != nil {
+		return g.cause
+	}
+	g.every = interval
+	g.nextRenew = g.lastSent.Add(interval)
+	g.m.sched.set(g, g.nextDueLocked())
+	return nil
+}
+
+// StopRenewing stops automatic renewal; the guard stays held until its
+// window ends unless renewed by Renew.
+func (g *Guard) StopRenewing() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cause == nil {
+		g.every = 0
+		g.m.sched.set(g, g.validUntil)
+	}
+}
+
+func (g *Guard) nextDueLocked() time.Time {
+	if g.every > 0 && !g.renewing && g.nextRenew.Before(g.validUntil) {
+		return g.nextRenew
+	}
+	return g.validUntil
+}
+
+// due runs on the scheduler goroutine when g's entry comes up.
+func (m *Manager) due(g *Guard) {
+	now := m.now()
+	g.mu.Lock()
+	if g.cause != nil {
+		g.mu.Unlock()
+		return
+	}
+	if !now.Before(g.validUntil) {
+		vu := g.validUntil
+		g.mu.Unlock()
+		g.lose(fmt.Errorf("%w: validity window of %q ended at %s without a confirmed renewal", ErrLost, g.key, vu.Format(time.RFC3339Nano)), true)
+		return
+	}
+	if g.every > 0 && !g.renewing && !now.Before(g.nextRenew) {
+		g.renewing = true
+		m.sched.set(g, g.validUntil)
+		g.mu.Unlock()
+		m.goOwned(g.autoRenew)
+		return
+	}
+	m.sched.set(g, g.nextDueLocked())
+	g.mu.Unlock()
+}
+
+func (g *Guard) autoRenew() {
+	err := g.renew(g.m.ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.renewing = false
+	if g.cause != nil {
+		return
+	}
+	if err != nil {
+		g.m.stats.renewFailures.Add(1)
+		g.m.log.Debug("kvlease: renewal failed, retrying", "key", g.key, "err", err)
+		g.nextRenew = g.m.now().Add(retryEvery(g.ttl))
+	}
+	g.m.sched.set(g, g.nextDueLocked())
+}

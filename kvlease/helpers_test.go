@@ -1,0 +1,61 @@
+package kvlease_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+
+var jobs = kvlease.Define[string]("jobs", kvlease.StringCodec{})
+
+// newManager starts a manager closed by t.Cleanup.
+func newManager(t *testing.T, js jetstream.JetStream, cfg kvlease.Config) *kvlease.Manager {
+	t.Helper()
+	ctx := natstest.Context(t, 30*time.Second)
+	var m *kvlease.Manager
+	// A fresh cluster may need a moment before it accepts R3 streams.
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		var err error
+		m, err = kvlease.NewManager(ctx, js, cfg)
+		return err == nil
+	}, "new manager")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, m.Close(ctx))
+	})
+	return m
+}
+
+// pair returns two managers on separate connections to one server: two
+// "processes" sharing a bucket.
+func pair(t *testing.T) (*kvlease.Manager, *kvlease.Manager) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	return newManager(t, n.JS, kvlease.Config{Holder: "one"}), newManager(t, n.NewJS(t), kvlease.Config{Holder: "two"})
+}
+
+func bind[K any](t *testing.T, d kvlease.Declaration[K], m *kvlease.Manager) kvlease.Leases[K] {
+	t.Helper()
+	l, err := d.Bind(m)
+	require.NoError(t, err)
+	return l
+}
+
+// waitClosed waits up to d for ch to be closed.
+func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		require.FailNow(t, "timed out waiting for "+what)
+	}
+}

@@ -1,0 +1,230 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// Manager holds leases in one KV bucket for one process: it acquires,
+// renews (one scheduler for all guards), releases, and on Close releases
+// everything it still holds. It is safe for concurrent use.
+type Manager struct {
+	cfg  Config
+	b    *kvx.Bucket
+	hub  *kvx.Hub
+	log  *slog.Logger
+	host string
+	pid  int
+	now  func() time.Time // the clock of validity windows; replaced in tests
+
+	ctx    context.Context // cancelled by Close: waiters and renewals stop
+	cancel context.CancelFunc
+	sched  *scheduler
+	wg     sync.WaitGroup // renewal and cleanup goroutines
+
+	mu       sync.Mutex
+	closed   bool
+	guards   map[*Guard]struct{}
+	families map[Name]any
+
+	hints hintCache
+	stats counters
+
+	closeOnce sync.Once
+	done      chan struct{}
+	closeErr  error
+}
+
+// NewManager binds cfg.Bucket through js, creating it (History 1, per-key
+// TTLs, cfg.Replicas) when it does not exist, and starts the renewal
+// scheduler. An existing bucket without per-key TTLs is refused.
+func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manager, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	b, err := kvx.Open(ctx, js, kvx.Config{
+		Bucket:         cfg.Bucket,
+		Description:    "natscoord leases",
+		Replicas:       cfg.Replicas,
+		History:        1,
+		LimitMarkerTTL: markerTTL,
+		RequireTTL:     true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kvlease: %w", err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		cfg: cfg, b: b, hub: b.NewHub(">"), log: cfg.Logger,
+		host: hostname(), pid: os.Getpid(), now: time.Now,
+		ctx: mctx, cancel: cancel,
+		guards: make(map[*Guard]struct{}), families: make(map[Name]any),
+		done: make(chan struct{}),
+	}
+	m.hints.init(4096)
+	m.sched = newScheduler(m.due)
+	return m, nil
+}
+
+// Bucket returns the name of the manager's bucket.
+func (m *Manager) Bucket() string { return m.b.Name() }
+
+// Holder returns the public holder id written into this manager's leases.
+func (m *Manager) Holder() string { return m.cfg.Holder }
+
+// Done is closed when Close has finished: every guard released (or its
+// cleanup attempt ended) and every goroutine of the manager stopped.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
+// Close refuses new acquisitions, ends waiting acquisitions with
+// ErrClosed, releases every guard the manager holds (each release bounded
+// by OperationTimeout), stops the scheduler and waits for all of it. If
+// ctx ends first Close returns ctx's error and the shutdown completes in
+// the background (Done reports it). It is idempotent; later calls wait for
+// the same shutdown and return its result.
+func (m *Manager) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		gs := make([]*Guard, 0, len(m.guards))
+		for g := range m.guards {
+			gs = append(gs, g)
+		}
+		m.mu.Unlock()
+		m.cancel()
+		go m.shutdown(gs)
+	})
+	select {
+	case <-m.done:
+		return m.closeErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (m *Manager) shutdown(gs []*Guard) {
+	var errs []error
+	cause := fmt.Errorf("%w: %w", ErrReleased, ErrClosed)
+	for _, g := range gs {
+		g.startRelease(cause)
+	}
+	for _, g := range gs {
+		<-g.done
+		if g.releaseErr != nil && !errors.Is(g.releaseErr, ErrLost) {
+			errs = append(errs, g.releaseErr)
+		}
+	}
+	m.sched.close()
+	m.wg.Wait()
+	if err := m.hub.Close(); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		m.log.Debug("kvlease: closing watch", "err", err)
+	}
+	m.closeErr = errors.Join(errs...)
+	close(m.done)
+}
+
+// register adds a new guard, or refuses it when the manager closed while
+// the acquisition was in flight.
+func (m *Manager) register(g *Guard) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.guards[g] = struct{}{}
+	m.stats.active.Add(1)
+	return true
+}
+
+func (m *Manager) unregister(g *Guard) {
+	m.mu.Lock()
+	if _, ok := m.guards[g]; ok {
+		delete(m.guards, g)
+		m.stats.active.Add(-1)
+	}
+	m.mu.Unlock()
+}
+
+// admit checks that one more guard may be acquired.
+func (m *Manager) admit() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if len(m.guards) >= m.cfg.MaxActive {
+		return fmt.Errorf("%w: %d held (MaxActive)", ErrTooManyActive, len(m.guards))
+	}
+	return nil
+}
+
+// opCtx bounds ctx by OperationTimeout unless it already has a deadline.
+func (m *Manager) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, m.cfg.OperationTimeout)
+}
+
+// cleanupCtx is a fresh context for work that must not depend on a
+// caller's cancellation (release, loss cleanup, outcome resolution).
+func (m *Manager) cleanupCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), m.cfg.OperationTimeout)
+}
+
+// go runs f in a goroutine owned by the manager (Close waits for it).
+func (m *Manager) goOwned(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// hintCache remembers, per key, the revision of the marker (delete or
+// expiry) this manager last saw, so the next acquisition of that key is
+// one publish instead of three. Bounded: when full an arbitrary entry goes.
+type hintCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]uint64
+}
+
+func (h *hintCache) init(n int) { h.max, h.m = n, make(map[string]uint64) }
+
+func (h *hintCache) get(key string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[key]
+}
+
+func (h *hintCache) put(key string, rev uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.m[key]; !ok && len(h.m) >= h.max {
+		for k := range h.m {
+			delete(h.m, k)
+			break
+		}
+	}
+	h.m[key] = rev
+}
+
+func (h *hintCache) drop(key string) {
+	h.mu.Lock()
+	delete(h.m, key)
+	h.mu.Unlock()
+}
