@@ -1,0 +1,16 @@
+package events
+
+import "errors"
+
+var (
+	// ErrInvalidName means an event's Name cannot be used as a subject.
+	ErrInvalidName = errors.New("events: invalid event name")
+	// ErrInvalidEvent means an event payload does not decode or lacks a
+	// required field.
+	ErrInvalidEvent = errors.New("events: invalid event")
+	// ErrInvalidConfig means a bus or subscription configuration was
+	// refused before any I/O.
+	ErrInvalidConfig = errors.New("events: invalid configuration")
+	// ErrClosed means the helper was already closed.
+	ErrClosed = errors.New("events: closed")
+)

@@ -1,0 +1,200 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+)
+
+// Claim gives owner the record of key for lease, from now, and returns
+// the new fence token (one above the record's previous token).
+//
+// A record is claimable when it is pending, or claimed with a LeaseUntil
+// at or before now; now against LeaseUntil is the only staleness test
+// (the ledger keeps no heartbeats). The checks run in this order, the
+// first failing one wins:
+//
+//  1. ErrEmptyOwner: owner is empty.
+//  2. ErrInvalidLease: lease <= 0. Neither check touches the store.
+//  3. ErrNoKey: the key has no record.
+//  4. ErrLeaseActive: LeaseUntil is after now, whoever holds it (an owner
+//     extends its own lease with Renew, not Claim).
+//  5. ErrNotClaimed: the record is completed, failed or blocked.
+//  6. ErrNotClaimed: a key in the record's transitive needs is failed or
+//     blocked. Claim then writes the record blocked, naming the nearest
+//     such ancestor, before returning.
+//  7. the Validate error of the record it would write.
+//
+// A lost compare-and-swap reloads and runs the checks again.
+func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
+	if owner == "" {
+		return 0, ErrEmptyOwner
+	}
+	if lease <= 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		if cur.LeaseUntil.After(now) {
+			return 0, fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		}
+		if cur.Status != StatusPending && cur.Status != StatusClaimed {
+			return 0, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, ClaimedEvent)
+		if err != nil || ok {
+			return fence, err
+		}
+	}
+}
+
+// Takeover gives owner a claimed record whose lease is stale (LeaseUntil
+// at or before now), with a new fence token that fences the previous
+// owner out. The order of checks:
+//
+//  1. ErrEmptyOwner, 2. ErrInvalidLease (no store access),
+//  3. ErrNoKey,
+//  4. ErrNotClaimed: the record is pending (use Claim), completed, failed
+//     or blocked,
+//  5. ErrNotStale: LeaseUntil is after now,
+//  6. ErrNotClaimed: a key in the transitive needs is failed or blocked;
+//     the record is written blocked first, as in Claim,
+//  7. the Validate error of the record it would write.
+func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
+	if owner == "" {
+		return 0, ErrEmptyOwner
+	}
+	if lease <= 0 {
+		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		if cur.Status != StatusClaimed {
+			return 0, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		if cur.LeaseUntil.After(now) {
+			return 0, fmt.Errorf("%w: %q held by %q until %s", ErrNotStale, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		}
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, TakenOverEvent)
+		if err != nil || ok {
+			return fence, err
+		}
+	}
+}
+
+// take is the shared tail of Claim and Takeover: the needs-closure check
+// and the write. ok false means the compare-and-swap lost.
+func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, now time.Time, ev events.Name) (FenceToken, bool, error) {
+	blocker, err := l.blockingAncestor(ctx, cur)
+	if err != nil {
+		return 0, false, err
+	}
+	if blocker != "" {
+		if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+			return 0, false, err
+		}
+		return 0, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+	}
+	next := cur.clone()
+	next.Status, next.Owner, next.Fence = StatusClaimed, owner, cur.Fence+1
+	next.LeaseUntil = now.Add(lease)
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
+	if err := next.Validate(); err != nil {
+		return 0, false, err
+	}
+	rec, ok, err := l.write(ctx, cur, true, next)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	return rec.Fence, true, nil
+}
+
+// Renew moves the lease of the caller's claim to now+lease. The order of
+// checks: ErrInvalidLease (no store access), ErrNoKey, ErrNotClaimed
+// (the record is not claimed), ErrFenced (the fence is not the
+// record's), then the Validate error. A lost compare-and-swap reloads:
+// while the record is still the caller's claim, Renew tries again,
+// otherwise it returns the error the fresh record calls for.
+func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
+	if lease <= 0 {
+		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return err
+		}
+		if cur.Status != StatusClaimed {
+			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		if err := checkFence(cur, owner, fence); err != nil {
+			return err
+		}
+		next := cur.clone()
+		next.LeaseUntil = now.Add(lease)
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		if _, ok, err := l.write(ctx, cur, true, next); err != nil || ok {
+			return err
+		}
+	}
+}
+
+// Release gives the caller's claim back: the record returns to pending
+// with no owner and no lease, keeping its fence (the next Claim outbids
+// it). The order of checks: ErrNoKey, ErrFenced, ErrNotClaimed (note:
+// fence before status, unlike Renew). A lost compare-and-swap reloads and
+// retries while the record is still the caller's claim.
+func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return err
+		}
+		if err := checkFence(cur, owner, fence); err != nil {
+			return err
+		}
+		if cur.Status != StatusClaimed {
+			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		next := cur.clone()
+		next.Status, next.Owner, next.LeaseUntil = StatusPending, "", time.Time{}
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
+		if _, ok, err := l.write(ctx, cur, true, next); err != nil || ok {
+			return err
+		}
+	}
+}
+
+// load is Load with a missing key turned into ErrNoKey.
+func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error) {
+	cur, found, err := l.store.Load(ctx, key)
+	if err != nil {
+		return TaskState{}, err
+	}
+	if !found {
+		return TaskState{}, fmt.Errorf("%w: %q", ErrNoKey, string(key))
+	}
+	return cur, nil
+}
+
+// checkFence refuses a caller whose token is not the record's. The fence
+// alone decides: every claim of a key gets a token no other claim of that
+// key ever had, so the owner name adds nothing (it is reported only).
+func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
+	if cur.Fence != fence {
+		return fmt.Errorf("%w: %q is at fence %d owned by %q, caller has %d as %q",
+			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), fence, string(owner))
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Complete finishes the caller's claim with StatusCompleted or
+// StatusFailed. The order of checks:
+//
+//  1. ErrUnknownStatus: status is neither (no store access).
+//  2. ErrNoKey.
+//  3. ErrFenced: fence is not the record's.
+//  4. ErrNotClaimed: the record is not claimed, which includes a record
+//     this call already finished: a repeated Complete never rewrites it.
+//
+// The record keeps its Owner and Fence (who finished it) and loses its
+// LeaseUntil. On StatusFailed, Complete then blocks every pending or
+// claimed record that needs key directly or transitively, each with
+// BlockedBy = key, following the store's reverse-dependency index (see
+// DependencyIndex) so the cost is the size of the affected subgraph. An
+// error during that walk is returned after the failure itself was
+// recorded; records the walk missed are still refused by Claim and
+// Takeover, which check the needs closure themselves.
+func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, status Status, now time.Time) error {
+	if status != StatusCompleted && status != StatusFailed {
+		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(status))
+	}
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return err
+		}
+		if err := checkFence(cur, owner, fence); err != nil {
+			return err
+		}
+		if cur.Status != StatusClaimed {
+			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		next := cur.clone()
+		next.Status, next.LeaseUntil = status, time.Time{}
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		_, ok, err := l.write(ctx, cur, true, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if status == StatusFailed {
+			if err := l.blockDependents(ctx, actor, key, now); err != nil {
+				return fmt.Errorf("kvledger: %q failed, blocking its dependents: %w", string(key), err)
+			}
+		}
+		return nil
+	}
+}
+
+// blockDependents blocks, breadth first, every pending or claimed record
+// that reaches failed through its needs. Records in any other status are
+// walked through but not written (a completed record's dependents still
+// depend on failed transitively).
+func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed IdempotencyKey, now time.Time) error {
+	visited := map[IdempotencyKey]bool{failed: true}
+	queue := []IdempotencyKey{failed}
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		deps, err := l.dependents(ctx, parent)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if visited[d] {
+				continue
+			}
+			rec, found, err := l.store.Load(ctx, d)
+			if err != nil {
+				return err
+			}
+			if !found || !slices.Contains(rec.Needs, parent) {
+				continue // stale index entry
+			}
+			visited[d] = true
+			queue = append(queue, d)
+			if err := l.blockOne(ctx, actor, rec, failed, now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dependents lists the keys naming need, from the index when the store
+// has one, else by a full Range (the reference behaviour).
+func (l *Ledger) dependents(ctx context.Context, need IdempotencyKey) ([]IdempotencyKey, error) {
+	var out []IdempotencyKey
+	if l.index != nil {
+		err := l.index.Dependents(ctx, need, func(k IdempotencyKey) bool {
+			out = append(out, k)
+			return true
+		})
+		return out, err
+	}
+	err := l.store.Range(ctx, func(s TaskState) bool {
+		if slices.Contains(s.Needs, need) {
+			out = append(out, s.Key)
+		}
+		return true
+	})
+	return out, err
+}
+
+// blockOne writes rec blocked by blocker when it is pending or claimed,
+// reloading on a lost compare-and-swap until it is blocked or no longer
+// blockable. A claimed record loses its lease (its owner's Complete then
+// gets ErrNotClaimed) but keeps Owner and Fence.
+func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, blocker IdempotencyKey, now time.Time) error {
+	for {
+		if rec.Status != StatusPending && rec.Status != StatusClaimed {
+			return nil
+		}
+		next := rec.clone()
+		next.Status, next.BlockedBy, next.LeaseUntil = StatusBlocked, blocker, time.Time{}
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, BlockedEvent
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		_, ok, err := l.write(ctx, rec, true, next)
+		if err != nil || ok {
+			return err
+		}
+		cur, found, err := l.store.Load(ctx, rec.Key)
+		if err != nil || !found {
+			return err
+		}
+		rec = cur
+	}
+}
+
+// blockingAncestor returns the nearest key (breadth first over Needs) in
+// rec's transitive needs whose record is failed or blocked, or "". It
+// reads only ancestors: the cost is the size of the needs closure. A need
+// without a record blocks nothing.
+func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (IdempotencyKey, error) {
+	visited := map[IdempotencyKey]bool{rec.Key: true}
+	queue := slices.Clone(rec.Needs)
+	for len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		if visited[k] {
+			continue
+		}
+		visited[k] = true
+		s, found, err := l.store.Load(ctx, k)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			continue
+		}
+		if s.Status.blocks() {
+			return k, nil
+		}
+		queue = append(queue, s.Needs...)
+	}
+	return "", nil
+}

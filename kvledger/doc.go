@@ -1,0 +1,64 @@
+// Package kvledger admits tasks once per idempotency key, hands them to
+// workers under fenced leases, and blocks the dependents of failed tasks.
+// Records live in a Store: MemStore in memory, or KVStore in a JetStream
+// KV bucket shared by any number of processes. Every transition is
+// published as an event (package events) on subjects "ledger.*".
+//
+// # Life cycle
+//
+//	            Admit                 Claim / Takeover (stale lease)
+//	  (none) ─────────► pending ───────────────────────► claimed ──┐
+//	    │                 ▲  ▲                              │  │   │ Renew
+//	    │                 │  └──────── Release ─────────────┘  │ ◄─┘
+//	    │                 │  Admit(higher seq): rebase          │
+//	    │                 └─────────────────────────────────────┤
+//	    │                                                       │ Complete
+//	    │ Admit, a need failed/blocked          ┌───────────────┴───────┐
+//	    ▼                                       ▼                       ▼
+//	 blocked ◄──── a need failed (walk), ── completed                failed
+//	    ▲          or Claim/Takeover found                              │
+//	    └───────── a failed/blocked need ◄──────────────────────────────┘
+//	               (pending and claimed records only)    its dependents
+//
+// completed, failed and blocked are final: nothing changes them again
+// (Admit with a higher sequence returns false).
+//
+// # Guarantees
+//
+//   - Idempotency: a key is admitted once; a duplicate or older submission
+//     returns false, nil. With MemStoreOptions.MaxEntries or
+//     KVStoreConfig.Retention the guarantee becomes a window on purpose.
+//   - Fencing: Claim and Takeover return a token larger than any earlier
+//     token of that key, also after the record was deleted and admitted
+//     again; Renew, Release and Complete refuse an older token.
+//   - Every write is a compare-and-swap on the record's revision; a lost
+//     race reloads and re-decides, so concurrent Ledgers never overwrite
+//     each other.
+//   - Leases are judged only against the caller's now: the ledger reads no
+//     clock. Callers must pass comparable clocks (see clock skew below).
+//   - Failure propagation costs the affected subgraph: a reverse
+//     dependency index (DependencyIndex) lists a key's dependents and
+//     Claim/Takeover read only the needs closure.
+//   - Events: each write publishes one event named after its transition.
+//     With the JetStream bus, events are delivered once per write within
+//     the stream's duplicate window and in per-key write order, also when
+//     a writer dies between its write and its publish (see write in
+//     publish.go and StartRelay).
+//
+// # Failure modes
+//
+//   - Partition or crash after a write: the write stands (it is the commit
+//     point); its event is published by the next write of that key or by a
+//     relay. An operation that failed with an outcome-unknown error may or
+//     may not have written: read the key with State.
+//   - Clock skew: staleness is LeaseUntil <= now with the now the caller
+//     passes. A worker whose clock runs behind sees its lease as live for
+//     longer; a claimant whose clock runs ahead takes over early. Bound
+//     skew below the lease, renew well before LeaseUntil, and rely on the
+//     fence: a worker that lost its claim cannot write.
+//   - Pauses (GC, SIGSTOP): a paused worker may wake after a takeover; its
+//     next Renew/Complete returns ErrFenced. Side effects outside the
+//     ledger must carry the fence token to be safe.
+//   - Store faults are returned as they are; they are never reported as
+//     contention (false) or as a missing key.
+package kvledger

@@ -1,0 +1,52 @@
+package kvledger
+
+import "errors"
+
+// Sentinel errors. Match them with errors.Is; the text may carry detail.
+var (
+	// ErrEmptyOwner: Claim or Takeover got an empty owner.
+	ErrEmptyOwner = errors.New("kvledger: owner must not be empty")
+	// ErrFenced: Renew, Release or Complete presented a fence token that
+	// is not the record's: a newer claim exists, or never was the caller's.
+	ErrFenced = errors.New("kvledger: fence token is stale")
+	// ErrInvalidLease: Claim, Renew or Takeover got a lease <= 0, which
+	// would be expired the moment it was written.
+	ErrInvalidLease = errors.New("kvledger: lease must be positive")
+	// ErrInvalidMaxEntries: MemStoreOptions.MaxEntries is negative.
+	ErrInvalidMaxEntries = errors.New("kvledger: MaxEntries must not be negative")
+	// ErrLeaseActive: Claim found a lease (anyone's) that has not reached
+	// its LeaseUntil yet.
+	ErrLeaseActive = errors.New("kvledger: lease is still active")
+	// ErrNoKey: the key has no admitted record.
+	ErrNoKey = errors.New("kvledger: key has no record")
+	// ErrNotClaimed: the record is not in a state the caller may hold:
+	// Renew/Release/Complete on a record that is not claimed, Claim on a
+	// completed, failed or blocked record, Takeover on a pending,
+	// completed, failed or blocked record, and Claim/Takeover when a key
+	// in the record's transitive needs failed or is blocked.
+	ErrNotClaimed = errors.New("kvledger: record is not claimed")
+	// ErrNotStale: Takeover found a lease that has not expired yet.
+	ErrNotStale = errors.New("kvledger: lease is not stale")
+	// ErrUnknownStatus: Complete got a status other than StatusCompleted
+	// or StatusFailed.
+	ErrUnknownStatus = errors.New("kvledger: status must be StatusCompleted or StatusFailed")
+
+	// ErrInvalidState: a TaskState breaks a Validate rule (the message
+	// names the rule and the key).
+	ErrInvalidState = errors.New("kvledger: invalid task state")
+	// ErrMalformed: Decode got input that is not a snapshot.
+	ErrMalformed = errors.New("kvledger: malformed snapshot")
+	// ErrCorruptRecord: a stored record does not decode or breaks a
+	// Validate rule. The KVStore refuses to overwrite such a record; an
+	// operator must repair or delete it.
+	ErrCorruptRecord = errors.New("kvledger: corrupt record in store")
+	// ErrExists: Restore found a record already stored under a key.
+	ErrExists = errors.New("kvledger: key already has a record")
+	// ErrInvalidConfig: a store or ledger option was refused up front.
+	ErrInvalidConfig = errors.New("kvledger: invalid configuration")
+	// ErrNoRelay: StartRelay needs a store with a change log (KVStore)
+	// and a bus.
+	ErrNoRelay = errors.New("kvledger: relay needs a KVStore and a bus")
+	// ErrClosed: the Ledger was closed.
+	ErrClosed = errors.New("kvledger: ledger closed")
+)

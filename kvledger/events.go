@@ -1,0 +1,25 @@
+package kvledger
+
+import "github.com/natscoord/natscoord/events"
+
+// Event names. Each is also the subject the JetStream bus publishes on,
+// so "ledger.*" matches them all. Every successful write publishes
+// exactly one event, named after the transition that made it.
+const (
+	// AdmittedEvent: Admit inserted or rebased a record (its Status may
+	// be blocked when a need had already failed).
+	AdmittedEvent events.Name = "ledger.admitted"
+	// ClaimedEvent: Claim took a pending or stale record.
+	ClaimedEvent events.Name = "ledger.claimed"
+	// RenewedEvent: Renew extended the owner's lease.
+	RenewedEvent events.Name = "ledger.renewed"
+	// ReleasedEvent: Release returned the record to pending.
+	ReleasedEvent events.Name = "ledger.released"
+	// TakenOverEvent: Takeover took a stale claim from its owner.
+	TakenOverEvent events.Name = "ledger.taken_over"
+	// CompletedEvent: Complete wrote completed or failed (see Status).
+	CompletedEvent events.Name = "ledger.completed"
+	// BlockedEvent: a record was blocked by a failed or blocked need;
+	// one per blocked record, written by that record's own write.
+	BlockedEvent events.Name = "ledger.blocked"
+)

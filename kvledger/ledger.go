@@ -1,0 +1,209 @@
+package kvledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+)
+
+// Ledger admits tasks once per idempotency key, hands them to workers
+// under fenced leases, and blocks the dependents of failed tasks, over one
+// Store. It is safe for concurrent use; every method is a sequence of
+// loads and compare-and-swaps, so any number of Ledgers (in any number of
+// processes) may share one KVStore bucket.
+type Ledger struct {
+	store  Store
+	bus    events.Bus
+	source string
+	swap   Swapper         // nil when the store lacks it
+	index  DependencyIndex // nil when the store lacks it
+
+	// afterWrite is a test hook run between a successful write and its
+	// event publication; returning an error aborts the operation there,
+	// as if the process had died.
+	afterWrite func(key IdempotencyKey, rec TaskState) error
+
+	pub            published
+	onPublishError func(key IdempotencyKey, rev uint64, err error)
+
+	mu     sync.Mutex
+	relays []*relay
+	closed bool
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger) error
+
+// WithSource sets the event source name (events.Event.Source, part of the
+// de-duplication id). Default: the store's name (the bucket for a
+// KVStore, a unique name per MemStore), or "kvledger".
+func WithSource(name string) Option {
+	return func(l *Ledger) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty source", ErrInvalidConfig)
+		}
+		l.source = name
+		return nil
+	}
+}
+
+// New returns a Ledger over store. A nil store means a fresh MemStore; a
+// nil bus means no events are published.
+func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
+	if store == nil {
+		store = NewMemStore()
+	}
+	l := &Ledger{store: store, bus: bus, source: "kvledger"}
+	if n, ok := store.(namedStore); ok && n.Name() != "" {
+		l.source = n.Name()
+	}
+	l.swap, _ = store.(Swapper)
+	l.index, _ = store.(DependencyIndex)
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Store returns the ledger's store.
+func (l *Ledger) Store() Store { return l.store }
+
+// Close stops the relays started by StartRelay and waits for them. The
+// Ledger's other methods keep working (they own no goroutine). Close is
+// idempotent.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	rs := l.relays
+	l.relays, l.closed = nil, true
+	l.mu.Unlock()
+	var errs []error
+	for _, r := range rs {
+		errs = append(errs, r.stop())
+	}
+	return errors.Join(errs...)
+}
+
+// Admit records task under key once. It inserts a pending record when the
+// key has none, and rebases a pending or claimed record when seq is
+// higher than the stored Sequence (the new task, needs and sequence
+// replace the old ones; Owner and LeaseUntil are cleared while Fence,
+// CreatedBy and CreatedAt carry over, so the next Claim outbids the old
+// owner). It returns false and no error when the stored record has a
+// Sequence at or above seq or is completed, failed or blocked: a retry or
+// late duplicate is not an error.
+//
+// When a need's record is failed or blocked, the new record lands blocked
+// by that need. Reading a need can fail; Admit then fails too rather than
+// guess. After inserting a pending record, Admit reads the needs once more
+// and blocks the record if one failed in between (a concurrent
+// Complete(failed) may have walked the dependents before this record
+// existed); an error on that re-read is returned with the record left
+// pending, and Claim's closure check still stops it from running.
+//
+// The record is validated before any write: a key that needs itself, for
+// example, returns false and the Validate error.
+func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs ...IdempotencyKey) (bool, error) {
+	needs = slices.Clone(needs)
+	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
+	if err := probe.Validate(); err != nil {
+		return false, err
+	}
+	if l.index != nil && len(needs) > 0 {
+		// Index first: a failure walk that starts after this point finds
+		// the dependent (or its record is not there yet, and the recheck
+		// below catches it).
+		if err := l.index.IndexNeeds(ctx, key, needs); err != nil {
+			return false, err
+		}
+	}
+	for {
+		cur, found, err := l.store.Load(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if found && (cur.Sequence >= seq || cur.Status.final()) {
+			return false, nil
+		}
+		next := TaskState{
+			Key: key, Status: StatusPending, Sequence: seq, Needs: needs, Task: task,
+			CreatedBy: actor, CreatedAt: now, UpdatedBy: actor, UpdatedAt: now,
+			LastEvent: AdmittedEvent,
+		}
+		if found {
+			next.Fence, next.CreatedBy, next.CreatedAt = cur.Fence, cur.CreatedBy, cur.CreatedAt
+		}
+		blocker, err := l.firstBlockingNeed(ctx, needs)
+		if err != nil {
+			return false, err
+		}
+		if blocker != "" {
+			next.Status, next.BlockedBy = StatusBlocked, blocker
+		}
+		if err := next.Validate(); err != nil {
+			return false, err
+		}
+		rec, ok, err := l.write(ctx, cur, found, next)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue // someone else wrote the key; decide again
+		}
+		if rec.Status == StatusPending {
+			if err := l.recheckNeeds(ctx, actor, rec, now); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	}
+}
+
+// recheckNeeds blocks a freshly admitted record when one of its needs
+// failed or got blocked after Admit first looked.
+func (l *Ledger) recheckNeeds(ctx context.Context, actor Actor, rec TaskState, now time.Time) error {
+	blocker, err := l.firstBlockingNeed(ctx, rec.Needs)
+	if err != nil || blocker == "" {
+		return err
+	}
+	return l.blockOne(ctx, actor, rec, blocker, now)
+}
+
+// firstBlockingNeed returns the first of needs whose record is failed or
+// blocked, or "".
+func (l *Ledger) firstBlockingNeed(ctx context.Context, needs []IdempotencyKey) (IdempotencyKey, error) {
+	for _, n := range needs {
+		s, found, err := l.store.Load(ctx, n)
+		if err != nil {
+			return "", err
+		}
+		if found && s.Status.blocks() {
+			return n, nil
+		}
+	}
+	return "", nil
+}
+
+// State returns key's record; found is false when it has none. Only a
+// Store failure is an error. On a KVStore the read goes to the stream
+// leader, so it sees every acknowledged write.
+func (l *Ledger) State(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {
+	return l.store.Load(ctx, key)
+}
+
+// Blocked returns the key that blocks key, and true, when key's record is
+// blocked. It returns false both for a key without a record and for a
+// record that is not blocked; use State to tell them apart.
+func (l *Ledger) Blocked(ctx context.Context, key IdempotencyKey) (IdempotencyKey, bool, error) {
+	s, found, err := l.store.Load(ctx, key)
+	if err != nil || !found || s.Status != StatusBlocked {
+		return "", false, err
+	}
+	return s.BlockedBy, true, nil
+}

@@ -1,0 +1,149 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/natscoord/natscoord/events"
+)
+
+// write stores next over cur (or inserts it when !found) and publishes the
+// event the new record names. It returns the record as stored and false
+// when the compare-and-swap lost.
+//
+// Event delivery is built so that no event is lost and none is delivered
+// twice within the bus's de-duplication window, in per-key write order,
+// even when a writer dies between its write and its publish:
+//
+//  1. Before overwriting cur, the event of cur is published again unless
+//     this Ledger knows it published it. Its id (source, key, revision)
+//     is the one the original publish used, so the bus drops it when it
+//     was delivered; when it was not (the writer died), it is delivered
+//     now, before the event of the write that follows it.
+//  2. After the write, its own event is published. A failure here does not
+//     undo the write (the write is the commit point): it is reported to
+//     the publish-error handler and recovered by step 1 of the next write,
+//     or by a relay (StartRelay) for the last write of a key.
+func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next TaskState) (TaskState, bool, error) {
+	var old TaskState
+	if found {
+		old = cur
+		if err := l.flushPrevious(ctx, cur); err != nil {
+			return TaskState{}, false, err
+		}
+	}
+	rec, ok, err := l.cas(ctx, next.Key, old, next)
+	if err != nil || !ok {
+		return rec, ok, err
+	}
+	if l.afterWrite != nil {
+		if err := l.afterWrite(next.Key, rec); err != nil {
+			return rec, true, err
+		}
+	}
+	l.publish(ctx, rec)
+	return rec, true, nil
+}
+
+func (l *Ledger) cas(ctx context.Context, key IdempotencyKey, old, next TaskState) (TaskState, bool, error) {
+	if l.swap != nil {
+		return l.swap.Swap(ctx, key, old, next)
+	}
+	ok, err := l.store.CompareAndSwap(ctx, key, old, next)
+	if err != nil || !ok {
+		return TaskState{}, ok, err
+	}
+	next.Rev = 0
+	if !isZeroOld(old) {
+		next.Rev = old.Rev + 1
+	}
+	return next, true, nil
+}
+
+// flushPrevious re-publishes the event of the record about to be
+// overwritten, unless it carries none or this Ledger published it.
+func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
+	if l.bus == nil || cur.LastEvent == "" || l.pub.has(cur.Key, cur.Rev) {
+		return nil
+	}
+	if err := l.bus.Publish(ctx, l.eventOf(cur)); err != nil {
+		return fmt.Errorf("kvledger: publish pending event of %q revision %d: %w", string(cur.Key), cur.Rev, err)
+	}
+	l.pub.add(cur.Key, cur.Rev)
+	return nil
+}
+
+func (l *Ledger) publish(ctx context.Context, rec TaskState) {
+	if l.bus == nil || rec.LastEvent == "" {
+		return
+	}
+	if err := l.bus.Publish(ctx, l.eventOf(rec)); err != nil {
+		if h := l.onPublishError; h != nil {
+			h(rec.Key, rec.Rev, err)
+		}
+		return
+	}
+	l.pub.add(rec.Key, rec.Rev)
+}
+
+// eventOf builds the event of a stored record. Fast path, pre-publish
+// and relay all build it from the record alone, so they publish identical
+// messages.
+func (l *Ledger) eventOf(rec TaskState) events.Event {
+	return EventOf(l.source, rec)
+}
+
+// EventOf returns the event a ledger with the given source publishes for
+// the stored record rec.
+func EventOf(source string, rec TaskState) events.Event {
+	return events.Event{
+		Name:      rec.LastEvent,
+		Source:    source,
+		Key:       string(rec.Key),
+		Revision:  rec.Rev,
+		Status:    string(rec.Status),
+		Actor:     string(rec.UpdatedBy),
+		Owner:     string(rec.Owner),
+		Fence:     uint64(rec.Fence),
+		BlockedBy: string(rec.BlockedBy),
+		Time:      rec.UpdatedAt,
+	}
+}
+
+// WithPublishErrorHandler sets a function called when publishing the
+// event of a completed write fails. The write stands; the event is
+// recovered later (see StartRelay). Default: ignore.
+func WithPublishErrorHandler(fn func(key IdempotencyKey, rev uint64, err error)) Option {
+	return func(l *Ledger) error {
+		l.onPublishError = fn
+		return nil
+	}
+}
+
+// published remembers, per key, the last revision whose event this
+// Ledger published, so the common single-writer case publishes each event
+// once. It is bounded: when full it forgets everything, which only costs
+// a re-publish the bus de-duplicates.
+type published struct {
+	mu  sync.Mutex
+	rev map[IdempotencyKey]uint64
+}
+
+const publishedMax = 1 << 14
+
+func (p *published) has(key IdempotencyKey, rev uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.rev[key]
+	return ok && r == rev
+}
+
+func (p *published) add(key IdempotencyKey, rev uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rev == nil || len(p.rev) >= publishedMax {
+		p.rev = make(map[IdempotencyKey]uint64)
+	}
+	p.rev[key] = rev
+}

@@ -1,0 +1,5 @@
+package kvledger
+
+type relay struct{}
+
+func (r *relay) stop() error { return nil }

@@ -1,0 +1,134 @@
+// Package storetest is the conformance suite every kvledger.Store must
+// pass. It drives the store directly (the compare-and-swap contract) and
+// through a kvledger.Ledger (every rule the ledger builds on it: error
+// precedence, rebasing, blocking, fencing, takeover, snapshots, events).
+//
+//	func TestMyStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) kvledger.Store { return newMyStore(t) })
+//	}
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// NewStore returns a fresh, empty store for one subtest.
+type NewStore func(t *testing.T) kvledger.Store
+
+// Run runs every conformance test against stores made by newStore.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, newStore NewStore)
+	}{
+		{"StoreContract", testStoreContract},
+		{"Admit", testAdmit},
+		{"RebaseOnHigherSequence", testRebase},
+		{"LateAdmissionBlocked", testLateAdmission},
+		{"TransitiveBlocking", testTransitiveBlocking},
+		{"ClaimChecksNeedsClosure", testClaimClosure},
+		{"Fencing", testFencing},
+		{"TakeoverOnlyWhenStale", testTakeover},
+		{"ErrorPrecedence", testPrecedence},
+		{"SnapshotRoundTrip", testSnapshotRoundTrip},
+		{"Events", testEvents},
+		{"ConcurrentClaims", testConcurrentClaims},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
+	}
+}
+
+var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+
+const lease = 10 * time.Second
+
+func ctxFor(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recorder is a Bus that keeps every event, de-duplicated by
+// (source, key, revision) as a JetStream stream would.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	evs  []events.Event
+}
+
+func (r *recorder) Publish(_ context.Context, e events.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = make(map[string]bool)
+	}
+	if id := events.MsgID(e); !r.seen[id] {
+		r.seen[id] = true
+		r.evs = append(r.evs, e)
+	}
+	return nil
+}
+
+func (r *recorder) names(key string) []events.Name {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []events.Name
+	for _, e := range r.evs {
+		if e.Key == key {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+func newLedger(t *testing.T, newStore NewStore) (*kvledger.Ledger, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	l, err := kvledger.New(newStore(t), rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	return l, rec
+}
+
+func admit(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, needs ...kvledger.IdempotencyKey) {
+	t.Helper()
+	ok, err := l.Admit(ctxFor(t), "admin", key, 1, map[string]any{"name": string(key)}, t0, needs...)
+	require.NoError(t, err)
+	require.True(t, ok, "admit %s", key)
+}
+
+func claim(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, owner kvledger.OwnerID, now time.Time) kvledger.FenceToken {
+	t.Helper()
+	f, err := l.Claim(ctxFor(t), "worker", key, owner, lease, now)
+	require.NoError(t, err)
+	return f
+}
+
+func state(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey) kvledger.TaskState {
+	t.Helper()
+	s, found, err := l.State(ctxFor(t), key)
+	require.NoError(t, err)
+	require.True(t, found, "state of %s", key)
+	return s
+}
+
+func requireBlocked(t *testing.T, l *kvledger.Ledger, key, by kvledger.IdempotencyKey) {
+	t.Helper()
+	got, blocked, err := l.Blocked(ctxFor(t), key)
+	require.NoError(t, err)
+	require.True(t, blocked, "%s must be blocked", key)
+	require.Equal(t, by, got, "%s blocked by", key)
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

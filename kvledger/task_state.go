@@ -1,0 +1,120 @@
+package kvledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+)
+
+// IdempotencyKey is the caller's name for a task. Submitting the same key
+// twice admits the task once. Any non-empty string works; the KVStore
+// escapes it into a bucket key.
+type IdempotencyKey string
+
+// OwnerID names the worker holding a claim.
+type OwnerID string
+
+// Sequence orders submissions of one key: Admit replaces a pending or
+// claimed record only with a strictly higher Sequence.
+type Sequence uint64
+
+// FenceToken is returned by Claim and Takeover and must be presented to
+// Renew, Release and Complete. Each claim of a key gets a larger token
+// than every earlier claim of that key, also across deletion and
+// re-admission, so a worker that lost its claim cannot write any more.
+type FenceToken uint64
+
+// Actor is whoever performs a write (a user, service or agent id). The
+// ledger records it and puts it on the event; it never interprets it.
+type Actor string
+
+// TaskState is the stored record of one key.
+//
+// Task is the caller's payload. The MemStore keeps the value as given;
+// the KVStore stores it as JSON, so a value read back is what
+// encoding/json decodes into an `any` (map[string]any, []any, float64,
+// string, bool or nil). Use DecodeTask to get a typed value back.
+//
+// Rev is assigned by the Store on every write (the KV revision for the
+// KVStore); the Ledger passes it back unchanged as the compare-and-swap
+// expectation and never computes it.
+//
+// LastEvent names the transition that wrote this version of the record.
+// It is what lets a relay re-publish the event of any stored revision
+// after the writer died; Restore clears it.
+type TaskState struct {
+	Key        IdempotencyKey   `json:"key"`
+	Status     Status           `json:"status"`
+	Sequence   Sequence         `json:"sequence"`
+	Owner      OwnerID          `json:"owner,omitempty"`
+	Fence      FenceToken       `json:"fence"`
+	LeaseUntil time.Time        `json:"lease_until,omitzero"`
+	Needs      []IdempotencyKey `json:"needs,omitempty"`
+	BlockedBy  IdempotencyKey   `json:"blocked_by,omitempty"`
+	Task       any              `json:"task,omitempty"`
+	Rev        uint64           `json:"rev"`
+	CreatedBy  Actor            `json:"created_by,omitempty"`
+	CreatedAt  time.Time        `json:"created_at,omitzero"`
+	UpdatedBy  Actor            `json:"updated_by,omitempty"`
+	UpdatedAt  time.Time        `json:"updated_at,omitzero"`
+	LastEvent  events.Name      `json:"last_event,omitempty"`
+}
+
+// Validate checks the record rules: a non-empty Key, one of the five
+// statuses, no Needs entry equal to Key, BlockedBy set exactly when the
+// record is blocked, and a claimed record with an Owner and a LeaseUntil.
+// Errors wrap ErrInvalidState.
+func (s TaskState) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: key %q: %s", ErrInvalidState, string(s.Key), fmt.Sprintf(format, args...))
+	}
+	switch {
+	case s.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidState)
+	case !s.Status.Valid():
+		return bad("unknown status %q", string(s.Status))
+	case slices.Contains(s.Needs, s.Key):
+		return bad("a task cannot need itself")
+	case s.Status != StatusBlocked && s.BlockedBy != "":
+		return bad("blocked_by %q set on a %s record", string(s.BlockedBy), s.Status)
+	case s.Status == StatusBlocked && s.BlockedBy == "":
+		return bad("blocked record without blocked_by")
+	case s.Status == StatusClaimed && s.Owner == "":
+		return bad("claimed record without owner")
+	case s.Status == StatusClaimed && s.LeaseUntil.IsZero():
+		return bad("claimed record without lease_until")
+	}
+	if slices.Contains(s.Needs, "") {
+		return bad("empty key in needs")
+	}
+	return nil
+}
+
+// clone returns s with its own Needs slice, so a Store never shares
+// mutable state with callers. Task is copied as a value (the ledger never
+// mutates it).
+func (s TaskState) clone() TaskState {
+	s.Needs = slices.Clone(s.Needs)
+	return s
+}
+
+// DecodeTask converts a record's Task into T by a JSON round trip. It
+// is how a caller gets its typed payload back from a KVStore, where Task
+// holds the generic JSON-decoded value.
+func DecodeTask[T any](s TaskState) (T, error) {
+	var v T
+	if t, ok := s.Task.(T); ok {
+		return t, nil
+	}
+	b, err := json.Marshal(s.Task)
+	if err != nil {
+		return v, fmt.Errorf("kvledger: task of %q: %w", string(s.Key), err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("kvledger: task of %q: %w", string(s.Key), err)
+	}
+	return v, nil
+}
