@@ -1,0 +1,220 @@
+package kvlease
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// Token is a transferable handle to one held lease of a family with key
+// type K, made by Export and consumed by Restore. It carries the lease's
+// owner secret, so it is a credential: String, GoString and every fmt verb
+// print it with the secret redacted; only MarshalText reveals it (and so
+// does encoding/json, which uses MarshalText).
+type Token[K any] struct {
+	family Name
+	key    string
+	fence  uint64
+	ttl    time.Duration
+	secret secret
+}
+
+const (
+	tokenPrefix = "kvlease1:"
+	maxTokenLen = 8192
+)
+
+type tokenWire struct {
+	Family string `json:"f"`
+	Key    string `json:"k"`
+	Fence  uint64 `json:"r"`
+	TTL    int64  `json:"t"` // milliseconds
+	Secret string `json:"s"` // hex
+}
+
+// IsZero reports whether t is the zero token.
+func (t Token[K]) IsZero() bool { return t.key == "" }
+
+// Family returns the token's family name.
+func (t Token[K]) Family() Name { return t.family }
+
+// LeaseKey returns the lease key the token transfers.
+func (t Token[K]) LeaseKey() string { return t.key }
+
+// Fence returns the revision the lease was at when exported.
+func (t Token[K]) Fence() uint64 { return t.fence }
+
+// TTL returns the lease's TTL; Restore renews with it.
+func (t Token[K]) TTL() time.Duration { return t.ttl }
+
+// String describes the token without its secret.
+func (t Token[K]) String() string {
+	if t.IsZero() {
+		return "kvlease.Token{}"
+	}
+	return fmt.Sprintf("kvlease.Token{family: %s, key: %s, fence: %d, ttl: %v, secret: REDACTED}", t.family, t.key, t.fence, t.ttl)
+}
+
+// GoString is String: %#v redacts too.
+func (t Token[K]) GoString() string { return t.String() }
+
+// Format makes every verb (%v, %+v, %#v, %s, %q, %x...) print String.
+func (t Token[K]) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(t.String())) }
+
+// MarshalText encodes the token, secret included, for handing it to the
+// process that will Restore it.
+func (t Token[K]) MarshalText() ([]byte, error) {
+	if t.IsZero() {
+		return nil, fmt.Errorf("%w: zero token", ErrInvalidToken)
+	}
+	w, err := json.Marshal(tokenWire{
+		Family: string(t.family), Key: t.key, Fence: t.fence, TTL: t.ttl.Milliseconds(),
+		Secret: hex.EncodeToString(t.secret[:]),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(tokenPrefix)+base64.RawURLEncoding.EncodedLen(len(w)))
+	copy(out, tokenPrefix)
+	base64.RawURLEncoding.Encode(out[len(tokenPrefix):], w)
+	return out, nil
+}
+
+// UnmarshalText decodes and validates a token made by MarshalText. On
+// error t is left unchanged.
+func (t *Token[K]) UnmarshalText(text []byte) error {
+	if len(text) > maxTokenLen {
+		return fmt.Errorf("%w: %d bytes, above %d", ErrInvalidToken, len(text), maxTokenLen)
+	}
+	body, ok := bytes.CutPrefix(text, []byte(tokenPrefix))
+	if !ok {
+		return fmt.Errorf("%w: missing %q prefix", ErrInvalidToken, tokenPrefix)
+	}
+	raw := make([]byte, base64.RawURLEncoding.DecodedLen(len(body)))
+	n, err := base64.RawURLEncoding.Strict().Decode(raw, body)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw[:n]))
+	dec.DisallowUnknownFields()
+	var w tokenWire
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data", ErrInvalidToken)
+	}
+	nt := Token[K]{family: Name(w.Family), key: w.Key, fence: w.Fence, ttl: time.Duration(w.TTL) * time.Millisecond}
+	if err := nt.family.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	if !kvx.ValidKey(w.Key) || !strings.HasPrefix(w.Key, w.Family+".") {
+		return fmt.Errorf("%w: key %q is not a lease key of family %q", ErrInvalidToken, w.Key, w.Family)
+	}
+	if w.Fence == 0 {
+		return fmt.Errorf("%w: zero fence", ErrInvalidToken)
+	}
+	if w.TTL < MinTTL.Milliseconds() || w.TTL > MaxTTL.Milliseconds() { // before multiplying: no overflow
+		return fmt.Errorf("%w: TTL %dms outside %v..%v", ErrInvalidToken, w.TTL, MinTTL, MaxTTL)
+	}
+	s, err := hex.DecodeString(w.Secret)
+	if err != nil || len(s) != secretBytes || strings.ToLower(w.Secret) != w.Secret {
+		return fmt.Errorf("%w: malformed secret", ErrInvalidToken)
+	}
+	copy(nt.secret[:], s)
+	*t = nt
+	return nil
+}
+
+// Export hands g's ownership to a token: g stops renewing and ends with
+// ErrExported, but its lease is NOT released. Whoever Restores the token
+// (in this or another process, before the lease's TTL runs out) becomes
+// the holder and is responsible for releasing it. g must be a live guard
+// of this family.
+func (l Leases[K]) Export(g *Guard) (Token[K], error) {
+	if l.m == nil || g == nil || g.m != l.m || g.family != l.d.name {
+		return Token[K]{}, ErrForeignGuard
+	}
+	g.opMu.Lock() // no renewal or guarded write in flight
+	defer g.opMu.Unlock()
+	if err := g.Err(); err != nil {
+		return Token[K]{}, err
+	}
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	if !g.end(ErrExported, false, false) {
+		return Token[K]{}, g.ended()
+	}
+	l.m.stats.exported.Add(1)
+	return Token[K]{family: g.family, key: g.key, fence: rev, ttl: g.ttl, secret: g.secret}, nil
+}
+
+// Restore takes over the lease a token transfers. It reads the key from
+// the stream leader, checks the token's secret against the stored owner
+// hash, and then, in one compare-and-set on the current revision, writes a
+// fresh owner (a new secret, so the token is used up) with a fresh TTL.
+// Restoring the same token twice, or a token whose lease expired, was
+// released or was force-released, returns ErrLost. The returned guard is
+// like one from TryAcquire (no automatic renewal) and its Fence is the
+// restore revision. ctx is its parent context.
+func (l Leases[K]) Restore(ctx context.Context, t Token[K]) (*Guard, error) {
+	if l.m == nil {
+		return nil, fmt.Errorf("%w: zero Leases (use Declaration.Bind)", ErrInvalidConfig)
+	}
+	if t.IsZero() || t.family != l.d.name {
+		return nil, fmt.Errorf("%w: token of family %q restored into %q", ErrInvalidToken, t.family, l.d.name)
+	}
+	m := l.m
+	if err := m.admit(); err != nil {
+		return nil, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	e, err := m.b.Get(octx, t.key)
+	if errors.Is(err, kvx.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q is no longer held", ErrLost, t.key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+	}
+	if !ownedBy(e.Value, t.secret.hash()) {
+		return nil, fmt.Errorf("%w: %q has another owner (token used up or lease replaced)", ErrLost, t.key)
+	}
+	sec := newSecret()
+	owner := sec.hash()
+	value := m.encodeValue(t.ttl, owner)
+	sent := m.now()
+	rev, err := m.b.Update(octx, t.key, value, e.Revision, serverTTL(t.ttl))
+	switch {
+	case err == nil:
+	case kvx.IsConflict(err):
+		return nil, fmt.Errorf("%w: %q changed during restore", ErrLost, t.key)
+	case kvx.OutcomeUnknown(err):
+		rctx, rcancel := m.cleanupCtx()
+		cur, rerr := m.b.Get(rctx, t.key)
+		rcancel()
+		if rerr != nil || !ownedBy(cur.Value, owner) {
+			return nil, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+		}
+		rev = cur.Revision
+	default:
+		return nil, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+	}
+	g := m.newGuard(ctx, l.d.name, t.key, rev, sent, t.ttl, sec, owner, value)
+	if !g.start(ctx) {
+		g.end(ErrClosed, true, false)
+		<-g.done
+		return nil, ErrClosed
+	}
+	m.stats.restored.Add(1)
+	return g, nil
+}
