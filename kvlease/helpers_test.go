@@ -59,3 +59,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 		require.FailNow(t, "timed out waiting for "+what)
 	}
 }
+
+func jetstreamKV(bucket string) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket}
+}
