@@ -6,19 +6,19 @@
 //
 // # Life cycle
 //
-//	            Admit                 Claim / Takeover (stale lease)
-//	  (none) ─────────► pending ───────────────────────► claimed ──┐
-//	    │                 ▲  ▲                              │  │   │ Renew
-//	    │                 │  └──────── Release ─────────────┘  │ ◄─┘
-//	    │                 │  Admit(higher seq): rebase          │
-//	    │                 └─────────────────────────────────────┤
-//	    │                                                       │ Complete
-//	    │ Admit, a need failed/blocked          ┌───────────────┴───────┐
-//	    ▼                                       ▼                       ▼
-//	 blocked ◄──── a need failed (walk), ── completed                failed
-//	    ▲          or Claim/Takeover found                              │
-//	    └───────── a failed/blocked need ◄──────────────────────────────┘
-//	               (pending and claimed records only)    its dependents
+//	           Admit                 Claim / Takeover (stale lease)
+//	 (none) ─────────► pending ───────────────────────► claimed ──┐
+//	   │                 ▲  ▲                              │  │   │ Renew
+//	   │                 │  └──────── Release ─────────────┘  │ ◄─┘
+//	   │                 │  Admit(higher seq): rebase          │
+//	   │                 └─────────────────────────────────────┤
+//	   │                                                       │ Complete
+//	   │ Admit, a need failed/blocked          ┌───────────────┴───────┐
+//	   ▼                                       ▼                       ▼
+//	blocked ◄──── a need failed (walk), ── completed                failed
+//	   ▲          or Claim/Takeover found                              │
+//	   └───────── a failed/blocked need ◄──────────────────────────────┘
+//	              (pending and claimed records only)    its dependents
 //
 // completed, failed and blocked are final: nothing changes them again
 // (Admit with a higher sequence returns false).

@@ -1,0 +1,88 @@
+package kvledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// Bucket key layout. Idempotency keys are escaped with kvx.EncodeToken
+// into one key token, so any string is a valid key and two keys never
+// collide:
+//
+//	task.<key>          the record of <key> (JSON, below)
+//	rdep.<need>.<key>   <key> names <need> in its Needs (value "1")
+const (
+	taskPrefix = "task."
+	rdepPrefix = "rdep."
+)
+
+func taskKey(k IdempotencyKey) string { return taskPrefix + kvx.EncodeToken(string(k)) }
+
+func rdepKey(need, dep IdempotencyKey) string {
+	return rdepPrefix + kvx.EncodeToken(string(need)) + "." + kvx.EncodeToken(string(dep))
+}
+
+// keyOfTask reverses taskKey.
+func keyOfTask(bucketKey string) (IdempotencyKey, error) {
+	tok, ok := strings.CutPrefix(bucketKey, taskPrefix)
+	if !ok || tok == "" || strings.Contains(tok, ".") {
+		return "", fmt.Errorf("%w: %q is not a task key", ErrCorruptRecord, bucketKey)
+	}
+	k, err := kvx.DecodeToken(tok)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCorruptRecord, err)
+	}
+	return IdempotencyKey(k), nil
+}
+
+// kvRecord is the stored form of a TaskState: its JSON fields, with Rev
+// left out (the KV revision is the Rev) and one more field:
+//
+//	"ins": true   this message is the record's insert.
+//
+// The insert cannot know its own revision R, but every fence handed out
+// for the key before R was at most the revision of an earlier write of
+// that key, so below R. A record read back from its insert message
+// therefore reports Fence = max(stored fence, R); the writes after it
+// store that raised fence. This keeps fences rising across deletion,
+// expiry and re-admission without reading the old marker, and without
+// relying on the marker still being there (markers expire too).
+type kvRecord struct {
+	TaskState
+	Ins bool `json:"ins,omitempty"`
+}
+
+func encodeRecord(s TaskState, insert bool) ([]byte, error) {
+	s.Rev = 0
+	b, err := json.Marshal(kvRecord{TaskState: s, Ins: insert})
+	if err != nil {
+		return nil, fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)
+	}
+	return b, nil
+}
+
+// decodeRecord parses the value stored under key at revision rev. Any
+// value that does not decode, names another key, or breaks a Validate
+// rule is ErrCorruptRecord: it was not written by a kvledger and is
+// never overwritten by one.
+func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, error) {
+	var r kvRecord
+	if err := json.Unmarshal(value, &r); err != nil {
+		return TaskState{}, fmt.Errorf("%w: key %q revision %d: %w", ErrCorruptRecord, string(key), rev, err)
+	}
+	s := r.TaskState
+	if s.Key != key {
+		return TaskState{}, fmt.Errorf("%w: key %q revision %d holds a record for %q", ErrCorruptRecord, string(key), rev, string(s.Key))
+	}
+	if err := s.Validate(); err != nil {
+		return TaskState{}, fmt.Errorf("%w: revision %d: %w", ErrCorruptRecord, rev, err)
+	}
+	s.Rev = rev
+	if r.Ins {
+		s.Fence = max(s.Fence, FenceToken(rev))
+	}
+	return s, nil
+}

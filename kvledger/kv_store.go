@@ -1,0 +1,240 @@
+package kvledger
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// KVStoreConfig describes the bucket of a KVStore.
+type KVStoreConfig struct {
+	// Bucket is the KV bucket name (required). It is created when
+	// missing and bound as it is otherwise. It is also the ledger's event
+	// source.
+	Bucket string
+	// Replicas is the bucket's replication factor. Default 1; use 3 in a
+	// cluster.
+	Replicas int
+	// Retention, when positive, keeps completed, failed and blocked
+	// records for this long after their final write and then lets the
+	// server delete them (a per-key TTL on that write; whole seconds, at
+	// least one). Default 0: records are kept forever.
+	//
+	// A retention turns idempotency into a window on purpose: a key
+	// submitted again after its record expired is admitted and runs
+	// again, and an expired failed need no longer blocks dependents
+	// admitted after it expired. Fences stay monotonic across expiry.
+	// The bucket must be created with a retention (it then has a
+	// LimitMarkerTTL); binding a bucket without one fails.
+	Retention time.Duration
+	// Storage defaults to file storage.
+	Storage jetstream.StorageType
+	// MaxBytes caps the bucket size. Default unlimited.
+	MaxBytes int64
+	// Description is stored with the bucket.
+	Description string
+}
+
+// KVStore is a Store on a JetStream KV bucket, shared by every process
+// that opens the same bucket.
+//
+//   - Rev is the KV revision of the record's last write; CompareAndSwap is
+//     one publish conditioned on it (insert: on the key having no value,
+//     also over a delete or expiry marker).
+//   - Load reads from the stream leader, so it sees every acknowledged
+//     write also on a replicated bucket (a direct get may be answered by
+//     a lagging replica).
+//   - Range streams the bucket's task keys through one ordered consumer.
+//   - Task payloads are stored as JSON; see TaskState for what comes back.
+//   - It implements DependencyIndex with one small key per edge (see
+//     kv_record.go) and Swapper.
+//   - A stored value that is not a valid record returns ErrCorruptRecord
+//     from every read, and compare-and-swaps never overwrite it.
+type KVStore struct {
+	b         *kvx.Bucket
+	retention time.Duration
+}
+
+var (
+	_ Store           = (*KVStore)(nil)
+	_ Swapper         = (*KVStore)(nil)
+	_ DependencyIndex = (*KVStore)(nil)
+)
+
+// NewKVStore creates or binds the bucket described by cfg.
+func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) (*KVStore, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
+	}
+	if cfg.Bucket == "" {
+		return nil, fmt.Errorf("%w: empty bucket name", ErrInvalidConfig)
+	}
+	if cfg.Retention < 0 || (cfg.Retention > 0 && cfg.Retention < time.Second) {
+		return nil, fmt.Errorf("%w: Retention %v must be 0 or at least 1s", ErrInvalidConfig, cfg.Retention)
+	}
+	if cfg.Replicas < 0 {
+		return nil, fmt.Errorf("%w: Replicas %d", ErrInvalidConfig, cfg.Replicas)
+	}
+	b, err := kvx.Open(ctx, js, kvx.Config{
+		Bucket:         cfg.Bucket,
+		Description:    cfg.Description,
+		Replicas:       cfg.Replicas,
+		Storage:        cfg.Storage,
+		MaxBytes:       cfg.MaxBytes,
+		LimitMarkerTTL: cfg.Retention,
+		RequireTTL:     cfg.Retention > 0,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kvledger: %w", err)
+	}
+	return &KVStore{b: b, retention: cfg.Retention}, nil
+}
+
+// Name returns the bucket name.
+func (s *KVStore) Name() string { return s.b.Name() }
+
+// Load implements Store.
+func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {
+	if key == "" {
+		return TaskState{}, false, nil
+	}
+	e, err := s.b.Get(ctx, taskKey(key))
+	if errors.Is(err, kvx.ErrNotFound) {
+		return TaskState{}, false, nil
+	}
+	if err != nil {
+		return TaskState{}, false, fmt.Errorf("kvledger: load %q: %w", string(key), err)
+	}
+	rec, err := decodeRecord(key, e.Value, e.Revision)
+	if err != nil {
+		return TaskState{}, false, err
+	}
+	return rec, true, nil
+}
+
+// CompareAndSwap implements Store.
+func (s *KVStore) CompareAndSwap(ctx context.Context, key IdempotencyKey, old, new TaskState) (bool, error) {
+	_, ok, err := s.Swap(ctx, key, old, new)
+	return ok, err
+}
+
+// Swap implements Swapper. Only old.Rev is compared (it names one stored
+// message). A write whose outcome is unknown (timeout, lost connection) is
+// resolved by reading the key back: it succeeded when the key holds
+// exactly the bytes written; otherwise the original error is returned,
+// never a false "lost the race".
+func (s *KVStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
+	if key == "" || new.Key != key {
+		return TaskState{}, false, fmt.Errorf("%w: record key %q stored under %q", ErrInvalidState, string(new.Key), string(key))
+	}
+	insert := isZeroOld(old)
+	if !insert && old.Rev == 0 {
+		return TaskState{}, false, nil // no stored message has revision 0
+	}
+	value, err := encodeRecord(new, insert)
+	if err != nil {
+		return TaskState{}, false, err
+	}
+	var ttl time.Duration
+	if s.retention > 0 && new.Status.final() {
+		ttl = s.retention
+	}
+	k := taskKey(key)
+	var rev uint64
+	if insert {
+		rev, _, err = s.b.Acquire(ctx, k, value, ttl, 0)
+	} else {
+		rev, err = s.b.Update(ctx, k, value, old.Rev, ttl)
+	}
+	switch {
+	case kvx.IsConflict(err):
+		return TaskState{}, false, nil
+	case kvx.OutcomeUnknown(err):
+		if r, ok := s.landed(ctx, k, value); ok {
+			rev, err = r, nil
+		}
+	}
+	if err != nil {
+		return TaskState{}, false, fmt.Errorf("kvledger: write %q: %w", string(key), err)
+	}
+	stored := new.clone()
+	stored.Rev = rev
+	if insert {
+		stored.Fence = max(stored.Fence, FenceToken(rev))
+	}
+	return stored, true, nil
+}
+
+// landed reads key back after an outcome-unknown write of value.
+func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64, bool) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	e, err := s.b.Get(rctx, key)
+	if err != nil || !bytes.Equal(e.Value, value) {
+		return 0, false
+	}
+	return e.Revision, true
+}
+
+// Range implements Store: every record, in bucket (write) order.
+func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
+	var ferr error
+	err := s.b.Scan(ctx, taskPrefix+">", func(e kvx.Entry) bool {
+		key, err := keyOfTask(e.Key)
+		if err == nil {
+			var rec TaskState
+			if rec, err = decodeRecord(key, e.Value, e.Revision); err == nil {
+				return fn(rec)
+			}
+		}
+		ferr = err
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("kvledger: range: %w", err)
+	}
+	return ferr
+}
+
+// IndexNeeds implements DependencyIndex: one key per (need, dependent),
+// created once.
+func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, needs []IdempotencyKey) error {
+	for _, n := range needs {
+		if n == "" || dependent == "" {
+			return fmt.Errorf("%w: empty key in dependency %q -> %q", ErrInvalidState, string(dependent), string(n))
+		}
+		_, err := s.b.Create(ctx, rdepKey(n, dependent), []byte("1"), 0)
+		if err != nil && !kvx.IsConflict(err) {
+			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), err)
+		}
+	}
+	return nil
+}
+
+// Dependents implements DependencyIndex with one filtered scan of the
+// need's index keys.
+func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(IdempotencyKey) bool) error {
+	if need == "" {
+		return nil
+	}
+	prefix := rdepPrefix + kvx.EncodeToken(string(need)) + "."
+	var ferr error
+	err := s.b.Scan(ctx, prefix+"*", func(e kvx.Entry) bool {
+		dep, err := kvx.DecodeToken(e.Key[len(prefix):])
+		if err != nil {
+			ferr = fmt.Errorf("%w: index key %q: %w", ErrCorruptRecord, e.Key, err)
+			return false
+		}
+		return fn(IdempotencyKey(dep))
+	})
+	if err != nil {
+		return fmt.Errorf("kvledger: dependents of %q: %w", string(need), err)
+	}
+	return ferr
+}
