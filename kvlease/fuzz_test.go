@@ -54,7 +54,7 @@ func FuzzInt64Codec(f *testing.F) {
 
 func FuzzTokenUnmarshalText(f *testing.F) {
 	valid := "kvlease1:" + base64.RawURLEncoding.EncodeToString([]byte(
-		`{"f":"jobs","k":"jobs.a=2Eb","r":7,"t":5000,"s":"` + strings.Repeat("ab", 32) + `"}`))
+		`{"f":"jobs","k":"jobs.a=2Eb","r":7,"t":5000,"s":"`+strings.Repeat("ab", 32)+`"}`))
 	for _, s := range []string{
 		valid, "", "kvlease1:", "kvlease1:e30", "kvlease2:" + valid[9:], valid + "A", valid[:len(valid)-3],
 		"kvlease1:" + base64.RawURLEncoding.EncodeToString([]byte(`{"f":"jobs","k":"other.a","r":7,"t":5000,"s":"00"}`)),

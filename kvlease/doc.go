@@ -1,0 +1,159 @@
+// Package kvlease provides typed, time-limited ownership ("leases") kept in
+// a JetStream KV bucket, with explicit loss, fencing tokens, transfer
+// between processes, guarded writes and counting semaphores.
+//
+// # Model
+//
+// A lease is one key of a bucket created with History 1 and per-key TTLs
+// (LimitMarkerTTL). Its value is JSON naming the holder (public holder id,
+// host, pid, acquisition time, TTL) and the SHA-256 of the holder's random
+// owner secret; the secret itself never leaves the process except inside
+// an exported Token.
+//
+//   - Acquire is create-if-absent with a per-key TTL: one publish expecting
+//     the key's last revision to be that of its delete/expiry marker. The
+//     manager remembers marker revisions (its own releases, force releases,
+//     and watch events seen by waiters), so re-acquiring a key is one round
+//     trip instead of three.
+//   - Renew is a compare-and-set on the current revision that also sets a
+//     fresh TTL (a raw publish with an expected last subject sequence and
+//     Nats-TTL; kv.Update would drop the TTL).
+//   - Release is a delete conditional on the current revision: a late
+//     release never removes a newer holder's lease.
+//   - Expiry is the server's: a crashed holder's lease vanishes by itself.
+//     No process judges another's lease by its own clock.
+//
+// Every mutation is conditional on the key's revision, and a write whose
+// outcome is unknown (timeout, lost connection) is resolved by reading the
+// key back from the stream leader and comparing the owner hash, never by
+// guessing. Transient errors are returned as errors: they are never
+// reported as contention and never, by themselves, as loss.
+//
+// Keys are "<family>.<token>": the family name (Define) and the codec's
+// string for the resource key, escaped into one KV token (bytes outside
+// [A-Za-z0-9_/-] become "=HH"), so any key is representable and distinct
+// keys never share a lease. Semaphore slots are "<family>.<token>.<i>".
+//
+// # Guard states
+//
+//	            Acquire / TryAcquire / Restore
+//	                        |
+//	                        v
+//	  Renew, scheduler  +--------+   Release, Close,          +----------+
+//	  renewals -------> |  held  |-- caller ctx cancelled --->| released |
+//	  (window restarts) +--------+   (then conditional delete)+----------+
+//	                     |      |
+//	   CAS conflict on   |      |  Export (no delete;
+//	   renew/guarded     |      |  the token now owns it)     +----------+
+//	   write; window     |      +---------------------------->| exported |
+//	   ran out           v                                    +----------+
+//	                 +------+
+//	                 | lost |  (if only the window ran out: conditional
+//	                 +------+   delete, in case the key is still ours)
+//
+// A guard's Context is cancelled on leaving "held", with ErrReleased,
+// ErrExported or ErrLost as its cause; Done closes once the final delete
+// (if any) has finished. The states are final.
+//
+// # Validity window
+//
+// The holder's own view of its lease ends at
+//
+//	validUntil = sent + ttl - margin,   margin = max(50ms, ttl/10)
+//
+// where sent is the time (monotonic clock) at which the last write that
+// the server confirmed was SENT. The server starts the TTL when it stores
+// the write, which is after it was sent, so send latency only makes the
+// server's expiry later than the holder's. The margin covers what can make
+// it earlier or make the holder late: a difference in clock RATE between
+// holder and server (NTP slews at most 500 ppm, i.e. 0.05% of ttl), the
+// server measuring the TTL on a new stream leader whose clock differs after
+// a leader change, the scheduler's timer firing late (GC, CPU starvation),
+// and the time the protected work needs to notice its cancelled context.
+// Measured here, expiry happened 0–90ms after the TTL (never before) and a
+// CAS renewal takes ~35µs in-process and well under a millisecond on R3, so ttl/10 leaves room
+// for pauses of a tenth of the TTL.
+//
+// TTLs are MinTTL (1s) to MaxTTL (24h). The server counts TTLs in whole
+// seconds and truncates, so fractions are rounded UP on the server (1.5s
+// becomes 2s) while the holder's window uses the requested 1.5s: the
+// holder always gives up first.
+//
+// Automatic renewal (StartRenewing, With) runs every TTL/3 by default. A
+// renewal that fails transiently is retried every max(50ms, min(ttl/15,
+// 2s)) until the window ends; only then is the lease declared lost. A
+// renewal that finds the key at another revision is loss at once. All
+// guards of a manager share one scheduler goroutine (a min-heap of due
+// times); renewals run in short-lived goroutines, so idle guards cost no
+// goroutine and no timer.
+//
+// # Guarantees
+//
+//   - Mutual exclusion at the server: at most one holder's value is stored
+//     under a key at any revision; every change is a compare-and-set.
+//   - A holder's context is cancelled no later than the end of its window,
+//     which ends before the server can expire the lease, provided the
+//     margin assumptions hold. A holder that cannot reach the server loses
+//     its lease, locally, before anyone else can acquire it.
+//   - Err checks the window synchronously: a process that was paused past
+//     its window (GC, SIGSTOP, VM migration) sees ErrLost on its first
+//     check after waking, before timers catch up.
+//   - Restore is single-use: it requires the token's secret to match the
+//     stored hash and replaces the owner in one compare-and-set.
+//
+// # Fencing: what it gives and what it does not
+//
+// Guard.Fence is the revision at which the lease was acquired (or
+// restored). Revisions are the bucket stream's sequence numbers: they
+// increase strictly across deletes, expiry, restarts and leader changes, so
+// every later holder has a greater fence than every earlier one. A resource
+// that records the highest fence it has accepted and refuses smaller ones
+// ("accept f >= highest") cannot be written by a stale holder, however
+// long it was paused. Guard.Revision changes on every renewal; it is what
+// Proof writes are conditional on, and resources should not compare it.
+//
+// Cancellation alone cannot stop a paused process from finishing a write
+// it had already started: without fencing (or a guarded write via Proof,
+// which the server checks atomically against the lease key), a write
+// issued just before a pause can land after the lease passed to someone
+// else. Fencing needs the resource's cooperation; a plain external API
+// that ignores fences is not protected. Fences are comparable only within
+// one bucket: deleting and re-creating the bucket restarts revisions at 1.
+//
+// # Partitions, clock skew and pauses
+//
+// A holder cut off from the server cannot renew: its renewals fail, it
+// retries within the window, and its context is cancelled when the window
+// ends. The server expires the lease one margin later at the earliest, and
+// only then may another process acquire it. A waiter cut off from the
+// server simply does not acquire. With an R3 bucket a minority side cannot
+// write at all, so it can neither acquire nor renew.
+//
+// Clock OFFSET between machines does not matter: the holder measures its
+// window with its own monotonic clock from its own send time, and the
+// server measures the TTL with its own clock. Clock RATE differences and
+// server-side clock offsets across a stream leader change are covered by
+// the margin, up to a tenth of the TTL.
+//
+// A pause longer than the margin is the one case this package cannot
+// prevent: the process may resume believing for an instant that it holds
+// the lease. Check Err (or the context) right before protected work, and
+// fence the resource.
+//
+// # Waiting
+//
+// Acquire with a wait is push-driven: after a failed attempt the waiter
+// subscribes to the key in the manager's shared watch (one ordered consumer
+// per manager, started on first use), tries once more (so a release that
+// happened between the two is not missed) and sleeps until the key changes.
+// A release or expiry wakes it and it tries at the marker's revision: one
+// publish. A safety re-check fires after the longest TTL a holder could
+// still have; there is no polling loop.
+//
+// # Layering
+//
+// Packages built on kvlease with their own key namespace (kvlock) can use
+// the raw-key entry points Manager.TryAcquireKey, AcquireKey and
+// ForceReleaseKey, or Define a StringCodec family. Guard.StartRenewing lets
+// them have the manager renew a guard at their own interval.
+package kvlease
