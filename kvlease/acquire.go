@@ -68,7 +68,7 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 	if err := m.checkWait(wait); err != nil {
 		return nil, false, err
 	}
-	g, recheck, err := m.tryKeys(ctx, family, keys, ttl, nil)
+	g, _, err := m.tryKeys(ctx, family, keys, ttl, nil)
 	if err != nil || g != nil || wait == 0 {
 		return g, g != nil, err
 	}
@@ -82,7 +82,7 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 		if err != nil {
 			return nil, false, m.waitErr(ctx, wctx, err)
 		}
-		g, recheck, err = m.tryKeys(ctx, family, keys, ttl, hints)
+		g, recheck, err := m.tryKeys(ctx, family, keys, ttl, hints)
 		if err != nil || g != nil {
 			sub.Close()
 			return g, g != nil, err

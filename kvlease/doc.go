@@ -36,20 +36,20 @@
 //
 // # Guard states
 //
-//	            Acquire / TryAcquire / Restore
-//	                        |
-//	                        v
-//	  Renew, scheduler  +--------+   Release, Close,          +----------+
-//	  renewals -------> |  held  |-- caller ctx cancelled --->| released |
-//	  (window restarts) +--------+   (then conditional delete)+----------+
-//	                     |      |
-//	   CAS conflict on   |      |  Export (no delete;
-//	   renew/guarded     |      |  the token now owns it)     +----------+
-//	   write; window     |      +---------------------------->| exported |
-//	   ran out           v                                    +----------+
-//	                 +------+
-//	                 | lost |  (if only the window ran out: conditional
-//	                 +------+   delete, in case the key is still ours)
+//	          Acquire / TryAcquire / Restore
+//	                      |
+//	                      v
+//	Renew, scheduler  +--------+   Release, Close,          +----------+
+//	renewals -------> |  held  |-- caller ctx cancelled --->| released |
+//	(window restarts) +--------+   (then conditional delete)+----------+
+//	                   |      |
+//	 CAS conflict on   |      |  Export (no delete;
+//	 renew/guarded     |      |  the token now owns it)     +----------+
+//	 write; window     |      +---------------------------->| exported |
+//	 ran out           v                                    +----------+
+//	               +------+
+//	               | lost |  (if only the window ran out: conditional
+//	               +------+   delete, in case the key is still ours)
 //
 // A guard's Context is cancelled on leaving "held", with ErrReleased,
 // ErrExported or ErrLost as its cause; Done closes once the final delete
