@@ -1,0 +1,110 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults of JetStreamBusConfig.
+const (
+	DefaultStream  = "LEDGER"
+	DefaultSubject = "ledger.>"
+)
+
+// JetStreamBusConfig describes the stream events are stored in.
+type JetStreamBusConfig struct {
+	// Stream is the stream name. Default "LEDGER".
+	Stream string
+	// Subjects the stream captures. Default ["ledger.>"]. Every event
+	// name published must fall under them (the server refuses others).
+	Subjects []string
+	// Replicas of a created stream. Default 1.
+	Replicas int
+	// Duplicates is the de-duplication window of a created stream: a
+	// repeated publish of the same write within it is dropped. Default
+	// 2 minutes. Relays that may lag longer need a longer window.
+	Duplicates time.Duration
+	// MaxAge bounds how long events are kept. Default 0: forever.
+	MaxAge time.Duration
+	// Storage defaults to file storage.
+	Storage jetstream.StorageType
+}
+
+// JetStreamBus publishes events to a JetStream stream: each event on the
+// subject named by its Name (for example "ledger.admitted"), with
+// Nats-Msg-Id = MsgID(e), so republishing a write is de-duplicated by
+// the stream. Core subscribers on "ledger.>" see every publish, durable
+// consumers see each write once. It is safe for concurrent use.
+type JetStreamBus struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+var _ Bus = (*JetStreamBus)(nil)
+
+// NewJetStreamBus creates the stream described by cfg, or binds it when
+// it exists (its configuration is then left as it is).
+func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamBusConfig) (*JetStreamBus, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
+	}
+	if cfg.Stream == "" {
+		cfg.Stream = DefaultStream
+	}
+	if strings.ContainsAny(cfg.Stream, ".*> \t") {
+		return nil, fmt.Errorf("%w: stream name %q", ErrInvalidConfig, cfg.Stream)
+	}
+	if len(cfg.Subjects) == 0 {
+		cfg.Subjects = []string{DefaultSubject}
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Duplicates == 0 {
+		cfg.Duplicates = 2 * time.Minute
+	}
+	if cfg.Replicas < 0 || cfg.Duplicates < 0 || cfg.MaxAge < 0 {
+		return nil, fmt.Errorf("%w: negative Replicas, Duplicates or MaxAge", ErrInvalidConfig)
+	}
+	_, err := js.Stream(ctx, cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       cfg.Stream,
+			Subjects:   cfg.Subjects,
+			Replicas:   cfg.Replicas,
+			Duplicates: cfg.Duplicates,
+			MaxAge:     cfg.MaxAge,
+			Storage:    cfg.Storage,
+		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			_, err = js.Stream(ctx, cfg.Stream) // lost a creation race
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: stream %q: %w", cfg.Stream, err)
+	}
+	return &JetStreamBus{js: js, stream: cfg.Stream}, nil
+}
+
+// Stream returns the stream name.
+func (b *JetStreamBus) Stream() string { return b.stream }
+
+// Publish stores e and returns once the stream acknowledged it (or
+// reported it as a duplicate, which is success too).
+func (b *JetStreamBus) Publish(ctx context.Context, e Event) error {
+	data, err := Marshal(e)
+	if err != nil {
+		return err
+	}
+	msg := &nats.Msg{Subject: string(e.Name), Data: data}
+	if _, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream)); err != nil {
+		return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, err)
+	}
+	return nil
+}
