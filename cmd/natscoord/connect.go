@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+)
+
+// connFlags are the connection flags of the nats CLI.
+type connFlags struct {
+	server   string
+	user     string
+	password string
+	creds    string
+	tlsCA    string
+	tlsCert  string
+	tlsKey   string
+	timeout  time.Duration
+}
+
+func (c *connFlags) register(cmd *cobra.Command) {
+	f := cmd.PersistentFlags()
+	f.StringVarP(&c.server, "server", "s", "", "NATS server URLs, comma separated (default $NATS_URL, else nats://127.0.0.1:4222)")
+	f.StringVar(&c.user, "user", "", "user name or token")
+	f.StringVar(&c.password, "password", "", "password")
+	f.StringVar(&c.creds, "creds", "", "user credentials file")
+	f.StringVar(&c.tlsCA, "tlsca", "", "CA certificate to verify the server")
+	f.StringVar(&c.tlsCert, "tlscert", "", "client certificate")
+	f.StringVar(&c.tlsKey, "tlskey", "", "client private key")
+	f.DurationVar(&c.timeout, "timeout", 5*time.Second, "time to wait for the server and for each operation")
+}
+
+// url returns the server URL: the flag, then NATS_URL, then the default.
+func (c *connFlags) url() string {
+	if c.server != "" {
+		return c.server
+	}
+	if u := os.Getenv("NATS_URL"); u != "" {
+		return u
+	}
+	return nats.DefaultURL
+}
+
+func (c *connFlags) options() ([]nats.Option, error) {
+	opts := []nats.Option{nats.Name("natscoord-cli"), nats.Timeout(c.timeout), nats.MaxReconnects(0)}
+	switch {
+	case c.user != "" && c.password != "":
+		opts = append(opts, nats.UserInfo(c.user, c.password))
+	case c.user != "":
+		opts = append(opts, nats.Token(c.user))
+	case c.password != "":
+		return nil, errors.New("--password needs --user")
+	}
+	if c.creds != "" {
+		if _, err := os.Stat(c.creds); err != nil {
+			return nil, fmt.Errorf("--creds: %w", err)
+		}
+		opts = append(opts, nats.UserCredentials(c.creds))
+	}
+	if c.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(c.tlsCA))
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, errors.New("--tlscert and --tlskey go together")
+	}
+	if c.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(c.tlsCert, c.tlsKey))
+	}
+	return opts, nil
+}
+
+// connect opens a connection and a JetStream handle. The caller closes the
+// connection.
+func (c *connFlags) connect(ctx context.Context) (*nats.Conn, jetstream.JetStream, error) {
+	if c.timeout <= 0 {
+		return nil, nil, errors.New("--timeout must be positive")
+	}
+	opts, err := c.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := nats.Connect(c.url(), opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect %s: %w", c.url(), err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(c.timeout))
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
+// opContext bounds one CLI operation by --timeout.
+func (c *connFlags) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}

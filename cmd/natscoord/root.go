@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// app carries the global flags and output streams of one invocation.
+type app struct {
+	conn   connFlags
+	json   bool
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run executes one command line and returns the process exit code. Errors
+// are printed as one line on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "natscoord: "+oneLine(err))
+		var ee exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+// exitError lets a command choose its exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "natscoord",
+		Short:         "Coordination primitives on NATS JetStream: leases, locks, elections, task ledgers",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	a.conn.register(root)
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
+	root.AddCommand(a.serveCommand())
+	for _, add := range extraCommands {
+		root.AddCommand(add(a))
+	}
+	return root
+}
+
+// extraCommands are registered by the files that implement them, so each
+// command group lives in its own file.
+var extraCommands []func(*app) *cobra.Command
