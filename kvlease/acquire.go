@@ -197,6 +197,9 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	if err := m.admit(); err != nil {
 		return nil, kvx.Entry{}, err
 	}
+	if ctx.Err() != nil {
+		return nil, kvx.Entry{}, context.Cause(ctx)
+	}
 	sec := newSecret()
 	owner := sec.hash()
 	value := m.encodeValue(ttl, owner)
@@ -227,9 +230,7 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	m.hints.drop(key)
 	g := m.newGuard(ctx, family, key, rev, sent, ttl, sec, owner, value)
 	if !g.start(ctx) {
-		// Closed while the write was in flight: give the key back.
-		g.end(ErrClosed, true, false)
-		<-g.done
+		g.abort()
 		return nil, kvx.Entry{}, ErrClosed
 	}
 	m.stats.acquired.Add(1)

@@ -218,6 +218,16 @@ func (g *Guard) end(cause error, del, release bool) bool {
 	return true
 }
 
+// abort gives back a lease acquired while the manager was closing. It
+// deletes synchronously, in the caller's goroutine: Close may already have
+// finished waiting for the manager's own goroutines.
+func (g *Guard) abort() {
+	g.end(ErrClosed, false, false)
+	if err := g.deleteOwn(); err != nil {
+		g.m.log.Warn("kvlease: giving back a lease acquired during Close", "key", g.key, "err", err)
+	}
+}
+
 // deleteOwn deletes the lease at the guard's revision, waiting for any
 // in-flight renewal first so the revision is the latest one.
 func (g *Guard) deleteOwn() error {

@@ -211,8 +211,7 @@ func (l Leases[K]) Restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	}
 	g := m.newGuard(ctx, l.d.name, t.key, rev, sent, t.ttl, sec, owner, value)
 	if !g.start(ctx) {
-		g.end(ErrClosed, true, false)
-		<-g.done
+		g.abort()
 		return nil, ErrClosed
 	}
 	m.stats.restored.Add(1)

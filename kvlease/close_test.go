@@ -1,0 +1,72 @@
+package kvlease_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+func TestCloseEndsWaiters(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	holder := newManager(t, n.JS, kvlease.Config{})
+	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{})
+	require.NoError(t, err)
+	lh, lw := bind(t, jobs, holder), bind(t, jobs, m)
+
+	g, ok, err := lh.TryAcquire(ctx, "busy", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := lw.Acquire(ctx, "busy", 30*time.Second, 30*time.Second)
+		errc <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, func() bool { return m.Stats().Contended >= 2 }, "waiting")
+	require.NoError(t, m.Close(ctx))
+	require.ErrorIs(t, natstest.Recv(t, errc, 5*time.Second, "waiter ends"), kvlease.ErrClosed)
+	require.NoError(t, g.Release(ctx))
+}
+
+// TestNoGoroutineLeaks holds many renewing guards and a waiter, then
+// closes: every goroutine the manager started (scheduler, renewals,
+// releases, the shared watch) must be gone.
+func TestNoGoroutineLeaks(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	// Warm up: the bucket's stream (server goroutines) and the
+	// connection's request inbox exist before the baseline is taken.
+	warm, err := kvlease.NewManager(ctx, js, kvlease.Config{})
+	require.NoError(t, err)
+	require.NoError(t, warm.Close(ctx))
+	before := goleak.IgnoreCurrent()
+
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{})
+	require.NoError(t, err)
+	l := bind(t, jobs, m)
+	for i := range 200 {
+		g, ok, err := l.TryAcquire(ctx, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), 3*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, g.StartRenewing(100*time.Millisecond))
+	}
+	_, ok, err := l.Acquire(ctx, "kaa", time.Second, 150*time.Millisecond) // starts the watch, times out
+	require.NoError(t, err)
+	require.False(t, ok)
+	natstest.Eventually(t, 5*time.Second, func() bool { return m.Stats().Renewals >= 200 }, "renewals ran")
+	require.EqualValues(t, 200, m.Stats().Active)
+	require.Equal(t, 200, m.Scheduled(), "one heap entry per guard, no goroutine")
+
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.Close(cctx))
+	require.EqualValues(t, 200, m.Stats().Released)
+	goleak.VerifyNone(t, before)
+}
