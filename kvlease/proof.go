@@ -61,7 +61,7 @@ func (p Proof) Put(ctx context.Context, key string, value []byte) (uint64, error
 }
 
 // Get reads key (a data key of the lease bucket) from the stream leader.
-// It returns ErrNotFound-free results: ok is false when key has no value.
+// ok is false (and err nil) when key has no value.
 func (p Proof) Get(ctx context.Context, key string) (value []byte, revision uint64, ok bool, err error) {
 	if p.g == nil {
 		return nil, 0, false, fmt.Errorf("%w: zero Proof", ErrForeignGuard)
