@@ -135,8 +135,9 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 }
 
 // waitErr maps the end of a wait: the caller's context ending is its
-// error; Close is ErrClosed; the wait running out is no error at all
-// (the result is simply "not acquired").
+// error; Close is ErrClosed; the wait running out with the key still held
+// is context.DeadlineExceeded (as in the library kvlease replaces), so a
+// caller can tell "gave up waiting" from "tried once and it was held".
 func (m *Manager) waitErr(ctx, wctx context.Context, err error) error {
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kvx.ErrHubClosed):
@@ -147,6 +148,8 @@ func (m *Manager) waitErr(ctx, wctx context.Context, err error) error {
 		return ErrClosed
 	case err != nil && wctx.Err() == nil:
 		return err
+	case wctx.Err() != nil:
+		return fmt.Errorf("kvlease: wait ran out: %w", context.DeadlineExceeded)
 	}
 	return nil
 }

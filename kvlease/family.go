@@ -125,7 +125,8 @@ func (l Leases[K]) TryAcquire(ctx context.Context, key K, ttl time.Duration) (*G
 // (0..Config.MaxWait; 0 tries once) for it to be released or to expire.
 // Waiting is woken by the manager's watch of the bucket, never by polling.
 // When wait runs out with the lease still held it returns (nil, false,
-// nil); when ctx ends first, ctx's error; after Close, ErrClosed.
+// context.DeadlineExceeded); when ctx ends first, ctx's error; after
+// Close, ErrClosed.
 func (l Leases[K]) Acquire(ctx context.Context, key K, ttl, wait time.Duration) (*Guard, bool, error) {
 	k, err := l.key(key)
 	if err != nil {

@@ -324,7 +324,12 @@ func (m *Manager) due(g *Guard) {
 }
 
 func (g *Guard) autoRenew() {
-	err := g.renew(g.m.ctx)
+	// Not g.m.ctx: Close must not cancel a renewal in flight. A cancelled
+	// publish may still land, and reading the key at once to find out can
+	// race the publish itself; the release that follows would then delete
+	// at a stale revision and fail. Release waits for the renewal instead
+	// (opMu), which OperationTimeout bounds.
+	err := g.renew(context.Background())
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.renewing = false

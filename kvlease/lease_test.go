@@ -90,7 +90,7 @@ func TestAcquireWaitRunsOut(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	g, ok, err := l2.Acquire(ctx, "held", 10*time.Second, 200*time.Millisecond)
-	require.NoError(t, err, "a wait that runs out is not an error")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a wait that runs out says so")
 	require.False(t, ok)
 	require.Nil(t, g)
 

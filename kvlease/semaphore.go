@@ -79,7 +79,8 @@ func (s Semaphore[K]) TryAcquire(ctx context.Context, key K, ttl time.Duration) 
 // Acquire takes a free slot of key, waiting up to wait while all are held
 // (woken by the watch on the slot keys, trying a freed slot first). The
 // result follows Leases.Acquire: a guard of one slot, (nil, false, nil)
-// when the wait ran out, an error otherwise.
+// when wait is 0 and every slot is held, context.DeadlineExceeded when a
+// wait ran out, another error otherwise.
 func (s Semaphore[K]) Acquire(ctx context.Context, key K, ttl, wait time.Duration) (*Guard, bool, error) {
 	keys, err := s.slotKeys(key)
 	if err != nil {
