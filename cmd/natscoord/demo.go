@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+func init() { extraCommands = append(extraCommands, (*app).demoCommand) }
+
+// demoOptions are the demo's own flags.
+type demoOptions struct {
+	workers  int
+	deadline time.Duration
+	keep     bool
+}
+
+func (a *app) demoCommand() *cobra.Command {
+	var o demoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the main job: a task graph, leased workers with fencing, a failure, a leader",
+		Long: "demo starts an embedded NATS server (or uses --server), admits a dependency graph of\n" +
+			"12 tasks into a ledger, and runs several workers, each with its own connection, that\n" +
+			"elect a leader, claim tasks under fenced leases and complete them. integ-test fails,\n" +
+			"so the tasks that need it end blocked; the first worker on docs pauses past its lease,\n" +
+			"another takes it over, and the paused worker's late completion is refused by its\n" +
+			"stale fence. Events are shown live; a summary table ends the run. The exit code is\n" +
+			"0 when every task ended as predicted.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.workers < 2 || o.workers > 16 {
+				return fmt.Errorf("--workers must be 2..16, got %d", o.workers)
+			}
+			if o.deadline <= 0 {
+				return errors.New("--deadline must be positive")
+			}
+			return a.runDemo(cmd.Context(), o, cmd.Flags().Changed("server"))
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
+	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
+	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket afterwards (with --server)")
+	return cmd
+}
+
+// dialer opens one named connection: one demo "process".
+type dialer func(name string) (*nats.Conn, jetstream.JetStream, error)
+
+// demoDialer returns connections to an embedded server started here, or to
+// --server when it was given.
+func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func(), error) {
+	if remote {
+		opts, err := a.conn.options()
+		if err != nil {
+			return nil, "", nil, err
+		}
+		url := a.conn.url()
+		d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
+			nc, err := nats.Connect(url, append(opts, nats.Name(name))...)
+			if err != nil {
+				return nil, nil, fmt.Errorf("connect %s: %w", url, err)
+			}
+			js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(a.conn.timeout))
+			if err != nil {
+				nc.Close()
+				return nil, nil, err
+			}
+			return nc, js, nil
+		}
+		return d, url, func() {}, nil
+	}
+	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
+		nc, err := srv.Connect(nats.Name(name))
+		if err != nil {
+			return nil, nil, err
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
+		return nc, js, nil
+	}
+	return d, "an embedded server", stop, nil
+}
+
+// demoNote is a line a worker wants the reporter to print.
+type demoNote string
+
+func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(parent, o.deadline)
+	defer cancel()
+	dial, where, stopServer, err := a.demoDialer(ctx, remote)
+	if err != nil {
+		return err
+	}
+	defer stopServer()
+
+	runID := nuid.Next()
+	run := &demoRun{bucket: "natscoord_demo_" + runID}
+	nc, js, err := dial("natscoord-demo-reporter")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket, Description: "natscoord demo"})
+	if err != nil {
+		return err
+	}
+	if remote && !o.keep {
+		defer func() {
+			dctx, dcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+			defer dcancel()
+			_ = js.DeleteKeyValue(dctx, run.bucket)
+		}()
+	}
+	if _, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{}); err != nil {
+		return err
+	}
+	reporter, err := kvledger.New(store, nil)
+	if err != nil {
+		return err
+	}
+
+	// The reporter's own subscription: every event of this run, in order
+	// per key, handed to this goroutine.
+	evc := make(chan events.Event, 512)
+	done := make(chan struct{})
+	defer close(done)
+	live, err := events.SubscribeLive(nc, "ledger.>", func(e events.Event) {
+		if e.Source != run.bucket {
+			return
+		}
+		select {
+		case evc <- e:
+		case <-done:
+		}
+	}, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = live.Close() }()
+
+	notes := make(chan demoNote, 4*o.workers)
+	human := !a.json
+	if human {
+		fmt.Fprintf(a.stdout, "natscoord demo: %d tasks, %d workers, ledger %q on %s\n", len(demoGraph), o.workers, run.bucket, where)
+	}
+
+	workers, closeWorkers, err := startDemoWorkers(ctx, dial, run, o.workers, runID)
+	if err != nil {
+		return err
+	}
+	defer closeWorkers()
+
+	loopsDone := make(chan struct{})
+	errc := make(chan error, 2*o.workers)
+	var campWG, loopWG sync.WaitGroup
+	campCtx, stopCampaigns := context.WithCancel(ctx)
+	defer stopCampaigns()
+	for _, w := range workers {
+		campWG.Go(func() {
+			if err := w.cand.campaign(campCtx); err != nil {
+				if campCtx.Err() == nil {
+					errc <- fmt.Errorf("%s: campaign: %w", w.name, err)
+				}
+				return
+			}
+			run.mu.Lock()
+			run.leaders++
+			run.leader = w.name
+			run.mu.Unlock()
+			notes <- demoNote(fmt.Sprintf("%s was elected leader; it admits the graph", w.name))
+			if err := w.admit(campCtx); err != nil && campCtx.Err() == nil {
+				errc <- err
+			}
+		})
+		loopWG.Go(func() {
+			if err := w.loop(ctx); err != nil && ctx.Err() == nil {
+				errc <- err
+			}
+		})
+	}
+	go func() { loopWG.Wait(); close(loopsDone) }()
+	defer func() { stopCampaigns(); campWG.Wait(); loopWG.Wait() }()
+
+	prog := newProgress(len(demoGraph))
+	var runErr error
+	grace := (<-chan time.Time)(nil)
+wait:
+	for {
+		select {
+		case e := <-evc:
+			prog.apply(e)
+			if human {
+				printDemoEvent(a.stdout, time.Since(start), e, prog)
+			}
+			if grace != nil && prog.final() == len(demoGraph) {
+				break wait
+			}
+		case n := <-notes:
+			if human {
+				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
+			}
+		case err := <-errc:
+			runErr = err
+			break wait
+		case <-loopsDone:
+			loopsDone = nil
+			if prog.final() == len(demoGraph) {
+				break wait
+			}
+			// Events of the last writes may still be in flight.
+			grace = time.After(2 * time.Second)
+		case <-grace:
+			break wait
+		case <-ctx.Done():
+			runErr = fmt.Errorf("demo did not finish within --deadline %v", o.deadline)
+			break wait
+		}
+	}
+	stopCampaigns()
+	campWG.Wait()
+	for {
+		select {
+		case n := <-notes:
+			if human {
+				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
+			}
+			continue
+		default:
+		}
+		break
+	}
+
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	defer scancel()
+	snap, err := reporter.Snapshot(sctx)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	sum := summarize(run, snap, o.workers, time.Since(start))
+	if runErr != nil {
+		sum.Problems = append([]string{runErr.Error()}, sum.Problems...)
+		sum.OK = false
+	}
+	if a.json {
+		err = writeJSON(a.stdout, sum)
+	} else {
+		err = printDemoSummary(a.stdout, sum)
+	}
+	if err != nil {
+		return err
+	}
+	if !sum.OK {
+		return exitError{code: 1, err: fmt.Errorf("demo: unexpected outcome: %s", sum.Problems[0])}
+	}
+	return nil
+}
+
+// demoWorkerSet is a started worker plus what closes it.
+type demoWorkerSet struct {
+	*demoWorker
+	cand *candidate
+	live *events.Live
+}
+
+// startDemoWorkers gives each worker its own connection, ledger handle,
+// event subscription and candidacy. The returned function closes them all.
+func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, runID string) ([]demoWorkerSet, func(), error) {
+	var ws []demoWorkerSet
+	closeAll := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		for _, w := range ws {
+			if w.cand != nil {
+				_ = w.cand.close(cctx)
+			}
+			if w.live != nil {
+				_ = w.live.Close()
+			}
+			if w.ledger != nil {
+				_ = w.ledger.Close()
+			}
+			w.nc.Close()
+		}
+	}
+	for i := range n {
+		name := kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1))
+		nc, js, err := dial("natscoord-demo-" + string(name))
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, wake: make(chan struct{}, 1), run: run}}
+		ws = append(ws, w)
+		last := &ws[len(ws)-1]
+		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket})
+		if err == nil {
+			var bus *events.JetStreamBus
+			bus, err = events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+			if err == nil {
+				last.ledger, err = kvledger.New(store, bus)
+			}
+		}
+		if err == nil {
+			last.live, err = last.subscribe()
+		}
+		if err == nil {
+			last.cand, err = newCandidate(ctx, js, runID, string(name))
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+	}
+	return ws, closeAll, nil
+}
