@@ -1,0 +1,245 @@
+package kvlock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// Election is one candidate in a leader election: a lock whose holder is
+// the leader, plus a value the leader publishes (its address, say). Use
+// one Election per candidate; its methods are safe for concurrent use.
+//
+// The leader's term is its lock's fencing token, so followers and
+// resources can refuse a deposed leader's writes. The value lives in a
+// record next to the lock, written by a guarded write that the server
+// accepts only while the leader's lease is at its current revision, and
+// naming the lease's owner: readers trust a record only while the live
+// lease names the same owner, so a deposed leader's record is never
+// reported as the current one.
+type Election struct {
+	l     *Locker
+	name  string
+	s     spec
+	value string // bucket key of the value record
+
+	mu          sync.Mutex
+	campaigning bool
+	lock        *Lock
+}
+
+// LeaderInfo describes the current leader.
+type LeaderInfo struct {
+	// Value is what the leader published (Campaign, Proclaim).
+	Value string
+	// Term is the leader's fencing token: it grows with every new leader.
+	Term uint64
+	// Holder is the leader's public holder id (Config.Holder).
+	Holder string
+}
+
+// LeaderEvent is one change seen by Observe: a (new) leader or a new value
+// of the same leader, or a vacancy.
+type LeaderEvent struct {
+	// Vacant is true when the election has no leader; Info is then zero.
+	Vacant bool
+	Info   LeaderInfo
+}
+
+// record is the stored value record.
+type record struct {
+	Value  string `json:"value"`
+	Term   uint64 `json:"term"`
+	Holder string `json:"holder"`
+	Owner  string `json:"owner"` // the lease's owner hash when written
+}
+
+// NewElection returns a candidate for the election called name (any
+// non-empty string; it is escaped into one key token) on l. Elections
+// share l's TTL, renew interval and fairness: with Config.Fair candidates
+// become leader in the order they campaigned.
+func NewElection(l *Locker, name string) (*Election, error) {
+	if l == nil {
+		return nil, fmt.Errorf("%w: nil Locker", ErrInvalidConfig)
+	}
+	tok := kvx.EncodeToken(name)
+	if name == "" || len(tok) > MaxKeyBytes {
+		return nil, fmt.Errorf("%w: election name must be 1..%d bytes once escaped, got %d", ErrInvalidKey, MaxKeyBytes, len(tok))
+	}
+	return &Election{l: l, name: name, s: electionSpec(l.cfg.Name, tok, name), value: l.cfg.Name + ".ev." + tok}, nil
+}
+
+// Name returns the election's name.
+func (e *Election) Name() string { return e.name }
+
+// Campaign blocks until this candidate is the leader (or ctx ends), then
+// publishes value and returns. Leadership lasts until Resign, the Locker's
+// Close, or the loss of the lease (a renewal finding it taken, or its
+// validity window running out): Done is then closed at once, before anyone
+// else can be elected. ctx bounds only the campaign.
+func (e *Election) Campaign(ctx context.Context, value string) error {
+	e.mu.Lock()
+	if e.campaigning || e.lock != nil && e.lock.Err() == nil {
+		e.mu.Unlock()
+		return ErrCampaigning
+	}
+	e.campaigning = true
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.campaigning = false
+		e.mu.Unlock()
+	}()
+	k, err := e.l.acquire(ctx, e.s, true, e.l.eqhub)
+	if err != nil {
+		return err
+	}
+	k.startWatchdog()
+	if err := e.put(ctx, k, value); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
+		defer cancel()
+		_ = k.Release(rctx)
+		return err
+	}
+	e.mu.Lock()
+	e.lock = k
+	e.mu.Unlock()
+	return nil
+}
+
+// put writes the value record, fenced by k's lease.
+func (e *Election) put(ctx context.Context, k *Lock, value string) error {
+	b, err := json.Marshal(record{Value: value, Term: k.Token(), Holder: e.l.m.Holder(), Owner: k.g.OwnerHash()})
+	if err != nil {
+		return fmt.Errorf("kvlock: election record: %w", err)
+	}
+	err = e.l.retry(ctx, notSent, func() error {
+		_, err := k.g.Proof().Put(ctx, e.value, b)
+		return err
+	})
+	if errors.Is(err, kvlease.ErrLost) {
+		return fmt.Errorf("%w: %w", ErrNotLeader, mapErr(err))
+	}
+	if err != nil {
+		return fmt.Errorf("kvlock: election %q: publishing value: %w", e.name, err)
+	}
+	return nil
+}
+
+func (e *Election) leading() (*Lock, error) {
+	e.mu.Lock()
+	k := e.lock
+	e.mu.Unlock()
+	if k == nil {
+		return nil, ErrNotLeader
+	}
+	if err := k.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotLeader, err)
+	}
+	return k, nil
+}
+
+// Proclaim publishes a new value without giving up leadership. The write
+// is fenced: it lands only while this candidate's lease is current, and a
+// refused write means leadership was lost (ErrNotLeader, ErrLost).
+func (e *Election) Proclaim(ctx context.Context, value string) error {
+	k, err := e.leading()
+	if err != nil {
+		return err
+	}
+	return e.put(ctx, k, value)
+}
+
+// Resign gives up leadership: the lease is deleted (owner-conditionally),
+// so the next candidate is elected at once. It returns ErrNotLeader when
+// this candidate does not lead.
+func (e *Election) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	k := e.lock
+	e.lock = nil
+	e.mu.Unlock()
+	if k == nil {
+		return ErrNotLeader
+	}
+	return k.Release(ctx)
+}
+
+// Term returns this candidate's term while it leads, else 0.
+func (e *Election) Term() uint64 {
+	k, err := e.leading()
+	if err != nil {
+		return 0
+	}
+	return k.Token()
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done is closed when this candidate's leadership ends (resigned, lost or
+// closed); it is already closed when the candidate does not lead.
+func (e *Election) Done() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock == nil {
+		return closedChan
+	}
+	return e.lock.Done()
+}
+
+// Context returns the leadership's context: it carries the term
+// (TokenFromContext) and is cancelled, with ErrLost or ErrReleased as its
+// cause, when leadership ends. It is nil when the candidate does not lead.
+func (e *Election) Context() context.Context {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lock == nil {
+		return nil
+	}
+	return e.lock.Context()
+}
+
+// Leader reads the current leader from the stream leader. It returns
+// ErrNoLeader when the lease is vacant, or when its holder has not yet
+// published its value (a campaign that is just finishing).
+func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
+	octx, cancel := e.l.opCtx(ctx)
+	defer cancel()
+	le, err := e.l.b.Get(octx, e.s.lease)
+	if errors.Is(err, kvx.ErrNotFound) {
+		return LeaderInfo{}, fmt.Errorf("%w: election %q is vacant", ErrNoLeader, e.name)
+	}
+	if err != nil {
+		return LeaderInfo{}, fmt.Errorf("kvlock: election %q: %w", e.name, err)
+	}
+	ve, err := e.l.b.Get(octx, e.value)
+	if err != nil && !errors.Is(err, kvx.ErrNotFound) {
+		return LeaderInfo{}, fmt.Errorf("kvlock: election %q: %w", e.name, err)
+	}
+	info, ok := current(le, ve)
+	if !ok {
+		return LeaderInfo{}, fmt.Errorf("%w: election %q has a winner that has not published its value yet", ErrNoLeader, e.name)
+	}
+	return info, nil
+}
+
+// current decides the leader from the lease entry and the value record:
+// the record counts only while the live lease names the record's owner.
+func current(lease, value kvx.Entry) (LeaderInfo, bool) {
+	if !lease.Live() || !value.Live() {
+		return LeaderInfo{}, false
+	}
+	var h kvlease.Holder
+	var r record
+	if json.Unmarshal(lease.Value, &h) != nil || json.Unmarshal(value.Value, &r) != nil {
+		return LeaderInfo{}, false
+	}
+	if h.OwnerHash == "" || h.OwnerHash != r.Owner {
+		return LeaderInfo{}, false
+	}
+	return LeaderInfo{Value: r.Value, Term: r.Term, Holder: r.Holder}, true
+}

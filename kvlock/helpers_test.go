@@ -1,0 +1,62 @@
+package kvlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlock"
+)
+
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+
+// newLocker starts a Locker closed by t.Cleanup.
+func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.Locker {
+	t.Helper()
+	ctx := natstest.Context(t, 30*time.Second)
+	var l *kvlock.Locker
+	// A fresh cluster may need a moment before it accepts R3 streams.
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		var err error
+		l, err = kvlock.New(ctx, js, cfg)
+		return err == nil
+	}, "new locker")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.Close(ctx) // may fail for lockers whose connection a test closed
+		waitClosed(t, l.Done(), 10*time.Second, "locker close")
+	})
+	return l
+}
+
+// waitClosed waits up to d for ch to be closed.
+func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		require.FailNow(t, "timed out waiting for "+what)
+	}
+}
+
+// queueLen counts the queue entries of a lock key in the default bucket.
+func queueLen(t *testing.T, js jetstream.JetStream, prefix string) int {
+	t.Helper()
+	ctx := natstest.Context(t, 5*time.Second)
+	kv, err := js.KeyValue(ctx, "natscoord_leases")
+	require.NoError(t, err)
+	lister, err := kv.ListKeysFiltered(ctx, prefix+".*")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for range lister.Keys() {
+		n++
+	}
+	return n
+}

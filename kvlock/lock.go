@@ -1,0 +1,185 @@
+package kvlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// Lock is one held lock: one ownership interval of one key, from its
+// acquisition to Release, loss or the Locker's Close. Its methods are safe
+// for concurrent use.
+type Lock struct {
+	l       *Locker
+	s       spec
+	g       *kvlease.Guard
+	entry   *kvlease.Guard     // fair mode: our queue entry, deleted after the lock
+	release context.CancelFunc // ends the lease's parent context
+	start   time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  chan struct{} // closed when the end handler has run
+
+	wdOnce  sync.Once
+	relOnce sync.Once
+	relErr  error
+}
+
+type tokenKey struct{}
+
+// TokenFromContext returns the fencing token of the lock whose context
+// (Lock.Context, or the context Hold returns) ctx is or derives from.
+// Guarded work passes it with every write to the resource it protects.
+func TokenFromContext(ctx context.Context) (uint64, bool) {
+	t, ok := ctx.Value(tokenKey{}).(uint64)
+	return t, ok
+}
+
+func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, entry *kvlease.Guard) *Lock {
+	k := &Lock{l: l, s: s, g: g, entry: entry, release: release, start: time.Now(), ended: make(chan struct{})}
+	base := context.WithValue(context.WithoutCancel(g.Context()), tokenKey{}, g.Fence())
+	k.ctx, k.cancel = context.WithCancelCause(base)
+	// Close waits for the end handler (the guard ends at the latest on
+	// Close); a lock made while Close is finishing is already ended.
+	owned := l.addOwned()
+	context.AfterFunc(g.Context(), func() {
+		if owned {
+			defer l.wg.Done()
+		}
+		k.onEnd()
+	})
+	return k
+}
+
+// onEnd runs once the lease has ended, however it ended.
+func (k *Lock) onEnd() {
+	defer close(k.ended)
+	cause := causeOf(context.Cause(k.g.Context()))
+	k.cancel(cause)
+	k.release()
+	if errors.Is(cause, ErrLost) {
+		k.l.log.Warn("kvlock: lock lost", "lock", k.l.cfg.Name, "key", k.s.key, "token", k.Token(), "cause", cause)
+		k.l.observe(context.Background(), Event{Op: OpLost, Key: k.s.key, Token: k.Token(), Duration: time.Since(k.start), Acquired: true, Fair: k.entry != nil, Err: cause})
+		// Our place in the queue goes with the lock.
+		k.releaseEntry()
+	}
+}
+
+func (k *Lock) releaseEntry() {
+	if k.entry == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), k.l.cfg.OpTimeout)
+	defer cancel()
+	if err := k.entry.Release(ctx); err != nil && !errors.Is(err, kvlease.ErrLost) {
+		k.l.log.Debug("kvlock: releasing queue entry", "key", k.entry.Key(), "err", err)
+	}
+}
+
+// Key returns the lock key.
+func (k *Lock) Key() string { return k.s.key }
+
+// Token returns the lock's fencing token: the KV revision at which it was
+// acquired. Every later holder of the key gets a strictly greater token,
+// so a resource that keeps the highest token it has accepted and refuses
+// smaller ones cannot be written by a stale holder. 0 for a nil Lock.
+func (k *Lock) Token() uint64 {
+	if k == nil {
+		return 0
+	}
+	return k.g.Fence()
+}
+
+// Context returns a context that carries the lock's token
+// (TokenFromContext) and the values of the context it was acquired with,
+// and is cancelled when the lock ends, with a cause matching ErrLost or
+// ErrReleased.
+func (k *Lock) Context() context.Context { return k.ctx }
+
+// Done is closed once the lock has ended (released, lost or closed).
+func (k *Lock) Done() <-chan struct{} { return k.ctx.Done() }
+
+// Err returns nil while the lock is held, else why it ended. It checks the
+// validity window against the clock now (see kvlease.Guard.Err), so a
+// process paused past the window learns it here before any timer fires.
+func (k *Lock) Err() error { return causeOf(k.g.Err()) }
+
+// ValidUntil is the end of the lock's current validity window on this
+// process's clock: the send time of the last confirmed write + TTL - margin.
+func (k *Lock) ValidUntil() time.Time { return k.g.ValidUntil() }
+
+// Renew extends the lock by the TTL (one compare-and-set that also sets a
+// fresh server-side TTL) and restarts its validity window. A renewal that
+// finds the key taken over ends the lock with ErrLost. Transient errors
+// that prove the request was never processed are retried (Config.Retry);
+// a renewal whose outcome is unknown is resolved by kvlease reading the
+// key back, never retried blindly (a blind retry of a renewal that did land
+// would look like a takeover).
+func (k *Lock) Renew(ctx context.Context) error {
+	start := time.Now()
+	err := k.l.retry(ctx, notSent, func() error { return k.g.Renew(ctx) })
+	err = mapErr(err)
+	k.l.observe(ctx, Event{Op: OpRenew, Key: k.s.key, Token: k.Token(), Duration: time.Since(start), Acquired: true, Err: err})
+	return err
+}
+
+// Release ends the lock and deletes it on condition that the key is still
+// at this lock's revision, so a late or repeated release never deletes a
+// newer holder's lock. The lock's context is cancelled (ErrReleased) before
+// the delete is sent. It is idempotent. It returns an error matching
+// ErrLost when the lock had been lost (taken over or expired) before it
+// was released: work done under it may have overlapped another holder's.
+func (k *Lock) Release(ctx context.Context) error {
+	k.relOnce.Do(func() {
+		start := time.Now()
+		err := k.g.Release(ctx)
+		if err == nil {
+			if c := k.g.Err(); errors.Is(c, kvlease.ErrLost) {
+				err = c
+			}
+		}
+		k.release()
+		k.releaseEntry() // after the lock: the next in line finds it free
+		k.relErr = mapErr(err)
+		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: time.Since(start), Acquired: true, Fair: k.entry != nil, Err: k.relErr})
+	})
+	return k.relErr
+}
+
+// startWatchdog renews the lock every RenewInterval until it ends. A
+// renewal that fails transiently is retried sooner; kvlease ends the lock
+// with ErrLost when its validity window runs out before a renewal is
+// confirmed, so the watchdog never has to judge that itself.
+func (k *Lock) startWatchdog() {
+	k.wdOnce.Do(func() {
+		k.l.goOwned(k.watchdog)
+	})
+}
+
+func (k *Lock) watchdog() {
+	every := k.l.cfg.RenewInterval
+	again := max(50*time.Millisecond, every/4)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.g.Context().Done():
+			return
+		case <-t.C:
+		}
+		err := k.Renew(k.l.ctx)
+		switch {
+		case err == nil:
+			t.Reset(every)
+		case errors.Is(err, ErrLost), k.g.Err() != nil:
+			return
+		default:
+			k.l.log.Debug("kvlock: renewal failed, retrying", "lock", k.l.cfg.Name, "key", k.s.key, "err", err)
+			t.Reset(again)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package kvlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// Locker hands out locks (and elections) kept in one kvlease bucket under
+// one Name. It owns a kvlease.Manager, which does the lease work: create
+// with a per-key TTL, renew by compare-and-set, owner-conditional release
+// and push-woken waiting. It is safe for concurrent use.
+type Locker struct {
+	cfg Config
+	m   *kvlease.Manager
+	b   *kvx.Bucket // raw reads and watches: queues, election records
+	log *slog.Logger
+
+	qhub  *kvx.Hub // wakes fair lock waiters (pattern "<name>.q.>")
+	eqhub *kvx.Hub // wakes fair election waiters ("<name>.eq.>")
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
+	wgShut bool
+	wg     sync.WaitGroup // watchdogs, observers, loss handlers
+
+	closeOnce sync.Once
+	done      chan struct{}
+	closeErr  error
+
+	wakeups atomic.Uint64
+}
+
+// Stats counts a Locker's activity.
+type Stats struct {
+	// FairWakeups counts the times a fair waiter was woken by its
+	// predecessor leaving the queue (renewal events of the predecessor,
+	// which need no work, are not counted). One per release when the
+	// queue works as designed.
+	FairWakeups uint64
+	// Lease is the underlying kvlease manager's counters.
+	Lease kvlease.Stats
+}
+
+// New creates a Locker: it opens (creating if needed) cfg.Bucket through
+// a new kvlease.Manager. Invalid configs return ErrInvalidConfig.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{
+		Bucket: cfg.Bucket, Replicas: cfg.Replicas, OperationTimeout: cfg.OpTimeout,
+		Holder: cfg.Holder, Logger: cfg.Logger,
+	})
+	if err != nil {
+		if errors.Is(err, kvlease.ErrInvalidConfig) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		return nil, fmt.Errorf("kvlock: %w", err)
+	}
+	b, err := kvx.Bind(ctx, js, m.Bucket(), true)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
+		defer cancel()
+		_ = m.Close(cctx)
+		return nil, fmt.Errorf("kvlock: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	return &Locker{
+		cfg: cfg, m: m, b: b, log: cfg.Logger,
+		qhub: b.NewHub(cfg.Name + ".q.>"), eqhub: b.NewHub(cfg.Name + ".eq.>"),
+		ctx: lctx, cancel: cancel, done: make(chan struct{}),
+	}, nil
+}
+
+// Config returns the Locker's configuration with defaults filled in.
+func (l *Locker) Config() Config { return l.cfg }
+
+// Manager returns the kvlease manager behind the Locker (for
+// ForceReleaseKey, Stats and the like). Closing it closes the Locker's
+// leases; use Locker.Close instead.
+func (l *Locker) Manager() *kvlease.Manager { return l.m }
+
+// LeaseKey returns the bucket key holding key's lock ("<name>.l.<key>"),
+// for operators and kvlease.Manager.ForceReleaseKey.
+func (l *Locker) LeaseKey(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return lockSpec(l.cfg.Name, key).lease, nil
+}
+
+// Stats returns a snapshot of the Locker's counters.
+func (l *Locker) Stats() Stats {
+	return Stats{FairWakeups: l.wakeups.Load(), Lease: l.m.Stats()}
+}
+
+// Done is closed when Close has finished.
+func (l *Locker) Done() <-chan struct{} { return l.done }
+
+// Close ends observers and waiters, releases every lock still held (each
+// release bounded by OpTimeout) and waits for every goroutine of the
+// Locker. If ctx ends first it returns ctx's error and the shutdown goes on
+// in the background (Done reports it). It is idempotent.
+func (l *Locker) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() {
+		l.cancel()
+		go func() {
+			err := l.m.Close(context.Background())
+			l.wgMu.Lock()
+			l.wgShut = true
+			l.wgMu.Unlock()
+			l.wg.Wait()
+			for _, h := range []*kvx.Hub{l.qhub, l.eqhub} {
+				if herr := h.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
+					l.log.Debug("kvlock: closing watch", "err", herr)
+				}
+			}
+			l.closeErr = mapErr(err)
+			close(l.done)
+		}()
+	})
+	select {
+	case <-l.done:
+		return l.closeErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// goOwned runs f in a goroutine Close waits for. It refuses (returns
+// false) once Close has started.
+func (l *Locker) goOwned(f func()) bool {
+	if l.ctx.Err() != nil || !l.addOwned() {
+		return false
+	}
+	go func() {
+		defer l.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// addOwned counts one more goroutine Close must wait for, unless Close is
+// already waiting (then the caller must not start it under the count).
+func (l *Locker) addOwned() bool {
+	l.wgMu.Lock()
+	defer l.wgMu.Unlock()
+	if l.wgShut {
+		return false
+	}
+	l.wg.Add(1)
+	return true
+}
+
+// TryAcquire tries once to take key's lock. It returns (lock, true, nil)
+// on success and (nil, false, nil) when the lock is held, or in fair mode
+// when others are queued for it (TryAcquire never jumps a queue it can
+// see). Errors are real failures, never contention. The lock is held until
+// Release, loss or Close; ctx bounds only the attempt.
+func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, bool, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, false, err
+	}
+	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), false, l.qhub)
+	return k, k != nil, err
+}
+
+// Acquire takes key's lock, waiting while it is held until it is free or
+// ctx ends. Waiting is woken by a KV watch (a release or the server's
+// expiry of the holder's lease), never by polling; in fair mode waiters
+// are served in arrival order. The lock is held until Release, loss or
+// Close (ctx bounds only the wait). It does not renew itself: call Renew,
+// or use Hold, whose watchdog does.
+func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	return l.acquire(ctx, lockSpec(l.cfg.Name, key), true, l.qhub)
+}
+
+func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (*Lock, error) {
+	start := time.Now()
+	var (
+		k   *Lock
+		err error
+	)
+	switch {
+	case l.ctx.Err() != nil:
+		err = ErrClosed
+	case l.cfg.Fair && wait:
+		k, err = l.acquireFair(ctx, s, hub)
+	case l.cfg.Fair:
+		k, err = l.tryFair(ctx, s)
+	default:
+		var g *kvlease.Guard
+		var release context.CancelFunc
+		g, release, err = l.acquireLease(ctx, s.lease, wait)
+		if g != nil {
+			k = l.newLock(s, g, release, nil)
+		}
+	}
+	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: time.Since(start),
+		Acquired: k != nil, Fair: l.cfg.Fair, Err: err})
+	if err == nil && k != nil {
+		l.log.Debug("kvlock: acquired", "lock", l.cfg.Name, "key", s.key, "token", k.Token())
+	}
+	return k, err
+}
+
+// acquireLease takes the lease key through kvlease, barging: every waiter
+// is woken by a release and the first publish wins. The lease is detached
+// from ctx's cancellation (ctx bounds only the wait); the returned cancel
+// func, called by Release, ends the lease's parent context.
+func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvlease.Guard, context.CancelFunc, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, context.Cause(ctx)
+		}
+		lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(ctx, lcancel)
+		var g *kvlease.Guard
+		err := l.retry(ctx, transientAcquire, func() error {
+			var err error
+			if wait {
+				g, _, err = l.m.AcquireKey(lctx, key, l.cfg.TTL, waitFor(ctx))
+			} else {
+				g, _, err = l.m.TryAcquireKey(lctx, key, l.cfg.TTL)
+			}
+			if wait && g == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil // the wait ran out (or one try timed out) while ctx lives: wait again
+			}
+			return err
+		})
+		if !stop() {
+			// ctx ended: lctx is cancelled, so a lease acquired at the same
+			// moment is already being released by kvlease.
+			lcancel()
+			return nil, nil, context.Cause(ctx)
+		}
+		if g != nil {
+			return g, lcancel, nil
+		}
+		lcancel()
+		if err != nil || !wait {
+			return nil, nil, mapErr(err)
+		}
+	}
+}
+
+// waitFor is the wait handed to kvlease: until ctx's deadline, at most
+// kvlease's default MaxWait (a longer wait is simply repeated).
+func waitFor(ctx context.Context) time.Duration {
+	w := kvlease.DefaultMaxWait
+	if d, ok := ctx.Deadline(); ok {
+		w = min(w, max(time.Until(d), time.Millisecond))
+	}
+	return w
+}
