@@ -1,0 +1,13 @@
+// Package chaos holds natscoord's reliability tests (issue 8): fencing
+// safety under injected faults on a 3-node cluster, linearizability of
+// lease, lock and ledger histories (checked with porcupine), durability of
+// acknowledged ledger writes across a SIGKILLed server process, lease
+// takeover after a SIGKILLed holder process, and the security checks
+// (TLS, auth, subject permissions, secrets kept out of logs).
+//
+// The only non-test code is Resource, the fence-checking resource every
+// holder writes to. The tests run a short subset under `make test`; tests
+// named ...Soak... run only when NATSCOORD_SOAK is set to a duration
+// (`make soak`). RELIABILITY.md at the repository root records what was
+// tried and the counts of the last run.
+package chaos
