@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,7 +38,13 @@ func (b *Bucket) Last(ctx context.Context, key string) (Entry, error) {
 	if err := CheckKey(key); err != nil {
 		return Entry{}, err
 	}
-	req, err := json.Marshal(msgGetRequest{LastBySubject: b.Subject(key)})
+	return b.lastBySubject(ctx, b.Subject(key), key)
+}
+
+// lastBySubject asks the stream leader for the last message on subject
+// (which may hold wildcards) and reports it under key.
+func (b *Bucket) lastBySubject(ctx context.Context, subject, key string) (Entry, error) {
+	req, err := json.Marshal(msgGetRequest{LastBySubject: subject})
 	if err != nil {
 		return Entry{}, err
 	}
@@ -69,6 +76,9 @@ func (b *Bucket) Last(ctx context.Context, key string) (Entry, error) {
 		if hdr, err = nats.DecodeHeadersMsg(m.Header); err != nil {
 			return Entry{}, fmt.Errorf("kvx: get %q: headers: %w", key, err)
 		}
+	}
+	if k, ok := strings.CutPrefix(m.Subject, b.prefix); ok {
+		key = k
 	}
 	return Entry{Key: key, Value: m.Data, Revision: m.Sequence, Op: opOf(hdr), Created: m.Time}, nil
 }

@@ -1,0 +1,86 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ScanLatest is Scan with read-your-writes on replicated buckets. Scan's
+// ordered consumer may be placed on a follower that has not applied the
+// newest writes yet; ScanLatest first asks the stream leader for the last
+// revision among the keys matching pattern, and only calls fn once the
+// consumer has delivered at least that revision (waiting for the replica
+// up to catchUp; 0 means 5 s, after which it fails rather than return a
+// stale view). It buffers the live entries meanwhile and then calls fn
+// with them in revision order; markers are never passed to fn.
+func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Duration, fn func(Entry) bool) error {
+	if catchUp <= 0 {
+		catchUp = 5 * time.Second
+	}
+	var target uint64
+	last, err := b.lastBySubject(ctx, b.Subject(pattern), pattern)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("kvx: scan %q: %w", pattern, err)
+	default:
+		target = last.Revision
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := b.kv.Watch(wctx, pattern)
+	if err != nil {
+		return fmt.Errorf("kvx: scan %q: %w", pattern, err)
+	}
+	defer func() { _ = w.Stop() }()
+	live := make(map[string]Entry)
+	var seen uint64
+	initial := true
+	var timeout <-chan time.Time
+	for initial || seen < target {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("kvx: scan %q: the consumer's replica is behind the leader (at %d, leader at %d)", pattern, seen, target)
+		case e, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("kvx: scan %q: watcher closed", pattern)
+			}
+			if e == nil {
+				initial = false
+				timeout = time.After(catchUp)
+				continue
+			}
+			ent := fromWatch(e)
+			seen = max(seen, ent.Revision)
+			if ent.Live() {
+				live[ent.Key] = ent
+			} else {
+				delete(live, ent.Key)
+			}
+		}
+	}
+	out := make([]Entry, 0, len(live))
+	for _, e := range live {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		switch {
+		case a.Revision < b.Revision:
+			return -1
+		case a.Revision > b.Revision:
+			return 1
+		}
+		return 0
+	})
+	for _, e := range out {
+		if !fn(e) {
+			return nil
+		}
+	}
+	return nil
+}
