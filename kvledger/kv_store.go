@@ -50,7 +50,9 @@ type KVStoreConfig struct {
 //   - Load reads from the stream leader, so it sees every acknowledged
 //     write also on a replicated bucket (a direct get may be answered by
 //     a lagging replica).
-//   - Range streams the bucket's task keys through one ordered consumer.
+//   - Range streams the bucket's task keys through one ordered consumer,
+//     after asking the leader for the newest revision so that a follower
+//     placed consumer cannot return a stale view (kvx.ScanLatest).
 //   - Task payloads are stored as JSON; see TaskState for what comes back.
 //   - It implements DependencyIndex with one small key per edge (see
 //     kv_record.go) and Swapper.
@@ -185,7 +187,7 @@ func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64,
 // Range implements Store: every record, in bucket (write) order.
 func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
 	var ferr error
-	err := s.b.Scan(ctx, taskPrefix+">", func(e kvx.Entry) bool {
+	err := s.b.ScanLatest(ctx, taskPrefix+">", 0, func(e kvx.Entry) bool {
 		key, err := keyOfTask(e.Key)
 		if err == nil {
 			var rec TaskState
@@ -225,7 +227,7 @@ func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(I
 	}
 	prefix := rdepPrefix + kvx.EncodeToken(string(need)) + "."
 	var ferr error
-	err := s.b.Scan(ctx, prefix+"*", func(e kvx.Entry) bool {
+	err := s.b.ScanLatest(ctx, prefix+"*", 0, func(e kvx.Entry) bool {
 		dep, err := kvx.DecodeToken(e.Key[len(prefix):])
 		if err != nil {
 			ferr = fmt.Errorf("%w: index key %q: %w", ErrCorruptRecord, e.Key, err)

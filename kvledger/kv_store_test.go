@@ -26,11 +26,23 @@ func newKVStore(t testing.TB, js jetstream.JetStream, cfg kvledger.KVStoreConfig
 	}
 	ctx := natstest.Context(t, 30*time.Second)
 	var s *kvledger.KVStore
-	natstest.Eventually(t, 20*time.Second, func() bool {
+	natstest.Eventually(t, 25*time.Second, func() bool {
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
 		var err error
-		s, err = kvledger.NewKVStore(ctx, js, cfg)
+		s, err = kvledger.NewKVStore(octx, js, cfg)
 		return err == nil
 	}, "open bucket %s", cfg.Bucket)
+	if cfg.Replicas > 1 {
+		// A new replicated stream may answer before its leader is
+		// elected: wait until a leader read succeeds and a write lands.
+		natstest.Eventually(t, 20*time.Second, func() bool {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, _, err := s.Load(pctx, "probe")
+			return err == nil
+		}, "bucket %s has a leader", cfg.Bucket)
+	}
 	return s
 }
 

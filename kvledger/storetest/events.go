@@ -19,7 +19,7 @@ func testEvents(t *testing.T, newStore NewStore) {
 	f := claim(t, l, "p", "w", t0)
 	require.NoError(t, l.Renew(ctx, "w", "p", "w", f, lease, t0))
 	require.NoError(t, l.Release(ctx, "w", "p", "w", f, t0))
-	f = claim(t, l, "p", "w", t0)
+	claim(t, l, "p", "w", t0)
 	f, err := l.Takeover(ctx, "w2", "p", "w2", lease, t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
