@@ -142,6 +142,10 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 		close(s.c)
 	}
 	h.running = false
+	// The watch ended by itself (connection closed, consumer lost): cancel
+	// its context too, or nats.go's goroutine waiting on it outlives the
+	// hub (Close only cancels a running watch).
+	h.cancel()
 }
 
 // offer replaces an unread entry with e without blocking.
