@@ -53,5 +53,5 @@ func TestProcessCrashLeaseTakeover(t *testing.T) {
 		c.Kill(t)
 	}
 	report(t, "crash", fmt.Sprintf("process crash: %d SIGKILLed holders (TTL %v), takeover after mean %v, worst %v (bound %v)",
-		rounds, ttl, (total / rounds).Round(time.Millisecond), worst.Round(time.Millisecond), ttl+1500*time.Millisecond))
+		rounds, ttl, (total/rounds).Round(time.Millisecond), worst.Round(time.Millisecond), ttl+1500*time.Millisecond))
 }

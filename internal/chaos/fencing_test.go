@@ -1,0 +1,368 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+const (
+	lockBucket = "chaos_locks"
+	taskBucket = "chaos_tasks"
+	lockTTL    = 2 * time.Second
+	taskLease  = 2 * time.Second
+)
+
+var lockFamily = kvlease.Define[string]("chaos", kvlease.StringCodec{})
+
+// TestFencingUnderFaults is the short fencing-safety run of `make test`:
+// lease holders and ledger workers on a 3-node cluster (R3 buckets) while
+// each fault kind but the full-cluster restart is injected once.
+func TestFencingUnderFaults(t *testing.T) {
+	runFencing(t, 0)
+}
+
+// TestFencingSoak is the long run (`make soak`): faults, including
+// full-cluster restarts, in a loop for $NATSCOORD_SOAK.
+func TestFencingSoak(t *testing.T) {
+	runFencing(t, soakDuration(t))
+}
+
+// fencing is one fencing-safety run.
+type fencing struct {
+	cc       *chaosCluster
+	lockRes  *Resource
+	taskMu   sync.Mutex
+	taskRes  map[kvledger.IdempotencyKey]*Resource
+	open     []kvledger.IdempotencyKey // admitted, not yet completed
+	nextTask int
+
+	pauseHolder, pauseWorker chan struct{} // one token = pause the next one
+
+	acquisitions, claims, completions   counter
+	zombieRefused, zombieFenced         counter
+	honestWrites, transient, reconnects counter
+}
+
+func runFencing(t *testing.T, soak time.Duration) {
+	f := &fencing{
+		cc: newChaosCluster(t), lockRes: NewResource(),
+		taskRes:     map[kvledger.IdempotencyKey]*Resource{},
+		pauseHolder: make(chan struct{}, 1), pauseWorker: make(chan struct{}, 1),
+	}
+	retryCreate(t, func(ctx context.Context) error {
+		m, err := kvlease.NewManager(ctx, f.cc.c.JS, kvlease.Config{Bucket: lockBucket, Replicas: 3})
+		if err != nil {
+			return err
+		}
+		return m.Close(ctx)
+	})
+	retryCreate(t, func(ctx context.Context) error {
+		_, err := kvledger.NewKVStore(ctx, f.cc.c.JS, kvledger.KVStoreConfig{Bucket: taskBucket, Replicas: 3})
+		return err
+	})
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { f.lockClient(ctx, fmt.Sprintf("lock%d", i)) })
+	}
+	for i := range 3 {
+		wg.Go(func() { f.ledgerWorker(ctx, fmt.Sprintf("task%d", i)) })
+	}
+
+	// The injector runs in this goroutine; the clients run until it is done.
+	fctx := context.Background()
+	cc := f.cc
+	streams := []string{streamOf(lockBucket), streamOf(taskBucket)}
+	round := func(full bool) {
+		cc.pause(fctx, time.Second)
+		cc.restartNode(fctx, rand.IntN(3), time.Second, streams...)
+		cc.pause(fctx, time.Second)
+		cc.stepDown(fctx, streamOf(lockBucket), faultStepDown)
+		f.pauseHolder <- struct{}{}
+		cc.count(faultPauseHolder)
+		cc.pause(fctx, time.Second)
+		cc.stepDown(fctx, streamOf(taskBucket), faultStepDownTask)
+		f.pauseWorker <- struct{}{}
+		cc.count(faultPauseWorker)
+		cc.pause(fctx, time.Second)
+		if cc.cut("lock") {
+			cc.count(faultConnCut)
+		}
+		if cc.cut("task") {
+			cc.count(faultConnCut)
+		}
+		if full {
+			cc.pause(fctx, time.Second)
+			cc.fullRestart(fctx, streams...)
+		}
+		cc.pause(fctx, 3*time.Second) // let the paused ones be overtaken
+	}
+	start := time.Now()
+	if soak == 0 {
+		round(false)
+	} else {
+		for time.Since(start) < soak {
+			round(true)
+		}
+	}
+	stop()
+	wg.Wait()
+
+	ls := f.lockRes.Stats()
+	var ts Stats
+	f.taskMu.Lock()
+	for _, r := range f.taskRes {
+		s := r.Stats()
+		ts.Accepted += s.Accepted
+		ts.Refused += s.Refused
+		ts.Holders += s.Holders
+		ts.Violations = append(ts.Violations, s.Violations...)
+	}
+	f.taskMu.Unlock()
+	faults, nfaults := cc.faultSummary()
+	violations := len(ls.Violations) + len(ts.Violations)
+	report(t, "fencing", fmt.Sprintf("fencing (%v, 3 nodes, R3): lease acquisitions %d (resource accepted %d writes, refused %d stale), "+
+		"ledger claims %d, completions %d (resource accepted %d, refused %d); paused holders refused %d, stale Complete fenced %d; "+
+		"faults %d (%s); transient client errors %d, reconnects %d; violations %d",
+		time.Since(start).Round(time.Second), f.acquisitions.load(), ls.Accepted, ls.Refused,
+		f.claims.load(), f.completions.load(), ts.Accepted, ts.Refused, f.zombieRefused.load(), f.zombieFenced.load(),
+		nfaults, faults, f.transient.load(), f.reconnects.load(), violations))
+	require.Empty(t, ls.Violations, "lease resource")
+	require.Empty(t, ts.Violations, "task resources")
+	require.Positive(t, f.acquisitions.load())
+	require.Positive(t, f.completions.load())
+	require.Positive(t, f.zombieRefused.load(), "a paused holder must have been fenced off at least once")
+}
+
+// lockClient contends on one lease with its own connection; a cut
+// connection makes it reconnect with a new manager.
+func (f *fencing) lockClient(ctx context.Context, name string) {
+	for ctx.Err() == nil {
+		js, closeFn, err := f.cc.connect(name)
+		if err != nil {
+			f.transient.add()
+			f.cc.pause(ctx, 100*time.Millisecond)
+			continue
+		}
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OperationTimeout: 2 * time.Second})
+		if err == nil {
+			var leases kvlease.Leases[string]
+			if leases, err = lockFamily.Bind(m); err == nil {
+				f.lockLoop(ctx, name, js.Conn().IsClosed, leases)
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = m.Close(cctx)
+			cancel()
+		} else {
+			f.transient.add()
+		}
+		closeFn()
+		f.reconnects.add()
+	}
+}
+
+func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool, leases kvlease.Leases[string]) {
+	for i := 0; ctx.Err() == nil && !closed(); i++ {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		g, ok, err := leases.Acquire(context.WithoutCancel(actx), "resource", lockTTL, 4*time.Second)
+		cancel()
+		if err != nil || !ok {
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				f.transient.add()
+			}
+			continue
+		}
+		f.acquisitions.add()
+		section := fmt.Sprintf("%s#%d", name, i)
+		if err := g.StartRenewing(0); err != nil {
+			panic(err)
+		}
+		select {
+		case <-f.pauseHolder:
+			f.zombieLock(ctx, section, g)
+			continue
+		default:
+		}
+		for range 5 {
+			if _, err := f.lockRes.Write(section, g.Fence(), g.Err); err != nil {
+				break
+			}
+			f.honestWrites.add()
+			select {
+			case <-time.After(20 * time.Millisecond): // the "work"
+			case <-g.Context().Done():
+			}
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = g.Release(rctx)
+		cancel()
+	}
+}
+
+// zombieLock plays a holder that stops renewing (a process pause), keeps
+// working, and writes after another holder has taken the lease: the
+// resource must refuse it.
+func (f *fencing) zombieLock(ctx context.Context, section string, g *kvlease.Guard) {
+	g.StopRenewing()
+	if _, err := f.lockRes.Write(section, g.Fence(), g.Err); err == nil {
+		f.honestWrites.add()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if f.lockRes.WaitAbove(wctx, g.Fence()) != nil {
+		return // nobody took over in time (run ended); nothing to prove
+	}
+	if ok, _ := f.lockRes.Write(section, g.Fence(), nil); !ok {
+		f.zombieRefused.add()
+	}
+}
+
+// ledgerWorker claims open tasks, writes under the claim's fence and
+// completes them; a cut connection makes it reconnect.
+func (f *fencing) ledgerWorker(ctx context.Context, name string) {
+	for ctx.Err() == nil {
+		js, closeFn, err := f.cc.connect(name)
+		if err != nil {
+			f.transient.add()
+			f.cc.pause(ctx, 100*time.Millisecond)
+			continue
+		}
+		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: taskBucket})
+		if err == nil {
+			var l *kvledger.Ledger
+			if l, err = kvledger.New(store, nil); err == nil {
+				f.workLoop(ctx, name, js.Conn().IsClosed, l)
+				_ = l.Close()
+			}
+		}
+		if err != nil {
+			f.transient.add()
+		}
+		closeFn()
+		f.reconnects.add()
+	}
+}
+
+// pick returns a random open task, admitting new ones while fewer than 6
+// are open.
+func (f *fencing) pick(ctx context.Context, l *kvledger.Ledger) (kvledger.IdempotencyKey, *Resource, error) {
+	f.taskMu.Lock()
+	defer f.taskMu.Unlock()
+	for len(f.open) < 6 {
+		key := kvledger.IdempotencyKey(fmt.Sprintf("t%d", f.nextTask))
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := l.Admit(octx, "chaos", key, 1, nil, time.Now())
+		cancel()
+		if err != nil {
+			return "", nil, err
+		}
+		f.nextTask++
+		f.open = append(f.open, key)
+		f.taskRes[key] = NewResource()
+	}
+	key := f.open[rand.IntN(len(f.open))]
+	return key, f.taskRes[key], nil
+}
+
+func (f *fencing) done(key kvledger.IdempotencyKey) {
+	f.taskMu.Lock()
+	defer f.taskMu.Unlock()
+	for i, k := range f.open {
+		if k == key {
+			f.open = append(f.open[:i], f.open[i+1:]...)
+			return
+		}
+	}
+}
+
+func (f *fencing) workLoop(ctx context.Context, owner string, closed func() bool, l *kvledger.Ledger) {
+	for ctx.Err() == nil && !closed() {
+		key, res, err := f.pick(ctx, l)
+		if err != nil {
+			f.transient.add()
+			continue
+		}
+		now := time.Now()
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fence, err := l.Claim(octx, "chaos", key, kvledger.OwnerID(owner), taskLease, now)
+		cancel()
+		switch {
+		case errors.Is(err, kvledger.ErrLeaseActive):
+			f.cc.pause(ctx, 10*time.Millisecond) // someone works on it; try another
+			continue
+		case errors.Is(err, kvledger.ErrNotClaimed):
+			f.done(key)
+			continue
+		case err != nil:
+			f.transient.add()
+			continue
+		}
+		f.claims.add()
+		until := now.Add(taskLease)
+		section := fmt.Sprintf("%s@%s#%d", owner, key, fence)
+		valid := func() error {
+			if time.Now().Before(until) {
+				return nil
+			}
+			return errors.New("claim expired")
+		}
+		select {
+		case <-f.pauseWorker:
+			f.zombieTask(ctx, l, key, owner, section, uint64(fence), res, valid)
+			continue
+		default:
+		}
+		for range 3 {
+			if _, err := res.Write(section, uint64(fence), valid); err != nil {
+				break
+			}
+			f.honestWrites.add()
+			f.cc.pause(ctx, 10*time.Millisecond)
+		}
+		octx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		err = l.Complete(octx, "chaos", key, kvledger.OwnerID(owner), fence, kvledger.StatusCompleted, time.Now())
+		cancel()
+		if err == nil {
+			f.completions.add()
+			f.done(key)
+		} else if !errors.Is(err, kvledger.ErrFenced) {
+			f.transient.add()
+		}
+	}
+}
+
+// zombieTask plays a worker paused past its lease: another worker takes
+// the task over (Claim of a stale claim), then the paused one wakes and
+// writes and completes with its old fence; both must be refused.
+func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, owner, section string,
+	fence uint64, res *Resource, valid func() error) {
+	if _, err := res.Write(section, fence, valid); err == nil {
+		f.honestWrites.add()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if res.WaitAbove(wctx, fence) != nil {
+		return
+	}
+	if ok, _ := res.Write(section, fence, nil); !ok {
+		f.zombieRefused.add()
+	}
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err := l.Complete(octx, "chaos", key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), kvledger.StatusCompleted, time.Now())
+	if errors.Is(err, kvledger.ErrFenced) {
+		f.zombieFenced.add()
+	}
+}
