@@ -230,7 +230,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 // current decides the leader from the lease entry and the value record:
 // the record counts only while the live lease names the record's owner.
 func current(lease, value kvx.Entry) (LeaderInfo, bool) {
-	if !lease.Live() || !value.Live() {
+	if !present(lease) || !present(value) {
 		return LeaderInfo{}, false
 	}
 	var h kvlease.Holder
@@ -243,3 +243,7 @@ func current(lease, value kvx.Entry) (LeaderInfo, bool) {
 	}
 	return LeaderInfo{Value: r.Value, Term: r.Term, Holder: r.Holder}, true
 }
+
+// present reports whether e is a live value that was actually read (the
+// zero Entry, "never seen", is not).
+func present(e kvx.Entry) bool { return e.Revision != 0 && e.Live() }

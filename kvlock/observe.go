@@ -75,7 +75,7 @@ func (e *Election) observe(ctx context.Context, updates <-chan jetstream.KeyValu
 		var ev LeaderEvent
 		if info, ok := current(lease, value); ok {
 			ev.Info = info
-		} else if !lease.Live() {
+		} else if !present(lease) {
 			ev.Vacant = true
 		} else {
 			continue // a winner that has not published yet
