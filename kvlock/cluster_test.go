@@ -1,0 +1,84 @@
+package kvlock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlock"
+)
+
+// The compare-and-set paths on an R3 bucket, where conflicts come back as
+// 10071 or 10164 and reads must go to the stream leader.
+func TestClusterR3CASPaths(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	c := natstest.WithCluster(t, 3)
+	ctx := natstest.Context(t, 40*time.Second)
+	cfg := kvlock.Config{Bucket: "locks_r3", Replicas: 3, TTL: 2 * time.Second}
+	a := newLocker(t, c.JS, cfg)
+	b := newLocker(t, c.NewJS(t), cfg)
+
+	k1, ok, err := a.TryAcquire(ctx, "r3")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = b.TryAcquire(ctx, "r3")
+	require.NoError(t, err)
+	require.False(t, ok, "a conflict is contention, not an error")
+	require.NoError(t, k1.Renew(ctx))
+
+	lk, _ := a.LeaseKey("r3")
+	_, err = b.Manager().ForceReleaseKey(ctx, lk)
+	require.NoError(t, err)
+	k2, err := b.Acquire(ctx, "r3")
+	require.NoError(t, err)
+	require.Greater(t, k2.Token(), k1.Token())
+	require.ErrorIs(t, k1.Release(ctx), kvlock.ErrLost, "late release refused")
+	require.NoError(t, k2.Err())
+
+	// Election records are guarded writes; reads come from the leader.
+	ea, err := kvlock.NewElection(a, "r3")
+	require.NoError(t, err)
+	eb, err := kvlock.NewElection(b, "r3")
+	require.NoError(t, err)
+	require.NoError(t, ea.Campaign(ctx, "a"))
+	info, err := eb.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "a", info.Value)
+	require.NoError(t, ea.Proclaim(ctx, "a2"))
+	info, err = eb.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "a2", info.Value)
+	won := make(chan struct{})
+	go func() {
+		if assertNoErr(t, eb.Campaign(ctx, "b")) {
+			close(won)
+		}
+	}()
+	require.NoError(t, ea.Resign(ctx))
+	waitClosed(t, won, 10*time.Second, "b elected")
+	require.NoError(t, k2.Release(ctx))
+
+	// A fair queue on R3.
+	fcfg := cfg
+	fcfg.Fair = true
+	fa := newLocker(t, c.JS, fcfg)
+	fb := newLocker(t, c.NewJS(t), fcfg)
+	h, err := fa.Acquire(ctx, "fq")
+	require.NoError(t, err)
+	got := make(chan *kvlock.Lock, 1)
+	go func() {
+		k, err := fb.Acquire(ctx, "fq")
+		if assertNoErr(t, err) {
+			got <- k
+		}
+	}()
+	natstest.Eventually(t, 10*time.Second, func() bool { return fb.Stats().Lease.Active == 1 }, "queued")
+	require.NoError(t, h.Release(ctx))
+	k := natstest.Recv(t, got, 10*time.Second, "fair waiter on R3")
+	require.NoError(t, k.Release(ctx))
+	require.NoError(t, eb.Resign(ctx))
+}
