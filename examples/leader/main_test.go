@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+
+func TestRun(t *testing.T) {
+	t.Setenv("NATS_URL", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &out))
+	s := out.String()
+	t.Log("\n" + s)
+	for _, want := range []string{
+		"observer: no leader",
+		`observer: leader node-1 value "http://node-1:8080"`,
+		"node-1: writing with fencing token = term",
+		"node-1: stopped leading (true)",
+		"leading after node-1 crashed (within TTL+1s: true, new term > old: true)",
+		"resigned",
+		"Leader(): node-",
+	} {
+		require.Contains(t, s, want)
+	}
+	require.Equal(t, 4, bytes.Count(out.Bytes(), []byte("observer: no leader")), "initial vacancy, crash, two resignations")
+}
