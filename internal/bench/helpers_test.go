@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
+)
+
+// syncModes are the server durability settings the uncontended and ledger
+// figures are taken at: the default lazy fsync and SyncAlways.
+var syncModes = []struct {
+	name   string
+	always bool
+}{{"sync=lazy", false}, {"sync=always", true}}
+
+// newServer starts an embedded server (stopped by b.Cleanup).
+func newServer(b *testing.B, syncAlways bool) *natstest.Node {
+	b.Helper()
+	return natstest.WithServer(b, func(o *embedded.Options) { o.SyncAlways = syncAlways })
+}
+
+// newManager opens a kvlease manager on the default bucket, closed by
+// b.Cleanup.
+func newManager(b *testing.B, js jetstream.JetStream) *kvlease.Manager {
+	b.Helper()
+	m, err := kvlease.NewManager(context.Background(), js, kvlease.Config{})
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(b, m.Close(ctx))
+	})
+	return m
+}
+
+// newLocker opens a kvlock Locker, closed by b.Cleanup.
+func newLocker(b *testing.B, js jetstream.JetStream, cfg kvlock.Config) *kvlock.Locker {
+	b.Helper()
+	l, err := kvlock.New(context.Background(), js, cfg)
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(b, l.Close(ctx))
+	})
+	return l
+}
+
+// valueLen returns the length of key's stored value, so raw baselines
+// can write values of the same size as the primitive.
+func valueLen(b *testing.B, js jetstream.JetStream, bucket, key string) int {
+	b.Helper()
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, bucket)
+	require.NoError(b, err)
+	e, err := kv.Get(ctx, key)
+	require.NoError(b, err)
+	return len(e.Value())
+}
+
+// split accumulates the time of a raw operation and of the primitive
+// built from it, measured alternately in the same loop.
+type split struct {
+	raw, prim time.Duration
+	n         int
+}
+
+// pair runs raw and prim once each, alternating which goes first so that
+// neither always runs on the other's warm caches.
+func (s *split) pair(raw, prim func()) {
+	if s.n%2 == 0 {
+		s.timeRaw(raw)
+		s.timePrim(prim)
+	} else {
+		s.timePrim(prim)
+		s.timeRaw(raw)
+	}
+	s.n++
+}
+
+func (s *split) timeRaw(f func()) {
+	t := time.Now()
+	f()
+	s.raw += time.Since(t)
+}
+
+func (s *split) timePrim(f func()) {
+	t := time.Now()
+	f()
+	s.prim += time.Since(t)
+}
+
+// report replaces ns/op with the primitive's time per operation and adds
+// the raw time, both rates and the ratio x_raw = raw time / primitive time
+// (the primitive's throughput as a fraction of the raw throughput).
+func (s *split) report(b *testing.B) {
+	if s.n == 0 || s.prim == 0 || s.raw == 0 {
+		return
+	}
+	n := float64(s.n)
+	b.ReportMetric(float64(s.prim.Nanoseconds())/n, "ns/op")
+	b.ReportMetric(float64(s.raw.Nanoseconds())/n, "raw-ns/op")
+	b.ReportMetric(n/s.prim.Seconds(), "ops/s")
+	b.ReportMetric(n/s.raw.Seconds(), "raw-ops/s")
+	b.ReportMetric(s.raw.Seconds()/s.prim.Seconds(), "x_raw")
+}
+
+// rawLock is the raw lock cycle a lease is built from: one publish that
+// creates the key with a TTL while its last revision is the remembered
+// delete marker's, and one delete marker conditional on the acquired
+// revision (2 round trips, plain nats.go jetstream).
+type rawLock struct {
+	js     jetstream.JetStream
+	subj   string
+	val    []byte
+	ttl    time.Duration
+	marker uint64 // revision of the last delete marker (0: no message yet)
+}
+
+func newRawLock(js jetstream.JetStream, bucket, key string, size int, ttl time.Duration) *rawLock {
+	return &rawLock{js: js, subj: "$KV." + bucket + "." + key, val: make([]byte, size), ttl: ttl}
+}
+
+// acquire publishes the create; it returns the new revision or the
+// publish error (a conflict when the key is held or the marker is stale).
+func (r *rawLock) acquire(ctx context.Context) (uint64, error) {
+	ack, err := r.js.PublishMsg(ctx, &nats.Msg{Subject: r.subj, Data: r.val},
+		jetstream.WithExpectLastSequencePerSubject(r.marker), jetstream.WithMsgTTL(r.ttl))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// release writes the delete marker on condition of rev and remembers it.
+func (r *rawLock) release(ctx context.Context, rev uint64) error {
+	m := &nats.Msg{Subject: r.subj, Header: nats.Header{"KV-Operation": []string{"DEL"}}}
+	ack, err := r.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		return err
+	}
+	r.marker = ack.Sequence
+	return nil
+}
+
+func (r *rawLock) cycle(b *testing.B, ctx context.Context) {
+	rev, err := r.acquire(ctx)
+	if err != nil {
+		b.Fatalf("raw acquire: %v", err)
+	}
+	if err := r.release(ctx, rev); err != nil {
+		b.Fatalf("raw release: %v", err)
+	}
+}
+
+// envDuration reads a duration from the environment, def when unset.
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	require.NoError(b, err, "%s", name)
+	return d
+}
+
+// percentile returns the p-th percentile (0..100) of ds (sorted in place).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	i := int(float64(len(ds)-1) * p / 100)
+	return ds[i]
+}
