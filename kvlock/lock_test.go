@@ -279,13 +279,12 @@ func TestCloseReleasesAndRefuses(t *testing.T) {
 	require.NoError(t, k.Release(ctx))
 }
 
-
 type recorder struct {
 	mu     sync.Mutex
 	events []kvlock.Event
 }
 
-func (r *recorder) add(e kvlock.Event) { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
+func (r *recorder) add(e kvlock.Event)                          { r.mu.Lock(); r.events = append(r.events, e); r.mu.Unlock() }
 func (r *recorder) OnAcquire(_ context.Context, e kvlock.Event) { r.add(e) }
 func (r *recorder) OnRenew(_ context.Context, e kvlock.Event)   { r.add(e) }
 func (r *recorder) OnRelease(_ context.Context, e kvlock.Event) { r.add(e) }
