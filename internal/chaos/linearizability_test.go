@@ -1,0 +1,319 @@
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// history collects porcupine operations from concurrent clients.
+type history struct {
+	start   time.Time
+	mu      sync.Mutex
+	ops     []porcupine.Operation
+	unknown int
+}
+
+func newHistory() *history { return &history{start: time.Now()} }
+
+func (h *history) now() int64 { return time.Since(h.start).Nanoseconds() }
+
+// add records an operation called at call; an unknown outcome gets return
+// time "infinity" (it may take effect at any time after its call).
+func (h *history) add(client int, call int64, in, out any, unknown bool) {
+	ret := h.now()
+	if unknown {
+		ret = math.MaxInt64
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if unknown {
+		h.unknown++
+	}
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+}
+
+// check runs porcupine and fails t on a non-linearizable history, writing
+// a visualization next to the test's temp files.
+func (h *history) check(t *testing.T, name string, m porcupine.NondeterministicModel) porcupine.CheckResult {
+	t.Helper()
+	model := m.ToModel()
+	h.mu.Lock()
+	ops := append([]porcupine.Operation(nil), h.ops...)
+	h.mu.Unlock()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, 2*time.Minute)
+	if res == porcupine.Illegal {
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("natscoord-%s-%d.html", name, time.Now().UnixNano()))
+		if err := porcupine.VisualizePath(model, info, path); err == nil {
+			t.Logf("visualization: %s", path)
+		}
+		h.logIllegal(t, model)
+	}
+	require.NotEqual(t, porcupine.Illegal, res, "%s history is not linearizable", name)
+	return res
+}
+
+// logIllegal logs the operations of the first partition that is not
+// linearizable, in call order.
+func (h *history) logIllegal(t *testing.T, model porcupine.Model) {
+	parts := [][]porcupine.Operation{h.ops}
+	if model.Partition != nil {
+		parts = model.Partition(h.ops)
+	}
+	for _, p := range parts {
+		if porcupine.CheckOperations(model, p) {
+			continue
+		}
+		slices.SortFunc(p, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		for _, op := range p {
+			ret := "inf"
+			if op.Return != math.MaxInt64 {
+				ret = fmt.Sprint(op.Return / 1000)
+			}
+			t.Logf("c%d [%d, %s]us %s", op.ClientId, op.Call/1000, ret, model.DescribeOperation(op.Input, op.Output))
+		}
+		return
+	}
+}
+
+// TestLinearizableLeaseLock records TryAcquire/Release of one kvlease key
+// by 4 clients on a 3-node cluster (R3, one stream leader step-down in the
+// middle) and checks the history against a lock model: one holder at a
+// time, fences strictly increasing, a release succeeds only for the
+// current holder.
+func TestLinearizableLeaseLock(t *testing.T) {
+	runLeaseLinearizability(t, 0)
+}
+
+// TestLinearizableLeaseLockSoak is the same under node restarts and
+// step-downs for $NATSCOORD_SOAK.
+func TestLinearizableLeaseLockSoak(t *testing.T) {
+	runLeaseLinearizability(t, soakDuration(t))
+}
+
+func runLeaseLinearizability(t *testing.T, soak time.Duration) {
+	cc := newChaosCluster(t)
+	const bucket = "lin_locks"
+	retryCreate(t, func(ctx context.Context) error {
+		m, err := kvlease.NewManager(ctx, cc.c.JS, kvlease.Config{Bucket: bucket, Replicas: 3})
+		if err != nil {
+			return err
+		}
+		return m.Close(ctx)
+	})
+	h := newHistory()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	opsPer := 60
+	if soak > 0 {
+		opsPer = math.MaxInt
+	}
+	var wg sync.WaitGroup
+	for c := range 4 {
+		js, closeFn, err := cc.connect(fmt.Sprintf("lin%d", c))
+		require.NoError(t, err)
+		t.Cleanup(closeFn)
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OperationTimeout: 2 * time.Second})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close(context.Background()) })
+		leases, err := lockFamily.Bind(m)
+		require.NoError(t, err)
+		wg.Go(func() {
+			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
+				call := h.now()
+				// A long TTL: in this run leases end by release, not expiry
+				// (an orphan is the model's one exception).
+				g, ok, err := leases.TryAcquire(context.Background(), "L", 30*time.Second)
+				if err != nil {
+					h.add(c, call, lockIn{Acquire: true}, lockOut{Unknown: true}, true)
+					continue
+				}
+				var fence uint64
+				if ok {
+					fence = g.Fence()
+				}
+				h.add(c, call, lockIn{Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
+				if !ok {
+					cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
+					continue
+				}
+				cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
+				call = h.now()
+				err = g.Release(context.Background())
+				switch {
+				case err == nil:
+					h.add(c, call, lockIn{Fence: fence}, lockOut{OK: true}, false)
+				case errors.Is(err, kvlease.ErrLost):
+					h.add(c, call, lockIn{Fence: fence}, lockOut{}, false)
+				default:
+					h.add(c, call, lockIn{Fence: fence}, lockOut{Unknown: true}, true)
+				}
+			}
+		})
+	}
+	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
+	wg.Wait()
+	stop()
+	res := h.check(t, "lease-lock", lockModel)
+	f, _ := cc.faultSummary()
+	report(t, "linearizability", fmt.Sprintf("linearizability, kvlease as a lock: %d operations (%d with unknown outcome) by 4 clients, %d faults (%s): %s",
+		len(h.ops), h.unknown, faults, f, res))
+}
+
+// injectLinFaults steps a stream's leader down once (short run) or loops
+// restarts and step-downs until soak has passed; it returns the count.
+func injectLinFaults(ctx context.Context, cc *chaosCluster, soak time.Duration, streams ...string) int {
+	if soak == 0 {
+		cc.pause(ctx, 300*time.Millisecond)
+		cc.stepDown(context.Background(), streams[0], faultStepDown)
+		return 1
+	}
+	n := 0
+	for start := time.Now(); time.Since(start) < soak; n += 2 {
+		cc.pause(ctx, 2*time.Second)
+		cc.restartNode(context.Background(), rand.IntN(3), time.Second, streams...)
+		cc.pause(ctx, 2*time.Second)
+		cc.stepDown(context.Background(), streams[rand.IntN(len(streams))], faultStepDown)
+	}
+	return n
+}
+
+// TestLinearizableLedger records Admit, Claim, Takeover, Release and
+// Complete on four keys by four workers against a KVStore (R3, a step-down
+// in the middle) and checks each key's history against the ledger's
+// sequential specification (ledgerApply).
+func TestLinearizableLedger(t *testing.T) {
+	runLedgerLinearizability(t, 0)
+}
+
+// TestLinearizableLedgerSoak is the same under node restarts and
+// step-downs for $NATSCOORD_SOAK, with a fresh key set every 200
+// operations per worker so each key's history stays small enough to check.
+func TestLinearizableLedgerSoak(t *testing.T) {
+	runLedgerLinearizability(t, soakDuration(t))
+}
+
+func runLedgerLinearizability(t *testing.T, soak time.Duration) {
+	cc := newChaosCluster(t)
+	const bucket = "lin_tasks"
+	retryCreate(t, func(ctx context.Context) error {
+		_, err := kvledger.NewKVStore(ctx, cc.c.JS, kvledger.KVStoreConfig{Bucket: bucket, Replicas: 3})
+		return err
+	})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(logical int) time.Time { return base.Add(time.Duration(logical) * time.Minute) }
+	h := newHistory()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	opsPer := 80
+	if soak > 0 {
+		opsPer = math.MaxInt
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		js, closeFn, err := cc.connect(fmt.Sprintf("lin%d", w))
+		require.NoError(t, err)
+		t.Cleanup(closeFn)
+		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
+		require.NoError(t, err)
+		l, err := kvledger.New(store, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		owner := fmt.Sprintf("w%d", w)
+		wg.Go(func() {
+			fences := map[string]uint64{}
+			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
+				key := fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4))
+				in := ledgerIn{Key: key, Owner: owner}
+				switch r := rand.IntN(10); {
+				case r < 2:
+					in.Op, in.Seq = opAdmit, uint64(1+rand.IntN(3))
+				case r < 5:
+					in.Op = opClaim
+				case r < 6:
+					in.Op = opTakeover
+				case r < 7:
+					in.Op, in.Fence = opRelease, fences[key]
+				default:
+					in.Op, in.Fence = opComplete, fences[key]
+				}
+				if rand.IntN(8) == 0 && in.Fence > 0 {
+					in.Fence-- // a stale token now and then
+				}
+				octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				call := h.now()
+				var out ledgerOut
+				var err error
+				k := kvledger.IdempotencyKey(key)
+				switch in.Op {
+				case opAdmit:
+					out.OK, err = l.Admit(octx, "lin", k, kvledger.Sequence(in.Seq), nil, at(0))
+				case opClaim:
+					var f kvledger.FenceToken
+					f, err = l.Claim(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(0))
+					out.Fence = uint64(f)
+				case opTakeover:
+					var f kvledger.FenceToken
+					f, err = l.Takeover(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(120))
+					out.Fence = uint64(f)
+				case opRelease:
+					err = l.Release(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), at(0))
+				case opComplete:
+					err = l.Complete(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), kvledger.StatusCompleted, at(0))
+				}
+				cancel()
+				out.Err = errClass(err)
+				if out.Err == "unknown" {
+					h.add(w, call, in, ledgerOut{Unknown: true}, true)
+					continue
+				}
+				if out.Err == "" && out.Fence > 0 {
+					fences[key] = out.Fence
+				}
+				h.add(w, call, in, out, false)
+			}
+		})
+	}
+	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
+	wg.Wait()
+	stop()
+	res := h.check(t, "ledger", ledgerModel)
+	f, _ := cc.faultSummary()
+	report(t, "linearizability", fmt.Sprintf("linearizability, kvledger KVStore: %d operations (%d with unknown outcome) by 4 workers, %d faults (%s): %s",
+		len(h.ops), h.unknown, faults, f, res))
+}
+
+// errClass maps a ledger error to the model's error classes; anything else
+// (timeouts, lost connections) is an unknown outcome.
+func errClass(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, kvledger.ErrNoKey):
+		return "nokey"
+	case errors.Is(err, kvledger.ErrLeaseActive):
+		return "active"
+	case errors.Is(err, kvledger.ErrNotClaimed):
+		return "notclaimed"
+	case errors.Is(err, kvledger.ErrNotStale):
+		return "notstale"
+	case errors.Is(err, kvledger.ErrFenced):
+		return "fenced"
+	}
+	return "unknown"
+}
