@@ -88,7 +88,7 @@ func (c *contention) rate() float64 { return float64(c.acquired) / c.elapsed.Sec
 // a newer marker and try again.
 type rawContender struct {
 	r      *rawLock
-	latest atomic.Uint64  // newest delete/expiry marker revision the watch saw
+	latest atomic.Uint64 // newest delete/expiry marker revision the watch saw
 	notify chan struct{} // signalled after latest changes
 }
 
