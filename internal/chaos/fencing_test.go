@@ -13,10 +13,12 @@ import (
 
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 const (
 	lockBucket = "chaos_locks"
+	kvlkBucket = "chaos_kvlock"
 	taskBucket = "chaos_tasks"
 	lockTTL    = 2 * time.Second
 	taskLease  = 2 * time.Second
@@ -41,23 +43,26 @@ func TestFencingSoak(t *testing.T) {
 type fencing struct {
 	cc       *chaosCluster
 	lockRes  *Resource
+	kvlkRes  *Resource
 	taskMu   sync.Mutex
 	taskRes  map[kvledger.IdempotencyKey]*Resource
 	open     []kvledger.IdempotencyKey // admitted, not yet completed
 	nextTask int
 
-	pauseHolder, pauseWorker chan struct{} // one token = pause the next one
+	pauseHolder, pauseWorker, pauseLocker chan struct{} // one token = pause the next one
 
-	acquisitions, claims, completions   counter
+	acquisitions, lockAcquisitions      counter
+	claims, completions                 counter
 	zombieRefused, zombieFenced         counter
 	honestWrites, transient, reconnects counter
 }
 
 func runFencing(t *testing.T, soak time.Duration) {
 	f := &fencing{
-		cc: newChaosCluster(t), lockRes: NewResource(),
+		cc: newChaosCluster(t), lockRes: NewResource(), kvlkRes: NewResource(),
 		taskRes:     map[kvledger.IdempotencyKey]*Resource{},
 		pauseHolder: make(chan struct{}, 1), pauseWorker: make(chan struct{}, 1),
+		pauseLocker: make(chan struct{}, 1),
 	}
 	retryCreate(t, func(ctx context.Context) error {
 		m, err := kvlease.NewManager(ctx, f.cc.c.JS, kvlease.Config{Bucket: lockBucket, Replicas: 3})
@@ -70,12 +75,22 @@ func runFencing(t *testing.T, soak time.Duration) {
 		_, err := kvledger.NewKVStore(ctx, f.cc.c.JS, kvledger.KVStoreConfig{Bucket: taskBucket, Replicas: 3})
 		return err
 	})
+	retryCreate(t, func(ctx context.Context) error {
+		l, err := kvlock.New(ctx, f.cc.c.JS, kvlock.Config{Bucket: kvlkBucket, Replicas: 3})
+		if err != nil {
+			return err
+		}
+		return l.Close(ctx)
+	})
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
 	for i := range 3 {
 		wg.Go(func() { f.lockClient(ctx, fmt.Sprintf("lock%d", i)) })
+	}
+	for i := range 2 {
+		wg.Go(func() { f.kvlockClient(ctx, fmt.Sprintf("lockk%d", i)) })
 	}
 	for i := range 3 {
 		wg.Go(func() { f.ledgerWorker(ctx, fmt.Sprintf("task%d", i)) })
@@ -84,13 +99,17 @@ func runFencing(t *testing.T, soak time.Duration) {
 	// The injector runs in this goroutine; the clients run until it is done.
 	fctx := context.Background()
 	cc := f.cc
-	streams := []string{streamOf(lockBucket), streamOf(taskBucket)}
+	streams := []string{streamOf(lockBucket), streamOf(taskBucket), streamOf(kvlkBucket)}
 	round := func(full bool) {
 		cc.pause(fctx, time.Second)
 		cc.restartNode(fctx, rand.IntN(3), time.Second, streams...)
 		cc.pause(fctx, time.Second)
 		cc.stepDown(fctx, streamOf(lockBucket), faultStepDown)
 		f.pauseHolder <- struct{}{}
+		cc.count(faultPauseHolder)
+		cc.pause(fctx, time.Second)
+		cc.stepDown(fctx, streamOf(kvlkBucket), faultStepDown)
+		f.pauseLocker <- struct{}{}
 		cc.count(faultPauseHolder)
 		cc.pause(fctx, time.Second)
 		cc.stepDown(fctx, streamOf(taskBucket), faultStepDownTask)
@@ -121,6 +140,7 @@ func runFencing(t *testing.T, soak time.Duration) {
 	wg.Wait()
 
 	ls := f.lockRes.Stats()
+	ks := f.kvlkRes.Stats()
 	var ts Stats
 	f.taskMu.Lock()
 	for _, r := range f.taskRes {
@@ -132,15 +152,19 @@ func runFencing(t *testing.T, soak time.Duration) {
 	}
 	f.taskMu.Unlock()
 	faults, nfaults := cc.faultSummary()
-	violations := len(ls.Violations) + len(ts.Violations)
-	report(t, "fencing", fmt.Sprintf("fencing (%v, 3 nodes, R3): lease acquisitions %d (resource accepted %d writes, refused %d stale), "+
+	violations := len(ls.Violations) + len(ts.Violations) + len(ks.Violations)
+	report(t, "fencing", fmt.Sprintf("fencing (%v, 3 nodes, R3): kvlease acquisitions %d (resource accepted %d writes, refused %d stale), "+
+		"kvlock acquisitions %d (accepted %d, refused %d), "+
 		"ledger claims %d, completions %d (resource accepted %d, refused %d); paused holders refused %d, stale Complete fenced %d; "+
 		"faults %d (%s); transient client errors %d, reconnects %d; violations %d",
 		time.Since(start).Round(time.Second), f.acquisitions.load(), ls.Accepted, ls.Refused,
+		f.lockAcquisitions.load(), ks.Accepted, ks.Refused,
 		f.claims.load(), f.completions.load(), ts.Accepted, ts.Refused, f.zombieRefused.load(), f.zombieFenced.load(),
 		nfaults, faults, f.transient.load(), f.reconnects.load(), violations))
 	require.Empty(t, ls.Violations, "lease resource")
 	require.Empty(t, ts.Violations, "task resources")
+	require.Empty(t, ks.Violations, "kvlock resource")
+	require.Positive(t, f.lockAcquisitions.load())
 	require.Positive(t, f.acquisitions.load())
 	require.Positive(t, f.completions.load())
 	require.Positive(t, f.zombieRefused.load(), "a paused holder must have been fenced off at least once")
@@ -365,4 +389,69 @@ func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledg
 	if errors.Is(err, kvledger.ErrFenced) {
 		f.zombieFenced.add()
 	}
+}
+
+// kvlockClient contends on one kvlock lock (TTL 2s, no watchdog: each
+// critical section is shorter than the validity window) with its own
+// connection; a cut connection makes it reconnect with a new Locker.
+func (f *fencing) kvlockClient(ctx context.Context, name string) {
+	for ctx.Err() == nil {
+		js, closeFn, err := f.cc.connect(name)
+		if err != nil {
+			f.transient.add()
+			f.cc.pause(ctx, 100*time.Millisecond)
+			continue
+		}
+		l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: kvlkBucket, TTL: lockTTL, OpTimeout: 2 * time.Second, Holder: name})
+		if err == nil {
+			for i := 0; ctx.Err() == nil && !js.Conn().IsClosed(); i++ {
+				f.kvlockSection(ctx, l, fmt.Sprintf("%s#%d", name, i))
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = l.Close(cctx)
+			cancel()
+		} else {
+			f.transient.add()
+		}
+		closeFn()
+		f.reconnects.add()
+	}
+}
+
+func (f *fencing) kvlockSection(ctx context.Context, l *kvlock.Locker, section string) {
+	actx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	lk, err := l.Acquire(actx, "resource")
+	cancel()
+	if err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			f.transient.add()
+		}
+		return
+	}
+	f.lockAcquisitions.add()
+	select {
+	case <-f.pauseLocker: // paused: no renewal, no release, wakes late
+		if _, err := f.kvlkRes.Write(section, lk.Token(), lk.Err); err == nil {
+			f.honestWrites.add()
+		}
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		if f.kvlkRes.WaitAbove(wctx, lk.Token()) == nil {
+			if ok, _ := f.kvlkRes.Write(section, lk.Token(), nil); !ok {
+				f.zombieRefused.add()
+			}
+		}
+		return
+	default:
+	}
+	for range 5 {
+		if _, err := f.kvlkRes.Write(section, lk.Token(), lk.Err); err != nil {
+			break
+		}
+		f.honestWrites.add()
+		f.cc.pause(lk.Context(), 20*time.Millisecond)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = lk.Release(rctx)
+	cancel()
 }

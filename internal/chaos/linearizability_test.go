@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 // history collects porcupine operations from concurrent clients.
@@ -97,24 +99,84 @@ func (h *history) logIllegal(t *testing.T, model porcupine.Model) {
 // time, fences strictly increasing, a release succeeds only for the
 // current holder.
 func TestLinearizableLeaseLock(t *testing.T) {
-	runLeaseLinearizability(t, 0)
+	runLeaseLinearizability(t, 0, leaseBackend)
 }
+
+// TestLinearizableKVLock is the same for kvlock's TryAcquire/Release.
+func TestLinearizableKVLock(t *testing.T) {
+	runLeaseLinearizability(t, 0, kvlockBackend)
+}
+
+// TestLinearizableKVLockSoak: kvlock under faults for $NATSCOORD_SOAK.
+func TestLinearizableKVLockSoak(t *testing.T) {
+	runLeaseLinearizability(t, soakDuration(t), kvlockBackend)
+}
+
+// tryLock tries once to take the lock; on success it returns the fence and
+// a release function (nil error, an error matching kvlease.ErrLost, or an
+// error of unknown outcome).
+type tryLock func() (fence uint64, release func() error, ok bool, err error)
+
+// lockBackend sets up one client of a lock implementation on js.
+type lockBackend struct {
+	name   string
+	create func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error)
+}
+
+var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OperationTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	closeFn := func() { _ = m.Close(context.Background()) }
+	leases, err := lockFamily.Bind(m)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return func() (uint64, func() error, bool, error) {
+		// A long TTL: in this run leases end by release, not expiry (an
+		// orphan is the model's one exception).
+		g, ok, err := leases.TryAcquire(context.Background(), "L", 30*time.Second)
+		if err != nil || !ok {
+			return 0, nil, ok, err
+		}
+		return g.Fence(), func() error { return g.Release(context.Background()) }, true, nil
+	}, closeFn, nil
+}}
+
+var kvlockBackend = lockBackend{name: "kvlock", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
+	l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: "lin_kvlock", Replicas: replicas, TTL: 30 * time.Second, OpTimeout: 2 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() (uint64, func() error, bool, error) {
+		k, ok, err := l.TryAcquire(context.Background(), "L")
+		if err != nil || !ok {
+			return 0, nil, ok, err
+		}
+		return k.Token(), func() error { return k.Release(context.Background()) }, true, nil
+	}, func() { _ = l.Close(context.Background()) }, nil
+}}
 
 // TestLinearizableLeaseLockSoak is the same under node restarts and
 // step-downs for $NATSCOORD_SOAK.
 func TestLinearizableLeaseLockSoak(t *testing.T) {
-	runLeaseLinearizability(t, soakDuration(t))
+	runLeaseLinearizability(t, soakDuration(t), leaseBackend)
 }
 
-func runLeaseLinearizability(t *testing.T, soak time.Duration) {
+func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 	cc := newChaosCluster(t)
-	const bucket = "lin_locks"
+	bucket := "lin_locks"
+	if b.name == "kvlock" {
+		bucket = "lin_kvlock"
+	}
 	retryCreate(t, func(ctx context.Context) error {
-		m, err := kvlease.NewManager(ctx, cc.c.JS, kvlease.Config{Bucket: bucket, Replicas: 3})
-		if err != nil {
-			return err
+		_, closeFn, err := b.create(ctx, cc.c.JS, 3)
+		if err == nil {
+			closeFn()
 		}
-		return m.Close(ctx)
+		return err
 	})
 	h := newHistory()
 	ctx, stop := context.WithCancel(context.Background())
@@ -128,24 +190,16 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration) {
 		js, closeFn, err := cc.connect(fmt.Sprintf("lin%d", c))
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OperationTimeout: 2 * time.Second})
+		try, closeLock, err := b.create(ctx, js, 1)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = m.Close(context.Background()) })
-		leases, err := lockFamily.Bind(m)
-		require.NoError(t, err)
+		t.Cleanup(closeLock)
 		wg.Go(func() {
 			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
 				call := h.now()
-				// A long TTL: in this run leases end by release, not expiry
-				// (an orphan is the model's one exception).
-				g, ok, err := leases.TryAcquire(context.Background(), "L", 30*time.Second)
+				fence, release, ok, err := try()
 				if err != nil {
 					h.add(c, call, lockIn{Acquire: true}, lockOut{Unknown: true}, true)
 					continue
-				}
-				var fence uint64
-				if ok {
-					fence = g.Fence()
 				}
 				h.add(c, call, lockIn{Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
 				if !ok {
@@ -154,7 +208,7 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration) {
 				}
 				cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
 				call = h.now()
-				err = g.Release(context.Background())
+				err = release()
 				switch {
 				case err == nil:
 					h.add(c, call, lockIn{Fence: fence}, lockOut{OK: true}, false)
@@ -169,10 +223,10 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration) {
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
 	wg.Wait()
 	stop()
-	res := h.check(t, "lease-lock", lockModel)
+	res := h.check(t, b.name, lockModel)
 	f, _ := cc.faultSummary()
-	report(t, "linearizability", fmt.Sprintf("linearizability, kvlease as a lock: %d operations (%d with unknown outcome) by 4 clients, %d faults (%s): %s",
-		len(h.ops), h.unknown, faults, f, res))
+	report(t, "linearizability", fmt.Sprintf("linearizability, %s TryAcquire/Release: %d operations (%d with unknown outcome) by 4 clients, %d faults (%s): %s",
+		b.name, len(h.ops), h.unknown, faults, f, res))
 }
 
 // injectLinFaults steps a stream's leader down once (short run) or loops
