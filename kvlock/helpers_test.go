@@ -19,10 +19,15 @@ func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.
 	t.Helper()
 	ctx := natstest.Context(t, 30*time.Second)
 	var l *kvlock.Locker
+	var lastErr error
 	// A fresh cluster may need a moment before it accepts R3 streams.
 	natstest.Eventually(t, 20*time.Second, func() bool {
 		var err error
 		l, err = kvlock.New(ctx, js, cfg)
+		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
+			t.Logf("new locker: %v (retrying)", err)
+		}
+		lastErr = err
 		return err == nil
 	}, "new locker")
 	t.Cleanup(func() {
