@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// BenchmarkHold10k: one manager holds 10,000 leases at TTL 10s, renewing
+// each every TTL/3, for NATSCOORD_BENCH_HOLD (default 60s). The server
+// runs in a child process, so heap, RSS and goroutines are the client's.
+// Goals: goroutines independent of the lease count, <= 2 KiB heap per held
+// lease, one renewal per lease per renew interval. It runs once whatever
+// -benchtime says (unless the hold is shorter than -benchtime).
+func BenchmarkHold10k(b *testing.B) {
+	const ttl = 10 * time.Second
+	count := 10_000
+	if s := os.Getenv("NATSCOORD_BENCH_LEASES"); s != "" {
+		var err error
+		count, err = strconv.Atoi(s)
+		require.NoError(b, err)
+	}
+	hold := envDuration(b, "NATSCOORD_BENCH_HOLD", 60*time.Second)
+	interval := ttl / 3
+	url := childServer(b)
+	nc, err := nats.Connect(url)
+	require.NoError(b, err)
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(b, err)
+	ctx := context.Background()
+	m := newManager(b, js)
+	leases, err := benchFamily.Bind(m)
+	require.NoError(b, err)
+	g, ok, err := leases.TryAcquire(ctx, "warm", ttl) // warm up every code path
+	require.NoError(b, err)
+	require.True(b, ok)
+	require.NoError(b, g.StartRenewing(0))
+	require.NoError(b, g.Renew(ctx))
+	require.NoError(b, g.Release(ctx))
+
+	heap0, rss0, gor0 := measure()
+	start := time.Now()
+	guards := make([]*kvlease.Guard, count)
+	fillN(b, 16, count, func(i int) {
+		g, ok, err := leases.TryAcquire(ctx, "lease-"+strconv.Itoa(i), ttl)
+		if err != nil || !ok {
+			b.Errorf("TryAcquire %d: %v %v", i, ok, err)
+			return
+		}
+		if err := g.StartRenewing(0); err != nil {
+			b.Errorf("StartRenewing: %v", err)
+		}
+		guards[i] = g
+	})
+	if b.Failed() {
+		b.FailNow()
+	}
+	b.Logf("acquired %d leases in %v", count, time.Since(start).Round(time.Millisecond))
+
+	// Hold: sample goroutines and RSS every second, count renewals.
+	st0 := m.Stats()
+	holdStart := time.Now()
+	maxGor, maxRSS := 0, int64(0)
+	for time.Since(holdStart) < hold {
+		time.Sleep(time.Second) // sampling cadence of a measurement, not a wait for a condition
+		maxGor = max(maxGor, runtime.NumGoroutine())
+		maxRSS = max(maxRSS, rssBytes())
+	}
+	held := time.Since(holdStart)
+	st1 := m.Stats()
+	heap1, rss1, gor1 := measure()
+	renewals := float64(st1.Renewals - st0.Renewals)
+	for i, g := range guards {
+		if err := g.Err(); err != nil {
+			b.Fatalf("lease %d: %v", i, err)
+		}
+	}
+	require.Zero(b, st1.Lost-st0.Lost, "leases lost")
+
+	b.ReportMetric(float64(held.Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(count), "leases")
+	b.ReportMetric(float64(gor0), "goroutines-idle")
+	b.ReportMetric(float64(gor1), "goroutines-held")
+	b.ReportMetric(float64(maxGor), "goroutines-max")
+	b.ReportMetric(float64(heap1-heap0)/float64(count), "heap-B/lease")
+	b.ReportMetric(float64(rss1)/(1<<20), "rss-MiB")
+	b.ReportMetric(float64(maxRSS-rss0)/float64(count), "rss-B/lease")
+	b.ReportMetric(renewals/held.Seconds(), "renewals/s")
+	b.ReportMetric(renewals/(float64(count)*held.Seconds()/interval.Seconds()), "renewals/lease/interval")
+	b.ReportMetric(float64(st1.RenewFailures-st0.RenewFailures), "renew-failures")
+}
+
+// measure returns the live heap after a GC, the RSS and the goroutines.
+func measure() (heap, rss int64, goroutines int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc), rssBytes(), runtime.NumGoroutine()
+}
+
+// rssBytes reads VmRSS from /proc/self/status (0 when unavailable).
+func rssBytes() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
