@@ -130,4 +130,3 @@ func rssBytes() int64 {
 	}
 	return 0
 }
-
