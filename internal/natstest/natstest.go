@@ -7,6 +7,7 @@ package natstest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -80,20 +81,78 @@ type Cluster struct {
 	JS jetstream.JetStream
 }
 
-// WithCluster starts an n-node cluster for t, waits for a meta leader and
-// shuts everything down on t.Cleanup.
+// WithCluster starts an n-node cluster for t, waits until it accepts
+// replicated streams and shuts everything down on t.Cleanup.
+//
+// Starting is retried (three attempts, fresh ports and directories each
+// time): route ports are reserved before the nodes start, so another test
+// binary running in parallel can take one in between, and a starved
+// machine can miss the meta-leader deadline. Neither says anything about
+// the code under test.
 func WithCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := embedded.StartCluster(ctx, n, embedded.Options{DataDir: t.TempDir()})
-	require.NoError(t, err)
+	var (
+		c       *embedded.Cluster
+		js      jetstream.JetStream
+		closeJS func()
+		errs    []error
+	)
+	for attempt := 0; attempt < 3 && c == nil; attempt++ {
+		var err error
+		c, js, closeJS, err = startCluster(n, t.TempDir())
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	require.NotNil(t, c, "start a %d-node cluster: %v", n, errs)
 	t.Cleanup(func() {
+		closeJS()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, c.Shutdown(ctx))
 	})
-	return &Cluster{Cluster: c, JS: NewClusterJS(t, c)}
+	return &Cluster{Cluster: c, JS: js}
+}
+
+// startCluster starts a cluster and waits until an R-n stream can be
+// created (the meta leader knows its peers), so tests need no retry loop
+// around their first bucket.
+func startCluster(n int, dir string) (*embedded.Cluster, jetstream.JetStream, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	c, err := embedded.StartCluster(ctx, n, embedded.Options{DataDir: dir, ReadyTimeout: 20 * time.Second})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	js, closeJS, err := c.JetStream()
+	if err == nil {
+		err = probeReplicated(ctx, js, n)
+	}
+	if err != nil {
+		if closeJS != nil {
+			closeJS()
+		}
+		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer scancel()
+		_ = c.Shutdown(sctx)
+		return nil, nil, nil, err
+	}
+	return c, js, closeJS, nil
+}
+
+func probeReplicated(ctx context.Context, js jetstream.JetStream, n int) error {
+	cfg := jetstream.StreamConfig{Name: "NATSTEST_PROBE", Subjects: []string{"natstest.probe"}, Replicas: n}
+	var err error
+	for {
+		if _, err = js.CreateStream(ctx, cfg); err == nil {
+			return js.DeleteStream(ctx, cfg.Name)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // NewJS opens a new network connection to the cluster's running nodes;
