@@ -242,10 +242,10 @@ func (o *Options) serverOptions(storeDir string) (*server.Options, error) {
 		if u.Publish != nil || u.Subscribe != nil {
 			su.Permissions = &server.Permissions{}
 			if u.Publish != nil {
-				su.Permissions.Publish = &server.SubjectPermission{Allow: u.Publish}
+				su.Permissions.Publish = allowOnly(u.Publish)
 			}
 			if u.Subscribe != nil {
-				su.Permissions.Subscribe = &server.SubjectPermission{Allow: u.Subscribe}
+				su.Permissions.Subscribe = allowOnly(u.Subscribe)
 			}
 		}
 		so.Users = append(so.Users, su)
@@ -273,4 +273,14 @@ func (o *Options) serverOptions(storeDir string) (*server.Options, error) {
 		so.Routes = c.routes
 	}
 	return so, nil
+}
+
+// allowOnly turns an allow list into a server permission. nats-server reads
+// an empty Allow as "no restriction", so "nothing" is spelled as denying
+// every subject.
+func allowOnly(subjects []string) *server.SubjectPermission {
+	if len(subjects) == 0 {
+		return &server.SubjectPermission{Deny: []string{">"}}
+	}
+	return &server.SubjectPermission{Allow: subjects}
 }
