@@ -1,0 +1,97 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+func newBus(ctx context.Context, js jetstream.JetStream, _ string) (*events.JetStreamBus, error) {
+	return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+}
+
+// kvPermissions are the subjects a client of the KV bucket needs to use it
+// (bind, read from the leader and directly, write, watch), as listed in
+// README "Security and permissions". Creating a missing bucket also needs
+// publish on $JS.API.STREAM.CREATE.KV_<bucket>.
+func kvPermissions(bucket string) []string {
+	s := "KV_" + bucket
+	return []string{
+		"$JS.API.STREAM.INFO." + s,
+		"$JS.API.STREAM.MSG.GET." + s,
+		"$JS.API.DIRECT.GET." + s + ".>",
+		"$JS.API.CONSUMER.CREATE." + s + ".>",
+		"$JS.API.CONSUMER.DELETE." + s + ".>",
+		"$JS.FC." + s + ".>",
+		"$KV." + bucket + ".>",
+	}
+}
+
+// streamPermissions: binding and publishing to the events stream.
+func streamPermissions(stream string, subjects ...string) []string {
+	return append([]string{"$JS.API.STREAM.INFO." + stream}, subjects...)
+}
+
+// TestSubjectPermissions: a client whose user may publish to exactly the
+// subjects README lists (and subscribe to _INBOX.>) runs kvlease, kvlock and
+// kvledger with events; a client missing the bucket's $KV.<bucket>.>
+// publish permission, or the _INBOX subscription, is refused.
+func TestSubjectPermissions(t *testing.T) {
+	const pfx = "perm"
+	exact := append(append(append(kvPermissions(pfx+"_leases"), kvPermissions(pfx+"_locks")...),
+		kvPermissions(pfx+"_tasks")...), streamPermissions("LEDGER", "ledger.>")...)
+	var noKV []string
+	for _, s := range exact {
+		if s != "$KV."+pfx+"_leases.>" {
+			noKV = append(noKV, s)
+		}
+	}
+	inbox := []string{"_INBOX.>"}
+	srv, err := embedded.Start(context.Background(), embedded.Options{DataDir: t.TempDir(), Auth: embedded.Auth{Users: []embedded.User{
+		{Name: "admin", Password: "a"},
+		{Name: "app", Password: "b", Publish: exact, Subscribe: inbox},
+		{Name: "nokv", Password: "c", Publish: noKV, Subscribe: inbox},
+		{Name: "noinbox", Password: "d", Publish: exact, Subscribe: []string{}},
+	}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Shutdown(context.Background())) })
+	connect := func(user, pw string) jetstream.JetStream {
+		nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo(user, pw), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		return js
+	}
+	// The operator (admin) creates the buckets and the stream.
+	exerciseComponents(t, connect("admin", "a"), pfx)
+
+	t.Run("exact permissions work", func(t *testing.T) {
+		exerciseComponents(t, connect("app", "b"), pfx)
+	})
+	t.Run("without $KV publish refused", func(t *testing.T) {
+		js := connect("nokv", "c")
+		ctx := natstest.Context(t, 2*time.Second)
+		err := exerciseLease(ctx, js, pfx+"_leases")
+		require.Error(t, err)
+		require.ErrorIs(t, js.Conn().LastError(), nats.ErrPermissionViolation, "server reported %v", err)
+		t.Logf("refused: %v (connection: %v)", err, js.Conn().LastError())
+	})
+	t.Run("without _INBOX subscribe refused", func(t *testing.T) {
+		js := connect("noinbox", "d")
+		ctx := natstest.Context(t, 2*time.Second)
+		err := exerciseLease(ctx, js, pfx+"_leases")
+		require.Error(t, err)
+		t.Logf("refused: %v", err)
+	})
+	report(t, "security", fmt.Sprintf("permissions: a user with exactly %d publish subjects + _INBOX.> runs kvlease, kvlock, kvledger+events; without $KV publish or _INBOX subscribe it is refused", len(exact)))
+}
