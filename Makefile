@@ -6,6 +6,9 @@ STATICCHECK   := $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 BENCHTIME     ?= 2s
 FUZZTIME      ?= 10s
 SOAKTIME      ?= 5m
+# Nested modules: kept apart so the core module does not depend on their
+# imports (OpenTelemetry).
+SUBMODULES    := kvlock/otelobserver
 
 .PHONY: help test bench fuzz lint demo soak tidy
 
@@ -14,6 +17,7 @@ help: ## List the targets.
 
 test: ## Run every test with the race detector against embedded nats-servers.
 	$(GO) test -race -count=1 -timeout 15m ./...
+	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) test -race -count=1 ./...); done
 
 bench: ## Run the benchmarks (ratios against raw KV operations in the same run).
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 30m ./...
@@ -34,6 +38,7 @@ lint: $(STATICCHECK) ## go vet plus staticcheck (installed at a pinned version i
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...); done
 
 demo: ## Run the main job (a task graph with workers, leases, a failure and a leader) on an embedded server.
 	$(GO) run ./cmd/natscoord demo

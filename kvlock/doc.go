@@ -127,8 +127,8 @@
 // that landed would look like a takeover). Config.Logger receives slog
 // lines; Config.Observer receives one call per acquisition, renewal,
 // release and loss with its duration and error (SlogObserver logs them;
-// see Observer for how an OpenTelemetry adapter plugs in without kvlock
-// importing OTel).
+// the OpenTelemetry adapter is the separate module kvlock/otelobserver,
+// so kvlock itself does not import OTel).
 //
 // # Partitions, clock skew and pauses
 //

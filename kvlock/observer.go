@@ -43,11 +43,10 @@ type Event struct {
 // records histograms and counters, and a tracing adapter starts each span
 // with a start time of time.Now().Add(-e.Duration) and ends it at once.
 //
-// An OpenTelemetry adapter belongs in its own package (so kvlock does not
-// import OTel): a type holding a metric.Float64Histogram per Op and a
-// trace.Tracer, whose four methods record e.Duration with attributes
-// {name, key, acquired, fair, error} and emit a span named "kvlock."+Op
-// with trace.WithTimestamp for its start, setting codes.Error from Err.
+// The OpenTelemetry adapter is the module
+// github.com/natscoord/natscoord/kvlock/otelobserver (a module of its own,
+// so kvlock does not import OTel): a duration histogram per operation, a
+// loss counter, and one backdated span per operation.
 type Observer interface {
 	OnAcquire(ctx context.Context, e Event)
 	OnRenew(ctx context.Context, e Event)
