@@ -24,3 +24,8 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	}
 	return tw.Flush()
 }
+
+// writeJSONLine prints v as one line of JSON (for streams of records).
+func writeJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// defaultLedgerBucket is the ledger bucket the CLI uses without --bucket.
+const defaultLedgerBucket = "natscoord_ledger"
+
+func init() { extraCommands = append(extraCommands, (*app).ledgerCommand) }
+
+// ledgerFlags are shared by the ledger subcommands.
+type ledgerFlags struct {
+	bucket string
+	actor  string
+}
+
+func (a *app) ledgerCommand() *cobra.Command {
+	var lf ledgerFlags
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Inspect and operate a kvledger task ledger",
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
+	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
+	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
+		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf))
+	return cmd
+}
+
+// withLedger connects and opens the ledger. Without create, a missing
+// bucket is an error (inspections and completions never create one); with
+// create, the bucket is created when missing. Writes publish events on the
+// default JetStream bus.
+func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
+	ctx, cancel := a.conn.opContext(parent)
+	defer cancel()
+	nc, js, err := a.conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	l, err := openLedger(ctx, js, lf.bucket, create)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.Close() }()
+	return fn(ctx, l)
+}
+
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool) (*kvledger.Ledger, error) {
+	if !create {
+		if _, err := bindExisting(ctx, js, bucket); err != nil {
+			return nil, err
+		}
+	}
+	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
+	if err != nil {
+		return nil, err
+	}
+	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+	if err != nil {
+		return nil, err
+	}
+	return kvledger.New(store, bus)
+}
+
+func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List every task of the ledger",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				snap, err := l.Snapshot(ctx)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, snap.Tasks)
+				}
+				rows := make([][]string, 0, len(snap.Tasks))
+				for _, t := range snap.Tasks {
+					rows = append(rows, []string{string(t.Key), string(t.Status), strconv.FormatUint(uint64(t.Sequence), 10),
+						dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
+						dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
+				}
+				return writeTable(a.stdout, []string{"KEY", "STATUS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
+			})
+		},
+	}
+}
+
+func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show KEY",
+		Short: "Show one task's record",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
+				if err != nil {
+					return err
+				}
+				if !found {
+					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+				}
+				return a.printTask(t)
+			})
+		},
+	}
+}
+
+func (a *app) printTask(t kvledger.TaskState) error {
+	if a.json {
+		return writeJSON(a.stdout, t)
+	}
+	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, [][]string{
+		{"key", string(t.Key)},
+		{"status", string(t.Status)},
+		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
+		{"owner", dash(string(t.Owner))},
+		{"fence", strconv.FormatUint(uint64(t.Fence), 10)},
+		{"lease until", timeOrDash(t.LeaseUntil)},
+		{"needs", dash(joinKeys(t.Needs))},
+		{"blocked by", dash(string(t.BlockedBy))},
+		{"task", compactJSON(t.Task)},
+		{"revision", strconv.FormatUint(t.Rev, 10)},
+		{"created", dash(string(t.CreatedBy)) + " " + timeOrDash(t.CreatedAt)},
+		{"updated", dash(string(t.UpdatedBy)) + " " + timeOrDash(t.UpdatedAt)},
+		{"last event", dash(string(t.LastEvent))},
+	})
+}
+
+func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
+	var (
+		seq         uint64
+		needs, task string
+	)
+	cmd := &cobra.Command{
+		Use:   "admit KEY --seq N [--needs a,b] [--task JSON]",
+		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := args[0]
+			if key == "" {
+				return errors.New("ledger admit: empty key")
+			}
+			ns, err := parseNeeds(key, needs)
+			if err != nil {
+				return err
+			}
+			payload, err := parseTask(task)
+			if err != nil {
+				return err
+			}
+			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
+				ok, err := l.Admit(ctx, kvledger.Actor(lf.actor), kvledger.IdempotencyKey(key), kvledger.Sequence(seq), payload, time.Now(), ns...)
+				if err != nil {
+					return err
+				}
+				t, _, err := l.State(ctx, kvledger.IdempotencyKey(key))
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, map[string]any{"admitted": ok, "task": t})
+				}
+				verb := "admitted"
+				if !ok {
+					verb = "not admitted (already at sequence " + strconv.FormatUint(uint64(t.Sequence), 10) + " or final)"
+				}
+				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d\n", key, verb, t.Status, t.Fence, t.Rev)
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
+	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs")
+	f.StringVar(&task, "task", "", "task payload as JSON")
+	_ = cmd.MarkFlagRequired("seq")
+	return cmd
+}
+
+func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
+	var (
+		owner, status string
+		fence         uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "complete KEY --owner O --fence F --status completed|failed",
+		Short: "Finish a claimed task as its owner (refused for a stale fence)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := parseStatus(status)
+			if err != nil {
+				return err
+			}
+			if owner == "" {
+				return errors.New("--owner must not be empty")
+			}
+			actor := lf.actor
+			if !cmd.Flags().Changed("actor") {
+				actor = owner
+			}
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				key := kvledger.IdempotencyKey(args[0])
+				err := l.Complete(ctx, kvledger.Actor(actor), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
+				if errors.Is(err, kvledger.ErrNoKey) {
+					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+				}
+				if err != nil {
+					return err
+				}
+				t, _, err := l.State(ctx, key)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, t)
+				}
+				_, err = fmt.Fprintf(a.stdout, "%s %s by %s (fence %d)\n", t.Key, t.Status, t.Owner, t.Fence)
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&owner, "owner", "", "owner of the claim (required)")
+	f.Uint64Var(&fence, "fence", 0, "fence token of the claim (required)")
+	f.StringVar(&status, "status", "", "completed or failed (required)")
+	for _, n := range []string{"owner", "fence", "status"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func joinKeys(ks []kvledger.IdempotencyKey) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ",")
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339Nano)
+}

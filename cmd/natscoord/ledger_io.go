@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "snapshot [-o FILE]",
+		Short: "Write every task of the ledger as JSON (to stdout or FILE)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				snap, err := l.Snapshot(ctx)
+				if err != nil {
+					return err
+				}
+				data, err := kvledger.Encode(snap)
+				if err != nil {
+					return err
+				}
+				if file == "" || file == "-" {
+					_, err = fmt.Fprintln(a.stdout, string(data))
+					return err
+				}
+				if err := writeFileAtomic(file, append(data, '\n')); err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, map[string]any{"file": file, "tasks": len(snap.Tasks)})
+				}
+				_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&file, "output", "o", "", "write to FILE instead of stdout (replaced atomically)")
+	return cmd
+}
+
+func (a *app) ledgerRestore(lf *ledgerFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Insert every task of a snapshot file; writes nothing unless all are valid and new",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			snap, err := kvledger.Decode(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
+				// Ledger.Restore stops at the first key that exists, keeping
+				// what it inserted before; check all keys first so that a
+				// conflicting file writes nothing.
+				for _, t := range snap.Tasks {
+					_, found, err := l.State(ctx, t.Key)
+					if err != nil {
+						return err
+					}
+					if found {
+						return fmt.Errorf("ledger %q: task %q already exists; nothing restored", lf.bucket, t.Key)
+					}
+				}
+				if err := l.Restore(ctx, snap); err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "restored": len(snap.Tasks)})
+				}
+				_, err := fmt.Fprintf(a.stdout, "restored %d tasks into %s\n", len(snap.Tasks), lf.bucket)
+				return err
+			})
+		},
+	}
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it over path, so a failure leaves no partial file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		_ = os.Remove(name)
+	}
+	return err
+}
