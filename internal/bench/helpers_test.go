@@ -74,6 +74,10 @@ func valueLen(b *testing.B, js jetstream.JetStream, bucket, key string) int {
 type split struct {
 	raw, prim time.Duration
 	n         int
+	// extra is an optional second baseline, timed by timeExtra and
+	// reported by reportExtra.
+	extra time.Duration
+	nx    int
 }
 
 // pair runs raw and prim once each, alternating which goes first so that
@@ -99,6 +103,24 @@ func (s *split) timePrim(f func()) {
 	t := time.Now()
 	f()
 	s.prim += time.Since(t)
+}
+
+func (s *split) timeExtra(f func()) {
+	t := time.Now()
+	f()
+	s.extra += time.Since(t)
+	s.nx++
+}
+
+// reportExtra adds the second baseline's time per op and the ratio
+// x_<name> = its time / the primitive's time.
+func (s *split) reportExtra(b *testing.B, name string) {
+	if s.nx == 0 || s.n == 0 || s.prim == 0 {
+		return
+	}
+	per := float64(s.extra.Nanoseconds()) / float64(s.nx)
+	b.ReportMetric(per, name+"-ns/op")
+	b.ReportMetric(per/(float64(s.prim.Nanoseconds())/float64(s.n)), "x_"+name)
 }
 
 // report replaces ns/op with the primitive's time per operation and adds

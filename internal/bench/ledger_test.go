@@ -75,6 +75,8 @@ func admit(b *testing.B, l *kvledger.Ledger, key string, needs ...kvledger.Idemp
 
 // BenchmarkLedgerAdmit: Admit of a new key against raw kv.Create of a
 // value of the same size in a bucket of the same kind. Target x_raw >= 0.8.
+// x_get+create compares Admit with a raw leader read plus create (the two
+// round trips Admit of a new key makes).
 func BenchmarkLedgerAdmit(b *testing.B) {
 	for _, sm := range syncModes {
 		b.Run(sm.name, func(b *testing.B) {
@@ -94,9 +96,28 @@ func BenchmarkLedgerAdmit(b *testing.B) {
 						b.Fatalf("kv.Create: %v", err)
 					}
 				}, func() { admit(b, l, k) })
+				// The second baseline: what Admit of a new key does today,
+				// a leader read (no message) and then the create.
+				s.timeExtra(func() { leaderGetCreate(b, n, kv, "x"+k, val) })
 			}
 			s.report(b)
+			s.reportExtra(b, "get+create")
 		})
+	}
+}
+
+// leaderGetCreate is a raw leader read of key (a non-direct
+// STREAM.MSG.GET by last subject, which a new key answers with "no
+// message found") followed by kv.Create.
+func leaderGetCreate(b *testing.B, n *natstest.Node, kv jetstream.KeyValue, key string, val []byte) {
+	ctx := context.Background()
+	bucket := kv.Bucket()
+	req := []byte(`{"last_by_subj":"$KV.` + bucket + `.` + key + `"}`)
+	if _, err := n.NC.Request("$JS.API.STREAM.MSG.GET.KV_"+bucket, req, 5*time.Second); err != nil {
+		b.Fatalf("leader get: %v", err)
+	}
+	if _, err := kv.Create(ctx, key, val); err != nil {
+		b.Fatalf("kv.Create: %v", err)
 	}
 }
 
