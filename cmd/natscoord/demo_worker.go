@@ -84,11 +84,14 @@ func (w *demoWorker) loop(ctx context.Context) error {
 		if allFinal(byKey) {
 			return nil
 		}
-		did := false
+		// Work starts once the leader has admitted the whole graph, so
+		// that every dependent exists before any task can fail and the
+		// outcome (who blocks whom) does not depend on timing.
+		did, admitted := false, len(byKey) >= len(demoGraph)
 		var next time.Time
 		for _, t := range order {
 			rec, ok := byKey[t.key]
-			if !ok {
+			if !ok || !admitted {
 				continue
 			}
 			now := time.Now()

@@ -36,7 +36,11 @@ func (a *app) eventsCommand() *cobra.Command {
 			if count < 0 {
 				return fmt.Errorf("--count must not be negative, got %d", count)
 			}
-			return a.tailEvents(cmd.Context(), durable, stream, subject, count)
+			err := a.tailEvents(cmd.Context(), durable, stream, subject, count)
+			if err != nil && cmd.Context().Err() != nil {
+				return nil // interrupted (SIGINT/SIGTERM): a normal end of a tail
+			}
+			return err
 		},
 	}
 	f := tail.Flags()

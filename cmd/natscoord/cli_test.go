@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// cli runs commands against one server.
+type cli struct {
+	t   *testing.T
+	url string
+}
+
+func newCLI(t *testing.T) (*cli, *natstest.Node) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	return &cli{t: t, url: n.Server.ClientURL()}, n
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	return runCLI(c.t, append([]string{"--server", c.url}, args...)...)
+}
+
+// ok runs a command that must succeed.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run(args...)
+	require.Equal(c.t, 0, r.code, "%v: %s", args, r.stderr)
+	require.Empty(c.t, r.stderr)
+	return r.stdout
+}
+
+// fail runs a command that must fail with one line on stderr, nothing on
+// stdout, and returns that line.
+func (c *cli) fail(args ...string) string {
+	c.t.Helper()
+	return requireFailure(c.t, c.run(args...), args)
+}
+
+func requireFailure(t *testing.T, r result, args []string) string {
+	t.Helper()
+	require.NotEqual(t, 0, r.code, "%v succeeded: %s", args, r.stdout)
+	require.Empty(t, r.stdout, args)
+	require.True(t, strings.HasPrefix(r.stderr, "natscoord: "), r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+	return r.stderr
+}
+
+func bucketExists(t *testing.T, n *natstest.Node, bucket string) bool {
+	t.Helper()
+	_, err := n.JS.KeyValue(natstest.Context(t, 5*time.Second), bucket)
+	return err == nil
+}
+
+func TestLedgerCommands(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "build", "--seq", "1", "--task", `{"cmd":"make"}`)
+	out := c.ok("ledger", "admit", "test", "--seq", "1", "--needs", "build")
+	require.Contains(t, out, "test admitted: pending")
+
+	// A duplicate is not admitted and not an error.
+	var adm struct {
+		Admitted bool               `json:"admitted"`
+		Task     kvledger.TaskState `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "test", "--seq", "1")), &adm))
+	require.False(t, adm.Admitted)
+	require.Equal(t, kvledger.StatusPending, adm.Task.Status)
+
+	out = c.ok("ledger", "ls")
+	require.Regexp(t, `(?m)^KEY\s+STATUS\s+SEQ\s+OWNER\s+FENCE\s+NEEDS\s+BLOCKED-BY\s+REV$`, out)
+	require.Regexp(t, `(?m)^test\s+pending\s+1\s+-\s+\d+\s+build\s+-\s+\d+$`, out)
+	var tasks []kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
+	require.Len(t, tasks, 2)
+	require.Equal(t, kvledger.IdempotencyKey("build"), tasks[0].Key)
+	require.Equal(t, map[string]any{"cmd": "make"}, tasks[0].Task)
+
+	var shown kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "test")), &shown))
+	require.Equal(t, []kvledger.IdempotencyKey{"build"}, shown.Needs)
+	require.Contains(t, c.ok("ledger", "show", "build"), `{"cmd":"make"}`)
+
+	// A worker claims build; the CLI completes it with the claim's fence.
+	store, err := kvledger.NewKVStore(natstest.Context(t, 5*time.Second), n.JS, kvledger.KVStoreConfig{Bucket: defaultLedgerBucket})
+	require.NoError(t, err)
+	l, err := kvledger.New(store, nil)
+	require.NoError(t, err)
+	fence, err := l.Claim(natstest.Context(t, 5*time.Second), "w", "build", "w1", time.Minute, time.Now())
+	require.NoError(t, err)
+	stale := fmt.Sprint(uint64(fence) - 1)
+	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w1", "--fence", stale, "--status", "completed"), "fence token is stale")
+	var done kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "complete", "build", "--owner", "w1",
+		"--fence", fmt.Sprint(uint64(fence)), "--status", "failed")), &done))
+	require.Equal(t, kvledger.StatusFailed, done.Status)
+	// Its dependent is blocked, and a repeated completion is refused.
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "test")), &shown))
+	require.Equal(t, kvledger.StatusBlocked, shown.Status)
+	require.Equal(t, kvledger.IdempotencyKey("build"), shown.BlockedBy)
+	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w1", "--fence", fmt.Sprint(uint64(fence)), "--status", "completed"), "not claimed")
+
+	// Snapshot to a file, restore into another bucket.
+	file := filepath.Join(t.TempDir(), "snap.json")
+	require.Contains(t, c.ok("ledger", "snapshot", "-o", file), "wrote 2 tasks to "+file)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	snap, err := kvledger.Decode(data)
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 2)
+	stdoutSnap, err := kvledger.Decode([]byte(c.ok("ledger", "snapshot")))
+	require.NoError(t, err)
+	require.Len(t, stdoutSnap.Tasks, 2)
+
+	var restored map[string]any
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "--bucket", "copy", "restore", file)), &restored))
+	require.EqualValues(t, 2, restored["restored"])
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "--bucket", "copy", "ls")), &tasks))
+	require.Len(t, tasks, 2)
+	require.Equal(t, kvledger.StatusBlocked, tasks[1].Status)
+}
+
+// Restoring a file one of whose keys exists writes nothing at all.
+func TestLedgerRestoreConflictWritesNothing(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "b", "--seq", "1")
+	file := filepath.Join(t.TempDir(), "snap.json")
+	c.ok("ledger", "snapshot", "-o", file)
+	c.ok("ledger", "--bucket", "half", "admit", "b", "--seq", "7")
+	require.Contains(t, c.fail("ledger", "--bucket", "half", "restore", file), `task "b" already exists; nothing restored`)
+	var tasks []kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "--bucket", "half", "ls")), &tasks))
+	require.Len(t, tasks, 1)
+	require.Equal(t, kvledger.Sequence(7), tasks[0].Sequence)
+}
+
+func TestLeaseCommands(t *testing.T) {
+	c, n := newCLI(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	c.fail("lease", "ls") // no bucket yet: nothing is created by looking
+	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{Holder: "holder-1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	g, ok, err := m.TryAcquireKey(ctx, "jobs.a", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	out := c.ok("lease", "ls")
+	require.Regexp(t, `(?m)^KEY\s+HOLDER\s+HOST\s+PID\s+TTL\s+ACQUIRED\s+REVISION$`, out)
+	require.Regexp(t, `(?m)^jobs\.a\s+holder-1\s+\S+\s+\d+\s+30s\s+\S+\s+\d+$`, out)
+	var rows []leaseRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lease", "ls")), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, "holder-1", rows[0].Holder)
+	require.Equal(t, g.Revision(), rows[0].Revision)
+
+	var row leaseRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lease", "show", "jobs.a")), &row))
+	require.Equal(t, "30s", row.TTL)
+	require.Equal(t, os.Getpid(), row.PID)
+	require.Contains(t, c.ok("lease", "show", "jobs.a"), "holder-1")
+	require.Contains(t, c.fail("lease", "show", "jobs.nope"), "no lease held")
+
+	require.Contains(t, c.fail("lease", "release", "jobs.a"), "--force")
+	require.Equal(t, g.Fence(), g.Revision())
+	require.Contains(t, c.ok("lease", "release", "jobs.a", "--force"), "released jobs.a (held by holder-1")
+	require.Contains(t, c.fail("lease", "release", "jobs.a", "--force"), "no lease held")
+	require.ErrorIs(t, g.Renew(ctx), kvlease.ErrLost)
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lease", "ls")), &rows))
+	require.Empty(t, rows)
+}
+
+func TestEventsTailDurable(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "x", "--seq", "1")
+	c.ok("ledger", "admit", "y", "--seq", "1", "--needs", "x")
+	out := c.ok("--json", "events", "tail", "--durable", "cli-test", "--count", "2")
+	var got []events.Event
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		e, err := events.Unmarshal(sc.Bytes())
+		require.NoError(t, err)
+		got = append(got, e)
+	}
+	require.Len(t, got, 2)
+	require.Equal(t, "x", got[0].Key)
+	require.Equal(t, "y", got[1].Key)
+	require.Equal(t, kvledger.AdmittedEvent, got[0].Name)
+
+	// The durable consumer resumes after what it acknowledged.
+	c.ok("ledger", "admit", "z", "--seq", "1")
+	out = c.ok("events", "tail", "--durable", "cli-test", "--count", "1")
+	require.Regexp(t, `(?m)^TIME\s+EVENT\s+SOURCE\s+KEY\s+STATUS\s+OWNER\s+FENCE\s+REV\s+BLOCKED-BY$`, out)
+	require.Regexp(t, `(?m)ledger\.admitted\s+natscoord_ledger\s+z\s+pending\s+-\s+\d+\s+\d+\s+-$`, out)
+}
+
+func TestEventsTailLive(t *testing.T) {
+	c, _ := newCLI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan result, 1)
+	go func() { done <- runCLICtx(ctx, "--server", c.url, "--json", "events", "tail", "--count", "1") }()
+	// The live tail sees only what is published after it subscribed, so
+	// keep admitting new keys until it has printed one.
+	for i := 0; ; i++ {
+		select {
+		case r := <-done:
+			require.Equal(t, 0, r.code, r.stderr)
+			e, err := events.Unmarshal([]byte(strings.TrimSpace(r.stdout)))
+			require.NoError(t, err)
+			require.Equal(t, kvledger.AdmittedEvent, e.Name)
+			return
+		case <-ctx.Done():
+			t.Fatal("live tail printed nothing")
+		default:
+		}
+		c.ok("ledger", "admit", fmt.Sprintf("k%d", i), "--seq", "1")
+	}
+}
+
+// A SIGINT (the context's cancellation) ends a tail with exit code 0.
+func TestEventsTailInterrupted(t *testing.T) {
+	c, _ := newCLI(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() { done <- runCLICtx(ctx, "--server", c.url, "events", "tail") }()
+	cancel()
+	r := natstest.Recv(t, done, 10*time.Second, "tail to stop")
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+func TestBadInput(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+
+	t.Run("unknown key", func(t *testing.T) {
+		require.Contains(t, c.fail("ledger", "show", "missing"), `no task "missing"`)
+		require.Contains(t, c.fail("ledger", "complete", "missing", "--owner", "o", "--fence", "1", "--status", "completed"), `no task "missing"`)
+		require.Contains(t, c.fail("lease", "--bucket", "natscoord_ledger", "show", "missing"), "no lease held")
+	})
+	t.Run("unknown bucket is not created", func(t *testing.T) {
+		c.fail("ledger", "--bucket", "nobucket", "ls")
+		c.fail("ledger", "--bucket", "nobucket", "snapshot")
+		c.fail("lease", "--bucket", "nobucket", "release", "x.y", "--force")
+		require.False(t, bucketExists(t, n, "nobucket"))
+	})
+	t.Run("malformed snapshot", func(t *testing.T) {
+		dir := t.TempDir()
+		for name, body := range map[string]string{
+			"truncated.json": `{"tasks":[{"key":"a"`,
+			"status.json":    `{"tasks":[{"key":"q","status":"bogus","sequence":1,"fence":1,"rev":1}]}`,
+			"dup.json":       `{"tasks":[{"key":"q","status":"pending","sequence":1,"fence":1,"rev":1},{"key":"q","status":"pending","sequence":1,"fence":1,"rev":1}]}`,
+			"half.json":      `{"tasks":[{"key":"ok","status":"pending","sequence":1,"fence":1,"rev":1},{"key":"bad","status":"blocked","sequence":1,"fence":1,"rev":1}]}`,
+			"trailing.json":  `{"tasks":[]} x`,
+		} {
+			f := filepath.Join(dir, name)
+			require.NoError(t, os.WriteFile(f, []byte(body), 0o600))
+			c.fail("ledger", "--bucket", "restored", "restore", f)
+		}
+		c.fail("ledger", "--bucket", "restored", "restore", filepath.Join(dir, "absent.json"))
+		require.False(t, bucketExists(t, n, "restored"), "a refused file writes nothing, not even the bucket")
+	})
+	t.Run("bad flags", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"ledger", "admit", "b", "--seq", "1", "--needs", "a,,c"},
+			{"ledger", "admit", "b", "--seq", "1", "--needs", "b"},
+			{"ledger", "admit", "b", "--seq", "1", "--task", "{"},
+			{"ledger", "admit", "b", "--seq", "-1"},
+			{"ledger", "admit", "b"},
+			{"ledger", "complete", "a", "--owner", "o", "--fence", "1", "--status", "done?"},
+			{"ledger", "complete", "a", "--owner", "o", "--status", "failed"},
+			{"ledger", "show"},
+			{"lease", "show", "a", "b"},
+			{"events", "tail", "--count", "-1"},
+			{"nosuch"},
+			{"--timeout", "0s", "ledger", "ls"},
+			{"--password", "p", "ledger", "ls"},
+			{"--tlscert", "x.pem", "ledger", "ls"},
+			{"--creds", "/nonexistent/creds", "ledger", "ls"},
+		} {
+			c.fail(args...)
+		}
+		var tasks []kvledger.TaskState
+		require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
+		require.Len(t, tasks, 1, "no bad command wrote anything")
+	})
+}
+
+func TestUnreachableServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "nats://" + ln.Addr().String()
+	require.NoError(t, ln.Close())
+	for _, args := range [][]string{
+		{"ledger", "ls"}, {"lease", "ls"}, {"events", "tail", "--count", "1"}, {"demo"},
+	} {
+		r := runCLI(t, append([]string{"--server", url, "--timeout", "2s"}, args...)...)
+		require.Contains(t, requireFailure(t, r, args), ln.Addr().String())
+	}
+}
+
+func TestWrongCredentials(t *testing.T) {
+	n := natstest.WithServer(t, func(o *embedded.Options) { o.Auth = embedded.Auth{User: "app", Password: "secret"} })
+	url := n.Server.ClientURL()
+	for _, creds := range [][]string{{}, {"--user", "app", "--password", "wrong"}, {"--user", "sometoken"}} {
+		args := append([]string{"--server", url, "--timeout", "2s"}, creds...)
+		r := runCLI(t, append(args, "ledger", "ls")...)
+		require.Contains(t, strings.ToLower(requireFailure(t, r, args)), "authorization violation")
+	}
+	r := runCLI(t, "--server", url, "--user", "app", "--password", "secret", "ledger", "admit", "a", "--seq", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+}
