@@ -126,7 +126,7 @@ func runFencing(t *testing.T, soak time.Duration) {
 			cc.pause(fctx, time.Second)
 			cc.fullRestart(fctx, streams...)
 		}
-		cc.pause(fctx, 3*time.Second) // let the paused ones be overtaken
+		cc.pause(fctx, 5*time.Second) // let the paused ones be overtaken
 	}
 	start := time.Now()
 	if soak == 0 {
