@@ -19,6 +19,7 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 // cli runs commands against one server.
@@ -327,4 +328,36 @@ func TestWrongCredentials(t *testing.T) {
 	}
 	r := runCLI(t, "--server", url, "--user", "app", "--password", "secret", "ledger", "admit", "a", "--seq", "1")
 	require.Equal(t, 0, r.code, r.stderr)
+}
+
+func TestLockLs(t *testing.T) {
+	c, n := newCLI(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	l, err := kvlock.New(ctx, n.NewJS(t), kvlock.Config{Holder: "svc-1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	lk, err := l.Acquire(ctx, kvlock.Key("conv", "42"))
+	require.NoError(t, err)
+	e, err := kvlock.NewElection(l, "scheduler main")
+	require.NoError(t, err)
+	require.NoError(t, e.Campaign(ctx, "10.0.0.7:8080"))
+
+	out := c.ok("lock", "ls")
+	require.Regexp(t, `(?m)^NAME\s+KIND\s+KEY\s+HOLDER\s+TTL\s+ACQUIRED\s+REVISION$`, out)
+	require.Regexp(t, `(?m)^lock\s+lock\s+conv\.42\s+svc-1\s+10s\s+\S+\s+\d+$`, out)
+	require.Regexp(t, `(?m)^lock\s+election\s+scheduler main\s+svc-1\s+10s\s+\S+\s+\d+$`, out)
+	var rows []lockRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
+	require.Len(t, rows, 2)
+	require.Equal(t, lk.Token(), rows[0].Revision)
+	require.Equal(t, "lock.l.conv.42", rows[0].Lease)
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls", "--name", "other")), &rows))
+	require.Empty(t, rows)
+
+	// A stuck lock is force-released through its lease key.
+	c.ok("lease", "release", "lock.l.conv.42", "--force")
+	require.ErrorIs(t, lk.Renew(ctx), kvlock.ErrLost, "the holder learns at its next renewal")
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, "election", rows[0].Kind)
 }

@@ -183,7 +183,8 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	defer stopCampaigns()
 	for _, w := range workers {
 		campWG.Go(func() {
-			if err := w.cand.campaign(campCtx); err != nil {
+			term, err := w.cand.campaign(campCtx)
+			if err != nil {
 				if campCtx.Err() == nil {
 					errc <- fmt.Errorf("%s: campaign: %w", w.name, err)
 				}
@@ -192,8 +193,9 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 			run.mu.Lock()
 			run.leaders++
 			run.leader = w.name
+			run.term = term
 			run.mu.Unlock()
-			notes <- demoNote(fmt.Sprintf("%s was elected leader; it admits the graph", w.name))
+			notes <- demoNote(fmt.Sprintf("%s was elected leader (term %d); it admits the graph", w.name, term))
 			if err := w.admit(campCtx); err != nil && campCtx.Err() == nil {
 				errc <- err
 			}

@@ -2,39 +2,42 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
-// candidate is one worker's candidacy for leadership of a demo run.
+// candidate is one worker's candidacy in the demo run's leader election
+// (kvlock: a lock whose holder leads, plus the value it publishes).
 type candidate struct {
-	m   *kvlease.Manager
-	key string
+	locker   *kvlock.Locker
+	election *kvlock.Election
+	name     string
 }
 
 func newCandidate(ctx context.Context, js jetstream.JetStream, run, name string) (*candidate, error) {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Holder: name})
+	l, err := kvlock.New(ctx, js, kvlock.Config{Name: "natscoord-demo", Holder: name})
 	if err != nil {
 		return nil, err
 	}
-	return &candidate{m: m, key: "natscoord-demo.leader-" + run}, nil
+	e, err := kvlock.NewElection(l, "leader-"+run)
+	if err != nil {
+		_ = l.Close(ctx)
+		return nil, err
+	}
+	return &candidate{locker: l, election: e, name: name}, nil
 }
 
-// campaign returns once this candidate leads, or with ctx's error.
-func (c *candidate) campaign(ctx context.Context) error {
-	for {
-		g, ok, err := c.m.AcquireKey(ctx, c.key, 2*time.Second, time.Hour)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return g.StartRenewing(0)
-		}
+// campaign returns once this candidate leads (having published its name as
+// the election's value), or with ctx's error. It returns the leader's term,
+// its fencing token.
+func (c *candidate) campaign(ctx context.Context) (uint64, error) {
+	if err := c.election.Campaign(ctx, c.name); err != nil {
+		return 0, err
 	}
+	return c.election.Term(), nil
 }
 
 // close resigns (if leading) and stops the candidacy.
-func (c *candidate) close(ctx context.Context) error { return c.m.Close(ctx) }
+func (c *candidate) close(ctx context.Context) error { return c.locker.Close(ctx) }

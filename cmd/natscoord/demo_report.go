@@ -65,6 +65,7 @@ type demoSummary struct {
 	Bucket    string        `json:"bucket"`
 	Workers   int           `json:"workers"`
 	Leader    string        `json:"leader"`
+	Term      uint64        `json:"leader_term"`
 	Leaders   int           `json:"leaders_elected"`
 	ElapsedMS int64         `json:"elapsed_ms"`
 	Counts    demoCounts    `json:"counts"`
@@ -94,7 +95,7 @@ type demoTaskOut struct {
 func summarize(run *demoRun, snap kvledger.Snapshot, workers int, elapsed time.Duration) demoSummary {
 	run.mu.Lock()
 	s := demoSummary{
-		Bucket: run.bucket, Workers: workers, Leader: string(run.leader), Leaders: run.leaders,
+		Bucket: run.bucket, Workers: workers, Leader: string(run.leader), Term: run.term, Leaders: run.leaders,
 		ElapsedMS: elapsed.Milliseconds(), Fencing: run.stall,
 	}
 	run.mu.Unlock()
@@ -156,7 +157,7 @@ func printDemoSummary(w io.Writer, s demoSummary) error {
 		fmt.Fprintf(w, ", %d unfinished", s.Counts.Other)
 	}
 	fmt.Fprintf(w, " in %.2fs with %d workers\n", float64(s.ElapsedMS)/1000, s.Workers)
-	fmt.Fprintf(w, "leader:  %s (%d elected)\n", dash(s.Leader), s.Leaders)
+	fmt.Fprintf(w, "leader:  %s (term %d, %d elected)\n", dash(s.Leader), s.Term, s.Leaders)
 	if f := s.Fencing; f.Worker != "" {
 		fmt.Fprintf(w, "fencing: %s paused holding %s (fence %d); %s took it over (fence %d); the late Complete with fence %d was %s\n",
 			f.Worker, demoStalling, f.Fence, dash(string(f.TakenBy)), f.TakenFence, f.Fence, refused(f))

@@ -51,6 +51,7 @@ type demoRun struct {
 	mu      sync.Mutex
 	stall   stallReport
 	leader  kvledger.OwnerID
+	term    uint64
 	leaders int
 }
 
