@@ -39,6 +39,16 @@ func TestDurabilitySIGKILL(t *testing.T) {
 	}
 }
 
+// TestDurabilitySoak repeats the kill-and-restart with both sync modes and
+// varying kill points for $NATSCOORD_SOAK.
+func TestDurabilitySoak(t *testing.T) {
+	d := soakDuration(t)
+	for i, start := 0, time.Now(); time.Since(start) < d; i++ {
+		mode := []string{"always", "default"}[i%2]
+		t.Run(fmt.Sprintf("%d-sync=%s", i, mode), func(t *testing.T) { durabilityRun(t, mode, int64(50+i*37%400)) })
+	}
+}
+
 func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	dir, port := t.TempDir(), freePort(t)
 	env := []string{envDir + "=" + dir, envPort + "=" + strconv.Itoa(port), envSync + "=" + mode}
