@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,4 +362,55 @@ func TestLockLs(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
 	require.Len(t, rows, 1)
 	require.Equal(t, "election", rows[0].Kind)
+}
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve prints its URL, serves the CLI's other commands, and on SIGINT
+// (its context's end) shuts down keeping its data.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"--json", "serve", "--port", "0", "--data-dir", dir}, &out, &errb) }()
+	var info struct {
+		URL     string `json:"url"`
+		DataDir string `json:"data_dir"`
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(out.String()), &info) == nil })
+	require.Equal(t, dir, info.DataDir)
+	r := runCLI(t, "--server", info.URL, "ledger", "admit", "kept", "--seq", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	cancel()
+	require.Equal(t, 0, natstest.Recv(t, done, 30*time.Second, "serve to stop"), errb.String())
+
+	// The data survives a restart on the same directory.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	var out2 syncBuffer
+	go func() { done <- run(ctx2, []string{"--json", "serve", "--port", "0", "--data-dir", dir}, &out2, &errb) }()
+	natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(out2.String()), &info) == nil })
+	r = runCLI(t, "--server", info.URL, "ledger", "show", "kept")
+	require.Equal(t, 0, r.code, r.stderr)
+	cancel2()
+	require.Equal(t, 0, natstest.Recv(t, done, 30*time.Second, "serve to stop"))
 }
