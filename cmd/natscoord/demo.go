@@ -181,6 +181,8 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	var campWG, loopWG sync.WaitGroup
 	campCtx, stopCampaigns := context.WithCancel(ctx)
 	defer stopCampaigns()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
 	for _, w := range workers {
 		campWG.Go(func() {
 			term, err := w.cand.campaign(campCtx)
@@ -201,13 +203,14 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 			}
 		})
 		loopWG.Go(func() {
-			if err := w.loop(ctx); err != nil && ctx.Err() == nil {
+			if err := w.loop(wctx); err != nil && wctx.Err() == nil {
 				errc <- err
 			}
 		})
 	}
 	go func() { loopWG.Wait(); close(loopsDone) }()
-	defer func() { stopCampaigns(); campWG.Wait(); loopWG.Wait() }()
+	// On every way out, stop the workers before waiting for them.
+	defer func() { stopWorkers(); stopCampaigns(); campWG.Wait(); loopWG.Wait() }()
 
 	prog := newProgress(len(demoGraph))
 	var runErr error

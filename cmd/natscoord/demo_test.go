@@ -89,3 +89,13 @@ func TestDemoExpectedOutcome(t *testing.T) {
 	}
 	require.Equal(t, kvledger.StatusCompleted, exp["site"].status)
 }
+
+// A run that cannot finish in time still prints its summary, names the
+// problem in one line and exits non-zero.
+func TestDemoDeadline(t *testing.T) {
+	t.Setenv("NATS_URL", "")
+	r := runCLI(t, "demo", "--deadline", "300ms")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stdout, "outcome: NOT as predicted")
+	require.Equal(t, "natscoord: demo: unexpected outcome: demo did not finish within --deadline 300ms\n", r.stderr)
+}
