@@ -115,7 +115,7 @@ func TestLinearizableKVLockSoak(t *testing.T) {
 // tryLock tries once to take the lock; on success it returns the fence and
 // a release function (nil error, an error matching kvlease.ErrLost, or an
 // error of unknown outcome).
-type tryLock func() (fence uint64, release func() error, ok bool, err error)
+type tryLock func(key string) (fence uint64, release func() error, ok bool, err error)
 
 // lockBackend sets up one client of a lock implementation on js.
 type lockBackend struct {
@@ -134,10 +134,10 @@ var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context
 		closeFn()
 		return nil, nil, err
 	}
-	return func() (uint64, func() error, bool, error) {
+	return func(key string) (uint64, func() error, bool, error) {
 		// A long TTL: in this run leases end by release, not expiry (an
 		// orphan is the model's one exception).
-		g, ok, err := leases.TryAcquire(context.Background(), "L", 30*time.Second)
+		g, ok, err := leases.TryAcquire(context.Background(), key, 30*time.Second)
 		if err != nil || !ok {
 			return 0, nil, ok, err
 		}
@@ -150,8 +150,8 @@ var kvlockBackend = lockBackend{name: "kvlock", create: func(ctx context.Context
 	if err != nil {
 		return nil, nil, err
 	}
-	return func() (uint64, func() error, bool, error) {
-		k, ok, err := l.TryAcquire(context.Background(), "L")
+	return func(key string) (uint64, func() error, bool, error) {
+		k, ok, err := l.TryAcquire(context.Background(), key)
 		if err != nil || !ok {
 			return 0, nil, ok, err
 		}
@@ -195,13 +195,16 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 		t.Cleanup(closeLock)
 		wg.Go(func() {
 			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
+				// A fresh key every 100 operations of a client keeps each
+				// partition of a long (soak) history small.
+				key := fmt.Sprintf("L%d", i/100)
 				call := h.now()
-				fence, release, ok, err := try()
+				fence, release, ok, err := try(key)
 				if err != nil {
-					h.add(c, call, lockIn{Acquire: true}, lockOut{Unknown: true}, true)
+					h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{Unknown: true}, true)
 					continue
 				}
-				h.add(c, call, lockIn{Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
+				h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
 				if !ok {
 					cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
 					continue
@@ -211,11 +214,11 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 				err = release()
 				switch {
 				case err == nil:
-					h.add(c, call, lockIn{Fence: fence}, lockOut{OK: true}, false)
+					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{OK: true}, false)
 				case errors.Is(err, kvlease.ErrLost):
-					h.add(c, call, lockIn{Fence: fence}, lockOut{}, false)
+					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{}, false)
 				default:
-					h.add(c, call, lockIn{Fence: fence}, lockOut{Unknown: true}, true)
+					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{Unknown: true}, true)
 				}
 			}
 		})

@@ -13,6 +13,7 @@ import (
 
 // lockIn/lockOut are the inputs and outputs of lease-as-lock operations.
 type lockIn struct {
+	Key     string // the lock's key (one partition per key)
 	Acquire bool   // TryAcquire; otherwise Release of Fence
 	Fence   uint64 // the fence being released
 }
@@ -34,6 +35,7 @@ type lockState struct {
 }
 
 var lockModel = porcupine.NondeterministicModel{
+	Partition: partitionBy(func(in any) string { return in.(lockIn).Key }),
 	Init: func() []any { return []any{lockState{}} },
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(lockState), input.(lockIn), output.(lockOut)
@@ -232,22 +234,7 @@ func ledgerApply(s ledgerState, in ledgerIn) []ledgerCand {
 }
 
 var ledgerModel = porcupine.NondeterministicModel{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range h {
-			k := op.Input.(ledgerIn).Key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
+	Partition: partitionBy(func(in any) string { return in.(ledgerIn).Key }),
 	Init: func() []any { return []any{ledgerState{}} },
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(ledgerState), input.(ledgerIn), output.(ledgerOut)
@@ -280,4 +267,25 @@ var ledgerModel = porcupine.NondeterministicModel{
 	DescribeOperation: func(input, output any) string {
 		return fmt.Sprintf("%+v -> %+v", input, output)
 	},
+}
+
+// partitionBy splits a history by the key of each operation's input: keys
+// are independent objects, and small partitions keep checking fast.
+func partitionBy(key func(input any) string) func([]porcupine.Operation) [][]porcupine.Operation {
+	return func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range h {
+			k := key(op.Input)
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	}
 }
