@@ -224,8 +224,10 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
+	if soak > 0 {
+		stop() // soak clients run until the faults end
+	}
 	wg.Wait()
-	stop()
 	res := h.check(t, b.name, lockModel)
 	f, _ := cc.faultSummary()
 	report(t, "linearizability", fmt.Sprintf("linearizability, %s TryAcquire/Release: %d operations (%d with unknown outcome) by 4 clients, %d faults (%s): %s",
@@ -347,8 +349,10 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
+	if soak > 0 {
+		stop() // soak clients run until the faults end
+	}
 	wg.Wait()
-	stop()
 	res := h.check(t, "ledger", ledgerModel)
 	f, _ := cc.faultSummary()
 	report(t, "linearizability", fmt.Sprintf("linearizability, kvledger KVStore: %d operations (%d with unknown outcome) by 4 workers, %d faults (%s): %s",

@@ -36,7 +36,7 @@ type lockState struct {
 
 var lockModel = porcupine.NondeterministicModel{
 	Partition: partitionBy(func(in any) string { return in.(lockIn).Key }),
-	Init: func() []any { return []any{lockState{}} },
+	Init:      func() []any { return []any{lockState{}} },
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(lockState), input.(lockIn), output.(lockOut)
 		var next []any
@@ -235,7 +235,7 @@ func ledgerApply(s ledgerState, in ledgerIn) []ledgerCand {
 
 var ledgerModel = porcupine.NondeterministicModel{
 	Partition: partitionBy(func(in any) string { return in.(ledgerIn).Key }),
-	Init: func() []any { return []any{ledgerState{}} },
+	Init:      func() []any { return []any{ledgerState{}} },
 	Step: func(state, input, output any) []any {
 		s, in, out := state.(ledgerState), input.(ledgerIn), output.(ledgerOut)
 		var next []any
