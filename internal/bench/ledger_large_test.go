@@ -39,6 +39,7 @@ func BenchmarkLedgerLarge(b *testing.B) {
 	fill := time.Since(start)
 	b.Logf("admitted %d+%d records in %v (%.0f/s)", small, large, fill.Round(time.Millisecond), float64(small+large)/fill.Seconds())
 
+	next := 0 // task numbers go on across runs of the sub-benchmark (-count)
 	b.Run("complete-failed-10-deps", func(b *testing.B) {
 		// prepare admits root and its 10 dependents and claims root.
 		prepare := func(l *kvledger.Ledger, i int) (kvledger.IdempotencyKey, kvledger.FenceToken) {
@@ -61,7 +62,7 @@ func BenchmarkLedgerLarge(b *testing.B) {
 			}
 		}
 		var s split // raw = small ledger, prim = large ledger
-		i := 0
+		i := next
 		for b.Loop() {
 			b.StopTimer()
 			rs, fs := prepare(ls, i)
@@ -70,6 +71,7 @@ func BenchmarkLedgerLarge(b *testing.B) {
 			s.pair(fail(ls, rs, fs), fail(ll, rl, fl))
 			i++
 		}
+		next = i
 		// The walk did block the dependents.
 		for _, l := range []*kvledger.Ledger{ls, ll} {
 			by, blocked, err := l.Blocked(ctx, kvledger.IdempotencyKey(fmt.Sprintf("dep-%d-9", i-1)))
