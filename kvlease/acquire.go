@@ -215,6 +215,11 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	cancel()
 	if err != nil {
 		switch {
+		case kvx.IsConflict(err) && cur.Live() && ownedBy(cur.Value, owner):
+			// Our own write, found as the holder: a publish that landed
+			// but was answered as a conflict (e.g. re-sent after a
+			// reconnect). The owner hash is fresh for this attempt.
+			rev = cur.Revision
 		case kvx.IsConflict(err):
 			m.stats.contended.Add(1)
 			return nil, cur, nil

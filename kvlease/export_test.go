@@ -15,5 +15,13 @@ func (g *Guard) Abandon() { g.end(errAbandoned, false, false) }
 
 var errAbandoned = ErrReleased
 
+// CorruptRevision makes g record a revision other than the stored one, as
+// a write stored at an unexpected revision would (see reclaim).
+func (g *Guard) CorruptRevision(rev uint64) {
+	g.mu.Lock()
+	g.rev = rev
+	g.mu.Unlock()
+}
+
 // Scheduled is the number of guards in the renewal scheduler.
 func (m *Manager) Scheduled() int { return m.sched.len() }

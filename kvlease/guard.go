@@ -239,6 +239,12 @@ func (g *Guard) deleteOwn() error {
 	ctx, cancel := g.m.cleanupCtx()
 	defer cancel()
 	marker, err := g.m.b.Delete(ctx, g.key, rev)
+	if kvx.IsConflict(err) {
+		if r, ok := g.reclaim(rev); ok {
+			rev = r
+			marker, err = g.m.b.Delete(ctx, g.key, rev)
+		}
+	}
 	switch {
 	case err == nil:
 		g.m.hints.put(g.key, marker)

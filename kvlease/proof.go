@@ -49,6 +49,12 @@ func (p Proof) Put(ctx context.Context, key string, value []byte) (uint64, error
 	octx, cancel := g.m.opCtx(ctx)
 	defer cancel()
 	r, err := g.m.b.PutGuarded(octx, key, value, g.key, rev)
+	if kvx.IsConflict(err) {
+		if cur, ok := g.reclaim(rev); ok {
+			rev = cur
+			r, err = g.m.b.PutGuarded(octx, key, value, g.key, rev)
+		}
+	}
 	switch {
 	case err == nil:
 		return r, nil

@@ -33,6 +33,12 @@ func (g *Guard) renew(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, min(m.cfg.OperationTimeout, vu.Sub(m.now())))
 	sent := m.now()
 	nrev, err := m.b.Update(wctx, g.key, g.value, rev, g.sttl)
+	if kvx.IsConflict(err) {
+		if r, ok := g.reclaim(rev); ok {
+			rev = r
+			nrev, err = m.b.Update(wctx, g.key, g.value, rev, g.sttl)
+		}
+	}
 	cancel()
 	if err != nil {
 		switch {

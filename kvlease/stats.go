@@ -25,13 +25,17 @@ type Stats struct {
 	// Exported and Restored count transfers out of and into the manager.
 	Exported uint64
 	Restored uint64
+	// Reclaimed counts conflicts on a guard's own writes that turned out
+	// not to be loss: the lease was still ours, stored at another revision
+	// than recorded (see RELIABILITY.md); the guard adopted that revision.
+	Reclaimed uint64
 }
 
 type counters struct {
 	active                                    atomic.Int64
 	acquired, contended, lost                 atomic.Uint64
 	renewals, renewFailures, released, forced atomic.Uint64
-	exported, restored                        atomic.Uint64
+	exported, restored, reclaimed             atomic.Uint64
 }
 
 // Stats returns a snapshot of the manager's counters.
@@ -41,6 +45,6 @@ func (m *Manager) Stats() Stats {
 		Active: c.active.Load(), Acquired: c.acquired.Load(), Contended: c.contended.Load(),
 		Lost: c.lost.Load(), Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
 		Released: c.released.Load(), ForceReleased: c.forced.Load(),
-		Exported: c.exported.Load(), Restored: c.restored.Load(),
+		Exported: c.exported.Load(), Restored: c.restored.Load(), Reclaimed: c.reclaimed.Load(),
 	}
 }
