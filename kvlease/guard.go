@@ -238,13 +238,9 @@ func (g *Guard) deleteOwn() error {
 	g.mu.Unlock()
 	ctx, cancel := g.m.cleanupCtx()
 	defer cancel()
-	marker, err := g.m.b.Delete(ctx, g.key, rev)
-	if kvx.IsConflict(err) {
-		if r, ok := g.reclaim(rev); ok {
-			rev = r
-			marker, err = g.m.b.Delete(ctx, g.key, rev)
-		}
-	}
+	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
+		return g.m.b.Delete(ctx, g.key, rev)
+	})
 	switch {
 	case err == nil:
 		g.m.hints.put(g.key, marker)

@@ -48,13 +48,9 @@ func (p Proof) Put(ctx context.Context, key string, value []byte) (uint64, error
 	g.mu.Unlock()
 	octx, cancel := g.m.opCtx(ctx)
 	defer cancel()
-	r, err := g.m.b.PutGuarded(octx, key, value, g.key, rev)
-	if kvx.IsConflict(err) {
-		if cur, ok := g.reclaim(rev); ok {
-			rev = cur
-			r, err = g.m.b.PutGuarded(octx, key, value, g.key, rev)
-		}
-	}
+	r, rev, err := g.casOwn(octx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
+		return g.m.b.PutGuarded(ctx, key, value, g.key, rev)
+	})
 	switch {
 	case err == nil:
 		return r, nil

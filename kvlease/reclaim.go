@@ -1,28 +1,67 @@
 package kvlease
 
-// reclaim runs, with opMu held, after one of the guard's compare-and-sets
-// conflicted on revision rev. A conflict normally means the lease changed
-// hands, but not always: under stream-leader changes on a replicated
-// bucket, a write can be stored at another revision than the one this
-// guard recorded (RELIABILITY.md: a release right after an acquisition
-// conflicted with no other holder in between, and the lease stayed
-// orphaned until its TTL). The owner hash is unique to this acquisition
-// (every acquisition and restore writes a fresh one), so finding it at the
-// server proves the lease is still ours: the guard adopts the stored
-// revision and the caller retries once. Anything else (another owner, no
+import (
+	"context"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// ownAttempts bounds the writes casOwn makes for one operation.
+const ownAttempts = 4
+
+// casOwn runs one of the guard's owner-only compare-and-sets (write, at
+// revision rev) with opMu held, and tells a lost race from a spurious
+// conflict. A conflict normally means the lease changed hands, but the
+// chaos soak on an R3 bucket (RELIABILITY.md) saw two other things under
+// stream-leader changes: a CAS refused although the leader then read the
+// key at exactly the expected revision with our value, and a write stored
+// at another revision than the one recorded. Every acquisition and restore
+// writes a fresh owner hash, so finding ours at the server proves the
+// lease is still ours: casOwn adopts the stored revision and writes again,
+// backing off briefly when the revision was the one it expected (the
+// server's view has not settled yet). Anything else (another owner, no
 // value, a failed read) leaves the conflict to mean loss.
-func (g *Guard) reclaim(rev uint64) (uint64, bool) {
+func (g *Guard) casOwn(ctx context.Context, rev uint64, write func(ctx context.Context, rev uint64) (uint64, error)) (uint64, uint64, error) {
+	var (
+		out uint64
+		err error
+	)
+	for attempt := range ownAttempts {
+		out, err = write(ctx, rev)
+		if !kvx.IsConflict(err) || attempt == ownAttempts-1 {
+			break
+		}
+		cur, ours := g.storedRevision()
+		if !ours {
+			break
+		}
+		if cur == rev {
+			select {
+			case <-ctx.Done():
+				return out, rev, err
+			case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+			}
+		}
+		rev = cur
+		g.mu.Lock()
+		g.rev = rev
+		g.mu.Unlock()
+		g.m.stats.reclaimed.Add(1)
+		g.m.log.Warn("kvlease: conflict on a lease that is still ours; writing again",
+			"key", g.key, "stored", cur, "attempt", attempt+1)
+	}
+	return out, rev, err
+}
+
+// storedRevision reads the lease key from the stream leader and reports
+// its revision and whether it still carries this guard's owner hash.
+func (g *Guard) storedRevision() (uint64, bool) {
 	ctx, cancel := g.m.cleanupCtx()
 	defer cancel()
 	e, err := g.m.b.Get(ctx, g.key)
-	if err != nil || e.Revision == rev || !ownedBy(e.Value, g.owner) {
+	if err != nil || !ownedBy(e.Value, g.owner) {
 		return 0, false
 	}
-	g.mu.Lock()
-	g.rev = e.Revision
-	g.mu.Unlock()
-	g.m.stats.reclaimed.Add(1)
-	g.m.log.Warn("kvlease: lease found at another revision than recorded; adopted it",
-		"key", g.key, "recorded", rev, "stored", e.Revision)
 	return e.Revision, true
 }

@@ -32,13 +32,9 @@ func (g *Guard) renew(ctx context.Context) error {
 	// Waiting past the window is pointless: the guard is lost by then.
 	wctx, cancel := context.WithTimeout(ctx, min(m.cfg.OperationTimeout, vu.Sub(m.now())))
 	sent := m.now()
-	nrev, err := m.b.Update(wctx, g.key, g.value, rev, g.sttl)
-	if kvx.IsConflict(err) {
-		if r, ok := g.reclaim(rev); ok {
-			rev = r
-			nrev, err = m.b.Update(wctx, g.key, g.value, rev, g.sttl)
-		}
-	}
+	nrev, rev, err := g.casOwn(wctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
+		return m.b.Update(ctx, g.key, g.value, rev, g.sttl)
+	})
 	cancel()
 	if err != nil {
 		switch {

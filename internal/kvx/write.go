@@ -45,22 +45,31 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.
 // revision to change.
 func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64) (uint64, Entry, error) {
 	expect := hint
-	for range 4 {
+	for attempt := range 4 {
 		rev, err := b.Update(ctx, key, value, expect, ttl)
 		if err == nil || !IsConflict(err) {
 			return rev, Entry{}, err
 		}
 		cur, err := b.Last(ctx, key)
+		next := cur.Revision
 		switch {
 		case errors.Is(err, ErrNotFound):
-			expect = 0
+			next = 0
 		case err != nil:
 			return 0, Entry{}, err
 		case cur.Live():
 			return 0, cur, fmt.Errorf("%w: %q is held at revision %d", ErrConflict, key, cur.Revision)
-		default:
-			expect = cur.Revision
 		}
+		if next == expect {
+			// Refused although the leader reads the key at exactly the
+			// revision we expected: under stream-leader changes the
+			// server's view can lag for a moment (seen in the R3 chaos
+			// soak). Not contention: back off briefly and write again.
+			if err := sleepCtx(ctx, time.Duration(10<<attempt)*time.Millisecond); err != nil {
+				return 0, Entry{}, err
+			}
+		}
+		expect = next
 	}
 	// Four lost races in a row: someone else keeps winning; that is
 	// contention, not an error of ours.
@@ -97,4 +106,18 @@ func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.Pub
 		return 0, mapErr(err)
 	}
 	return ack.Sequence, nil
+}
+
+// sleepCtx waits d or until ctx ends. It is the bounded backoff between
+// retries of a write the server refused spuriously, never a wait for a
+// condition.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
