@@ -20,7 +20,9 @@
 //   - Delete markers that report their revision, and writes guarded by
 //     another key's revision (Nats-Expected-Last-Subject-Sequence-Subject).
 //   - One shared watch per bucket (Hub) from which many waiters take wake-ups,
-//     instead of one ordered consumer per waiter.
+//     instead of one ordered consumer per waiter. A view hub (NewViewHub) also
+//     keeps the live keys in memory; Sync makes it as new as the stream leader
+//     with one leader read, so listings need no consumer of their own.
 //
 // Revisions returned here are the bucket stream's sequence numbers: strictly
 // increasing across deletes, purges, expiry and restarts, which is what

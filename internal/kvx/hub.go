@@ -26,6 +26,8 @@ type Hub struct {
 	done    chan struct{} // closed when the current watch goroutine ends
 	closed  bool
 	running bool
+
+	view *view // nil unless made by NewViewHub
 }
 
 // NewHub returns a hub watching the keys of b that match pattern (">" for
@@ -103,7 +105,13 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 func (h *Hub) startLocked(ctx context.Context) error {
 	// The watch outlives the subscriber's ctx: it belongs to the hub.
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w, err := h.b.kv.Watch(wctx, h.pattern, jetstream.UpdatesOnly())
+	var opts []jetstream.WatchOpt
+	if h.view == nil {
+		opts = append(opts, jetstream.UpdatesOnly())
+	} else {
+		h.view.reset() // a new watch rebuilds the view from its initial values
+	}
+	w, err := h.b.kv.Watch(wctx, h.pattern, opts...)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
@@ -118,10 +126,18 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	defer close(done)
 	for e := range w.Updates() {
 		if e == nil {
+			if h.view != nil {
+				h.mu.Lock()
+				h.view.markReady()
+				h.mu.Unlock()
+			}
 			continue
 		}
 		ent := fromWatch(e)
 		h.mu.Lock()
+		if h.view != nil {
+			h.view.apply(ent)
+		}
 		for s := range h.subs[ent.Key] {
 			offer(s.c, ent)
 		}
@@ -142,6 +158,9 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 		close(s.c)
 	}
 	h.running = false
+	if h.view != nil {
+		h.view.reset() // invalid without its watch; Sync restarts it
+	}
 	// The watch ended by itself (connection closed, consumer lost): cancel
 	// its context too, or nats.go's goroutine waiting on it outlives the
 	// hub (Close only cancels a running watch).

@@ -1,0 +1,176 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// NewViewHub returns a hub that, besides waking subscribers, keeps the
+// live entries of every key matching pattern in memory: its watch starts
+// with the keys' current values instead of updates only, and applies every
+// change in stream order. Questions such as "which keys live under this
+// prefix?" are then answered without I/O (Children, Live) after one leader
+// read (Sync), instead of creating an ordered consumer per question as
+// Scan does. The view costs memory for the live entries only; markers are
+// dropped.
+//
+// Like NewHub, no I/O happens until the first Subscribe or Sync.
+func (b *Bucket) NewViewHub(pattern string) *Hub {
+	h := b.NewHub(pattern)
+	h.view = &view{live: make(map[string]map[string]Entry)}
+	return h
+}
+
+// view is a hub's in-memory copy of the live keys it watches, guarded by
+// the hub's mutex.
+type view struct {
+	// live maps the parent of a key (all but its last token) to the live
+	// entries under it.
+	live map[string]map[string]Entry
+	// applied is the highest revision the current watch delivered.
+	applied uint64
+	// ready is set once the current watch delivered its initial values.
+	ready bool
+	// changed, when not nil, is closed at the next change of the view.
+	changed chan struct{}
+}
+
+func (v *view) apply(e Entry) {
+	v.applied = max(v.applied, e.Revision)
+	parent, _ := splitLast(e.Key)
+	m := v.live[parent]
+	if e.Live() {
+		if m == nil {
+			m = make(map[string]Entry)
+			v.live[parent] = m
+		}
+		m[e.Key] = e
+	} else if m != nil {
+		delete(m, e.Key)
+		if len(m) == 0 {
+			delete(v.live, parent)
+		}
+	}
+	v.notify()
+}
+
+func (v *view) markReady() {
+	v.ready = true
+	v.notify()
+}
+
+func (v *view) reset() {
+	clear(v.live)
+	v.applied, v.ready = 0, false
+	v.notify()
+}
+
+func (v *view) notify() {
+	if v.changed != nil {
+		close(v.changed)
+		v.changed = nil
+	}
+}
+
+func splitLast(key string) (parent, last string) {
+	i := strings.LastIndexByte(key, '.')
+	if i < 0 {
+		return "", key
+	}
+	return key[:i], key[i+1:]
+}
+
+// errNoView is returned by the view methods of a hub made by NewHub.
+var errNoView = errors.New("kvx: hub keeps no view (use NewViewHub)")
+
+// Sync returns once the hub's view is at least as new as the stream
+// leader was when Sync was called, for the keys matching pattern (which
+// must lie within the hub's pattern): it reads the last revision among
+// those keys from the leader, then waits, woken by the watch, until the
+// view has applied that revision. So a view read after Sync sees every
+// write acknowledged before Sync began, even when the hub's consumer runs
+// on a lagging replica of a replicated bucket. It starts the watch if it
+// is not running (after Close it returns ErrHubClosed). It fails only
+// through ctx or the leader read: bound it with a deadline.
+func (h *Hub) Sync(ctx context.Context, pattern string) error {
+	if h.view == nil {
+		return errNoView
+	}
+	var target uint64
+	last, err := h.b.lastBySubject(ctx, h.b.Subject(pattern), pattern)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("kvx: sync %q: %w", pattern, err)
+	default:
+		target = last.Revision
+	}
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return ErrHubClosed
+		}
+		if !h.running {
+			if err := h.startLocked(ctx); err != nil {
+				h.mu.Unlock()
+				return err
+			}
+		}
+		v := h.view
+		if v.ready && v.applied >= target {
+			h.mu.Unlock()
+			return nil
+		}
+		if v.changed == nil {
+			v.changed = make(chan struct{})
+		}
+		changed := v.changed
+		h.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kvx: sync %q: view at revision %d, leader at %d: %w", pattern, v.appliedNow(h), target, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+func (v *view) appliedNow(h *Hub) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return v.applied
+}
+
+// Children calls fn with the live entry of every key directly under
+// parent (parent + "." + one token), in no particular order, from the
+// view; fn returns false to stop. It does no I/O: call Sync first for an
+// answer as new as the leader. fn must not call the hub.
+func (h *Hub) Children(parent string, fn func(Entry) bool) error {
+	if h.view == nil {
+		return errNoView
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.view.live[parent] {
+		if !fn(e) {
+			break
+		}
+	}
+	return nil
+}
+
+// Live reports whether the view holds a live value for key (no I/O).
+// While the watch restarts the view may lack keys that are live; a caller
+// that finds a key missing should Sync before concluding it is gone.
+func (h *Hub) Live(key string) (bool, error) {
+	if h.view == nil {
+		return false, errNoView
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parent, _ := splitLast(key)
+	_, ok := h.view.live[parent][key]
+	return ok, nil
+}

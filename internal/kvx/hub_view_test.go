@@ -1,0 +1,108 @@
+package kvx_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// viewSuite checks that a view hub, after Sync, answers with every write
+// acknowledged before the Sync: also on R3, where the hub's consumer may
+// run on a replica that has not applied the newest writes yet.
+func viewSuite(t *testing.T, b *kvx.Bucket) {
+	ctx := natstest.Context(t, 30*time.Second)
+	// Written before the hub exists: the view starts from initial values.
+	r0, err := b.Create(ctx, "v.q.a.old", []byte("o"), 0)
+	require.NoError(t, err)
+	_, err = b.Delete(ctx, "v.q.a.old", r0)
+	require.NoError(t, err)
+	_, err = b.Create(ctx, "v.q.a.kept", []byte("k"), 0)
+	require.NoError(t, err)
+
+	h := b.NewViewHub("v.q.>")
+	t.Cleanup(func() { _ = h.Close() })
+	children := func(parent string) []string {
+		var out []string
+		require.NoError(t, h.Children(parent, func(e kvx.Entry) bool {
+			out = append(out, e.Key+"="+string(e.Value))
+			return true
+		}))
+		slices.Sort(out)
+		return out
+	}
+	require.NoError(t, h.Sync(ctx, "v.q.a.*"))
+	require.Equal(t, []string{"v.q.a.kept=k"}, children("v.q.a"))
+	require.Empty(t, children("v.q.none"))
+
+	want := []string{"v.q.a.kept=k"}
+	revs := map[string]uint64{}
+	for i := range 20 {
+		k := fmt.Sprintf("v.q.a.k%02d", i)
+		r, err := b.Create(ctx, k, []byte("v"), 0)
+		require.NoError(t, err)
+		revs[k] = r
+		want = append(want, k+"=v")
+		if i%4 == 3 { // delete an earlier key
+			d := fmt.Sprintf("v.q.a.k%02d", i-2)
+			_, err = b.Delete(ctx, d, revs[d])
+			require.NoError(t, err)
+			want = slices.DeleteFunc(want, func(s string) bool { return s == d+"=v" })
+		}
+		// Another parent's writes do not show under this one.
+		_, err = b.Create(ctx, fmt.Sprintf("v.q.b.k%02d", i), []byte("b"), 0)
+		require.NoError(t, err)
+		require.NoError(t, h.Sync(ctx, "v.q.a.*"))
+		slices.Sort(want)
+		require.Equal(t, want, children("v.q.a"), "after write %d", i)
+		live, err := h.Live(k)
+		require.NoError(t, err)
+		require.True(t, live, "after write %d", i)
+	}
+	live, err := h.Live("v.q.a.k01")
+	require.NoError(t, err)
+	require.False(t, live, "deleted")
+	n := 0
+	require.NoError(t, h.Children("v.q.a", func(kvx.Entry) bool { n++; return false }))
+	require.Equal(t, 1, n)
+
+	// Subscribers of a view hub are woken as on a plain hub.
+	s, err := h.Subscribe(ctx, "v.q.a.kept")
+	require.NoError(t, err)
+	defer s.Close()
+	e, err := b.Get(ctx, "v.q.a.kept")
+	require.NoError(t, err)
+	_, err = b.Delete(ctx, "v.q.a.kept", e.Revision)
+	require.NoError(t, err)
+	got := natstest.Recv(t, s.C(), 5*time.Second, "delete of a subscribed key")
+	require.False(t, got.Live())
+
+	require.NoError(t, h.Close())
+	require.ErrorIs(t, h.Sync(ctx, "v.q.a.*"), kvx.ErrHubClosed)
+}
+
+func TestViewHub(t *testing.T) {
+	viewSuite(t, openBucket(t, natstest.WithServer(t).JS, 1))
+}
+
+func TestViewHubR3(t *testing.T) {
+	viewSuite(t, openBucket(t, natstest.WithCluster(t, 3).JS, 3))
+}
+
+// A hub made by NewHub keeps no view and says so.
+func TestPlainHubHasNoView(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	b := openBucket(t, n.JS, 1)
+	plain := b.NewHub(">")
+	t.Cleanup(func() { _ = plain.Close() })
+	require.Error(t, plain.Sync(ctx, "x.*"))
+	require.Error(t, plain.Children("x", func(kvx.Entry) bool { return true }))
+	_, err := plain.Live("x.y")
+	require.Error(t, err)
+}
