@@ -28,9 +28,28 @@ import (
 // in the key because a NATS KV revision changes on every renewal: unlike
 // etcd's create revision it cannot order entries that renew.
 //
-// The waiter lists the queue, finds its predecessor (the greatest ticket
-// below its own) and watches only that entry; when it goes (its owner got
-// the lock and released it, gave up, or crashed) the waiter looks again.
+// The waiter looks at the queue, finds its predecessor (the greatest
+// ticket below its own) and watches only that entry; when it goes (its
+// owner got the lock and released it, gave up, or crashed) the waiter
+// looks again.
+//
+// Looking costs no consumer: the Locker's queue hub keeps the live queue
+// entries in memory from its one shared watch (kvx.NewViewHub), and a look
+// is one leader read plus a map lookup. The read (Hub.Sync) asks the
+// stream leader for the last revision R among the lock's queue keys and
+// waits until the view has applied R. Why a lagging replica cannot make a
+// waiter skip a live predecessor: every queue write acknowledged before
+// the look began (a predecessor's create, renewal or delete) has a
+// revision <= R, and the hub's consumer delivers the bucket's messages in
+// stream order without gaps, so once the view has applied R it contains
+// all of them. A consumer on a follower that is behind only delays the
+// answer. The view may be newer than R, never older; an entry it still
+// shows but which has vanished since only costs a wasted watch: the
+// waiter finds it gone in the view, or by its event, and looks again. As
+// before, an entry created after the look began is not waited for even if
+// its ticket is lower (two concurrent arrivals): both may then take
+// themselves for the head, and kvlease's compare-and-set on the lock
+// decides between them, so mutual exclusion never depends on the queue.
 // With no predecessor it is the head and takes the lock through kvlease;
 // a holder deletes the lock BEFORE its queue entry, so the head normally
 // finds the lock free at its first publish. A release therefore wakes one
@@ -66,16 +85,14 @@ func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc
 
 // tryFair is TryAcquire in fair mode: it does not take the lock while
 // anyone is queued for it.
-func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
+func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
 	queued := false
-	octx, cancel := l.opCtx(ctx)
-	err := l.b.Scan(octx, s.queue+".*", func(e kvx.Entry) bool {
+	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
 		_, queued = s.ticketOf(e.Key)
 		return !queued
 	})
-	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("kvlock: queue of %q: %w", s.key, err)
+		return nil, err
 	}
 	if queued {
 		return nil, nil
@@ -85,6 +102,24 @@ func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
 		return nil, err
 	}
 	return l.newLock(s, g, release, nil), nil
+}
+
+// queueView calls fn with the live entries of s's queue, from hub's
+// in-memory view once it is as new as the stream leader (see fair.go's
+// header on why that is enough).
+func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kvx.Entry) bool) error {
+	octx, cancel := l.opCtx(ctx)
+	err := hub.Sync(octx, s.queue+".*")
+	cancel()
+	switch {
+	case errors.Is(err, kvx.ErrHubClosed):
+		return ErrClosed
+	case err != nil && ctx.Err() != nil:
+		return context.Cause(ctx)
+	case err != nil:
+		return fmt.Errorf("kvlock: queue of %q: %w", s.key, err)
+	}
+	return hub.Children(s.queue, fn)
 }
 
 // acquireFair queues for s and takes the lock when first in line.
@@ -148,7 +183,7 @@ func entryErr(entry *kvlease.Guard) error {
 // waitHead returns once ticket t has no predecessor in s's queue.
 func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
 	for {
-		pred, err := l.predecessor(ctx, s, t)
+		pred, err := l.predecessor(ctx, s, t, hub)
 		if err != nil {
 			return err
 		}
@@ -167,28 +202,21 @@ func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.
 
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64) (string, error) {
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub) (string, error) {
 	var best uint64
 	pred := ""
-	octx, cancel := l.opCtx(ctx)
-	defer cancel()
-	err := l.b.Scan(octx, s.queue+".*", func(e kvx.Entry) bool {
+	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
 		if x, ok := s.ticketOf(e.Key); ok && x < t && x > best {
 			best, pred = x, e.Key
 		}
 		return true
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", context.Cause(ctx)
-		}
-		return "", fmt.Errorf("kvlock: queue of %q: %w", s.key, err)
-	}
-	return pred, nil
+	return pred, err
 }
 
 // waitGone waits until key has no live value. It subscribes before
-// checking, so a deletion between the check and the wait is not missed.
+// checking the view, so a deletion between the check and the wait is not
+// missed.
 // gone is false when the hub's watch restarted and the caller should
 // simply look again.
 func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard, hub *kvx.Hub) (gone bool, err error) {
@@ -200,16 +228,10 @@ func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard,
 		return false, fmt.Errorf("kvlock: watch %q: %w", key, err)
 	}
 	defer sub.Close()
-	octx, cancel := l.opCtx(ctx)
-	_, err = l.b.Get(octx, key)
-	cancel()
-	switch {
-	case errors.Is(err, kvx.ErrNotFound):
-		return false, nil
-	case err != nil && ctx.Err() != nil:
-		return false, context.Cause(ctx)
-	case err != nil:
-		return false, fmt.Errorf("kvlock: queue entry %q: %w", key, err)
+	// The view said key was live after a Sync; if it has gone since (or
+	// the watch restarted and the view is refilling), look again.
+	if live, err := hub.Live(key); err != nil || !live {
+		return false, err
 	}
 	for {
 		select {

@@ -25,8 +25,8 @@ type Locker struct {
 	b   *kvx.Bucket // raw reads and watches: queues, election records
 	log *slog.Logger
 
-	qhub  *kvx.Hub // wakes fair lock waiters (pattern "<name>.q.>")
-	eqhub *kvx.Hub // wakes fair election waiters ("<name>.eq.>")
+	qhub  *kvx.Hub // view of fair lock queues, wakes their waiters ("<name>.q.>")
+	eqhub *kvx.Hub // the same for fair election queues ("<name>.eq.>")
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -82,7 +82,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
 		cfg: cfg, m: m, b: b, log: cfg.Logger,
-		qhub: b.NewHub(cfg.Name + ".q.>"), eqhub: b.NewHub(cfg.Name + ".eq.>"),
+		qhub: b.NewViewHub(cfg.Name + ".q.>"), eqhub: b.NewViewHub(cfg.Name + ".eq.>"),
 		ctx: lctx, cancel: cancel, done: make(chan struct{}),
 	}, nil
 }
@@ -205,7 +205,7 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 	case l.cfg.Fair && wait:
 		k, err = l.acquireFair(ctx, s, hub)
 	case l.cfg.Fair:
-		k, err = l.tryFair(ctx, s)
+		k, err = l.tryFair(ctx, s, hub)
 	default:
 		var g *kvlease.Guard
 		var release context.CancelFunc
