@@ -59,7 +59,7 @@ func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 	s.Rev = 0
 	b, err := json.Marshal(kvRecord{TaskState: s, Ins: insert})
 	if err != nil {
-		return nil, fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)
+		return nil, encodeError{fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)}
 	}
 	return b, nil
 }
@@ -86,3 +86,11 @@ func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, erro
 	}
 	return s, nil
 }
+
+// encodeError marks a record that cannot be encoded (a Task that JSON
+// rejects): a property of the caller's value, not a store fault, so Admit
+// falls back to reading the key first (a duplicate then returns false, as
+// it would without the insert-first fast path).
+type encodeError struct{ error }
+
+func (e encodeError) Unwrap() error { return e.error }

@@ -67,6 +67,7 @@ var (
 	_ Store           = (*KVStore)(nil)
 	_ Swapper         = (*KVStore)(nil)
 	_ DependencyIndex = (*KVStore)(nil)
+	_ inserter        = (*KVStore)(nil)
 )
 
 // NewKVStore creates or binds the bucket described by cfg.
@@ -132,45 +133,71 @@ func (s *KVStore) CompareAndSwap(ctx context.Context, key IdempotencyKey, old, n
 // exactly the bytes written; otherwise the original error is returned,
 // never a false "lost the race".
 func (s *KVStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
+	stored, ok, _, err := s.swap(ctx, key, old, new)
+	return stored, ok, err
+}
+
+// insert implements inserter: an insert-if-absent that, when it loses
+// because the key holds a live value, returns that value decoded (the
+// conflict path of kvx.Bucket.Acquire already read it from the stream
+// leader), so Admit of an existing key needs no further read.
+func (s *KVStore) insert(ctx context.Context, key IdempotencyKey, new TaskState) (TaskState, bool, TaskState, bool, error) {
+	stored, ok, live, err := s.swap(ctx, key, TaskState{}, new)
+	if err != nil || ok || live.Revision == 0 || !live.Live() {
+		return stored, ok, TaskState{}, false, err
+	}
+	cur, err := decodeRecord(key, live.Value, live.Revision)
+	if err != nil {
+		return TaskState{}, false, TaskState{}, false, err
+	}
+	return TaskState{}, false, cur, true, nil
+}
+
+// swap is Swap that also returns, on a lost insert, the live entry the
+// key holds when kvx reported it (zero otherwise).
+func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, kvx.Entry, error) {
 	if key == "" || new.Key != key {
-		return TaskState{}, false, fmt.Errorf("%w: record key %q stored under %q", ErrInvalidState, string(new.Key), string(key))
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: record key %q stored under %q", ErrInvalidState, string(new.Key), string(key))
 	}
 	insert := isZeroOld(old)
 	if !insert && old.Rev == 0 {
-		return TaskState{}, false, nil // no stored message has revision 0
+		return TaskState{}, false, kvx.Entry{}, nil // no stored message has revision 0
 	}
 	value, err := encodeRecord(new, insert)
 	if err != nil {
-		return TaskState{}, false, err
+		return TaskState{}, false, kvx.Entry{}, err
 	}
 	var ttl time.Duration
 	if s.retention > 0 && new.Status.final() {
 		ttl = s.retention
 	}
 	k := taskKey(key)
-	var rev uint64
+	var (
+		rev  uint64
+		live kvx.Entry
+	)
 	if insert {
-		rev, _, err = s.b.Acquire(ctx, k, value, ttl, 0)
+		rev, live, err = s.b.Acquire(ctx, k, value, ttl, 0)
 	} else {
 		rev, err = s.b.Update(ctx, k, value, old.Rev, ttl)
 	}
 	switch {
 	case kvx.IsConflict(err):
-		return TaskState{}, false, nil
+		return TaskState{}, false, live, nil
 	case kvx.OutcomeUnknown(err):
 		if r, ok := s.landed(ctx, k, value); ok {
 			rev, err = r, nil
 		}
 	}
 	if err != nil {
-		return TaskState{}, false, fmt.Errorf("kvledger: write %q: %w", string(key), err)
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
 	}
 	stored := new.clone()
 	stored.Rev = rev
 	if insert {
 		stored.Fence = max(stored.Fence, FenceToken(rev))
 	}
-	return stored, true, nil
+	return stored, true, kvx.Entry{}, nil
 }
 
 // landed reads key back after an outcome-unknown write of value.

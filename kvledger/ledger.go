@@ -123,14 +123,7 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 			return false, err
 		}
 	}
-	for {
-		cur, found, err := l.store.Load(ctx, key)
-		if err != nil {
-			return false, err
-		}
-		if found && (cur.Sequence >= seq || cur.Status.final()) {
-			return false, nil
-		}
+	admitted := func(found bool, cur TaskState) TaskState {
 		next := TaskState{
 			Key: key, Status: StatusPending, Sequence: seq, Needs: needs, Task: task,
 			CreatedBy: actor, CreatedAt: now, UpdatedBy: actor, UpdatedAt: now,
@@ -139,10 +132,68 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		if found {
 			next.Fence, next.CreatedBy, next.CreatedAt = cur.Fence, cur.CreatedBy, cur.CreatedAt
 		}
-		blocker, err := l.firstBlockingNeed(ctx, needs)
-		if err != nil {
-			return false, err
+		return next
+	}
+	done := func(rec TaskState) (bool, error) {
+		if rec.Status == StatusPending {
+			if err := l.recheckNeeds(ctx, actor, rec, now); err != nil {
+				return true, err
+			}
 		}
+		return true, nil
+	}
+
+	// Fast path, the common case of a new key: insert first, in one round
+	// trip on a KVStore, and decide on the stored record only when the key
+	// turns out to hold one. This is the reference's decision for an absent
+	// key: the needs are read before the write (they pick pending or
+	// blocked), and the recheck after it covers a need failing in between.
+	// Any doubt (a need read failing, a record that does not validate)
+	// drops to the loop below, which reads the key first and so reports
+	// exactly what the reference reports.
+	var (
+		cur     TaskState
+		found   bool
+		known   bool           // cur/found hold the key's state: no Load needed
+		blocker IdempotencyKey // with known: the needs as read just now
+	)
+	if b, err := l.firstBlockingNeed(ctx, needs); err == nil {
+		next := admitted(false, TaskState{})
+		if b != "" {
+			next.Status, next.BlockedBy = StatusBlocked, b
+		}
+		if next.Validate() == nil {
+			rec, ok, c, f, err := l.insert(ctx, next)
+			var enc encodeError
+			switch {
+			case err != nil && !errors.As(err, &enc):
+				return false, err
+			case err != nil: // the loop reports it unless the key is a duplicate
+			case ok:
+				return done(rec)
+			default:
+				cur, found, known, blocker = c, f, f, b
+			}
+		}
+	}
+	for {
+		if !known {
+			var err error
+			if cur, found, err = l.store.Load(ctx, key); err != nil {
+				return false, err
+			}
+		}
+		if found && (cur.Sequence >= seq || cur.Status.final()) {
+			return false, nil
+		}
+		next := admitted(found, cur)
+		if !known {
+			var err error
+			if blocker, err = l.firstBlockingNeed(ctx, needs); err != nil {
+				return false, err
+			}
+		}
+		known = false
 		if blocker != "" {
 			next.Status, next.BlockedBy = StatusBlocked, blocker
 		}
@@ -156,12 +207,7 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		if !ok {
 			continue // someone else wrote the key; decide again
 		}
-		if rec.Status == StatusPending {
-			if err := l.recheckNeeds(ctx, actor, rec, now); err != nil {
-				return true, err
-			}
-		}
-		return true, nil
+		return done(rec)
 	}
 }
 
@@ -176,15 +222,42 @@ func (l *Ledger) recheckNeeds(ctx context.Context, actor Actor, rec TaskState, n
 }
 
 // firstBlockingNeed returns the first of needs whose record is failed or
-// blocked, or "".
+// blocked, or "". Several needs are read concurrently (one round trip of
+// wall time on a KVStore, not one per need) and judged in order, so the
+// answer, and which error wins, is that of reading them one by one and
+// stopping at the first blocker or error.
 func (l *Ledger) firstBlockingNeed(ctx context.Context, needs []IdempotencyKey) (IdempotencyKey, error) {
-	for _, n := range needs {
-		s, found, err := l.store.Load(ctx, n)
-		if err != nil {
-			return "", err
+	if len(needs) <= 1 {
+		for _, n := range needs {
+			s, found, err := l.store.Load(ctx, n)
+			if err != nil {
+				return "", err
+			}
+			if found && s.Status.blocks() {
+				return n, nil
+			}
 		}
-		if found && s.Status.blocks() {
-			return n, nil
+		return "", nil
+	}
+	type result struct {
+		blocks bool
+		err    error
+	}
+	res := make([]result, len(needs))
+	var wg sync.WaitGroup
+	for i, n := range needs {
+		wg.Go(func() {
+			s, found, err := l.store.Load(ctx, n)
+			res[i] = result{blocks: found && s.Status.blocks(), err: err}
+		})
+	}
+	wg.Wait()
+	for i, r := range res {
+		if r.err != nil {
+			return "", r.err
+		}
+		if r.blocks {
+			return needs[i], nil
 		}
 	}
 	return "", nil

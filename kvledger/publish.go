@@ -37,8 +37,31 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 	if err != nil || !ok {
 		return rec, ok, err
 	}
+	return l.written(ctx, rec)
+}
+
+// insert is write for a key believed absent: insert-if-absent, then the
+// event. When the insert loses and the store reported the record it found
+// (inserter), that record comes back with found true; otherwise the
+// caller must load the key. Nothing is overwritten, so there is no
+// previous event to flush.
+func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok bool, cur TaskState, found bool, err error) {
+	if ins, isIns := l.store.(inserter); isIns {
+		rec, ok, cur, found, err = ins.insert(ctx, next.Key, next)
+	} else {
+		rec, ok, err = l.cas(ctx, next.Key, TaskState{}, next)
+	}
+	if err != nil || !ok {
+		return rec, ok, cur, found, err
+	}
+	rec, ok, err = l.written(ctx, rec)
+	return rec, ok, TaskState{}, false, err
+}
+
+// written runs after a successful write: the test hook, then the event.
+func (l *Ledger) written(ctx context.Context, rec TaskState) (TaskState, bool, error) {
 	if l.afterWrite != nil {
-		if err := l.afterWrite(next.Key, rec); err != nil {
+		if err := l.afterWrite(rec.Key, rec); err != nil {
 			return rec, true, err
 		}
 	}

@@ -61,3 +61,11 @@ type DependencyIndex interface {
 type namedStore interface {
 	Name() string
 }
+
+// inserter is an optional Store capability: insert-if-absent that, when
+// the key already holds a record, may return it (found true) so the caller
+// can decide without loading it again. found false with ok false means
+// the record is not known and must be loaded.
+type inserter interface {
+	insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
+}

@@ -30,6 +30,11 @@ func testAdmit(t *testing.T, newStore NewStore) {
 		require.False(t, ok, "sequence %d at or below the stored one", seq)
 	}
 	require.Equal(t, "payload", state(t, l, "a").Task)
+	// Even with a payload a store could not encode: the stored record
+	// decides first.
+	ok, err = l.Admit(ctx, "bob", "a", 1, func() {}, t0)
+	require.NoError(t, err, "a duplicate is not an error")
+	require.False(t, ok)
 
 	// A terminal record is never rebased.
 	admit(t, l, "done")
@@ -109,6 +114,22 @@ func testLateAdmission(t *testing.T, newStore NewStore) {
 	requireBlocked(t, l, "gc", "c")
 	_, err = l.Claim(ctx, "w", "gc", "w", lease, t0)
 	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+
+	// Several blocking needs: the first in Needs order is named.
+	ok, err = l.Admit(ctx, "late", "multi", 1, nil, t0, "other", "gc", "p")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireBlocked(t, l, "multi", "gc")
+
+	// A rebase onto a failed need lands blocked too.
+	admit(t, l, "rb")
+	ok, err = l.Admit(ctx, "late", "rb", 2, nil, t0, "p")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireBlocked(t, l, "rb", "p")
+	ok, err = l.Admit(ctx, "late", "rb", 3, nil, t0)
+	require.NoError(t, err)
+	require.False(t, ok, "blocked is final")
 }
 
 func testTransitiveBlocking(t *testing.T, newStore NewStore) {
