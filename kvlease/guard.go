@@ -154,14 +154,26 @@ func (g *Guard) ended() error {
 // lease on condition that the key is still at the guard's revision: a late
 // release never deletes a newer holder's lease. It is idempotent and
 // concurrent calls share one attempt; ctx only bounds the waiting (the
-// attempt itself is bounded by OperationTimeout). It returns an error
+// attempt itself is bounded by OperationTimeout). The delete runs in the
+// calling goroutine when ctx cannot be cancelled (context.Background,
+// context.WithoutCancel, as With uses): there is no waiting to cut short,
+// and a hand-off to another goroutine would cost a wake-up and a fresh
+// stack on every release (BENCHMARKS.md). It returns an error
 // matching ErrLost when the lease had already been taken over, and nil
 // when the guard had already ended by loss or export (Err says why).
 func (g *Guard) Release(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
-	g.startRelease(ErrReleased)
+	if ctx.Done() == nil {
+		var cleanup func()
+		g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
+		if cleanup != nil {
+			cleanup() // outside the Once: concurrent callers wait on done, with their ctx
+		}
+	} else {
+		g.startRelease(ErrReleased)
+	}
 	select {
 	case <-g.done:
 		return g.releaseErr
@@ -185,11 +197,23 @@ func (g *Guard) lose(cause error, cleanup bool) {
 }
 
 // end moves the guard to its final state once; later calls return false.
+// del deletes the lease (conditionally) in a goroutine the manager owns;
+// release counts that as a release.
 func (g *Guard) end(cause error, del, release bool) bool {
+	ended, cleanup := g.finish(cause, del, release)
+	if cleanup != nil {
+		g.m.goOwned(cleanup)
+	}
+	return ended
+}
+
+// finish is end without running the delete: it returns it (nil when there
+// is none) for the caller to run, closing done when it completes.
+func (g *Guard) finish(cause error, del, release bool) (bool, func()) {
 	g.mu.Lock()
 	if g.cause != nil {
 		g.mu.Unlock()
-		return false
+		return false, nil
 	}
 	g.cause = cause
 	g.every = 0
@@ -203,9 +227,9 @@ func (g *Guard) end(cause error, del, release bool) bool {
 	g.m.unregister(g)
 	if !del {
 		close(g.done)
-		return true
+		return true, nil
 	}
-	g.m.goOwned(func() {
+	cleanup := func() {
 		err := g.deleteOwn()
 		if release {
 			g.releaseErr = err
@@ -214,8 +238,8 @@ func (g *Guard) end(cause error, del, release bool) bool {
 			}
 		}
 		close(g.done)
-	})
-	return true
+	}
+	return true, cleanup
 }
 
 // abort gives back a lease acquired while the manager was closing. It
@@ -318,7 +342,7 @@ func (m *Manager) due(g *Guard) {
 		g.renewing = true
 		m.sched.set(g, g.validUntil)
 		g.mu.Unlock()
-		m.goOwned(g.autoRenew)
+		m.pool.push(g)
 		return
 	}
 	m.sched.set(g, g.nextDueLocked())

@@ -29,6 +29,7 @@ type Manager struct {
 	ctx    context.Context // cancelled by Close: waiters and renewals stop
 	cancel context.CancelFunc
 	sched  *scheduler
+	pool   *renewPool
 	wg     sync.WaitGroup // renewal and cleanup goroutines
 
 	mu       sync.Mutex
@@ -76,6 +77,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 	}
 	m.hints.init(4096)
 	m.sched = newScheduler(m.due)
+	m.pool = newRenewPool()
 	return m, nil
 }
 
@@ -128,6 +130,7 @@ func (m *Manager) shutdown(gs []*Guard) {
 		}
 	}
 	m.sched.close()
+	m.pool.close()
 	m.wg.Wait()
 	if err := m.hub.Close(); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		m.log.Debug("kvlease: closing watch", "err", err)

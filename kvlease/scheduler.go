@@ -20,11 +20,17 @@ type scheduler struct {
 	done   chan struct{}
 	onDue  func(g *Guard)
 	closed bool
+	// armed is when the loop's timer fires next. set wakes the loop only
+	// for an entry due before it: an uncontended acquire/release cycle
+	// then costs no scheduler wake-up, since each new guard is due no
+	// earlier than the one before it.
+	armed time.Time
 }
 
 func newScheduler(onDue func(*Guard)) *scheduler {
 	s := &scheduler{
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), onDue: onDue,
+		armed: time.Now().Add(time.Hour),
 	}
 	go s.run()
 	return s
@@ -37,7 +43,7 @@ func (s *scheduler) set(g *Guard, at time.Time) {
 		s.mu.Unlock()
 		return
 	}
-	first := len(s.h) == 0 || at.Before(s.h[0].at)
+	first := at.Before(s.armed)
 	g.at = at
 	if g.hidx >= 0 {
 		heap.Fix(&s.h, g.hidx)
@@ -83,6 +89,7 @@ func (s *scheduler) run() {
 		if len(s.h) > 0 {
 			next = s.h[0].at.Sub(now)
 		}
+		s.armed = now.Add(next)
 		s.mu.Unlock()
 		for _, g := range due {
 			s.onDue(g) // reschedules g itself when it stays live
