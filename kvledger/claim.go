@@ -128,7 +128,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := l.loadOwned(ctx, key, fence)
 		if err != nil {
 			return err
 		}
@@ -157,7 +157,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 // retries while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := l.loadOwned(ctx, key, fence)
 		if err != nil {
 			return err
 		}

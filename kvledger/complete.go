@@ -29,7 +29,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(status))
 	}
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := l.loadOwned(ctx, key, fence)
 		if err != nil {
 			return err
 		}

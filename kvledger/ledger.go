@@ -29,6 +29,8 @@ type Ledger struct {
 	afterWrite func(key IdempotencyKey, rec TaskState) error
 
 	pub            published
+	claims         claims
+	remember       bool // the store's revisions are unique: use claims
 	onPublishError func(key IdempotencyKey, rev uint64, err error)
 
 	mu     sync.Mutex
@@ -64,6 +66,7 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	}
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
+	_, l.remember = store.(uniqueRevs)
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

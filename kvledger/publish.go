@@ -35,6 +35,9 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 	}
 	rec, ok, err := l.cas(ctx, next.Key, old, next)
 	if err != nil || !ok {
+		if l.remember {
+			l.claims.forget(next.Key)
+		}
 		return rec, ok, err
 	}
 	return l.written(ctx, rec)
@@ -60,6 +63,9 @@ func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok 
 
 // written runs after a successful write: the test hook, then the event.
 func (l *Ledger) written(ctx context.Context, rec TaskState) (TaskState, bool, error) {
+	if l.remember {
+		l.claims.note(rec)
+	}
 	if l.afterWrite != nil {
 		if err := l.afterWrite(rec.Key, rec); err != nil {
 			return rec, true, err

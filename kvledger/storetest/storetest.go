@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"Events", testEvents},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"StaleOwner", testStaleOwner},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })

@@ -1,0 +1,77 @@
+package kvledger
+
+import (
+	"context"
+	"sync"
+)
+
+// claims remembers the claimed records this Ledger wrote last, per key, so
+// that the owner's next Renew, Release or Complete (usually made through
+// the same Ledger right after its Claim) can skip the leader read: it
+// compare-and-swaps against the remembered revision directly. This is
+// only sound on a store whose Rev names one stored version for ever (the
+// KVStore: a KV revision is never reused in a bucket), so that a swap that
+// succeeds proves the remembered record was the stored one, exactly as if
+// it had just been loaded.
+//
+// The remembered record is used only when it passes the caller's checks
+// (claimed, the caller's fence). Every error is decided on a freshly
+// loaded record, and a lost swap drops the entry and loads, so what a
+// caller sees is what the load-first path gives; only the read is saved.
+// The map is bounded like published: when full it forgets everything.
+type claims struct {
+	mu  sync.Mutex
+	rec map[IdempotencyKey]TaskState
+}
+
+const claimsMax = 1 << 14
+
+// uniqueRevs is implemented by stores whose Rev is never reused for a key
+// (see claims).
+type uniqueRevs interface {
+	uniqueRevs()
+}
+
+func (*KVStore) uniqueRevs() {}
+
+// note records rec, the result of a successful write by this Ledger.
+func (c *claims) note(rec TaskState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec.Status != StatusClaimed {
+		delete(c.rec, rec.Key)
+		return
+	}
+	if c.rec == nil || len(c.rec) >= claimsMax {
+		c.rec = make(map[IdempotencyKey]TaskState)
+	}
+	c.rec[rec.Key] = rec.clone()
+}
+
+func (c *claims) forget(key IdempotencyKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.rec, key)
+}
+
+// owned returns the remembered claim of key when it carries fence.
+func (c *claims) owned(key IdempotencyKey, fence FenceToken) (TaskState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.rec[key]
+	if !ok || r.Status != StatusClaimed || r.Fence != fence {
+		return TaskState{}, false
+	}
+	return r.clone(), true
+}
+
+// loadOwned is the first read of Renew, Release and Complete: the
+// remembered claim when it is the caller's, else the stored record.
+func (l *Ledger) loadOwned(ctx context.Context, key IdempotencyKey, fence FenceToken) (TaskState, error) {
+	if l.remember {
+		if r, ok := l.claims.owned(key, fence); ok {
+			return r, nil
+		}
+	}
+	return l.load(ctx, key)
+}
