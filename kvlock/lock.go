@@ -143,6 +143,14 @@ func (k *Lock) Release(ctx context.Context) error {
 			}
 		}
 		k.release()
+		// The lease has ended; its end handler cancels k.ctx from a
+		// goroutine of the context package. Wait for it, so that the
+		// lock's context is done when Release returns (it was flaky under
+		// load otherwise), unless ctx ends first.
+		select {
+		case <-k.ended:
+		case <-ctx.Done():
+		}
 		k.releaseEntry() // after the lock: the next in line finds it free
 		k.relErr = mapErr(err)
 		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: time.Since(start), Acquired: true, Fair: k.entry != nil, Err: k.relErr})
