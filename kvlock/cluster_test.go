@@ -62,23 +62,29 @@ func TestClusterR3CASPaths(t *testing.T) {
 	waitClosed(t, won, 10*time.Second, "b elected")
 	require.NoError(t, k2.Release(ctx))
 
-	// A fair queue on R3.
+	// A fair queue on R3: waiters on their own connections (so their
+	// queue views may be served by different replicas) are served in
+	// arrival order.
 	fcfg := cfg
 	fcfg.Fair = true
 	fa := newLocker(t, c.JS, fcfg)
-	fb := newLocker(t, c.NewJS(t), fcfg)
 	h, err := fa.Acquire(ctx, "fq")
 	require.NoError(t, err)
-	got := make(chan *kvlock.Lock, 1)
-	go func() {
-		k, err := fb.Acquire(ctx, "fq")
-		if assertNoErr(t, err) {
-			got <- k
-		}
-	}()
-	natstest.Eventually(t, 10*time.Second, func() bool { return fb.Stats().Lease.Active == 1 }, "queued")
+	const waiters = 3
+	order := make(chan int, waiters)
+	for i := range waiters {
+		fl := newLocker(t, c.NewJS(t), fcfg)
+		go func() {
+			k, err := fl.Acquire(ctx, "fq")
+			if assertNoErr(t, err) && assertNoErr(t, k.Release(ctx)) {
+				order <- i // after the release: the next one acquires only then
+			}
+		}()
+		natstest.Eventually(t, 10*time.Second, func() bool { return fl.Stats().Lease.Active == 1 }, "waiter %d queued", i)
+	}
 	require.NoError(t, h.Release(ctx))
-	k := natstest.Recv(t, got, 10*time.Second, "fair waiter on R3")
-	require.NoError(t, k.Release(ctx))
+	for i := range waiters {
+		require.Equal(t, i, natstest.Recv(t, order, 10*time.Second, "fair waiter on R3"))
+	}
 	require.NoError(t, eb.Resign(ctx))
 }
