@@ -2,17 +2,20 @@ package kvlock
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
 )
 
 // Observe reports the election's leadership as it changes: first the
 // current state (a leader, or a vacancy), then every new leader, every new
 // value of the same leader (Proclaim), and every vacancy (resignation,
 // expiry of a crashed leader's lease, force release), which etcd's Observe
-// does not report. Consecutive equal states are reported once; a winner
+// does not report; a vacancy is reported even when the next leader took
+// over before the watch saw it. Consecutive equal states are reported once; a winner
 // that has not yet published its value is not reported until it has.
 //
 // The channel is closed when ctx ends, the Locker closes, or the watch
@@ -64,6 +67,15 @@ func (e *Election) observe(ctx context.Context, updates <-chan jetstream.KeyValu
 			ent := kvx.FromWatch(u)
 			switch ent.Key {
 			case e.s.lease:
+				// A new holder can only have created the key after it was
+				// vacant, but with History 1 the marker of that vacancy is
+				// gone from the stream once the new holder writes, so a
+				// watch that was a little behind never sees it. Report the
+				// vacancy anyway.
+				if !initial && present(lease) && present(ent) && newHolder(lease, ent) &&
+					!emit(ctx, ch, LeaderEvent{Vacant: true}, &last) {
+					return
+				}
 				lease = ent
 			case e.value:
 				value = ent
@@ -80,14 +92,33 @@ func (e *Election) observe(ctx context.Context, updates <-chan jetstream.KeyValu
 		} else {
 			continue // a winner that has not published yet
 		}
-		if last != nil && *last == ev {
-			continue
-		}
-		select {
-		case ch <- ev:
-			last = &ev
-		case <-ctx.Done():
+		if !emit(ctx, ch, ev, &last) {
 			return
 		}
 	}
+}
+
+// emit sends ev unless it equals the last event sent; false when ctx
+// ended first.
+func emit(ctx context.Context, ch chan<- LeaderEvent, ev LeaderEvent, last **LeaderEvent) bool {
+	if *last != nil && **last == ev {
+		return true
+	}
+	select {
+	case ch <- ev:
+		*last = &ev
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// newHolder reports whether two live values of a lease name different
+// owners (false when either cannot be read).
+func newHolder(prev, next kvx.Entry) bool {
+	var a, b kvlease.Holder
+	if json.Unmarshal(prev.Value, &a) != nil || json.Unmarshal(next.Value, &b) != nil {
+		return false
+	}
+	return a.OwnerHash != "" && b.OwnerHash != "" && a.OwnerHash != b.OwnerHash
 }
