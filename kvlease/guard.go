@@ -191,7 +191,6 @@ func (g *Guard) startRelease(cause error) {
 // the key may still be ours at the server, and deleting it frees it sooner.
 func (g *Guard) lose(cause error, cleanup bool) {
 	if g.end(cause, cleanup, false) {
-		g.m.stats.lost.Add(1)
 		g.m.log.Warn("kvlease: lease lost", "key", g.key, "cause", cause)
 	}
 }
@@ -220,6 +219,11 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func()) {
 	g.m.sched.remove(g)
 	stop := g.stopParent
 	g.mu.Unlock()
+	if errors.Is(cause, ErrLost) {
+		// Counted before the context is cancelled, so whoever sees the
+		// cancellation also sees the count.
+		g.m.stats.lost.Add(1)
+	}
 	g.cancel(cause)
 	if stop != nil {
 		stop()

@@ -75,7 +75,7 @@ func Bind(ctx context.Context, js jetstream.JetStream, bucket string, requireTTL
 }
 
 func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, requireTTL bool) (*Bucket, error) {
-	st, err := kv.Status(ctx)
+	st, err := statusWithLeader(ctx, kv)
 	if err != nil {
 		return nil, fmt.Errorf("kvx: bucket %q status: %w", kv.Bucket(), err)
 	}
@@ -145,3 +145,29 @@ func (b *Bucket) JetStream() jetstream.JetStream { return b.js }
 
 // TTLEnabled reports whether the bucket accepts per-key TTLs.
 func (b *Bucket) TTLEnabled() bool { return b.ttl }
+
+// statusWithLeader returns the bucket's status once its stream has a
+// leader. A replicated bucket that was just created (or whose nodes just
+// restarted) has none for a moment, and writes meanwhile fail with "no
+// response from stream"; callers that open a bucket expect to use it at
+// once. This is a bounded wait at open time (ctx bounds it), never on a
+// hot path.
+func statusWithLeader(ctx context.Context, kv jetstream.KeyValue) (jetstream.KeyValueStatus, error) {
+	for {
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bs, ok := st.(*jetstream.KeyValueBucketStatus)
+		if !ok {
+			return st, nil
+		}
+		info := bs.StreamInfo()
+		if info == nil || info.Cluster == nil || info.Config.Replicas <= 1 || info.Cluster.Leader != "" {
+			return st, nil
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("no stream leader: %w", err)
+		}
+	}
+}
