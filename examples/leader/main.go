@@ -23,7 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/examples/internal/exampleenv"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
@@ -57,7 +57,7 @@ type node struct {
 
 func run(ctx context.Context, w io.Writer) error {
 	out := &syncWriter{w: w}
-	dial, stop, err := connector(ctx)
+	dial, stop, err := exampleenv.Connector(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,22 +195,4 @@ func run(ctx context.Context, w io.Writer) error {
 	ocancel()
 	seen.Wait()
 	return nil
-}
-
-// connector returns a dialer for new client connections ("processes"):
-// to NATS_URL when set, else to an embedded in-process server.
-func connector(ctx context.Context) (func() (*nats.Conn, error), func(), error) {
-	if url := os.Getenv("NATS_URL"); url != "" {
-		return func() (*nats.Conn, error) { return nats.Connect(url) }, func() {}, nil
-	}
-	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	shutdown := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}
-	return func() (*nats.Conn, error) { return srv.Connect() }, shutdown, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/examples/internal/exampleenv"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
@@ -56,7 +56,7 @@ func (s *fencedStore) write(token uint64, v string) error {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	dial, stop, err := connector(ctx)
+	dial, stop, err := exampleenv.Connector(ctx)
 	if err != nil {
 		return err
 	}
@@ -147,21 +147,4 @@ func newLocker(ctx context.Context, dial func() (*nats.Conn, error), holder stri
 		return nil, nil, err
 	}
 	return l, func() { _ = l.Close(context.WithoutCancel(ctx)); nc.Close() }, nil
-}
-
-// connector dials NATS_URL when set, else an in-process embedded server.
-func connector(ctx context.Context) (func() (*nats.Conn, error), func(), error) {
-	if url := os.Getenv("NATS_URL"); url != "" {
-		return func() (*nats.Conn, error) { return nats.Connect(url) }, func() {}, nil
-	}
-	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}
-	return func() (*nats.Conn, error) { return srv.Connect() }, stop, nil
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/examples/internal/exampleenv"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -216,37 +216,20 @@ func ready(ctx context.Context, l *kvledger.Ledger, needs []kvledger.Idempotency
 
 // connect uses NATS_URL when set, else an in-process embedded server.
 func connect(ctx context.Context) (*nats.Conn, jetstream.JetStream, func(), error) {
-	if url := os.Getenv("NATS_URL"); url != "" {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		js, err := jetstream.New(nc)
-		if err != nil {
-			nc.Close()
-			return nil, nil, nil, err
-		}
-		return nc, js, nc.Close, nil
-	}
-	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
+	dial, stop, err := exampleenv.Connector(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	shutdown := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}
-	nc, err := srv.Connect()
+	nc, err := dial()
 	if err != nil {
-		shutdown()
+		stop()
 		return nil, nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		shutdown()
+		stop()
 		return nil, nil, nil, err
 	}
-	return nc, js, func() { nc.Close(); shutdown() }, nil
+	return nc, js, func() { nc.Close(); stop() }, nil
 }

@@ -18,10 +18,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/examples/internal/exampleenv"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -40,7 +39,7 @@ var jobs = kvlease.Define[string]("transfer-example", kvlease.StringCodec{})
 const key = "nightly-export"
 
 func run(ctx context.Context, out io.Writer) error {
-	dial, stop, err := connector(ctx)
+	dial, stop, err := exampleenv.Connector(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,7 +115,7 @@ func process2(ctx context.Context, dial dialer, out io.Writer, text string, oldF
 	return nil
 }
 
-type dialer func() (*nats.Conn, error)
+type dialer = exampleenv.Dialer
 
 // open is one process: its own connection and lease manager.
 func open(ctx context.Context, dial dialer, holder string) (*kvlease.Manager, kvlease.Leases[string], func(), error) {
@@ -142,21 +141,4 @@ func open(ctx context.Context, dial dialer, holder string) (*kvlease.Manager, kv
 		return nil, zero, nil, err
 	}
 	return m, leases, closeFn, nil
-}
-
-// connector dials NATS_URL when set, else an in-process embedded server.
-func connector(ctx context.Context) (dialer, func(), error) {
-	if url := os.Getenv("NATS_URL"); url != "" {
-		return func() (*nats.Conn, error) { return nats.Connect(url) }, func() {}, nil
-	}
-	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}
-	return func() (*nats.Conn, error) { return srv.Connect() }, stop, nil
 }
