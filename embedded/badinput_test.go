@@ -20,7 +20,7 @@ func TestStartRejectsBadOptions(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a certificate"), 0o600))
-	pki := newTestPKI(t)
+	pki := natstest.NewPKI(t)
 
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -1,12 +1,10 @@
 package embedded_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -163,26 +161,8 @@ func TestStreamReplicaSingleNode(t *testing.T) {
 }
 
 func TestLoggerReceivesServerLogs(t *testing.T) {
-	var buf syncBuffer
+	var buf natstest.SyncBuffer
 	s := start(t, embedded.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)), ServerName: "logged"})
 	require.Equal(t, "logged", s.Name())
 	require.Contains(t, buf.String(), "server=logged")
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

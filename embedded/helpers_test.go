@@ -2,20 +2,12 @@ package embedded_test
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base32"
 	"encoding/binary"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,83 +47,6 @@ func requireEmptyDir(t *testing.T, dir string) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "left behind in %s", dir)
-}
-
-// testPKI is a throwaway CA with a server certificate for 127.0.0.1 and
-// localhost and a client certificate, written as PEM files.
-type testPKI struct {
-	CAFile, CertFile, KeyFile, ClientCert, ClientKey string
-}
-
-func newTestPKI(t *testing.T) testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	caKey := newKey(t)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "natscoord test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-
-	leaf := func(serial int64, usage x509.ExtKeyUsage) ([]byte, *ecdsa.PrivateKey) {
-		key := newKey(t)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: "localhost"},
-			NotBefore:    time.Now().Add(-time.Hour),
-			NotAfter:     time.Now().Add(time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			DNSNames:     []string{"localhost"},
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		require.NoError(t, err)
-		return der, key
-	}
-	srvDER, srvKey := leaf(2, x509.ExtKeyUsageServerAuth)
-	cliDER, cliKey := leaf(3, x509.ExtKeyUsageClientAuth)
-
-	p := testPKI{
-		CAFile:     filepath.Join(dir, "ca.pem"),
-		CertFile:   filepath.Join(dir, "server.pem"),
-		KeyFile:    filepath.Join(dir, "server-key.pem"),
-		ClientCert: filepath.Join(dir, "client.pem"),
-		ClientKey:  filepath.Join(dir, "client-key.pem"),
-	}
-	writePEM(t, p.CAFile, "CERTIFICATE", caDER)
-	writePEM(t, p.CertFile, "CERTIFICATE", srvDER)
-	writePEM(t, p.KeyFile, "EC PRIVATE KEY", marshalKey(t, srvKey))
-	writePEM(t, p.ClientCert, "CERTIFICATE", cliDER)
-	writePEM(t, p.ClientKey, "EC PRIVATE KEY", marshalKey(t, cliKey))
-	return p
-}
-
-func newKey(t *testing.T) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	return k
-}
-
-func marshalKey(t *testing.T, k *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.MarshalECPrivateKey(k)
-	require.NoError(t, err)
-	return der
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
 }
 
 // nkeyUser makes an nkey user without the nkeys module: the public key is

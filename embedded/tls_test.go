@@ -18,7 +18,7 @@ import (
 )
 
 func TestTLS(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := natstest.NewPKI(t)
 	s := start(t, embedded.Options{TLS: &embedded.TLS{CertFile: pki.CertFile, KeyFile: pki.KeyFile, CAFile: pki.CAFile}})
 	u, err := url.Parse(s.ClientURL())
 	require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestTLS(t *testing.T) {
 }
 
 func TestTLSVerifyClients(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := natstest.NewPKI(t)
 	s := start(t, embedded.Options{TLS: &embedded.TLS{
 		CertFile: pki.CertFile, KeyFile: pki.KeyFile, CAFile: pki.CAFile, VerifyClients: true,
 	}})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -364,30 +362,11 @@ func TestLockLs(t *testing.T) {
 	require.Equal(t, "election", rows[0].Kind)
 }
 
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serve prints its URL, serves the CLI's other commands, and on SIGINT
 // (its context's end) shuts down keeping its data.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	var out, errb syncBuffer
+	var out, errb natstest.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -406,7 +385,7 @@ func TestServe(t *testing.T) {
 	// The data survives a restart on the same directory.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	var out2 syncBuffer
+	var out2 natstest.SyncBuffer
 	go func() { done <- run(ctx2, []string{"--json", "serve", "--port", "0", "--data-dir", dir}, &out2, &errb) }()
 	natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(out2.String()), &info) == nil })
 	r = runCLI(t, "--server", info.URL, "ledger", "show", "kept")

@@ -2,14 +2,12 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +36,7 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string // stdout lines; closed at EOF
-	stderr lockedBuffer
+	stderr natstest.SyncBuffer
 	waited chan struct{}
 	err    error
 }
@@ -114,24 +112,6 @@ func (c *child) Stop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		c.Kill(t)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the exec copier and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // runChild runs a child role and returns the process exit code.

@@ -3,23 +3,12 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,44 +27,12 @@ import (
 // (TestLoopbackDefault and friends in embedded_test.go); here: TLS and auth
 // end to end, subject permissions, and secrets kept out of logs.
 
-// writePKI writes a CA and a server certificate for 127.0.0.1/localhost.
-func writePKI(t *testing.T) (certFile, keyFile, caFile string) {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "natscoord test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-		return p
-	}
-	return write("cert.pem", "CERTIFICATE", leafDER), write("key.pem", "EC PRIVATE KEY", keyDER), write("ca.pem", "CERTIFICATE", caDER)
-}
-
 // TestTLSAndAuthEndToEnd runs kvlease, kvlock and kvledger over a real
 // TLS listener with password auth, and shows that a client without the
 // password, or without the CA, is refused.
 func TestTLSAndAuthEndToEnd(t *testing.T) {
-	cert, key, ca := writePKI(t)
+	pki := natstest.NewPKI(t)
+	cert, key, ca := pki.CertFile, pki.KeyFile, pki.CAFile
 	n := natstest.WithServer(t, func(o *embedded.Options) {
 		o.TLS = &embedded.TLS{CertFile: cert, KeyFile: key, CAFile: ca}
 		o.Auth = embedded.Auth{User: "app", Password: "s3cret-pw"}
@@ -204,7 +161,7 @@ func errIf(cond bool, msg string) error {
 // kvlock, through acquisition, renewal, export, restore, a failed restore,
 // loss and release, with debug logging on.
 func TestSecretsNeverLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs natstest.SyncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	n := natstest.WithServer(t, func(o *embedded.Options) {
 		o.Auth = embedded.Auth{User: "app", Password: "pw-never-logged"}
@@ -277,21 +234,4 @@ func tokenSecret(t *testing.T, raw []byte) string {
 	require.NoError(t, json.Unmarshal(js, &w))
 	require.Len(t, w.S, 64)
 	return w.S
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
