@@ -23,6 +23,11 @@ type Lock struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	ended  chan struct{} // closed when the end handler has run
+	// stopEnd unregisters the end handler (context.AfterFunc on the
+	// guard's context); endOwned says whether the handler counts in the
+	// Locker's wait group.
+	stopEnd  func() bool
+	endOwned bool
 
 	wdOnce  sync.Once
 	relOnce sync.Once
@@ -45,14 +50,17 @@ func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, e
 	k.ctx, k.cancel = context.WithCancelCause(base)
 	// Close waits for the end handler (the guard ends at the latest on
 	// Close); a lock made while Close is finishing is already ended.
-	owned := l.addOwned()
-	context.AfterFunc(g.Context(), func() {
-		if owned {
-			defer l.wg.Done()
-		}
-		k.onEnd()
-	})
+	k.endOwned = l.addOwned()
+	k.stopEnd = context.AfterFunc(g.Context(), k.runEnd)
 	return k
+}
+
+// runEnd runs the end handler once, on behalf of the Locker's wait group.
+func (k *Lock) runEnd() {
+	if k.endOwned {
+		defer k.l.wg.Done()
+	}
+	k.onEnd()
 }
 
 // onEnd runs once the lease has ended, however it ended.
@@ -136,6 +144,10 @@ func (k *Lock) Renew(ctx context.Context) error {
 func (k *Lock) Release(ctx context.Context) error {
 	k.relOnce.Do(func() {
 		start := time.Now()
+		// Take the end handler back while the lease is live, so it runs
+		// here rather than on a goroutine of the context package that
+		// Release would have to wait for (a hand-off per release).
+		inline := k.stopEnd()
 		err := k.g.Release(ctx)
 		if err == nil {
 			if c := k.g.Err(); errors.Is(c, kvlease.ErrLost) {
@@ -143,13 +155,17 @@ func (k *Lock) Release(ctx context.Context) error {
 			}
 		}
 		k.release()
-		// The lease has ended; its end handler cancels k.ctx from a
-		// goroutine of the context package. Wait for it, so that the
-		// lock's context is done when Release returns (it was flaky under
-		// load otherwise), unless ctx ends first.
-		select {
-		case <-k.ended:
-		case <-ctx.Done():
+		if inline {
+			k.runEnd() // the guard's context is cancelled by now, whatever ctx did
+		} else {
+			// The lease ended first; its end handler cancels k.ctx from a
+			// goroutine of the context package. Wait for it, so that the
+			// lock's context is done when Release returns, unless ctx
+			// ends first.
+			select {
+			case <-k.ended:
+			case <-ctx.Done():
+			}
 		}
 		k.releaseEntry() // after the lock: the next in line finds it free
 		k.relErr = mapErr(err)
