@@ -258,7 +258,7 @@ func (m *Manager) forceRelease(ctx context.Context, key string) (bool, error) {
 			cancel()
 			return false, fmt.Errorf("kvlease: force release %q: %w", key, err)
 		}
-		marker, err := m.b.Delete(octx, key, e.Revision)
+		marker, err := m.b.DeleteTTL(octx, key, e.Revision, markerKeep)
 		cancel()
 		switch {
 		case err == nil:

@@ -267,7 +267,7 @@ func (g *Guard) deleteOwn() error {
 	ctx, cancel := g.m.cleanupCtx()
 	defer cancel()
 	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
-		return g.m.b.Delete(ctx, g.key, rev)
+		return g.m.b.DeleteTTL(ctx, g.key, rev, markerKeep)
 	})
 	switch {
 	case err == nil:

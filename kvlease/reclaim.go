@@ -10,6 +10,13 @@ import (
 // ownAttempts bounds the writes casOwn makes for one operation.
 const ownAttempts = 4
 
+// markerKeep is how long the delete marker of a released or force-released
+// lease is kept. Re-acquiring the key within it takes one publish (the
+// marker's revision is the hint); after it the server expires the marker
+// and the key leaves the bucket, so keys used once (per task, per fair
+// queue waiter) do not leave a marker behind forever.
+const markerKeep = time.Minute
+
 // casOwn runs one of the guard's owner-only compare-and-sets (write, at
 // revision rev) with opMu held, and tells a lost race from a spurious
 // conflict. A conflict normally means the lease changed hands, but the

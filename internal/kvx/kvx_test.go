@@ -244,3 +244,25 @@ func FuzzValidKey(f *testing.F) {
 		}
 	})
 }
+
+func TestDeleteTTLMarkerLeavesTheBucket(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	r, err := b.Create(ctx, "gone", []byte("v"), 0)
+	require.NoError(t, err)
+	m, err := b.DeleteTTL(ctx, "gone", r, time.Second)
+	require.NoError(t, err)
+	e, err := b.Last(ctx, "gone")
+	require.NoError(t, err)
+	require.Equal(t, kvx.OpDelete, e.Op)
+	require.Equal(t, m, e.Revision)
+	// The marker expires (replaced by an expiry marker), which in turn
+	// expires after LimitMarkerTTL: the key has no message left.
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, err := b.Last(ctx, "gone")
+		return errors.Is(err, kvx.ErrNotFound)
+	}, "the deleted key leaves the bucket")
+	_, _, err = b.Acquire(ctx, "gone", []byte("again"), 0, m)
+	require.NoError(t, err, "a stale hint still acquires")
+}

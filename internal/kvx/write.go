@@ -78,12 +78,26 @@ func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time
 
 // Delete writes a delete marker on key only while its revision is rev and
 // returns the marker's revision (which a later Acquire can use as hint).
+// The marker stays until something else is written to the key.
 func (b *Bucket) Delete(ctx context.Context, key string, rev uint64) (uint64, error) {
+	return b.DeleteTTL(ctx, key, rev, 0)
+}
+
+// DeleteTTL is Delete whose marker itself expires after ttl (> 0 needs a
+// bucket with LimitMarkerTTL): the server then replaces it with an expiry
+// marker, which goes after LimitMarkerTTL, and the key leaves the bucket
+// entirely. Without it every distinct key ever deleted keeps one marker
+// for good, which grows without bound for per-task or per-waiter keys.
+func (b *Bucket) DeleteTTL(ctx context.Context, key string, rev uint64, ttl time.Duration) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	return b.publish(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev))
+	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	return b.publish(ctx, m, opts...)
 }
 
 // PutGuarded writes value to key (unconditionally on key itself) only
