@@ -82,10 +82,12 @@
 // Automatic renewal (StartRenewing, With) runs every TTL/3 by default. A
 // renewal that fails transiently is retried every max(50ms, min(ttl/15,
 // 2s)) until the window ends; only then is the lease declared lost. A
-// renewal that finds the key at another revision is loss at once. All
-// guards of a manager share one scheduler goroutine (a min-heap of due
-// times); renewals run in short-lived goroutines, so idle guards cost no
-// goroutine and no timer.
+// renewal that finds the key at another revision holding another owner's
+// value is loss at once (one still carrying this guard's owner hash is
+// written again at the stored revision: see casOwn). All guards of a
+// manager share one scheduler goroutine (a min-heap of due times) and a
+// fixed pool of 8 renewal workers, so a manager costs the same goroutines
+// with ten leases or ten thousand, and idle guards cost no timer.
 //
 // # Guarantees
 //

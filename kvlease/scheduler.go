@@ -9,7 +9,7 @@ import (
 // scheduler is the manager's one timer for all guards: a min-heap keyed by
 // each guard's next due time (its next renewal when it renews itself, else
 // the end of its validity window). Idle guards cost a heap slot, not a
-// goroutine or a timer; due work runs in short-lived goroutines.
+// goroutine or a timer; due renewals go to the manager's fixed renewPool.
 //
 // Lock order: Guard.opMu, then Guard.mu, then scheduler.mu (a leaf).
 type scheduler struct {
