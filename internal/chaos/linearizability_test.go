@@ -190,8 +190,17 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 		js, closeFn, err := cc.connect(fmt.Sprintf("lin%d", c))
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		try, closeLock, err := b.create(ctx, js, 1)
-		require.NoError(t, err)
+		// Binding the bucket right after the previous test's cluster went
+		// down can time out on a loaded machine: retry it like creation.
+		var (
+			try       tryLock
+			closeLock func()
+		)
+		retryCreate(t, func(cctx context.Context) error {
+			var err error
+			try, closeLock, err = b.create(cctx, js, 1)
+			return err
+		})
 		t.Cleanup(closeLock)
 		wg.Go(func() {
 			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
