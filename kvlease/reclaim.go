@@ -43,12 +43,8 @@ func (g *Guard) casOwn(ctx context.Context, rev uint64, write func(ctx context.C
 		if !ours {
 			break
 		}
-		if cur == rev {
-			select {
-			case <-ctx.Done():
-				return out, rev, err
-			case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
-			}
+		if cur == rev && kvx.Backoff(ctx, attempt) != nil {
+			return out, rev, err
 		}
 		rev = cur
 		g.mu.Lock()

@@ -65,7 +65,7 @@ func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time
 			// revision we expected: under stream-leader changes the
 			// server's view can lag for a moment (seen in the R3 chaos
 			// soak). Not contention: back off briefly and write again.
-			if err := sleepCtx(ctx, time.Duration(10<<attempt)*time.Millisecond); err != nil {
+			if err := Backoff(ctx, attempt); err != nil {
 				return 0, Entry{}, err
 			}
 		}
@@ -120,6 +120,15 @@ func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.Pub
 		return 0, mapErr(err)
 	}
 	return ack.Sequence, nil
+}
+
+// Backoff waits before writing again after a spurious conflict (a CAS
+// refused while the stream leader reads the key at exactly the expected
+// revision, seen under leader changes on R3): 10 ms doubled per attempt
+// (attempt counts from 0), or until ctx ends. One policy for every layer
+// that retries such a refusal.
+func Backoff(ctx context.Context, attempt int) error {
+	return sleepCtx(ctx, time.Duration(10<<attempt)*time.Millisecond)
 }
 
 // sleepCtx waits d or until ctx ends. It is the bounded backoff between
