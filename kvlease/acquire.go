@@ -172,8 +172,8 @@ func moveFirst(keys []string, k string) []string {
 // its TTL (from the stored value, else ours) as the server applies it,
 // plus a little for the expiry marker to arrive.
 func holderBound(e kvx.Entry, ttl time.Duration) time.Duration {
-	if h, err := decodeValue(e.Value); err == nil && h.TTL() >= MinTTL && h.TTL() <= MaxTTL {
-		ttl = h.TTL()
+	if t, ok := valueTTL(e.Value); ok && t >= MinTTL && t <= MaxTTL {
+		ttl = t
 	}
 	return serverTTL(ttl) + 250*time.Millisecond
 }

@@ -24,6 +24,9 @@ type Manager struct {
 	log  *slog.Logger
 	host string
 	pid  int
+	// prefix is the constant head of every lease value this manager
+	// writes (see appendValue).
+	prefix []byte
 	now  func() time.Time // the clock of validity windows; replaced in tests
 
 	ctx    context.Context // cancelled by Close: waiters and renewals stop
@@ -75,6 +78,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 		guards: make(map[*Guard]struct{}), families: make(map[Name]any),
 		done: make(chan struct{}),
 	}
+	m.prefix = valuePrefix(cfg.Holder, m.host, m.pid)
 	m.hints.init(4096)
 	m.sched = newScheduler(m.due)
 	m.pool = newRenewPool()

@@ -1,12 +1,14 @@
 package kvlease
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -49,15 +51,50 @@ type Holder struct {
 // TTL returns the lease's requested TTL.
 func (h Holder) TTL() time.Duration { return time.Duration(h.TTLMillis) * time.Millisecond }
 
-func (m *Manager) encodeValue(ttl time.Duration, ownerHash string) []byte {
-	v, err := json.Marshal(Holder{
-		ID: m.cfg.Holder, Host: m.host, PID: m.pid, Acquired: time.Now().UTC(),
-		TTLMillis: ttl.Milliseconds(), OwnerHash: ownerHash,
-	})
-	if err != nil {
-		panic(fmt.Sprintf("kvlease: encoding a lease value cannot fail: %v", err))
+// The value is JSON (readable with `nats kv get`, decoded by any version
+// through decodeValue), but it is written by appending to a prefix that
+// encoding/json produced once per manager: reflection-based Marshal was
+// the largest client-side cost of an uncontended acquisition
+// (BENCHMARKS.md). The output is byte-identical to json.Marshal(Holder).
+const (
+	ownerField = `,"owner":"`
+	ttlField   = `,"ttl_ms":`
+	// tailLen is the fixed part of the value's end: `,"owner":"` + 64
+	// hex digits + `"}`.
+	tailLen = len(ownerField) + 2*sha256.Size + len(`"}`)
+)
+
+// valuePrefix is the constant head of this process's lease values:
+// holder, host and pid, then the opening of the acquisition time.
+func valuePrefix(holder, host string, pid int) []byte {
+	id, err1 := json.Marshal(holder)
+	h, err2 := json.Marshal(host)
+	if err1 != nil || err2 != nil {
+		panic(fmt.Sprintf("kvlease: encoding a string cannot fail: %v %v", err1, err2))
 	}
-	return v
+	p := make([]byte, 0, 64+len(id)+len(h))
+	p = append(p, `{"holder":`...)
+	p = append(p, id...)
+	p = append(p, `,"host":`...)
+	p = append(p, h...)
+	p = append(p, `,"pid":`...)
+	p = strconv.AppendInt(p, int64(pid), 10)
+	return append(p, `,"acquired":"`...)
+}
+
+func (m *Manager) encodeValue(ttl time.Duration, ownerHash string) []byte {
+	return appendValue(make([]byte, 0, len(m.prefix)+96+len(ownerHash)), m.prefix, time.Now().UTC(), ttl, ownerHash)
+}
+
+func appendValue(b, prefix []byte, acquired time.Time, ttl time.Duration, ownerHash string) []byte {
+	b = append(b, prefix...)
+	b = acquired.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	b = append(b, ttlField...)
+	b = strconv.AppendInt(b, ttl.Milliseconds(), 10)
+	b = append(b, ownerField...)
+	b = append(b, ownerHash...) // hex digits: nothing to escape
+	return append(b, `"}`...)
 }
 
 func decodeValue(b []byte) (Holder, error) {
@@ -68,8 +105,61 @@ func decodeValue(b []byte) (Holder, error) {
 	return h, nil
 }
 
+// valueTail reads the TTL and owner hash from the end of a value laid out
+// as appendValue writes it, without decoding the whole value (waiters look
+// at every holder's value on every acquisition they see). ok is false for
+// any other layout; callers then fall back to decodeValue. A JSON string
+// cannot contain the unescaped quotes of this tail, so a match is the
+// value's last ttl_ms and owner members, the ones encoding/json keeps.
+func valueTail(b []byte) (ttlMillis int64, owner []byte, ok bool) {
+	if len(b) < tailLen || !bytes.HasSuffix(b, []byte(`"}`)) {
+		return 0, nil, false
+	}
+	tail := b[len(b)-tailLen:]
+	if !bytes.HasPrefix(tail, []byte(ownerField)) {
+		return 0, nil, false
+	}
+	owner = tail[len(ownerField) : len(ownerField)+2*sha256.Size]
+	for _, c := range owner {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return 0, nil, false
+		}
+	}
+	head := b[:len(b)-tailLen]
+	i := len(head)
+	for i > 0 && head[i-1] >= '0' && head[i-1] <= '9' {
+		i--
+	}
+	if i == len(head) || len(head)-i > 18 || !bytes.HasSuffix(head[:i], []byte(ttlField)) {
+		return 0, nil, false
+	}
+	n, err := strconv.ParseInt(string(head[i:]), 10, 64)
+	if err != nil {
+		return 0, nil, false
+	}
+	return n, owner, true
+}
+
+// valueTTL is the TTL a stored value asks for, if it names one.
+func valueTTL(b []byte) (time.Duration, bool) {
+	if ms, _, ok := valueTail(b); ok {
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	h, err := decodeValue(b)
+	if err != nil {
+		return 0, false
+	}
+	return h.TTL(), true
+}
+
 // ownedBy reports whether a stored value names ownerHash as its owner.
+// The tail settles the common answer (someone else holds it) without a
+// decode; a yes is always confirmed by decoding the whole value, so
+// garbage that merely ends like one of our values never counts as owned.
 func ownedBy(value []byte, ownerHash string) bool {
+	if _, owner, ok := valueTail(value); ok && string(owner) != ownerHash {
+		return false
+	}
 	h, err := decodeValue(value)
 	if err != nil || len(h.OwnerHash) != len(ownerHash) {
 		return false
