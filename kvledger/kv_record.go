@@ -55,8 +55,14 @@ type kvRecord struct {
 	Ins bool `json:"ins,omitempty"`
 }
 
+// encodeRecord returns the stored form of s. appendRecord writes it
+// directly; encoding/json is the fallback for the values appendRecord
+// leaves to it, and reports the errors.
 func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 	s.Rev = 0
+	if b, ok := appendRecord(make([]byte, 0, recordSizeHint(s)), s, insert); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(kvRecord{TaskState: s, Ins: insert})
 	if err != nil {
 		return nil, encodeError{fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)}

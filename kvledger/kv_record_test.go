@@ -1,9 +1,14 @@
 package kvledger
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/natscoord/natscoord/events"
 )
 
 // FuzzDecodeRecord: whatever bytes sit under a task key, decoding returns
@@ -58,4 +63,68 @@ func FuzzKeyOfTask(f *testing.F) {
 			t.Fatalf("%q -> %q -> %q", bucketKey, k, taskKey(k))
 		}
 	})
+}
+
+// FuzzAppendRecord: the direct encoder writes exactly the bytes
+// json.Marshal writes for the same record (so the stored format does not
+// depend on which one ran), and fails exactly when json.Marshal fails.
+// Task payloads come from the fuzzed JSON (the types a KVStore reads back)
+// and from typed Go values built from the other inputs.
+func FuzzAppendRecord(f *testing.F) {
+	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(1796083200000000000), int32(0), "a", "bench", `{"job":"resize","image":"img-000042.png","width":640}`, 1.5, true)
+	f.Add("a.b c", "claimed", uint64(0), "", uint64(0), int64(0), int32(3600), "", "", `[1,"x",null,true,{"z":{}}]`, 1e21, false)
+	f.Add("<&>\"\\\n\t\x01", "blocked", uint64(1<<63), "ü\u2028\xff", uint64(9), int64(math.MinInt64), int32(-5400), "\u2029", "\x7f", `"\u003c\ud800"`, 1e-7, true)
+	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(math.MaxInt64), int32(86400), "n", "x", `1e400`, -0.0, false)
+	f.Fuzz(func(t *testing.T, key, status string, seq uint64, owner string, fence uint64, nanos int64, offset int32, need, actor, taskJSON string, num float64, insert bool) {
+		var decoded any
+		if json.Unmarshal([]byte(taskJSON), &decoded) != nil {
+			decoded = taskJSON
+		}
+		at := time.Unix(0, nanos).In(time.FixedZone("z", int(offset)))
+		type payload struct {
+			A string  `json:"a"`
+			N float64 `json:"n,omitempty"`
+		}
+		tasks := []any{decoded, nil, num, float32(num), int(seq), int64(nanos), uint(fence), uint32(offset), int32(offset),
+			map[string]string{key: owner, need: actor}, []string{need, actor}, []any{num, decoded},
+			map[string]any{"n": num, "t": decoded, key: []any{}}, map[string]any(nil), []any(nil),
+			payload{A: owner, N: num}, []byte(taskJSON), json.RawMessage(taskJSON), json.Number(taskJSON)}
+		for _, task := range tasks {
+			s := TaskState{Key: IdempotencyKey(key), Status: Status(status), Sequence: Sequence(seq), Owner: OwnerID(owner),
+				Fence: FenceToken(fence), LeaseUntil: at, Needs: []IdempotencyKey{IdempotencyKey(need)}, BlockedBy: IdempotencyKey(need),
+				Task: task, CreatedBy: Actor(actor), CreatedAt: at, UpdatedBy: Actor(owner), UpdatedAt: at.Add(time.Duration(seq)),
+				LastEvent: events.Name(status)}
+			if nanos%3 == 0 {
+				s.LeaseUntil, s.Needs, s.CreatedAt = time.Time{}, nil, time.Time{}
+			}
+			want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
+			got, ok := appendRecord(nil, s, insert)
+			if werr != nil {
+				if ok {
+					t.Fatalf("task %#v: json.Marshal failed (%v), appendRecord wrote %s", task, werr, got)
+				}
+				continue
+			}
+			if !ok || !bytes.Equal(got, want) {
+				t.Fatalf("task %#v: appendRecord (ok %v)\n%s\njson.Marshal\n%s", task, ok, got, want)
+			}
+		}
+	})
+}
+
+// TestEncodeRecordCycle: a payload that contains itself is an encode
+// error (from encoding/json's cycle check), not a stack overflow in the
+// direct encoder.
+func TestEncodeRecordCycle(t *testing.T) {
+	m := map[string]any{}
+	m["self"] = m
+	_, err := encodeRecord(TaskState{Key: "k", Status: StatusPending, Task: m}, true)
+	var enc encodeError
+	if !errors.As(err, &enc) {
+		t.Fatalf("got %v, want an encodeError", err)
+	}
+	_, err = encodeRecord(TaskState{Key: "k", Status: StatusPending, Task: math.NaN()}, true)
+	if !errors.As(err, &enc) {
+		t.Fatalf("NaN: got %v, want an encodeError", err)
+	}
 }
