@@ -75,7 +75,9 @@ func (g *Guard) start(parent context.Context) bool {
 	defer g.mu.Unlock()
 	if g.cause == nil {
 		g.m.sched.set(g, g.validUntil)
-		g.stopParent = context.AfterFunc(parent, func() { g.startRelease(ErrReleased) })
+		if parent.Done() != nil { // an uncancellable parent (With, Background) needs no hook
+			g.stopParent = context.AfterFunc(parent, func() { g.startRelease(ErrReleased) })
+		}
 	}
 	return true
 }

@@ -41,12 +41,19 @@ var (
 	ErrCampaigning = errors.New("kvlock: already campaigning")
 )
 
+// errReleased is causeOf(kvlease.ErrReleased), made once.
+var errReleased = fmt.Errorf("%w: %w", ErrReleased, kvlease.ErrReleased)
+
 // causeOf maps a kvlease guard's end cause into this package's sentinels,
 // keeping the original in the chain.
 func causeOf(c error) error {
 	switch {
 	case c == nil:
 		return nil
+	case c == kvlease.ErrReleased: // identity: wrapped causes take the general cases below
+		// Every release ends with exactly this cause: answer it without
+		// formatting a new error each time.
+		return errReleased
 	case errors.Is(c, kvlease.ErrLost):
 		return fmt.Errorf("%w: %w", ErrLost, c)
 	case errors.Is(c, kvlease.ErrClosed):

@@ -25,7 +25,8 @@ func (l *Locker) Hold(ctx context.Context, key string) (context.Context, func(),
 	}
 	k.startWatchdog()
 	hctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, k.Token()))
-	stopLost := context.AfterFunc(k.ctx, func() { cancel(context.Cause(k.ctx)) })
+	kctx := k.Context()
+	stopLost := context.AfterFunc(kctx, func() { cancel(context.Cause(kctx)) })
 	stopParent := context.AfterFunc(ctx, func() { _ = k.Release(context.Background()) })
 	release := func() {
 		stopLost()

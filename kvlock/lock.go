@@ -20,8 +20,13 @@ type Lock struct {
 	release context.CancelFunc // ends the lease's parent context
 	start   time.Time
 
+	// ctx is the lock's context, made on first use (Context, Done,
+	// Hold): a lock taken and released without looking at it costs no
+	// contexts of its own. cause is set once the lock has ended.
+	ctxMu  sync.Mutex
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	cause  error
 	ended  chan struct{} // closed when the end handler has run
 	// stopEnd unregisters the end handler (context.AfterFunc on the
 	// guard's context); endOwned says whether the handler counts in the
@@ -46,8 +51,6 @@ func TokenFromContext(ctx context.Context) (uint64, bool) {
 
 func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, entry *kvlease.Guard) *Lock {
 	k := &Lock{l: l, s: s, g: g, entry: entry, release: release, start: time.Now(), ended: make(chan struct{})}
-	base := context.WithValue(context.WithoutCancel(g.Context()), tokenKey{}, g.Fence())
-	k.ctx, k.cancel = context.WithCancelCause(base)
 	// Close waits for the end handler (the guard ends at the latest on
 	// Close); a lock made while Close is finishing is already ended.
 	k.endOwned = l.addOwned()
@@ -66,8 +69,7 @@ func (k *Lock) runEnd() {
 // onEnd runs once the lease has ended, however it ended.
 func (k *Lock) onEnd() {
 	defer close(k.ended)
-	cause := causeOf(context.Cause(k.g.Context()))
-	k.cancel(cause)
+	cause := k.endCtx(causeOf(context.Cause(k.g.Context())))
 	k.release()
 	if errors.Is(cause, ErrLost) {
 		k.l.log.Warn("kvlock: lock lost", "lock", k.l.cfg.Name, "key", k.s.key, "token", k.Token(), "cause", cause)
@@ -88,6 +90,20 @@ func (k *Lock) releaseEntry() {
 	}
 }
 
+// endCtx ends the lock's context with cause, unless it has ended
+// already, and returns the cause it ended with.
+func (k *Lock) endCtx(cause error) error {
+	k.ctxMu.Lock()
+	defer k.ctxMu.Unlock()
+	if k.cause == nil {
+		k.cause = cause
+		if k.cancel != nil {
+			k.cancel(cause)
+		}
+	}
+	return k.cause
+}
+
 // Key returns the lock key.
 func (k *Lock) Key() string { return k.s.key }
 
@@ -106,10 +122,21 @@ func (k *Lock) Token() uint64 {
 // (TokenFromContext) and the values of the context it was acquired with,
 // and is cancelled when the lock ends, with a cause matching ErrLost or
 // ErrReleased.
-func (k *Lock) Context() context.Context { return k.ctx }
+func (k *Lock) Context() context.Context {
+	k.ctxMu.Lock()
+	defer k.ctxMu.Unlock()
+	if k.ctx == nil {
+		base := context.WithValue(context.WithoutCancel(k.g.Context()), tokenKey{}, k.g.Fence())
+		k.ctx, k.cancel = context.WithCancelCause(base)
+		if k.cause != nil {
+			k.cancel(k.cause) // made after the end: born cancelled
+		}
+	}
+	return k.ctx
+}
 
 // Done is closed once the lock has ended (released, lost or closed).
-func (k *Lock) Done() <-chan struct{} { return k.ctx.Done() }
+func (k *Lock) Done() <-chan struct{} { return k.Context().Done() }
 
 // Err returns nil while the lock is held, else why it ended. It checks the
 // validity window against the clock now (see kvlease.Guard.Err), so a
@@ -148,6 +175,9 @@ func (k *Lock) Release(ctx context.Context) error {
 		// here rather than on a goroutine of the context package that
 		// Release would have to wait for (a hand-off per release).
 		inline := k.stopEnd()
+		if inline {
+			k.endCtx(errReleased) // protected work stops before the delete is sent
+		}
 		err := k.g.Release(ctx)
 		if err == nil {
 			if c := k.g.Err(); errors.Is(c, kvlease.ErrLost) {
@@ -158,7 +188,7 @@ func (k *Lock) Release(ctx context.Context) error {
 		if inline {
 			k.runEnd() // the guard's context is cancelled by now, whatever ctx did
 		} else {
-			// The lease ended first; its end handler cancels k.ctx from a
+			// The lease ended first; its end handler ends the lock from a
 			// goroutine of the context package. Wait for it, so that the
 			// lock's context is done when Release returns, unless ctx
 			// ends first.

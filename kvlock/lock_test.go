@@ -332,3 +332,38 @@ func TestObserverSeesEveryOperation(t *testing.T) {
 		}
 	}
 }
+
+// The lock's context is made on first use; whether that is before or
+// after the lock ended, it carries the token and ends with ErrReleased.
+func TestLockContextMadeBeforeOrAfterRelease(t *testing.T) {
+	n := natstest.WithServer(t)
+	l := newLocker(t, n.JS, kvlock.Config{TTL: 5 * time.Second})
+	ctx := natstest.Context(t, 10*time.Second)
+
+	k, ok, err := l.TryAcquire(ctx, "ctx-order")
+	require.NoError(t, err)
+	require.True(t, ok)
+	kctx := k.Context()
+	require.NoError(t, kctx.Err())
+	tok, ok := kvlock.TokenFromContext(kctx)
+	require.True(t, ok)
+	require.Equal(t, k.Token(), tok)
+	require.NoError(t, k.Release(ctx))
+	require.ErrorIs(t, context.Cause(kctx), kvlock.ErrReleased)
+	select {
+	case <-k.Done():
+	default:
+		require.FailNow(t, "Done not closed after Release")
+	}
+
+	k2, ok, err := l.TryAcquire(ctx, "ctx-order")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, k2.Release(ctx))
+	k2ctx := k2.Context()
+	require.ErrorIs(t, context.Cause(k2ctx), kvlock.ErrReleased)
+	tok2, ok := kvlock.TokenFromContext(k2ctx)
+	require.True(t, ok)
+	require.Greater(t, tok2, tok)
+	require.ErrorIs(t, k2.Err(), kvlock.ErrReleased)
+}

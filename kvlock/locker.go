@@ -216,7 +216,9 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 	}
 	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: time.Since(start),
 		Acquired: k != nil, Fair: l.cfg.Fair, Err: err})
-	if err == nil && k != nil {
+	if err == nil && k != nil && l.log.Enabled(ctx, slog.LevelDebug) {
+		// Checked first: boxing the arguments costs allocations on every
+		// acquisition even when debug logging is off.
 		l.log.Debug("kvlock: acquired", "lock", l.cfg.Name, "key", s.key, "token", k.Token())
 	}
 	return k, err
@@ -231,8 +233,7 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 		if err := ctx.Err(); err != nil {
 			return nil, nil, context.Cause(ctx)
 		}
-		lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
-		stop := context.AfterFunc(ctx, lcancel)
+		lctx, lcancel, stop := leaseParent(ctx)
 		var g *kvlease.Guard
 		err := l.retry(ctx, transientAcquire, func() error {
 			var err error
@@ -260,6 +261,20 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 			return nil, nil, mapErr(err)
 		}
 	}
+}
+
+// leaseParent is the parent context of an acquisition's lease: ctx until
+// the lease is acquired (stop detaches it and reports whether ctx was
+// still live), and from then on ended only by cancel, which Release calls.
+// A ctx that can never be cancelled (context.Background) needs none of
+// this: the lease then hangs off ctx itself and its guard ends it on
+// release, which saves two contexts and a registration per acquisition.
+func leaseParent(ctx context.Context) (lctx context.Context, cancel context.CancelFunc, stop func() bool) {
+	if ctx.Done() == nil {
+		return ctx, func() {}, func() bool { return true }
+	}
+	lctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	return lctx, cancel, context.AfterFunc(ctx, cancel)
 }
 
 // waitFor is the wait handed to kvlease: until ctx's deadline, at most
