@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -100,3 +101,11 @@ func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, erro
 type encodeError struct{ error }
 
 func (e encodeError) Unwrap() error { return e.error }
+
+// isEncodeError reports whether err is an encodeError. It is a function
+// of its own so that the target errors.As needs is allocated only when
+// there is an error to inspect, not on every Admit.
+func isEncodeError(err error) bool {
+	var enc encodeError
+	return errors.As(err, &enc)
+}

@@ -167,9 +167,8 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		}
 		if next.Validate() == nil {
 			rec, ok, c, f, err := l.insert(ctx, next)
-			var enc encodeError
 			switch {
-			case err != nil && !errors.As(err, &enc):
+			case err != nil && !isEncodeError(err):
 				return false, err
 			case err != nil: // the loop reports it unless the key is a duplicate
 			case ok:
