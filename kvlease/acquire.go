@@ -68,7 +68,7 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 	if err := m.checkWait(wait); err != nil {
 		return nil, false, err
 	}
-	g, _, err := m.tryKeys(ctx, family, keys, ttl, nil)
+	g, _, _, err := m.tryKeys(ctx, family, keys, ttl, nil)
 	if err != nil || g != nil || wait == 0 {
 		return g, g != nil, err
 	}
@@ -82,7 +82,7 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 		if err != nil {
 			return nil, false, m.waitErr(ctx, wctx, err)
 		}
-		g, recheck, err := m.tryKeys(ctx, family, keys, ttl, hints)
+		g, recheck, _, err := m.tryKeys(ctx, family, keys, ttl, hints)
 		if err != nil || g != nil {
 			sub.Close()
 			return g, g != nil, err
@@ -99,150 +99,121 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 	}
 }
 
-// waitLoop waits on one subscription. It returns (nil, nil) when the
-// subscription's channel closed and the caller should subscribe again.
-func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name, keys []string,
-	ttl time.Duration, hints map[string]uint64, recheck time.Duration) (*Guard, error) {
-	t := time.NewTimer(recheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-wctx.Done():
-			return nil, nil
-		case <-t.C:
-			g, rc, err := m.tryKeys(ctx, family, keys, ttl, hints)
-			if err != nil || g != nil {
-				return g, err
-			}
-			t.Reset(rc)
-		case e, ok := <-sub.C():
-			if !ok {
-				return nil, nil
-			}
-			if e.Live() {
-				// Acquired or renewed by someone else: the re-check bound moves.
-				t.Reset(holderBound(e, ttl))
-				continue
-			}
-			hints[e.Key] = e.Revision
-			g, rc, err := m.tryKeys(ctx, family, moveFirst(keys, e.Key), ttl, hints)
-			if err != nil || g != nil {
-				return g, err
-			}
-			t.Reset(rc)
-		}
-	}
-}
-
-// waitErr maps the end of a wait: the caller's context ending is its
-// error; Close is ErrClosed; the wait running out with the key still held
-// is context.DeadlineExceeded (as in the library kvlease replaces), so a
-// caller can tell "gave up waiting" from "tried once and it was held".
-func (m *Manager) waitErr(ctx, wctx context.Context, err error) error {
-	switch {
-	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kvx.ErrHubClosed):
-		return err
-	case ctx.Err() != nil:
-		return context.Cause(ctx)
-	case m.ctx.Err() != nil || errors.Is(err, kvx.ErrHubClosed):
-		return ErrClosed
-	case err != nil && wctx.Err() == nil:
-		return err
-	case wctx.Err() != nil:
-		return fmt.Errorf("kvlease: wait ran out: %w", context.DeadlineExceeded)
-	}
-	return nil
-}
-
-func moveFirst(keys []string, k string) []string {
-	if len(keys) == 1 || keys[0] == k {
-		return keys
-	}
-	out := make([]string, 0, len(keys))
-	out = append(out, k)
-	for _, x := range keys {
-		if x != k {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// holderBound is the longest a live entry can stay without another write:
-// its TTL (from the stored value, else ours) as the server applies it,
-// plus a little for the expiry marker to arrive.
-func holderBound(e kvx.Entry, ttl time.Duration) time.Duration {
-	if t, ok := valueTTL(e.Value); ok && t >= MinTTL && t <= MaxTTL {
-		ttl = t
-	}
-	return serverTTL(ttl) + 250*time.Millisecond
-}
-
 // tryKeys tries each key once, in order. It returns the first guard, or
-// the re-check bound of the holders it met.
-func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl time.Duration, hints map[string]uint64) (*Guard, time.Duration, error) {
+// the re-check bound of the holders it met. A key with a hint (a marker
+// revision just reported by the watch) is tried with one publish and no
+// read-back; such a try that loses is returned as pending, for the wait
+// loop to settle from the watch (see waitLoop).
+func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl time.Duration,
+	hints map[string]uint64) (*Guard, time.Duration, *attempt, error) {
 	recheck := time.Duration(0)
+	var pending *attempt
 	for _, k := range keys {
-		g, cur, err := m.tryKey(ctx, family, k, ttl, hints[k])
+		hint, fresh := hints[k]
+		g, cur, lost, err := m.tryKey(ctx, family, k, ttl, hint, fresh)
 		if err != nil || g != nil {
-			return g, 0, err
+			return g, 0, nil, err
 		}
 		delete(hints, k)
+		if lost != nil {
+			pending = lost
+			continue
+		}
 		recheck = max(recheck, holderBound(cur, ttl))
 	}
-	return nil, recheck, nil
+	if pending != nil {
+		// The winner's write reaches us through the watch within a round
+		// trip or so; if nothing comes, look again soon rather than after
+		// a whole TTL.
+		recheck = verifyAfter
+	}
+	return nil, recheck, pending, nil
+}
+
+// attempt is an acquisition publish: the value it wrote and the owner
+// secret in it.
+type attempt struct {
+	key   string
+	sec   secret
+	owner string
+	value []byte
+	sent  time.Time
 }
 
 // tryKey is one acquisition attempt: create-if-absent with a per-key TTL,
 // in one publish when the key's last marker revision is known.
-// Contention returns (nil, holder, nil); errors are never contention.
-func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.Duration, hint uint64) (*Guard, kvx.Entry, error) {
+// Contention returns (nil, holder, nil, nil); errors are never contention.
+//
+// fresh says hint came from the watch a moment ago. Then a lost race is
+// not read back (the read would cost a round trip per waiter per release,
+// and the watch is about to report the winner anyway): tryKey returns the
+// attempt as lost instead, holder unknown.
+func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.Duration,
+	hint uint64, fresh bool) (*Guard, kvx.Entry, *attempt, error) {
 	if err := m.admit(); err != nil {
-		return nil, kvx.Entry{}, err
+		return nil, kvx.Entry{}, nil, err
 	}
 	if ctx.Err() != nil {
-		return nil, kvx.Entry{}, context.Cause(ctx)
+		return nil, kvx.Entry{}, nil, context.Cause(ctx)
 	}
-	sec := newSecret()
-	owner := sec.hash()
-	value := m.encodeValue(ttl, owner)
+	a := &attempt{key: key, sec: newSecret()}
+	a.owner = a.sec.hash()
+	a.value = m.encodeValue(ttl, a.owner)
 	if hint == 0 {
 		hint = m.hints.get(key)
 	}
 	octx, cancel := m.opCtx(ctx)
-	sent := m.now()
-	rev, cur, err := m.b.Acquire(octx, key, value, serverTTL(ttl), hint)
+	a.sent = m.now()
+	var (
+		rev uint64
+		cur kvx.Entry
+		err error
+	)
+	if fresh {
+		rev, err = m.b.Update(octx, key, a.value, hint, serverTTL(ttl))
+	} else {
+		rev, cur, err = m.b.Acquire(octx, key, a.value, serverTTL(ttl), hint)
+	}
 	cancel()
 	if err != nil {
 		switch {
-		case kvx.IsConflict(err) && cur.Live() && ownedBy(cur.Value, owner):
+		case kvx.IsConflict(err) && fresh:
+			m.stats.contended.Add(1)
+			return nil, kvx.Entry{}, a, nil
+		case kvx.IsConflict(err) && cur.Live() && ownedBy(cur.Value, a.owner):
 			// Our own write, found as the holder: a publish that landed
 			// but was answered as a conflict (e.g. re-sent after a
 			// reconnect). The owner hash is fresh for this attempt.
 			rev = cur.Revision
 		case kvx.IsConflict(err):
 			m.stats.contended.Add(1)
-			return nil, cur, nil
+			return nil, cur, nil, nil
 		case kvx.OutcomeUnknown(err):
 			rctx, rcancel := m.cleanupCtx()
 			e, rerr := m.b.Get(rctx, key)
 			rcancel()
-			if rerr != nil || !ownedBy(e.Value, owner) {
-				return nil, kvx.Entry{}, fmt.Errorf("kvlease: acquire %q: %w", key, err)
+			if rerr != nil || !ownedBy(e.Value, a.owner) {
+				return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, err)
 			}
 			rev = e.Revision // the unanswered write did land: we hold it
 		default:
-			return nil, kvx.Entry{}, fmt.Errorf("kvlease: acquire %q: %w", key, err)
+			return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, err)
 		}
 	}
-	m.hints.drop(key)
-	g := m.newGuard(ctx, family, key, rev, sent, ttl, sec, owner, value)
+	g, err := m.won(ctx, family, a, rev, ttl)
+	return g, kvx.Entry{}, nil, err
+}
+
+// won turns an attempt that holds its key at rev into a running guard.
+func (m *Manager) won(ctx context.Context, family Name, a *attempt, rev uint64, ttl time.Duration) (*Guard, error) {
+	m.hints.drop(a.key)
+	g := m.newGuard(ctx, family, a.key, rev, a.sent, ttl, a.sec, a.owner, a.value)
 	if !g.start(ctx) {
 		g.abort()
-		return nil, kvx.Entry{}, ErrClosed
+		return nil, ErrClosed
 	}
 	m.stats.acquired.Add(1)
-	return g, kvx.Entry{}, nil
+	return g, nil
 }
 
 // forceRelease deletes key's live value whoever holds it.

@@ -2,12 +2,9 @@ package kvlease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Guard is one held lease: one ownership interval of one key, from a
@@ -149,143 +146,6 @@ func (g *Guard) ended() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.cause
-}
-
-// Release ends the guard (its context is cancelled with ErrReleased first,
-// so protected work stops before the key can change hands) and deletes the
-// lease on condition that the key is still at the guard's revision: a late
-// release never deletes a newer holder's lease. It is idempotent and
-// concurrent calls share one attempt; ctx only bounds the waiting (the
-// attempt itself is bounded by OperationTimeout). The delete runs in the
-// calling goroutine when ctx cannot be cancelled (context.Background,
-// context.WithoutCancel, as With uses): there is no waiting to cut short,
-// and a hand-off to another goroutine would cost a wake-up and a fresh
-// stack on every release (BENCHMARKS.md). It returns an error
-// matching ErrLost when the lease had already been taken over, and nil
-// when the guard had already ended by loss or export (Err says why).
-func (g *Guard) Release(ctx context.Context) error {
-	if g == nil {
-		return nil
-	}
-	if ctx.Done() == nil {
-		var cleanup func()
-		g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
-		if cleanup != nil {
-			cleanup() // outside the Once: concurrent callers wait on done, with their ctx
-		}
-	} else {
-		g.startRelease(ErrReleased)
-	}
-	select {
-	case <-g.done:
-		return g.releaseErr
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (g *Guard) startRelease(cause error) {
-	g.releaseOnce.Do(func() { g.end(cause, true, true) })
-}
-
-// lose ends the guard with cause (matching ErrLost). cleanup asks for a
-// conditional delete: when the loss is only the local window running out,
-// the key may still be ours at the server, and deleting it frees it sooner.
-func (g *Guard) lose(cause error, cleanup bool) {
-	if g.end(cause, cleanup, false) {
-		g.m.log.Warn("kvlease: lease lost", "key", g.key, "cause", cause)
-	}
-}
-
-// end moves the guard to its final state once; later calls return false.
-// del deletes the lease (conditionally) in a goroutine the manager owns;
-// release counts that as a release.
-func (g *Guard) end(cause error, del, release bool) bool {
-	ended, cleanup := g.finish(cause, del, release)
-	if cleanup != nil {
-		g.m.goOwned(cleanup)
-	}
-	return ended
-}
-
-// finish is end without running the delete: it returns it (nil when there
-// is none) for the caller to run, closing done when it completes.
-func (g *Guard) finish(cause error, del, release bool) (bool, func()) {
-	g.mu.Lock()
-	if g.cause != nil {
-		g.mu.Unlock()
-		return false, nil
-	}
-	g.cause = cause
-	g.every = 0
-	g.m.sched.remove(g)
-	stop := g.stopParent
-	g.mu.Unlock()
-	if errors.Is(cause, ErrLost) {
-		// Counted before the context is cancelled, so whoever sees the
-		// cancellation also sees the count.
-		g.m.stats.lost.Add(1)
-	}
-	g.cancel(cause)
-	if stop != nil {
-		stop()
-	}
-	g.m.unregister(g)
-	if !del {
-		close(g.done)
-		return true, nil
-	}
-	cleanup := func() {
-		err := g.deleteOwn()
-		if release {
-			g.releaseErr = err
-			if err == nil {
-				g.m.stats.released.Add(1)
-			}
-		}
-		close(g.done)
-	}
-	return true, cleanup
-}
-
-// abort gives back a lease acquired while the manager was closing. It
-// deletes synchronously, in the caller's goroutine: Close may already have
-// finished waiting for the manager's own goroutines.
-func (g *Guard) abort() {
-	g.end(ErrClosed, false, false)
-	if err := g.deleteOwn(); err != nil {
-		g.m.log.Warn("kvlease: giving back a lease acquired during Close", "key", g.key, "err", err)
-	}
-}
-
-// deleteOwn deletes the lease at the guard's revision, waiting for any
-// in-flight renewal first so the revision is the latest one.
-func (g *Guard) deleteOwn() error {
-	g.opMu.Lock()
-	defer g.opMu.Unlock()
-	g.mu.Lock()
-	rev := g.rev
-	g.mu.Unlock()
-	ctx, cancel := g.m.cleanupCtx()
-	defer cancel()
-	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
-		return g.m.b.DeleteTTL(ctx, g.key, rev, markerKeep)
-	})
-	switch {
-	case err == nil:
-		g.m.hints.put(g.key, marker)
-		return nil
-	case kvx.IsConflict(err):
-		return fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
-	case kvx.OutcomeUnknown(err):
-		rctx, rcancel := g.m.cleanupCtx()
-		defer rcancel()
-		e, rerr := g.m.b.Get(rctx, g.key)
-		if errors.Is(rerr, kvx.ErrNotFound) || rerr == nil && e.Revision != rev {
-			return nil // the delete landed (or the key moved on without us)
-		}
-	}
-	return fmt.Errorf("kvlease: release %q: %w", g.key, err)
 }
 
 // StartRenewing makes the manager's scheduler renew the lease every

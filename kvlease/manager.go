@@ -27,7 +27,7 @@ type Manager struct {
 	// prefix is the constant head of every lease value this manager
 	// writes (see appendValue).
 	prefix []byte
-	now  func() time.Time // the clock of validity windows; replaced in tests
+	now    func() time.Time // the clock of validity windows; replaced in tests
 
 	ctx    context.Context // cancelled by Close: waiters and renewals stop
 	cancel context.CancelFunc

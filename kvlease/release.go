@@ -1,0 +1,189 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// Release ends the guard (its context is cancelled with ErrReleased first,
+// so protected work stops before the key can change hands) and deletes the
+// lease on condition that the key is still at the guard's revision: a late
+// release never deletes a newer holder's lease. It is idempotent and
+// concurrent calls share one attempt; ctx only bounds the waiting (the
+// attempt itself is bounded by OperationTimeout). It returns an error
+// matching ErrLost when the lease had already been taken over, and nil
+// when the guard had already ended by loss or export (Err says why).
+//
+// The delete is sent from the calling goroutine: a hand-off to another
+// goroutine costs a wake-up on every release, which on a busy machine is
+// most of the time a lock handover takes (BENCHMARKS.md). When ctx ends
+// with the delete in flight, Release returns at once and a goroutine of
+// the manager settles the delete by reading the key.
+func (g *Guard) Release(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	var cleanup func(context.Context)
+	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
+	if cleanup != nil {
+		cleanup(ctx) // outside the Once: concurrent callers wait on done, with their ctx
+	}
+	select {
+	case <-g.done:
+		return g.releaseErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (g *Guard) startRelease(cause error) {
+	g.releaseOnce.Do(func() { g.end(cause, true, true) })
+}
+
+// lose ends the guard with cause (matching ErrLost). cleanup asks for a
+// conditional delete: when the loss is only the local window running out,
+// the key may still be ours at the server, and deleting it frees it sooner.
+func (g *Guard) lose(cause error, cleanup bool) {
+	if g.end(cause, cleanup, false) {
+		g.m.log.Warn("kvlease: lease lost", "key", g.key, "cause", cause)
+	}
+}
+
+// end moves the guard to its final state once; later calls return false.
+// del deletes the lease (conditionally) in a goroutine the manager owns;
+// release counts that as a release.
+func (g *Guard) end(cause error, del, release bool) bool {
+	ended, cleanup := g.finish(cause, del, release)
+	if cleanup != nil {
+		g.m.goOwned(func() { cleanup(context.Background()) })
+	}
+	return ended
+}
+
+// finish is end without running the delete: it returns it (nil when there
+// is none) for the caller to run, closing done when it completes. The
+// cleanup's argument is the context of a caller waiting for it
+// (context.Background: none);
+// when that context ends with the delete in flight, the cleanup hands the
+// rest to a goroutine of the manager and returns.
+func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Context)) {
+	g.mu.Lock()
+	if g.cause != nil {
+		g.mu.Unlock()
+		return false, nil
+	}
+	g.cause = cause
+	g.every = 0
+	g.m.sched.remove(g)
+	stop := g.stopParent
+	g.mu.Unlock()
+	if errors.Is(cause, ErrLost) {
+		// Counted before the context is cancelled, so whoever sees the
+		// cancellation also sees the count.
+		g.m.stats.lost.Add(1)
+	}
+	g.cancel(cause)
+	if stop != nil {
+		stop()
+	}
+	g.m.unregister(g)
+	if !del {
+		close(g.done)
+		return true, nil
+	}
+	closeWith := func(err error) {
+		if release {
+			g.releaseErr = err
+			if err == nil {
+				g.m.stats.released.Add(1)
+			}
+		}
+		close(g.done)
+	}
+	cleanup := func(wait context.Context) {
+		abandoned, err := g.deleteOwn(wait)
+		if abandoned {
+			g.m.goOwned(func() { closeWith(g.settleDelete()) })
+			return
+		}
+		closeWith(err)
+	}
+	return true, cleanup
+}
+
+// abort gives back a lease acquired while the manager was closing. It
+// deletes synchronously, in the caller's goroutine: Close may already have
+// finished waiting for the manager's own goroutines.
+func (g *Guard) abort() {
+	g.end(ErrClosed, false, false)
+	if _, err := g.deleteOwn(context.Background()); err != nil {
+		g.m.log.Warn("kvlease: giving back a lease acquired during Close", "key", g.key, "err", err)
+	}
+}
+
+// deleteOwn deletes the lease at the guard's revision, waiting for any
+// in-flight renewal first so the revision is the latest one. When wait
+// ends while the delete's answer is outstanding it stops
+// waiting and reports abandoned: the delete may or may not have landed.
+func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
+	g.opMu.Lock()
+	defer g.opMu.Unlock()
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	ctx, cancel := g.m.cleanupCtx()
+	defer cancel()
+	if wait.Done() != nil {
+		defer context.AfterFunc(wait, cancel)()
+	}
+	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
+		return g.m.b.DeleteTTL(ctx, g.key, rev, markerKeep)
+	})
+	switch {
+	case err == nil:
+		g.m.hints.put(g.key, marker)
+		return false, nil
+	case kvx.IsConflict(err):
+		return false, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
+	case kvx.OutcomeUnknown(err) && wait.Err() != nil:
+		return true, nil
+	case kvx.OutcomeUnknown(err):
+		rctx, rcancel := g.m.cleanupCtx()
+		defer rcancel()
+		e, rerr := g.m.b.Get(rctx, g.key)
+		if errors.Is(rerr, kvx.ErrNotFound) || rerr == nil && e.Revision != rev {
+			return false, nil // the delete landed (or the key moved on without us)
+		}
+	}
+	return false, fmt.Errorf("kvlease: release %q: %w", g.key, err)
+}
+
+// settleDelete finishes a release whose caller stopped waiting while the
+// delete was in flight: it reads the key and deletes again only if the
+// key is still at the guard's revision with its owner hash. A key that
+// has moved on was released by that first delete (or expired and was
+// taken since): either way the guard no longer holds anything.
+func (g *Guard) settleDelete() error {
+	g.mu.Lock()
+	rev := g.rev
+	g.mu.Unlock()
+	ctx, cancel := g.m.cleanupCtx()
+	e, err := g.m.b.Get(ctx, g.key)
+	cancel()
+	switch {
+	case errors.Is(err, kvx.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("kvlease: release %q: %w", g.key, err)
+	case e.Revision != rev || !ownedBy(e.Value, g.owner):
+		return nil
+	}
+	_, err = g.deleteOwn(context.Background())
+	if kvx.IsConflict(err) || errors.Is(err, ErrLost) {
+		return nil // the first delete landed after our read
+	}
+	return err
+}
