@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -67,11 +68,14 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 		b = append(b, `,"created_by":`...)
 		b = appendJSONString(b, string(s.CreatedBy))
 	}
+	var created []byte
 	if !s.CreatedAt.IsZero() {
 		b = append(b, `,"created_at":`...)
+		n := len(b)
 		if b, ok = appendJSONTime(b, s.CreatedAt); !ok {
 			return b, false
 		}
+		created = b[n:]
 	}
 	if s.UpdatedBy != "" {
 		b = append(b, `,"updated_by":`...)
@@ -79,7 +83,11 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 	}
 	if !s.UpdatedAt.IsZero() {
 		b = append(b, `,"updated_at":`...)
-		if b, ok = appendJSONTime(b, s.UpdatedAt); !ok {
+		if created != nil && s.UpdatedAt == s.CreatedAt {
+			// The same instant in the same location formats the same:
+			// reuse the text (an insert's two times are both "now").
+			b = append(b, created...)
+		} else if b, ok = appendJSONTime(b, s.UpdatedAt); !ok {
 			return b, false
 		}
 	}
@@ -181,16 +189,16 @@ func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
 // appendJSONObject appends m with its keys in sorted order, as
 // encoding/json writes maps.
 func appendJSONObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
-	var small [16]string
+	var small [16]field[any]
 	b = append(b, '{')
-	for i, k := range sortedKeys(m, small[:0]) {
+	for i, f := range sortedFields(m, small[:0]) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, f.k)
 		b = append(b, ':')
 		var ok bool
-		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+		if b, ok = appendJSONValue(b, f.v, depth+1); !ok {
 			return b, false
 		}
 	}
@@ -199,26 +207,33 @@ func appendJSONObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
 
 // appendJSONStrings is appendJSONObject for a map of strings.
 func appendJSONStrings(b []byte, m map[string]string) []byte {
-	var small [16]string
+	var small [16]field[string]
 	b = append(b, '{')
-	for i, k := range sortedKeys(m, small[:0]) {
+	for i, f := range sortedFields(m, small[:0]) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, f.k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = appendJSONString(b, f.v)
 	}
 	return append(b, '}')
 }
 
-// sortedKeys appends m's keys to keys and sorts them.
-func sortedKeys[V any](m map[string]V, keys []string) []string {
-	for k := range m {
-		keys = append(keys, k)
+// field is one entry of a map being encoded.
+type field[V any] struct {
+	k string
+	v V
+}
+
+// sortedFields appends m's entries to fields, sorted by key (collecting
+// the values too saves looking every key up again).
+func sortedFields[V any](m map[string]V, fields []field[V]) []field[V] {
+	for k, v := range m {
+		fields = append(fields, field[V]{k, v})
 	}
-	slices.Sort(keys)
-	return keys
+	slices.SortFunc(fields, func(a, b field[V]) int { return strings.Compare(a.k, b.k) })
+	return fields
 }
 
 // appendMarshaled is the fallback for values appendJSONValue does not
