@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -55,9 +56,10 @@ func (m *Manager) checkWait(wait time.Duration) error {
 // acquire takes the first free key of keys (one key for a lease, the slots
 // of a semaphore), waiting up to wait while all are held.
 //
-// Waiting is push: after a first failed round the waiter subscribes to the
-// keys in the manager's Hub, tries again (a release between the first
-// round and the subscription is therefore never missed) and then sleeps
+// Waiting is push: after a first failed round (at once when the hub's
+// watch is already running) the waiter subscribes to the keys in the
+// manager's Hub, tries again (a release between the first round and the
+// subscription is therefore never missed) and then sleeps
 // until a watch event on one of the keys, re-trying the changed key first
 // with the marker's revision as hint (one publish). The only timer is a
 // safety re-check after the longest TTL a holder could still have.
@@ -68,9 +70,15 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 	if err := m.checkWait(wait); err != nil {
 		return nil, false, err
 	}
-	g, _, _, err := m.tryKeys(ctx, family, keys, ttl, nil)
-	if err != nil || g != nil || wait == 0 {
-		return g, g != nil, err
+	if wait == 0 || !m.hub.Running() {
+		// Try before subscribing: a subscription would start the hub's
+		// watch (an ordered consumer) for what may never need to wait.
+		// Once the watch runs, subscribing costs nothing and a waiter
+		// subscribes first, saving a try (and its read-back) per wait.
+		g, _, _, err := m.tryKeys(ctx, family, keys, ttl, nil, unsubscribed)
+		if err != nil || g != nil || wait == 0 {
+			return g, g != nil, err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -82,7 +90,7 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 		if err != nil {
 			return nil, false, m.waitErr(ctx, wctx, err)
 		}
-		g, recheck, _, err := m.tryKeys(ctx, family, keys, ttl, hints)
+		g, recheck, _, err := m.tryKeys(ctx, family, keys, ttl, hints, sub.From())
 		if err != nil || g != nil {
 			sub.Close()
 			return g, g != nil, err
@@ -99,17 +107,27 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 	}
 }
 
+// unsubscribed is the "from" of a try made without a subscription (or
+// after one missed changes): no revision is recent enough to skip a read.
+const unsubscribed = math.MaxUint64
+
 // tryKeys tries each key once, in order. It returns the first guard, or
-// the re-check bound of the holders it met. A key with a hint (a marker
-// revision just reported by the watch) is tried with one publish and no
-// read-back; such a try that loses is returned as pending, for the wait
-// loop to settle from the watch (see waitLoop).
+// the re-check bound of the holders it met. hints holds marker revisions
+// the watch reported; other keys use the manager's hint cache. A key whose
+// hint is at or above from (see kvx.Sub.From: every later change of the
+// key will reach the waiter) is tried with one publish and no read-back;
+// such a try that loses is returned as pending, for the wait loop to
+// settle from the watch (see waitLoop).
 func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl time.Duration,
-	hints map[string]uint64) (*Guard, time.Duration, *attempt, error) {
+	hints map[string]uint64, from uint64) (*Guard, time.Duration, *attempt, error) {
 	recheck := time.Duration(0)
 	var pending *attempt
 	for _, k := range keys {
-		hint, fresh := hints[k]
+		hint, ok := hints[k]
+		if !ok {
+			hint = m.hints.get(k)
+		}
+		fresh := hint != 0 && hint >= from
 		g, cur, lost, err := m.tryKey(ctx, family, k, ttl, hint, fresh)
 		if err != nil || g != nil {
 			return g, 0, nil, err
@@ -144,10 +162,11 @@ type attempt struct {
 // in one publish when the key's last marker revision is known.
 // Contention returns (nil, holder, nil, nil); errors are never contention.
 //
-// fresh says hint came from the watch a moment ago. Then a lost race is
-// not read back (the read would cost a round trip per waiter per release,
-// and the watch is about to report the winner anyway): tryKey returns the
-// attempt as lost instead, holder unknown.
+// fresh says every change of the key after hint will reach the caller
+// through the watch. Then a lost race is not read back (the read would
+// cost a round trip per waiter per release, and the watch is about to
+// report the winner anyway): tryKey returns the attempt as lost instead,
+// holder unknown.
 func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.Duration,
 	hint uint64, fresh bool) (*Guard, kvx.Entry, *attempt, error) {
 	if err := m.admit(); err != nil {
@@ -159,9 +178,6 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	a := &attempt{key: key, sec: newSecret()}
 	a.owner = a.sec.hash()
 	a.value = m.encodeValue(ttl, a.owner)
-	if hint == 0 {
-		hint = m.hints.get(key)
-	}
 	octx, cancel := m.opCtx(ctx)
 	a.sent = m.now()
 	var (

@@ -35,7 +35,8 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 		case <-wctx.Done():
 			return nil, nil
 		case <-t.C:
-			g, rc, _, err := m.tryKeys(ctx, family, keys, ttl, hints)
+			clear(hints) // verify by reading every key
+			g, rc, _, err := m.tryKeys(ctx, family, keys, ttl, hints, unsubscribed)
 			if err != nil || g != nil {
 				return g, err
 			}
@@ -45,10 +46,15 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 			if !ok {
 				return nil, nil
 			}
-			if e.Live() {
-				if pending != nil && e.Key == pending.key && ownedBy(e.Value, pending.owner) {
-					return m.won(ctx, family, pending, e.Revision, ttl)
-				}
+			from := sub.From()
+			switch {
+			case sub.Missed():
+				// Another key's change was dropped unread: read them all.
+				clear(hints)
+				from = unsubscribed
+			case e.Live() && pending != nil && e.Key == pending.key && ownedBy(e.Value, pending.owner):
+				return m.won(ctx, family, pending, e.Revision, ttl)
+			case e.Live():
 				if pending == nil || e.Key == pending.key {
 					// Acquired or renewed by someone else: the re-check
 					// bound moves (a pending try on another key keeps its
@@ -57,9 +63,10 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 					t.Reset(holderBound(e, ttl))
 				}
 				continue
+			default:
+				hints[e.Key] = e.Revision
 			}
-			hints[e.Key] = e.Revision
-			g, rc, lost, err := m.tryKeys(ctx, family, moveFirst(keys, e.Key), ttl, hints)
+			g, rc, lost, err := m.tryKeys(ctx, family, moveFirst(keys, e.Key), ttl, hints, from)
 			if err != nil || g != nil {
 				return g, err
 			}

@@ -3,7 +3,9 @@ package kvx
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,6 +28,10 @@ type Hub struct {
 	done    chan struct{} // closed when the current watch goroutine ends
 	closed  bool
 	running bool
+	// last is the revision of the newest change the watch has delivered,
+	// math.MaxUint64 until the first one after the watch (re)started:
+	// changes from before the watch are never delivered.
+	last uint64
 
 	view *view // nil unless made by NewViewHub
 }
@@ -38,11 +44,27 @@ func (b *Bucket) NewHub(pattern string) *Hub {
 
 // Sub receives the changes of a set of keys.
 type Sub struct {
-	h    *Hub
-	keys []string
-	c    chan Entry
-	once sync.Once
+	h      *Hub
+	keys   []string
+	c      chan Entry
+	once   sync.Once
+	from   uint64
+	missed atomic.Bool
 }
+
+// From returns the revision after which every change of the subscribed
+// keys reaches this subscription (math.MaxUint64 when the watch has not
+// delivered anything yet, so nothing can be promised). A waiter that knows
+// a key's revision rev >= From can therefore wait for the key's next
+// change instead of reading the key: nothing newer can have been missed.
+func (s *Sub) From() uint64 { return s.from }
+
+// Missed reports, once, that an unread change of one key was replaced by
+// a change of another of the subscription's keys: the subscriber no
+// longer knows every key's latest change and should read them all.
+// Single-key subscriptions never miss (a newer change of the same key
+// supersedes the unread one).
+func (s *Sub) Missed() bool { return s.missed.Swap(false) }
 
 // C delivers the latest change of any subscribed key. It holds at most
 // one entry (newer changes replace an unread one: waiters re-read the key
@@ -74,6 +96,16 @@ func (s *Sub) Close() {
 	})
 }
 
+// Running reports whether the hub's watch is live, so that Subscribe
+// costs no I/O. A waiter that expects to wait can then subscribe before
+// its first try instead of trying twice (once before subscribing, once
+// after).
+func (h *Hub) Running() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.running && !h.closed
+}
+
 // ErrHubClosed is returned by Subscribe after Close.
 var ErrHubClosed = fmt.Errorf("kvx: hub closed")
 
@@ -90,7 +122,7 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 			return nil, err
 		}
 	}
-	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1)}
+	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last}
 	for _, k := range keys {
 		m := h.subs[k]
 		if m == nil {
@@ -116,7 +148,7 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
 	}
-	h.w, h.cancel, h.running = w, cancel, true
+	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
 	h.done = make(chan struct{})
 	go h.run(w, h.done)
 	return nil
@@ -138,8 +170,11 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 		if h.view != nil {
 			h.view.apply(ent)
 		}
+		if h.last == math.MaxUint64 || ent.Revision > h.last {
+			h.last = ent.Revision
+		}
 		for s := range h.subs[ent.Key] {
-			offer(s.c, ent)
+			s.offer(ent)
 		}
 		h.mu.Unlock()
 	}
@@ -167,19 +202,24 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	h.cancel()
 }
 
-// offer replaces an unread entry with e without blocking.
-func offer(c chan Entry, e Entry) {
+// offer replaces an unread entry with e without blocking (only the hub's
+// goroutine sends, so the second send finds room). Replacing another
+// key's entry is recorded for Missed.
+func (s *Sub) offer(e Entry) {
 	select {
-	case c <- e:
+	case s.c <- e:
 		return
 	default:
 	}
 	select {
-	case <-c:
+	case old := <-s.c:
+		if old.Key != e.Key {
+			s.missed.Store(true)
+		}
 	default:
 	}
 	select {
-	case c <- e:
+	case s.c <- e:
 	default:
 	}
 }
