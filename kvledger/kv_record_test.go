@@ -74,7 +74,7 @@ func FuzzAppendRecord(f *testing.F) {
 	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(1796083200000000000), int32(0), "a", "bench", `{"job":"resize","image":"img-000042.png","width":640}`, 1.5, true)
 	f.Add("a.b c", "claimed", uint64(0), "", uint64(0), int64(0), int32(3600), "", "", `[1,"x",null,true,{"z":{}}]`, 1e21, false)
 	f.Add("<&>\"\\\n\t\x01", "blocked", uint64(1<<63), "ü\u2028\xff", uint64(9), int64(math.MinInt64), int32(-5400), "\u2029", "\x7f", `"\u003c\ud800"`, 1e-7, true)
-	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(math.MaxInt64), int32(86400), "n", "x", `1e400`, -0.0, false)
+	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(math.MaxInt64), int32(86400), "n", "x", `1e400`, math.Copysign(0, -1), false)
 	f.Fuzz(func(t *testing.T, key, status string, seq uint64, owner string, fence uint64, nanos int64, offset int32, need, actor, taskJSON string, num float64, insert bool) {
 		var decoded any
 		if json.Unmarshal([]byte(taskJSON), &decoded) != nil {
