@@ -90,12 +90,12 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 		if err != nil {
 			return nil, false, m.waitErr(ctx, wctx, err)
 		}
-		g, recheck, _, err := m.tryKeys(ctx, family, keys, ttl, hints, sub.From())
+		g, recheck, pending, err := m.trySubscribed(ctx, sub, family, keys, ttl, hints)
 		if err != nil || g != nil {
 			sub.Close()
 			return g, g != nil, err
 		}
-		g, err = m.waitLoop(ctx, wctx, sub, family, keys, ttl, hints, recheck)
+		g, err = m.waitLoop(ctx, wctx, sub, family, keys, ttl, hints, recheck, pending)
 		sub.Close()
 		if err != nil || g != nil {
 			return g, g != nil, m.waitErr(ctx, wctx, err)
@@ -105,6 +105,37 @@ func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, 
 		}
 		// The hub's watch ended (reconnect, server restart): subscribe again.
 	}
+}
+
+// trySubscribed is the first round of a waiter that has just subscribed.
+// Keys whose latest change the hub remembers (kvx.Sub.Known) need no read:
+// a key held as of the subscription is not tried at all (its release
+// will be reported), and a free one is tried at its marker's revision
+// with one publish.
+func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, keys []string, ttl time.Duration,
+	hints map[string]uint64) (*Guard, time.Duration, *attempt, error) {
+	clear(hints) // any left were reported to an earlier subscription
+	try := make([]string, 0, len(keys))
+	recheck := time.Duration(0)
+	for _, k := range keys {
+		seen, ok := sub.Known(k)
+		switch {
+		case ok && seen.Live:
+			// The holder's TTL is not known here; a shorter guess only
+			// makes the safety re-check come early.
+			recheck = max(recheck, holderBound(kvx.Entry{}, ttl))
+			m.stats.contended.Add(1)
+			continue
+		case ok:
+			hints[k] = seen.Revision
+		}
+		try = append(try, k)
+	}
+	if len(try) == 0 {
+		return nil, recheck, nil, nil
+	}
+	g, rc, pending, err := m.tryKeys(ctx, family, try, ttl, hints, sub.From())
+	return g, max(recheck, rc), pending, err
 }
 
 // unsubscribed is the "from" of a try made without a subscription (or
@@ -123,11 +154,11 @@ func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl t
 	recheck := time.Duration(0)
 	var pending *attempt
 	for _, k := range keys {
-		hint, ok := hints[k]
-		if !ok {
+		hint, fresh := hints[k] // reported by the watch after from
+		if !fresh {
 			hint = m.hints.get(k)
+			fresh = hint != 0 && hint >= from
 		}
-		fresh := hint != 0 && hint >= from
 		g, cur, lost, err := m.tryKey(ctx, family, k, ttl, hint, fresh)
 		if err != nil || g != nil {
 			return g, 0, nil, err

@@ -325,3 +325,33 @@ func TestCloseReleasesAll(t *testing.T) {
 	require.ErrorIs(t, err, kvlease.ErrClosed)
 	require.NoError(t, m1.Close(ctx), "Close is idempotent")
 }
+
+// Once a manager's watch runs, a waiter subscribes first and takes the
+// key's state from what the watch has reported: a key seen held is not
+// tried at all, and its release wakes the waiter, round after round.
+func TestWaitOnRunningWatch(t *testing.T) {
+	m1, m2 := pair(t)
+	l1, l2 := bind(t, jobs, m1), bind(t, jobs, m2)
+	ctx := natstest.Context(t, 30*time.Second)
+
+	for round := range 4 {
+		g1, ok, err := l1.TryAcquire(ctx, "rw", 10*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok, "round %d", round)
+		before := m2.Stats().Contended
+		got := make(chan *kvlease.Guard, 1)
+		go func() {
+			g, ok, err := l2.Acquire(ctx, "rw", 10*time.Second, 10*time.Second)
+			if err != nil || !ok {
+				t.Errorf("round %d: acquire: ok=%v err=%v", round, ok, err)
+			}
+			got <- g
+		}()
+		natstest.Eventually(t, 5*time.Second, func() bool { return m2.Stats().Contended > before }, "waiter is waiting")
+		require.NoError(t, g1.Release(ctx))
+		g2 := natstest.Recv(t, got, 5*time.Second, "waiter acquires after release")
+		require.NotNil(t, g2)
+		require.Greater(t, g2.Fence(), g1.Fence())
+		require.NoError(t, g2.Release(ctx))
+	}
+}

@@ -26,10 +26,9 @@ const verifyAfter = 250 * time.Millisecond
 // publish did land (answered as a conflict, e.g. re-sent after a
 // reconnect) and the lease is ours.
 func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name, keys []string,
-	ttl time.Duration, hints map[string]uint64, recheck time.Duration) (*Guard, error) {
+	ttl time.Duration, hints map[string]uint64, recheck time.Duration, pending *attempt) (*Guard, error) {
 	t := time.NewTimer(recheck)
 	defer t.Stop()
-	var pending *attempt
 	for {
 		select {
 		case <-wctx.Done():

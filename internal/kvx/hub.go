@@ -32,6 +32,7 @@ type Hub struct {
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
 	last uint64
+	seen seenKeys // the latest change per key since the watch (re)started
 
 	view *view // nil unless made by NewViewHub
 }
@@ -49,6 +50,7 @@ type Sub struct {
 	c      chan Entry
 	once   sync.Once
 	from   uint64
+	known  []Seen // per key of keys: its latest change as of from (zero: unknown)
 	missed atomic.Bool
 }
 
@@ -122,8 +124,9 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 			return nil, err
 		}
 	}
-	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last}
-	for _, k := range keys {
+	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last, known: make([]Seen, len(keys))}
+	for i, k := range keys {
+		s.known[i] = h.seen[k]
 		m := h.subs[k]
 		if m == nil {
 			m = make(map[*Sub]struct{})
@@ -149,6 +152,7 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
 	}
 	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
+	h.seen = make(seenKeys)
 	h.done = make(chan struct{})
 	go h.run(w, h.done)
 	return nil
@@ -173,6 +177,7 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 		if h.last == math.MaxUint64 || ent.Revision > h.last {
 			h.last = ent.Revision
 		}
+		h.seen.note(ent)
 		for s := range h.subs[ent.Key] {
 			s.offer(ent)
 		}

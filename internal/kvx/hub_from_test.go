@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
@@ -90,4 +91,45 @@ func TestHubSubMissed(t *testing.T) {
 	require.Equal(t, ry, e.Revision)
 	require.True(t, both.Missed(), "x's change was dropped for y's")
 	require.False(t, both.Missed(), "reported once")
+}
+
+// Known reports the latest change of a key the hub had delivered when the
+// subscription was made: nothing for keys untouched since the watch
+// started, a live value, or a marker.
+func TestHubSubKnown(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	old, err := b.Create(ctx, "old", []byte("1"), 0)
+	require.NoError(t, err)
+	h := b.NewHub(">")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	watch, err := h.Subscribe(ctx, "k")
+	require.NoError(t, err)
+	defer watch.Close()
+
+	r, err := b.Create(ctx, "k", []byte("1"), 0)
+	require.NoError(t, err)
+	natstest.Recv(t, watch.C(), 5*time.Second, "put k")
+	s, err := h.Subscribe(ctx, "k", "old")
+	require.NoError(t, err)
+	seen, ok := s.Known("k")
+	require.True(t, ok)
+	require.Equal(t, r, seen.Revision)
+	require.True(t, seen.Live)
+	_, ok = s.Known("old")
+	require.False(t, ok, "changed only before the watch started (rev %d)", old)
+	_, ok = s.Known("not-subscribed")
+	require.False(t, ok)
+	s.Close()
+
+	m, err := b.Delete(ctx, "k", r)
+	require.NoError(t, err)
+	natstest.Recv(t, watch.C(), 5*time.Second, "delete k")
+	s, err = h.Subscribe(ctx, "k")
+	require.NoError(t, err)
+	defer s.Close()
+	seen, ok = s.Known("k")
+	require.True(t, ok)
+	require.Equal(t, kvx.Seen{Revision: m, Live: false}, seen)
 }
