@@ -119,6 +119,12 @@ func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, 
 	recheck := time.Duration(0)
 	for _, k := range keys {
 		seen, ok := sub.Known(k)
+		if ok && m.hints.get(k) > seen.Revision {
+			// Our own release is newer than what the watch has reported
+			// (it lags by a moment): its marker is the better hint, and
+			// tryKeys takes it from the hint cache.
+			ok = false
+		}
 		switch {
 		case ok && seen.Live:
 			// The holder's TTL is not known here; a shorter guess only
