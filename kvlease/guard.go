@@ -38,7 +38,8 @@ type Guard struct {
 	rev        uint64
 	lastSent   time.Time
 	validUntil time.Time
-	cause      error // nil while held
+	cause      error      // nil while held
+	hooks      []*endHook // AfterEnd, run once cause is set
 	every      time.Duration
 	nextRenew  time.Time
 	renewing   bool

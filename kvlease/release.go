@@ -79,6 +79,8 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 	g.every = 0
 	g.m.sched.remove(g)
 	stop := g.stopParent
+	hooks := g.hooks
+	g.hooks = nil
 	g.mu.Unlock()
 	if errors.Is(cause, ErrLost) {
 		// Counted before the context is cancelled, so whoever sees the
@@ -89,6 +91,7 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 	if stop != nil {
 		stop()
 	}
+	g.runHooks(hooks)
 	g.m.unregister(g)
 	if !del {
 		close(g.done)

@@ -28,9 +28,8 @@ type Lock struct {
 	cancel context.CancelCauseFunc
 	cause  error
 	ended  chan struct{} // closed when the end handler has run
-	// stopEnd unregisters the end handler (context.AfterFunc on the
-	// guard's context); endOwned says whether the handler counts in the
-	// Locker's wait group.
+	// stopEnd unregisters the end handler (Guard.AfterEnd); endOwned
+	// says whether the handler counts in the Locker's wait group.
 	stopEnd  func() bool
 	endOwned bool
 
@@ -54,7 +53,7 @@ func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, e
 	// Close waits for the end handler (the guard ends at the latest on
 	// Close); a lock made while Close is finishing is already ended.
 	k.endOwned = l.addOwned()
-	k.stopEnd = context.AfterFunc(g.Context(), k.runEnd)
+	k.stopEnd = g.AfterEnd(k.runEnd)
 	return k
 }
 
@@ -172,8 +171,8 @@ func (k *Lock) Release(ctx context.Context) error {
 	k.relOnce.Do(func() {
 		start := time.Now()
 		// Take the end handler back while the lease is live, so it runs
-		// here rather than on a goroutine of the context package that
-		// Release would have to wait for (a hand-off per release).
+		// here rather than on a goroutine of the manager that Release
+		// would have to wait for (a hand-off per release).
 		inline := k.stopEnd()
 		if inline {
 			k.endCtx(errReleased) // protected work stops before the delete is sent
@@ -189,7 +188,7 @@ func (k *Lock) Release(ctx context.Context) error {
 			k.runEnd() // the guard's context is cancelled by now, whatever ctx did
 		} else {
 			// The lease ended first; its end handler ends the lock from a
-			// goroutine of the context package. Wait for it, so that the
+			// goroutine of the manager. Wait for it, so that the
 			// lock's context is done when Release returns, unless ctx
 			// ends first.
 			select {
