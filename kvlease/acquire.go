@@ -214,9 +214,9 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	}
 	a := &attempt{key: key, sec: newSecret()}
 	a.owner = a.sec.hash()
-	a.value = m.encodeValue(ttl, a.owner)
 	octx, cancel := m.opCtx(ctx)
 	a.sent = m.now()
+	a.value = m.encodeValue(a.sent, ttl, a.owner)
 	var (
 		rev uint64
 		cur kvx.Entry

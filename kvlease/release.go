@@ -97,24 +97,26 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 		close(g.done)
 		return true, nil
 	}
-	closeWith := func(err error) {
-		if release {
-			g.releaseErr = err
-			if err == nil {
-				g.m.stats.released.Add(1)
-			}
-		}
-		close(g.done)
-	}
 	cleanup := func(wait context.Context) {
 		abandoned, err := g.deleteOwn(wait)
 		if abandoned {
-			g.m.goOwned(func() { closeWith(g.settleDelete()) })
+			g.m.goOwned(func() { g.closeRelease(release, g.settleDelete()) })
 			return
 		}
-		closeWith(err)
+		g.closeRelease(release, err)
 	}
 	return true, cleanup
+}
+
+// closeRelease records the delete's result (a release's) and closes done.
+func (g *Guard) closeRelease(release bool, err error) {
+	if release {
+		g.releaseErr = err
+		if err == nil {
+			g.m.stats.released.Add(1)
+		}
+	}
+	close(g.done)
 }
 
 // abort gives back a lease acquired while the manager was closing. It

@@ -191,7 +191,7 @@ func (l Leases[K]) Restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	}
 	sec := newSecret()
 	owner := sec.hash()
-	value := m.encodeValue(t.ttl, owner)
+	value := m.encodeValue(time.Now(), t.ttl, owner)
 	sent := m.now()
 	rev, err := m.b.Update(octx, t.key, value, e.Revision, serverTTL(t.ttl))
 	switch {

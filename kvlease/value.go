@@ -27,7 +27,9 @@ func newSecret() secret {
 // lease but not the secret a transfer token needs.
 func (s secret) hash() string {
 	h := sha256.Sum256(s[:])
-	return hex.EncodeToString(h[:])
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:])
 }
 
 // Holder describes the process holding a lease, as stored in its value.
@@ -82,8 +84,10 @@ func valuePrefix(holder, host string, pid int) []byte {
 	return append(p, `,"acquired":"`...)
 }
 
-func (m *Manager) encodeValue(ttl time.Duration, ownerHash string) []byte {
-	return appendValue(make([]byte, 0, len(m.prefix)+96+len(ownerHash)), m.prefix, time.Now().UTC(), ttl, ownerHash)
+// encodeValue writes a lease value acquired (or restored) at the given
+// time on this process's clock.
+func (m *Manager) encodeValue(at time.Time, ttl time.Duration, ownerHash string) []byte {
+	return appendValue(make([]byte, 0, len(m.prefix)+96+len(ownerHash)), m.prefix, at.UTC(), ttl, ownerHash)
 }
 
 func appendValue(b, prefix []byte, acquired time.Time, ttl time.Duration, ownerHash string) []byte {

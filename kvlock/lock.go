@@ -49,7 +49,7 @@ func TokenFromContext(ctx context.Context) (uint64, bool) {
 }
 
 func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, entry *kvlease.Guard) *Lock {
-	k := &Lock{l: l, s: s, g: g, entry: entry, release: release, start: time.Now(), ended: make(chan struct{})}
+	k := &Lock{l: l, s: s, g: g, entry: entry, release: release, start: l.clock(), ended: make(chan struct{})}
 	// Close waits for the end handler (the guard ends at the latest on
 	// Close); a lock made while Close is finishing is already ended.
 	k.endOwned = l.addOwned()
@@ -72,7 +72,7 @@ func (k *Lock) onEnd() {
 	k.release()
 	if errors.Is(cause, ErrLost) {
 		k.l.log.Warn("kvlock: lock lost", "lock", k.l.cfg.Name, "key", k.s.key, "token", k.Token(), "cause", cause)
-		k.l.observe(context.Background(), Event{Op: OpLost, Key: k.s.key, Token: k.Token(), Duration: time.Since(k.start), Acquired: true, Fair: k.entry != nil, Err: cause})
+		k.l.observe(context.Background(), Event{Op: OpLost, Key: k.s.key, Token: k.Token(), Duration: since(k.start), Acquired: true, Fair: k.entry != nil, Err: cause})
 		// Our place in the queue goes with the lock.
 		k.releaseEntry()
 	}
@@ -154,10 +154,10 @@ func (k *Lock) ValidUntil() time.Time { return k.g.ValidUntil() }
 // key back, never retried blindly (a blind retry of a renewal that did land
 // would look like a takeover).
 func (k *Lock) Renew(ctx context.Context) error {
-	start := time.Now()
+	start := k.l.clock()
 	err := k.l.retry(ctx, notSent, func() error { return k.g.Renew(ctx) })
 	err = mapErr(err)
-	k.l.observe(ctx, Event{Op: OpRenew, Key: k.s.key, Token: k.Token(), Duration: time.Since(start), Acquired: true, Err: err})
+	k.l.observe(ctx, Event{Op: OpRenew, Key: k.s.key, Token: k.Token(), Duration: since(start), Acquired: true, Err: err})
 	return err
 }
 
@@ -169,7 +169,7 @@ func (k *Lock) Renew(ctx context.Context) error {
 // was released: work done under it may have overlapped another holder's.
 func (k *Lock) Release(ctx context.Context) error {
 	k.relOnce.Do(func() {
-		start := time.Now()
+		start := k.l.clock()
 		// Take the end handler back while the lease is live, so it runs
 		// here rather than on a goroutine of the manager that Release
 		// would have to wait for (a hand-off per release).
@@ -198,7 +198,7 @@ func (k *Lock) Release(ctx context.Context) error {
 		}
 		k.releaseEntry() // after the lock: the next in line finds it free
 		k.relErr = mapErr(err)
-		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: time.Since(start), Acquired: true, Fair: k.entry != nil, Err: k.relErr})
+		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: since(start), Acquired: true, Fair: k.entry != nil, Err: k.relErr})
 	})
 	return k.relErr
 }

@@ -194,7 +194,7 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 }
 
 func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (*Lock, error) {
-	start := time.Now()
+	start := l.clock()
 	var (
 		k   *Lock
 		err error
@@ -214,7 +214,7 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 			k = l.newLock(s, g, release, nil)
 		}
 	}
-	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: time.Since(start),
+	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: since(start),
 		Acquired: k != nil, Fair: l.cfg.Fair, Err: err})
 	if err == nil && k != nil && l.log.Enabled(ctx, slog.LevelDebug) {
 		// Checked first: boxing the arguments costs allocations on every

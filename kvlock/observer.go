@@ -96,6 +96,23 @@ func (o SlogObserver) OnRelease(ctx context.Context, e Event) { o.log(ctx, e) }
 // OnLost logs e at Warn.
 func (o SlogObserver) OnLost(ctx context.Context, e Event) { o.log(ctx, e) }
 
+// clock is time.Now when an observer will see durations, else the zero
+// time: a lock cycle reads the clock several times only to report them.
+func (l *Locker) clock() time.Time {
+	if l.cfg.Observer == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// since is time.Since for a time from clock.
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
+}
+
 // observe dispatches e to the configured observer, if any.
 func (l *Locker) observe(ctx context.Context, e Event) {
 	o := l.cfg.Observer
