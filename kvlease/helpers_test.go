@@ -21,10 +21,15 @@ func newManager(t *testing.T, js jetstream.JetStream, cfg kvlease.Config) *kvlea
 	t.Helper()
 	ctx := natstest.Context(t, 30*time.Second)
 	var m *kvlease.Manager
+	var lastErr error
 	// A fresh cluster may need a moment before it accepts R3 streams.
 	natstest.Eventually(t, 20*time.Second, func() bool {
 		var err error
 		m, err = kvlease.NewManager(ctx, js, cfg)
+		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
+			t.Logf("new manager: %v (retrying)", err)
+		}
+		lastErr = err
 		return err == nil
 	}, "new manager")
 	t.Cleanup(func() {

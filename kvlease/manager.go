@@ -40,8 +40,9 @@ type Manager struct {
 	guards   map[*Guard]struct{}
 	families map[Name]any
 
-	hints hintCache
-	stats counters
+	hints     hintCache
+	stats     counters
+	opTimeout *kvx.OpTimeout
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -79,6 +80,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 		done: make(chan struct{}),
 	}
 	m.prefix = valuePrefix(cfg.Holder, m.host, m.pid)
+	m.opTimeout = kvx.NewOpTimeout(cfg.OperationTimeout)
 	m.hints.init(4096)
 	m.sched = newScheduler(m.due)
 	m.pool = newRenewPool()
@@ -178,18 +180,18 @@ func (m *Manager) admit() error {
 	return nil
 }
 
-// opCtx bounds ctx by OperationTimeout unless it already has a deadline.
+// opCtx bounds ctx by OperationTimeout unless it already has a deadline
+// (see kvx.OpTimeout: a ctx that cannot end shares one context).
 func (m *Manager) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, m.cfg.OperationTimeout)
+	return m.opTimeout.Bound(ctx)
 }
 
 // cleanupCtx is a fresh context for work that must not depend on a
-// caller's cancellation (release, loss cleanup, outcome resolution).
+// caller's cancellation (release, loss cleanup, outcome resolution). It
+// is the shared one when it has nothing to add; release paths that must
+// also stop when a waiter gives up derive their own from it.
 func (m *Manager) cleanupCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), m.cfg.OperationTimeout)
+	return m.opTimeout.Shared(), func() {}
 }
 
 // go runs f in a goroutine owned by the manager (Close waits for it).

@@ -142,7 +142,12 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	ctx, cancel := g.m.cleanupCtx()
 	defer cancel()
 	if wait.Done() != nil {
-		defer context.AfterFunc(wait, cancel)()
+		// A context of our own, so that the waiter giving up stops only
+		// this delete (cleanupCtx may be shared).
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		defer context.AfterFunc(wait, stop)()
 	}
 	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
 		return g.m.b.DeleteTTL(ctx, g.key, rev, markerKeep)

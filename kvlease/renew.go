@@ -30,7 +30,15 @@ func (g *Guard) renew(ctx context.Context) error {
 	rev, vu := g.rev, g.validUntil
 	g.mu.Unlock()
 	// Waiting past the window is pointless: the guard is lost by then.
-	wctx, cancel := context.WithTimeout(ctx, min(m.cfg.OperationTimeout, vu.Sub(m.now())))
+	var (
+		wctx   context.Context
+		cancel context.CancelFunc
+	)
+	if left := vu.Sub(m.now()); left < m.cfg.OperationTimeout {
+		wctx, cancel = context.WithTimeout(ctx, left)
+	} else {
+		wctx, cancel = m.opCtx(ctx)
+	}
 	sent := m.now()
 	nrev, rev, err := g.casOwn(wctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
 		return m.b.Update(ctx, g.key, g.value, rev, g.sttl)

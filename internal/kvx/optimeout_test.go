@@ -1,0 +1,67 @@
+package kvx_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+func TestOpTimeoutBound(t *testing.T) {
+	o := kvx.NewOpTimeout(time.Second)
+
+	// A ctx that cannot end shares one context ending within d.
+	start := time.Now()
+	a, cancelA := o.Bound(context.Background())
+	b, cancelB := o.Bound(context.WithoutCancel(context.Background()))
+	cancelA()
+	cancelB()
+	require.Same(t, a, b)
+	require.NoError(t, a.Err(), "cancel of a shared bound is a no-op")
+	dl, ok := a.Deadline()
+	require.True(t, ok)
+	require.WithinRange(t, dl, start.Add(time.Second/2), time.Now().Add(time.Second))
+
+	// A ctx with its own deadline is kept.
+	own, cancelOwn := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelOwn()
+	c, cancelC := o.Bound(own)
+	cancelC()
+	require.Same(t, own, c)
+
+	// A cancellable ctx without a deadline gets a timeout of its own that
+	// follows the ctx.
+	parent, cancelParent := context.WithCancel(context.Background())
+	d, cancelD := o.Bound(parent)
+	defer cancelD()
+	_, ok = d.Deadline()
+	require.True(t, ok)
+	cancelParent()
+	<-d.Done()
+	require.NoError(t, a.Err())
+}
+
+// The shared context is replaced once less than half of it is left, and
+// the one it replaces still ends by its own deadline.
+func TestOpTimeoutReplacesShared(t *testing.T) {
+	o := kvx.NewOpTimeout(400 * time.Millisecond)
+	first := o.Shared()
+	var next context.Context
+	select {
+	case <-first.Done():
+		t.Fatal("ended before half of it had passed")
+	case <-time.After(250 * time.Millisecond):
+		next = o.Shared()
+	}
+	require.NotSame(t, first, next)
+	select {
+	case <-first.Done():
+		require.ErrorIs(t, first.Err(), context.DeadlineExceeded)
+	case <-time.After(5 * time.Second):
+		t.Fatal("replaced context never ended")
+	}
+	require.NoError(t, next.Err())
+}
