@@ -50,7 +50,9 @@ type Config struct {
 	MaxKeyBytes int
 	// OperationTimeout bounds every single KV operation whose context has
 	// no earlier deadline, and every cleanup attempt (release on Close,
-	// on loss, after With). Default 5s.
+	// on loss, after With). Operations whose context can never end share
+	// one deadline, so each of them is bounded by at least half of it
+	// and at most all of it. Default 5s.
 	OperationTimeout time.Duration
 	// MaxWait bounds the wait argument of Acquire. Default 1h.
 	MaxWait time.Duration
