@@ -61,6 +61,10 @@ type KVStoreConfig struct {
 type KVStore struct {
 	b         *kvx.Bucket
 	retention time.Duration
+	// ops bounds each write and read whose ctx has no deadline, like
+	// nats.go's default timeout would, without a timer per operation
+	// when the ctx cannot end (kvx.OpTimeout).
+	ops *kvx.OpTimeout
 }
 
 var (
@@ -96,7 +100,16 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention}, nil
+	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(opTimeout(js))}, nil
+}
+
+// opTimeout is the bound of one store operation: the JetStream
+// context's default timeout, as for calls made without a deadline.
+func opTimeout(js jetstream.JetStream) time.Duration {
+	if d := js.Options().DefaultTimeout; d > 0 {
+		return d
+	}
+	return 5 * time.Second
 }
 
 // Name returns the bucket name.
@@ -107,7 +120,9 @@ func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool
 	if key == "" {
 		return TaskState{}, false, nil
 	}
-	e, err := s.b.Get(ctx, taskKey(key))
+	octx, cancel := s.ops.Bound(ctx)
+	e, err := s.b.Get(octx, taskKey(key))
+	cancel()
 	if errors.Is(err, kvx.ErrNotFound) {
 		return TaskState{}, false, nil
 	}
@@ -176,11 +191,13 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		rev  uint64
 		live kvx.Entry
 	)
+	octx, cancel := s.ops.Bound(ctx)
 	if insert {
-		rev, live, err = s.b.Acquire(ctx, k, value, ttl, 0)
+		rev, live, err = s.b.Acquire(octx, k, value, ttl, 0)
 	} else {
-		rev, err = s.b.Update(ctx, k, value, old.Rev, ttl)
+		rev, err = s.b.Update(octx, k, value, old.Rev, ttl)
 	}
+	cancel()
 	switch {
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
