@@ -75,8 +75,9 @@ func admit(b *testing.B, l *kvledger.Ledger, key string, needs ...kvledger.Idemp
 
 // BenchmarkLedgerAdmit: Admit of a new key against raw kv.Create of a
 // value of the same size in a bucket of the same kind. Target x_raw >= 0.8.
-// x_get+create compares Admit with a raw leader read plus create (the two
-// round trips Admit of a new key makes).
+// x_get+create compares Admit with a raw leader read plus create: the two
+// round trips Admit of a new key made before it became insert-first (one
+// create; a read only when the key exists). Kept as a diagnostic.
 func BenchmarkLedgerAdmit(b *testing.B) {
 	for _, sm := range syncModes {
 		b.Run(sm.name, func(b *testing.B) {
