@@ -111,6 +111,13 @@ func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kv
 	octx, cancel := l.opCtx(ctx)
 	err := hub.Sync(octx, s.queue+".*")
 	cancel()
+	if err != nil {
+		return l.viewErr(ctx, s, err)
+	}
+	return hub.Children(s.queue, fn)
+}
+
+func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
 	switch {
 	case errors.Is(err, kvx.ErrHubClosed):
 		return ErrClosed
@@ -119,7 +126,7 @@ func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kv
 	case err != nil:
 		return fmt.Errorf("kvlock: queue of %q: %w", s.key, err)
 	}
-	return hub.Children(s.queue, fn)
+	return nil
 }
 
 // acquireFair queues for s and takes the lock when first in line.
@@ -181,9 +188,17 @@ func entryErr(entry *kvlease.Guard) error {
 }
 
 // waitHead returns once ticket t has no predecessor in s's queue.
+//
+// Only the first look is synced with the stream leader. Every entry it
+// could see is in the view from then on (the view only moves forward), so
+// after a predecessor has gone the view alone answers the next look: what
+// it may lack is an entry created after the first look began, which the
+// protocol does not wait for anyway (see above). That takes a leader read
+// off every handover.
 func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
+	sync := true
 	for {
-		pred, err := l.predecessor(ctx, s, t, hub)
+		pred, err := l.predecessor(ctx, s, t, hub, sync || !hub.Ready())
 		if err != nil {
 			return err
 		}
@@ -194,6 +209,9 @@ func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.
 		if err != nil {
 			return err
 		}
+		// Not gone: the view had lost the entry or the watch restarted;
+		// look with the leader again.
+		sync = !gone
 		if gone {
 			l.wakeups.Add(1)
 		}
@@ -202,15 +220,21 @@ func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.
 
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub) (string, error) {
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub, sync bool) (string, error) {
 	var best uint64
 	pred := ""
-	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
+	fn := func(e kvx.Entry) bool {
 		if x, ok := s.ticketOf(e.Key); ok && x < t && x > best {
 			best, pred = x, e.Key
 		}
 		return true
-	})
+	}
+	var err error
+	if sync {
+		err = l.queueView(ctx, s, hub, fn)
+	} else if err = hub.Children(s.queue, fn); err != nil {
+		err = l.viewErr(ctx, s, err)
+	}
 	return pred, err
 }
 

@@ -143,6 +143,16 @@ func (v *view) appliedNow(h *Hub) uint64 {
 	return v.applied
 }
 
+// Ready reports whether the view holds the whole current state of the
+// running watch (its initial values have been applied). After a watch
+// restart it is false until the view has refilled; a caller relying on an
+// earlier Sync must Sync again then.
+func (h *Hub) Ready() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.view != nil && h.running && h.view.ready
+}
+
 // Children calls fn with the live entry of every key directly under
 // parent (parent + "." + one token), in no particular order, from the
 // view; fn returns false to stop. It does no I/O: call Sync first for an
