@@ -21,7 +21,8 @@ func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint6
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	opts := make([]jetstream.PublishOpt, 0, 3)
+	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
 	if ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
@@ -93,7 +94,8 @@ func (b *Bucket) DeleteTTL(ctx context.Context, key string, rev uint64, ttl time
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(rev)}
+	opts := make([]jetstream.PublishOpt, 0, 3)
+	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
 	if ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
@@ -111,8 +113,17 @@ func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guard
 		return 0, err
 	}
 	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value},
-		jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
+		noResponderRetry, jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
 }
+
+// noResponderRetry makes a publish answered "no responders" try again for
+// about 2.5 s (10 times, 250 ms apart) instead of nats.go's 0.5 s. Such a
+// publish reached no stream, so sending it again cannot duplicate a write;
+// it happens for a moment after a replicated stream is created (its
+// subjects' interest is still propagating through the cluster) or while it
+// changes leader, and surfaced as ErrNoStreamResponse on a fresh R3 bucket
+// under load (TestCASCluster). One option value, shared: it holds no state.
+var noResponderRetry = jetstream.WithRetryAttempts(10)
 
 func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
 	ack, err := b.js.PublishMsg(ctx, m, opts...)
