@@ -144,13 +144,35 @@
 //
 // # Waiting
 //
-// Acquire with a wait is push-driven: after a failed attempt the waiter
-// subscribes to the key in the manager's shared watch (one ordered consumer
-// per manager, started on first use), tries once more (so a release that
-// happened between the two is not missed) and sleeps until the key changes.
-// A release or expiry wakes it and it tries at the marker's revision: one
-// publish. A safety re-check fires after the longest TTL a holder could
-// still have; there is no polling loop.
+// Acquire with a wait is push-driven. The manager has one shared watch of
+// its bucket (one ordered consumer, started by the first wait). A waiter
+// subscribes to its keys in that watch (before its first try once the
+// watch runs, else after one failed try) and tries again, so a release
+// between the try and the subscription is not missed.
+//
+// The subscription tells the waiter what it can know without a read:
+//
+//	From   every change of its keys after this revision will reach it
+//	Known  each key's latest change the watch had delivered (held, or a
+//	       marker at some revision), for up to 4096 keys
+//
+// A key known to be held is not tried; a key free at a known marker (or at
+// the marker of this manager's own release, if newer) is tried with one
+// publish. A publish made on such a revision that loses is not read back:
+// the watch reports the winner a moment later. If nothing comes within
+// 250 ms (a refusal that was not a lost race, as R3 leader changes can
+// produce), the waiter reads the key. A release or expiry wakes the waiter,
+// which tries at the marker's revision. A safety re-check fires after the
+// longest TTL a holder could still have; there is no polling loop. This is
+// what a hand-written watch-and-retry loop does, and BENCHMARKS.md measures
+// the two side by side.
+//
+// # Releasing
+//
+// Release sends its conditional delete from the calling goroutine. Its ctx
+// bounds only the wait: when ctx ends with the delete in flight, Release
+// returns and a goroutine of the manager settles the delete by reading the
+// key (and deleting again if the key is still at the guard's revision).
 //
 // # Layering
 //
