@@ -34,8 +34,9 @@ import (
 // looks again.
 //
 // Looking costs no consumer: the Locker's queue hub keeps the live queue
-// entries in memory from its one shared watch (kvx.NewViewHub), and a look
-// is one leader read plus a map lookup. The read (Hub.Sync) asks the
+// entries in memory from its one shared watch (kvx.NewViewHub). A waiter's
+// first look is one leader read plus a map lookup; later looks (after its
+// predecessor has gone) are the map lookup alone, see waitHead. The read (Hub.Sync) asks the
 // stream leader for the last revision R among the lock's queue keys and
 // waits until the view has applied R. Why a lagging replica cannot make a
 // waiter skip a live predecessor: every queue write acknowledged before
