@@ -87,14 +87,13 @@
 // because KV revisions change on every renewal, so, unlike etcd's create
 // revision, they cannot order live entries.
 //
-// Barging is the default because it is faster: with 4 contenders on one
-// key (BenchmarkContended, one embedded server, 2 cores) an
-// acquire+release took 0.23-0.31ms barging and 0.77-0.89ms fair; with 8
-// clients (internal/bench, BENCHMARKS.md) fair mode ran about 0.17 of the
-// raw loop's rate, barging about 0.55. Fair mode costs a ticket publish,
-// an entry create, a leader read (the queue view's Sync; the queue itself
-// is read from the Locker's shared watch, not listed) and an entry delete
-// per acquisition, and serializes handovers through watch events. Use it
+// Barging is the default because it is faster: with 8 clients on one key
+// (internal/bench, BENCHMARKS.md) barging ran at 0.82 of a raw
+// watch-and-retry loop's rate and fair mode at 0.27. Fair mode costs a
+// ticket publish, an entry create, a leader read for the first look at the
+// queue (the queue itself is read from the Locker's shared watch, not
+// listed) and an entry delete per acquisition, and serializes handovers
+// through watch events. Use it
 // when starvation matters more than throughput. All
 // Lockers of one Name and bucket must use the same mode: a barging
 // acquirer ignores the queue.
