@@ -2,6 +2,7 @@ package kvlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -25,7 +26,10 @@ func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.
 		var err error
 		l, err = kvlock.New(ctx, js, cfg)
 		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
-			t.Logf("new locker: %v (retrying)", err)
+			t.Logf("new locker: %v (retrying) ctxErr=%v", err, ctx.Err())
+			for e := err; e != nil; e = errors.Unwrap(e) {
+				t.Logf("  chain: %T %#v", e, e)
+			}
 		}
 		lastErr = err
 		return err == nil
