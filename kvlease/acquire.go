@@ -209,6 +209,15 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	if err := m.admit(); err != nil {
 		return nil, kvx.Entry{}, nil, err
 	}
+	g, cur, lost, err := m.tryAdmitted(ctx, family, key, ttl, hint, fresh)
+	if g == nil {
+		m.unadmit()
+	}
+	return g, cur, lost, err
+}
+
+func (m *Manager) tryAdmitted(ctx context.Context, family Name, key string, ttl time.Duration,
+	hint uint64, fresh bool) (*Guard, kvx.Entry, *attempt, error) {
 	if ctx.Err() != nil {
 		return nil, kvx.Entry{}, nil, context.Cause(ctx)
 	}
@@ -257,7 +266,9 @@ func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.
 	return g, kvx.Entry{}, nil, err
 }
 
-// won turns an attempt that holds its key at rev into a running guard.
+// won turns an attempt that holds its key at rev into a running guard. The
+// caller holds a reservation (admit or reserve), which registering the
+// guard consumes; on failure the caller gives it back.
 func (m *Manager) won(ctx context.Context, family Name, a *attempt, rev uint64, ttl time.Duration) (*Guard, error) {
 	m.hints.drop(a.key)
 	g := m.newGuard(ctx, family, a.key, rev, a.sent, ttl, a.sec, a.owner, a.value)

@@ -41,9 +41,9 @@ type Config struct {
 	// Replicas is the bucket's replication factor when NewManager creates
 	// it. Default 1; 3 for a bucket that survives a node loss.
 	Replicas int
-	// MaxActive bounds the guards this manager holds at once (checked
-	// before each acquisition, so concurrent acquisitions may overshoot it
-	// by their number). Default DefaultMaxActive (65536).
+	// MaxActive bounds the guards this manager holds at once, counting
+	// acquisitions in flight (so concurrent ones cannot overshoot it).
+	// Default DefaultMaxActive (65536).
 	MaxActive int
 	// MaxKeyBytes bounds a lease key ("<family>.<encoded key>", slot
 	// suffix included) in bytes. Default DefaultMaxKeyBytes (512).

@@ -3,10 +3,13 @@ package kvlease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -108,4 +111,56 @@ func TestInvalidKeysTTLsAndNames(t *testing.T) {
 	_, _, err = l.TryAcquire(cctx, "k", time.Second)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotErrorIs(t, err, kvlease.ErrLost)
+}
+
+// MaxActive counts acquisitions in flight: concurrent acquisitions of
+// distinct keys never leave more guards than the limit, and refused or
+// failed attempts give their room back.
+func TestMaxActiveUnderConcurrency(t *testing.T) {
+	n := natstest.WithServer(t)
+	m := newManager(t, n.JS, kvlease.Config{MaxActive: 3})
+	l := bind(t, jobs, m)
+	ctx := natstest.Context(t, 20*time.Second)
+
+	for round := range 3 {
+		const tries = 12
+		var (
+			mu     sync.Mutex
+			guards []*kvlease.Guard
+			wg     sync.WaitGroup
+		)
+		for i := range tries {
+			wg.Go(func() {
+				g, ok, err := l.TryAcquire(ctx, fmt.Sprintf("r%d-%d", round, i), 5*time.Second)
+				if err != nil {
+					assert.ErrorIs(t, err, kvlease.ErrTooManyActive)
+					return
+				}
+				assert.True(t, ok)
+				mu.Lock()
+				guards = append(guards, g)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		require.NotEmpty(t, guards)
+		require.LessOrEqual(t, len(guards), 3, "round %d", round)
+		require.Equal(t, int64(len(guards)), m.Stats().Active)
+		for _, g := range guards {
+			require.NoError(t, g.Release(ctx))
+		}
+	}
+	// Every reservation came back: the full limit is available again.
+	var held []*kvlease.Guard
+	for i := range 3 {
+		g, ok, err := l.TryAcquire(ctx, fmt.Sprintf("after-%d", i), 5*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok)
+		held = append(held, g)
+	}
+	_, _, err := l.TryAcquire(ctx, "one-too-many", 5*time.Second)
+	require.ErrorIs(t, err, kvlease.ErrTooManyActive)
+	for _, g := range held {
+		require.NoError(t, g.Release(ctx))
+	}
 }

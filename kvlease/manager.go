@@ -38,6 +38,7 @@ type Manager struct {
 	mu       sync.Mutex
 	closed   bool
 	guards   map[*Guard]struct{}
+	reserved int // acquisitions admitted and not yet registered or given up
 	families map[Name]any
 
 	hints     hintCache
@@ -145,14 +146,16 @@ func (m *Manager) shutdown(gs []*Guard) {
 	close(m.done)
 }
 
-// register adds a new guard, or refuses it when the manager closed while
-// the acquisition was in flight.
+// register adds a new guard in place of its admission's reservation, or
+// refuses it when the manager closed while the acquisition was in flight
+// (the caller then gives the reservation back with unadmit).
 func (m *Manager) register(g *Guard) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return false
 	}
+	m.reserved--
 	m.guards[g] = struct{}{}
 	m.stats.active.Add(1)
 	return true
@@ -167,17 +170,36 @@ func (m *Manager) unregister(g *Guard) {
 	m.mu.Unlock()
 }
 
-// admit checks that one more guard may be acquired.
+// admit reserves room for one more guard under MaxActive, counting the
+// acquisitions in flight, so concurrent acquisitions cannot overshoot it.
+// Every admit is followed by register (success) or unadmit.
 func (m *Manager) admit() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return ErrClosed
 	}
-	if len(m.guards) >= m.cfg.MaxActive {
-		return fmt.Errorf("%w: %d held (MaxActive)", ErrTooManyActive, len(m.guards))
+	if n := len(m.guards) + m.reserved; n >= m.cfg.MaxActive {
+		return fmt.Errorf("%w: %d held or being acquired (MaxActive)", ErrTooManyActive, n)
 	}
+	m.reserved++
 	return nil
+}
+
+// reserve is admit for a lease that is already ours (a publish found to
+// have landed after all): it is registered even above MaxActive, since
+// refusing it would orphan the lease until its TTL.
+func (m *Manager) reserve() {
+	m.mu.Lock()
+	m.reserved++
+	m.mu.Unlock()
+}
+
+// unadmit gives back a reservation that did not become a guard.
+func (m *Manager) unadmit() {
+	m.mu.Lock()
+	m.reserved--
+	m.mu.Unlock()
 }
 
 // opCtx bounds ctx by OperationTimeout unless it already has a deadline

@@ -177,6 +177,15 @@ func (l Leases[K]) Restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	if err := m.admit(); err != nil {
 		return nil, err
 	}
+	g, err := l.restore(ctx, t)
+	if g == nil {
+		m.unadmit()
+	}
+	return g, err
+}
+
+func (l Leases[K]) restore(ctx context.Context, t Token[K]) (*Guard, error) {
+	m := l.m
 	octx, cancel := m.opCtx(ctx)
 	defer cancel()
 	e, err := m.b.Get(octx, t.key)

@@ -52,7 +52,12 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 				clear(hints)
 				from = unsubscribed
 			case e.Live() && pending != nil && e.Key == pending.key && ownedBy(e.Value, pending.owner):
-				return m.won(ctx, family, pending, e.Revision, ttl)
+				m.reserve()
+				g, err := m.won(ctx, family, pending, e.Revision, ttl)
+				if g == nil {
+					m.unadmit()
+				}
+				return g, err
 			case e.Live():
 				if pending == nil || e.Key == pending.key {
 					// Acquired or renewed by someone else: the re-check
