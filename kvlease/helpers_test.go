@@ -19,11 +19,14 @@ var jobs = kvlease.Define[string]("jobs", kvlease.StringCodec{})
 // newManager starts a manager closed by t.Cleanup.
 func newManager(t *testing.T, js jetstream.JetStream, cfg kvlease.Config) *kvlease.Manager {
 	t.Helper()
-	ctx := natstest.Context(t, 30*time.Second)
 	var m *kvlease.Manager
 	var lastErr error
-	// A fresh cluster may need a moment before it accepts R3 streams.
-	natstest.Eventually(t, 20*time.Second, func() bool {
+	// A fresh cluster may need a moment before it accepts R3 streams. Each
+	// attempt has a deadline of its own (see kvlock's newLocker: a hung
+	// attempt must fail with its own error, not silently).
+	natstest.Eventually(t, 40*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
 		var err error
 		m, err = kvlease.NewManager(ctx, js, cfg)
 		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {

@@ -2,7 +2,6 @@ package kvlock_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -18,18 +17,21 @@ func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 // newLocker starts a Locker closed by t.Cleanup.
 func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.Locker {
 	t.Helper()
-	ctx := natstest.Context(t, 30*time.Second)
 	var l *kvlock.Locker
 	var lastErr error
-	// A fresh cluster may need a moment before it accepts R3 streams.
-	natstest.Eventually(t, 20*time.Second, func() bool {
+	// A fresh cluster may need a moment before it accepts R3 streams. Each
+	// attempt has a deadline of its own: require.Eventually runs the
+	// condition on a goroutine and does not wait for one that blocks, so
+	// a hung attempt would otherwise fail the test silently (its error,
+	// logged after the test's context was cancelled, read "context
+	// canceled").
+	natstest.Eventually(t, 40*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
 		var err error
 		l, err = kvlock.New(ctx, js, cfg)
 		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
-			t.Logf("new locker: %v (retrying) ctxErr=%v", err, ctx.Err())
-			for e := err; e != nil; e = errors.Unwrap(e) {
-				t.Logf("  chain: %T %#v", e, e)
-			}
+			t.Logf("new locker: %v (retrying)", err)
 		}
 		lastErr = err
 		return err == nil
