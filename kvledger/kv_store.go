@@ -209,6 +209,9 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 	if err != nil {
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
 	}
+	if ttl > 0 && len(new.Needs) > 0 {
+		s.unindexNeeds(ctx, key, new.Needs, rev)
+	}
 	stored := new.clone()
 	stored.Rev = rev
 	if insert {
@@ -249,18 +252,40 @@ func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
 }
 
 // IndexNeeds implements DependencyIndex: one key per (need, dependent),
-// created once.
+// created once (over the marker of an earlier one that unindexNeeds
+// removed, for a key admitted again after its record expired).
 func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, needs []IdempotencyKey) error {
 	for _, n := range needs {
 		if n == "" || dependent == "" {
 			return fmt.Errorf("%w: empty key in dependency %q -> %q", ErrInvalidState, string(dependent), string(n))
 		}
-		_, err := s.b.Create(ctx, rdepKey(n, dependent), []byte("1"), 0)
+		_, _, err := s.b.Acquire(ctx, rdepKey(n, dependent), []byte("1"), 0, 0)
 		if err != nil && !kvx.IsConflict(err) {
 			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), err)
 		}
 	}
 	return nil
+}
+
+// unindexNeeds removes dependent's index entries once its record is final
+// under retention: a final record is never changed again (Admit leaves it
+// alone), so nothing will walk from its needs to it, and when the record
+// expires the entries would otherwise stay in the bucket for good. Each
+// delete is guarded by the final record's revision rev, so it does nothing
+// if the key has moved on (expired and been admitted again, with entries of
+// its own). The markers expire after the retention too.
+//
+// It is best effort and reports nothing: the index tolerates stale entries
+// (the Ledger re-reads every dependent), so an entry left behind costs
+// only its space, as every entry did before this cleanup existed.
+func (s *KVStore) unindexNeeds(ctx context.Context, dependent IdempotencyKey, needs []IdempotencyKey, rev uint64) {
+	octx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
+	defer cancel()
+	for _, n := range needs {
+		if _, err := s.b.DeleteGuarded(octx, rdepKey(n, dependent), taskKey(dependent), rev, s.retention); err != nil {
+			return
+		}
+	}
 }
 
 // Dependents implements DependencyIndex with one filtered scan of the

@@ -206,3 +206,67 @@ func TestDecodeTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, job{Name: "x", N: 3}, j)
 }
+
+// TestKVStoreRetentionRemovesIndex: under retention, a final record's
+// reverse-dependency entries leave the bucket with it, and a key admitted
+// again after its record expired is indexed again (over the old marker),
+// so a later failure of its need still blocks it.
+func TestKVStoreRetentionRemovesIndex(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Retention: time.Second})
+	l, err := kvledger.New(s, nil)
+	require.NoError(t, err)
+	kv, err := n.JS.KeyValue(ctx, s.Name())
+	require.NoError(t, err)
+	indexKeys := func() []string {
+		lister, err := kv.ListKeysFiltered(ctx, "rdep.>")
+		require.NoError(t, err)
+		var keys []string
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+		return keys
+	}
+
+	for _, k := range []kvledger.IdempotencyKey{"need", "other"} {
+		ok, err := l.Admit(ctx, "a", k, 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	ok, err := l.Admit(ctx, "a", "dep", 1, nil, t0, "need", "other")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, indexKeys(), 2)
+
+	// The dependent ends (blocked by a failed need): its entries go.
+	f, err := l.Claim(ctx, "w", "need", "w", time.Minute, t0)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "w", "need", "w", f, kvledger.StatusFailed, t0))
+	st, found, err := l.State(ctx, "dep")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, kvledger.StatusBlocked, st.Status)
+	require.Empty(t, indexKeys(), "a final dependent keeps no index entries")
+
+	// Once the records have expired, the dependent is admitted again and
+	// indexed again; a new failure of its need blocks it again.
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, f1, err1 := l.State(ctx, "dep")
+		_, f2, err2 := l.State(ctx, "need")
+		return err1 == nil && err2 == nil && !f1 && !f2
+	}, "final records expire")
+	ok, err = l.Admit(ctx, "a", "need", 2, nil, t0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = l.Admit(ctx, "a", "dep", 2, nil, t0, "need")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"rdep.need.dep"}, indexKeys())
+	f, err = l.Claim(ctx, "w", "need", "w", time.Minute, t0)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "w", "need", "w", f, kvledger.StatusFailed, t0))
+	st, _, err = l.State(ctx, "dep")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusBlocked, st.Status)
+}

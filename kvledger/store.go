@@ -46,7 +46,9 @@ type Swapper interface {
 // The index may hold stale entries (a record rebased with other needs, or
 // deleted): the Ledger re-reads every dependent and checks its Needs
 // before acting, so IndexNeeds only has to be written BEFORE the record
-// that names the needs (Admit does that) and never needs to be removed.
+// that names the needs (Admit does that) and never has to be removed. A
+// store may remove the entries of a final record (the KVStore does under
+// retention, so they leave the bucket with it).
 type DependencyIndex interface {
 	// IndexNeeds records that dependent names each of needs. It is
 	// idempotent.

@@ -116,6 +116,27 @@ func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guard
 		noResponderRetry, jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
 }
 
+// DeleteGuarded writes a delete marker on key (unconditionally on key
+// itself) only while guardKey's last revision is guardRev, in one publish.
+// ttl > 0 makes the marker expire (see DeleteTTL). It removes an entry that
+// belongs to another key's state, such as an index entry of a record, only
+// while that record is still the one that made it obsolete.
+func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardRev uint64, ttl time.Duration) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	if err := CheckKey(guardKey); err != nil {
+		return 0, err
+	}
+	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	opts := make([]jetstream.PublishOpt, 0, 3)
+	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	return b.publish(ctx, m, opts...)
+}
+
 // noResponderRetry makes a publish answered "no responders" try again for
 // about 2.5 s (10 times, 250 ms apart) instead of nats.go's 0.5 s. Such a
 // publish reached no stream, so sending it again cannot duplicate a write;
