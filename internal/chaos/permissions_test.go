@@ -36,6 +36,17 @@ func kvPermissions(bucket string) []string {
 	}
 }
 
+// durablePermissions: what a durable event subscriber needs on top of
+// nothing else (it neither binds nor publishes to the stream): create its
+// consumer, pull from it, acknowledge (README "Security and permissions").
+func durablePermissions(stream string) []string {
+	return []string{
+		"$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
+		"$JS.ACK." + stream + ".>",
+	}
+}
+
 // streamPermissions: binding and publishing to the events stream.
 func streamPermissions(stream string, subjects ...string) []string {
 	return append([]string{"$JS.API.STREAM.INFO." + stream}, subjects...)
@@ -61,6 +72,7 @@ func TestSubjectPermissions(t *testing.T) {
 		{Name: "app", Password: "b", Publish: exact, Subscribe: inbox},
 		{Name: "nokv", Password: "c", Publish: noKV, Subscribe: inbox},
 		{Name: "noinbox", Password: "d", Publish: exact, Subscribe: []string{}},
+		{Name: "audit", Password: "e", Publish: durablePermissions("LEDGER"), Subscribe: inbox},
 	}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Shutdown(context.Background())) })
@@ -86,6 +98,31 @@ func TestSubjectPermissions(t *testing.T) {
 		require.ErrorIs(t, js.Conn().LastError(), nats.ErrPermissionViolation, "server reported %v", err)
 		t.Logf("refused: %v (connection: %v)", err, js.Conn().LastError())
 	})
+	t.Run("durable event subscription", func(t *testing.T) {
+		// exerciseComponents has published ledger events; a subscriber
+		// holding only the durable permissions reads and acknowledges them.
+		ctx := natstest.Context(t, 10*time.Second)
+		got := make(chan events.Event, 1)
+		d, err := events.SubscribeDurable(ctx, connect("audit", "e"), events.DurableConfig{Durable: "perm-audit"},
+			func(_ context.Context, e events.Event) error {
+				select {
+				case got <- e:
+				default:
+				}
+				return nil
+			}, func(err error) { t.Logf("durable subscriber: %v", err) })
+		require.NoError(t, err)
+		defer d.Stop()
+		e := natstest.Recv(t, got, 5*time.Second, "an event through the durable consumer")
+		require.NotEmpty(t, e.Key)
+
+		// Without the consumer API (the plain app user) it is refused.
+		actx := natstest.Context(t, 2*time.Second)
+		_, err = events.SubscribeDurable(actx, connect("app", "b"), events.DurableConfig{Durable: "perm-denied"},
+			func(context.Context, events.Event) error { return nil }, nil)
+		require.Error(t, err)
+		t.Logf("refused: %v", err)
+	})
 	t.Run("without _INBOX subscribe refused", func(t *testing.T) {
 		js := connect("noinbox", "d")
 		ctx := natstest.Context(t, 2*time.Second)
@@ -93,5 +130,5 @@ func TestSubjectPermissions(t *testing.T) {
 		require.Error(t, err)
 		t.Logf("refused: %v", err)
 	})
-	report(t, "security", fmt.Sprintf("permissions: a user with exactly %d publish subjects + _INBOX.> runs kvlease, kvlock, kvledger+events; without $KV publish or _INBOX subscribe it is refused", len(exact)))
+	report(t, "security", fmt.Sprintf("permissions: a user with exactly %d publish subjects + _INBOX.> runs kvlease, kvlock, kvledger+events; a durable event subscriber needs 3 publish subjects; without $KV publish, the consumer API or _INBOX subscribe a user is refused", len(exact)))
 }
