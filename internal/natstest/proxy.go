@@ -1,0 +1,123 @@
+package natstest
+
+import (
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// DelayProxy is a loopback TCP proxy in front of a server that can hold
+// back what the server sends to the client by a delay (in order, nothing
+// dropped). With a delay longer than a request's deadline, the request
+// reaches the server and is processed while its answer arrives too late:
+// the "outcome unknown" case that code must settle by reading.
+type DelayProxy struct {
+	ln    net.Listener
+	to    string
+	delay atomic.Int64 // nanoseconds, applied to server->client bytes
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// NewDelayProxy starts a proxy to the server at url (nats://host:port),
+// stopped by t.Cleanup.
+func NewDelayProxy(t testing.TB, url string) *DelayProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &DelayProxy{ln: ln, to: strings.TrimPrefix(url, "nats://")}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// URL is the address clients connect to.
+func (p *DelayProxy) URL() string { return "nats://" + p.ln.Addr().String() }
+
+// SetDelay sets the delay of server->client bytes read from now on.
+func (p *DelayProxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+
+func (p *DelayProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(s, c)
+			_ = s.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			p.delayed(c, s)
+			_ = c.Close()
+		}()
+	}
+}
+
+// delayed copies src to dst, each chunk no earlier than its arrival plus
+// the delay at arrival, in order.
+func (p *DelayProxy) delayed(dst, src net.Conn) {
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	q := make(chan chunk, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ch := range q {
+			if d := time.Until(ch.due); d > 0 {
+				t := time.NewTimer(d)
+				<-t.C
+			}
+			if _, err := dst.Write(ch.data); err != nil {
+				for range q { // drain: the reader stops when src closes
+				}
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			q <- chunk{due: time.Now().Add(time.Duration(p.delay.Load())), data: append([]byte(nil), buf[:n]...)}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(q)
+	<-done
+}
+
+func (p *DelayProxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
