@@ -62,7 +62,9 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	require.False(t, ok)
 	natstest.Eventually(t, 5*time.Second, func() bool { return m.Stats().Renewals >= 200 }, "renewals ran")
 	require.EqualValues(t, 200, m.Stats().Active)
-	require.Equal(t, 200, m.Scheduled(), "one heap entry per guard, no goroutine")
+	// The scheduler pops due guards and re-inserts them after handling
+	// them, so a single sample may catch one in between.
+	natstest.Eventually(t, 5*time.Second, func() bool { return m.Scheduled() == 200 }, "one heap entry per guard, no goroutine")
 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
