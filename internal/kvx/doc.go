@@ -20,9 +20,18 @@
 //   - Delete markers that report their revision, and writes guarded by
 //     another key's revision (Nats-Expected-Last-Subject-Sequence-Subject).
 //   - One shared watch per bucket (Hub) from which many waiters take wake-ups,
-//     instead of one ordered consumer per waiter. A view hub (NewViewHub) also
-//     keeps the live keys in memory; Sync makes it as new as the stream leader
+//     instead of one ordered consumer per waiter. A subscription also says
+//     what its waiter can know without a read: the revision after which
+//     every change reaches it (Sub.From) and each key's latest change the
+//     watch had delivered (Sub.Known). A view hub (NewViewHub) also keeps
+//     the live keys in memory; Sync makes it as new as the stream leader
 //     with one leader read, so listings need no consumer of their own.
+//   - Bounds without a timer per operation (OpTimeout): operations whose
+//     context cannot end share one deadline context, where nats.go would
+//     make a context.WithTimeout per request.
+//   - Publishes answered by no responders (a fresh replicated stream, a
+//     leader change) retried for about 2.5 s instead of 0.5 s: they reached
+//     no stream, so sending them again cannot duplicate a write.
 //
 // Revisions returned here are the bucket stream's sequence numbers: strictly
 // increasing across deletes, purges, expiry and restarts, which is what
