@@ -95,15 +95,38 @@ func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamB
 // Stream returns the stream name.
 func (b *JetStreamBus) Stream() string { return b.stream }
 
+// codeDuplicateInProcess is JetStream's "duplicate message id is in
+// process" (JSStreamDuplicateMessageConflict): on a replicated stream, a
+// publish whose Nats-Msg-Id matches one still being replicated. It says
+// nothing yet about whether the event is stored.
+const codeDuplicateInProcess = 10158
+
 // Publish stores e and returns once the stream acknowledged it (or
-// reported it as a duplicate, which is success too).
+// reported it as a duplicate, which is success too). When another publish
+// of the same event is still in flight on a replicated stream (a writer
+// and a relay publishing the same write), it asks again after a moment
+// until the stream reports the event stored or a duplicate.
 func (b *JetStreamBus) Publish(ctx context.Context, e Event) error {
 	data, err := Marshal(e)
 	if err != nil {
 		return err
 	}
 	msg := &nats.Msg{Subject: string(e.Name), Data: data}
-	if _, err := b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream)); err != nil {
+	for attempt := 0; ; attempt++ {
+		_, err = b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream))
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != codeDuplicateInProcess || attempt == 7 {
+			break
+		}
+		t := time.NewTimer(time.Duration(5<<attempt) * time.Millisecond) // 5 ms .. 320 ms
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, err)
 	}
 	return nil
