@@ -17,6 +17,17 @@ import (
 
 var errKilled = errors.New("killed between write and publish")
 
+// dieAfterEachClaim makes l behave like a process that dies right after
+// each claim it writes, before publishing its event.
+func dieAfterEachClaim(l *kvledger.Ledger) {
+	kvledger.SetAfterWriteHook(l, func(_ kvledger.IdempotencyKey, rec kvledger.TaskState) error {
+		if rec.LastEvent == kvledger.ClaimedEvent {
+			return errKilled
+		}
+		return nil
+	})
+}
+
 // eventLog collects events from a durable consumer.
 type eventLog struct {
 	mu  sync.Mutex
@@ -102,12 +113,7 @@ func TestEventsSurviveWriterDeath(t *testing.T) {
 
 	// p1 dies right after writing each claim (its next call would be
 	// from a new process).
-	kvledger.SetAfterWriteHook(p1, func(_ kvledger.IdempotencyKey, rec kvledger.TaskState) error {
-		if rec.LastEvent == kvledger.ClaimedEvent {
-			return errKilled
-		}
-		return nil
-	})
+	dieAfterEachClaim(p1)
 	for _, k := range []kvledger.IdempotencyKey{"next-writer", "relayed", "late"} {
 		ok, err := p1.Admit(ctx, "p1", k, 1, nil, t0)
 		require.NoError(t, err)

@@ -44,13 +44,7 @@ func TestRelayAcrossLeaderChangesR3(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(d.Stop)
 
-	// p1 dies right after writing each claim.
-	kvledger.SetAfterWriteHook(p1, func(_ kvledger.IdempotencyKey, rec kvledger.TaskState) error {
-		if rec.LastEvent == kvledger.ClaimedEvent {
-			return errKilled
-		}
-		return nil
-	})
+	dieAfterEachClaim(p1)
 	keys := make([]kvledger.IdempotencyKey, 6)
 	for i := range keys {
 		keys[i] = kvledger.IdempotencyKey(fmt.Sprintf("job-%d", i))
