@@ -157,15 +157,9 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 // retries while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
 	for {
-		cur, err := l.loadOwned(ctx, key, fence)
+		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
 			return err
-		}
-		if err := checkFence(cur, owner, fence); err != nil {
-			return err
-		}
-		if cur.Status != StatusClaimed {
-			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
 		}
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil = StatusPending, "", time.Time{}

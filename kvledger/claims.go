@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -74,4 +75,21 @@ func (l *Ledger) loadOwned(ctx context.Context, key IdempotencyKey, fence FenceT
 		}
 	}
 	return l.load(ctx, key)
+}
+
+// loadClaim is the start of Release and Complete: the caller's claim of
+// key, checked in the reference's order (ErrNoKey, then ErrFenced, then
+// ErrNotClaimed).
+func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
+	cur, err := l.loadOwned(ctx, key, fence)
+	if err != nil {
+		return TaskState{}, err
+	}
+	if err := checkFence(cur, owner, fence); err != nil {
+		return TaskState{}, err
+	}
+	if cur.Status != StatusClaimed {
+		return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+	}
+	return cur, nil
 }

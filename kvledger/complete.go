@@ -29,15 +29,9 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(status))
 	}
 	for {
-		cur, err := l.loadOwned(ctx, key, fence)
+		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
 			return err
-		}
-		if err := checkFence(cur, owner, fence); err != nil {
-			return err
-		}
-		if cur.Status != StatusClaimed {
-			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
 		}
 		next := cur.clone()
 		next.Status, next.LeaseUntil = status, time.Time{}
