@@ -19,22 +19,9 @@ var jobs = kvlease.Define[string]("jobs", kvlease.StringCodec{})
 // newManager starts a manager closed by t.Cleanup.
 func newManager(t *testing.T, js jetstream.JetStream, cfg kvlease.Config) *kvlease.Manager {
 	t.Helper()
-	var m *kvlease.Manager
-	var lastErr error
-	// A fresh cluster may need a moment before it accepts R3 streams. Each
-	// attempt has a deadline of its own (see kvlock's newLocker: a hung
-	// attempt must fail with its own error, not silently).
-	natstest.Eventually(t, 40*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-		defer cancel()
-		var err error
-		m, err = kvlease.NewManager(ctx, js, cfg)
-		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
-			t.Logf("new manager: %v (retrying)", err)
-		}
-		lastErr = err
-		return err == nil
-	}, "new manager")
+	m := natstest.Open(t, "new manager", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, js, cfg)
+	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

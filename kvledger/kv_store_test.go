@@ -25,14 +25,9 @@ func newKVStore(t testing.TB, js jetstream.JetStream, cfg kvledger.KVStoreConfig
 		cfg.Bucket = fmt.Sprintf("ledger%d", bucketSeq.Add(1))
 	}
 	ctx := natstest.Context(t, 30*time.Second)
-	var s *kvledger.KVStore
-	natstest.Eventually(t, 25*time.Second, func() bool {
-		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		var err error
-		s, err = kvledger.NewKVStore(octx, js, cfg)
-		return err == nil
-	}, "open bucket %s", cfg.Bucket)
+	s := natstest.Open(t, "open bucket "+cfg.Bucket, func(ctx context.Context) (*kvledger.KVStore, error) {
+		return kvledger.NewKVStore(ctx, js, cfg)
+	})
 	if cfg.Replicas > 1 {
 		// A new replicated stream may answer before its leader is
 		// elected: wait until a leader read succeeds and a write lands.

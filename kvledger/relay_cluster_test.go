@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -27,12 +28,9 @@ func TestRelayAcrossLeaderChangesR3(t *testing.T) {
 	ledger := func() *kvledger.Ledger {
 		js := c.NewJS(t)
 		store := newKVStore(t, js, kvledger.KVStoreConfig{Bucket: bucket, Replicas: 3})
-		var bus *events.JetStreamBus
-		natstest.Eventually(t, 20*time.Second, func() bool {
-			var err error
-			bus, err = events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: 3})
-			return err == nil
-		}, "R3 event stream")
+		bus := natstest.Open(t, "R3 event stream", func(ctx context.Context) (*events.JetStreamBus, error) {
+			return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: 3})
+		})
 		l, err := kvledger.New(store, bus)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, l.Close()) })

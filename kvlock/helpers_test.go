@@ -17,25 +17,9 @@ func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 // newLocker starts a Locker closed by t.Cleanup.
 func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.Locker {
 	t.Helper()
-	var l *kvlock.Locker
-	var lastErr error
-	// A fresh cluster may need a moment before it accepts R3 streams. Each
-	// attempt has a deadline of its own: require.Eventually runs the
-	// condition on a goroutine and does not wait for one that blocks, so
-	// a hung attempt would otherwise fail the test silently (its error,
-	// logged after the test's context was cancelled, read "context
-	// canceled").
-	natstest.Eventually(t, 40*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-		defer cancel()
-		var err error
-		l, err = kvlock.New(ctx, js, cfg)
-		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
-			t.Logf("new locker: %v (retrying)", err)
-		}
-		lastErr = err
-		return err == nil
-	}, "new locker")
+	l := natstest.Open(t, "new locker", func(ctx context.Context) (*kvlock.Locker, error) {
+		return kvlock.New(ctx, js, cfg)
+	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

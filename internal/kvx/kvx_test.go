@@ -18,21 +18,9 @@ func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 func openBucket(t *testing.T, js jetstream.JetStream, replicas int) *kvx.Bucket {
 	t.Helper()
-	var b *kvx.Bucket
-	// A fresh cluster may need a moment before it accepts R3 streams. Each
-	// attempt has a deadline of its own, so a hung one fails with its own
-	// error (require.Eventually does not wait for a blocked condition).
-	natstest.Eventually(t, 40*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
-		defer cancel()
-		var err error
-		b, err = kvx.Open(ctx, js, kvx.Config{Bucket: "t", Replicas: replicas, LimitMarkerTTL: time.Second, RequireTTL: true})
-		if err != nil {
-			t.Logf("open bucket: %v (retrying)", err)
-		}
-		return err == nil
-	}, "open bucket")
-	return b
+	return natstest.Open(t, "open bucket", func(ctx context.Context) (*kvx.Bucket, error) {
+		return kvx.Open(ctx, js, kvx.Config{Bucket: "t", Replicas: replicas, LimitMarkerTTL: time.Second, RequireTTL: true})
+	})
 }
 
 // casSuite runs the CAS paths; it is shared by the single-node and the
