@@ -119,11 +119,13 @@ func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, 
 	recheck := time.Duration(0)
 	for _, k := range keys {
 		seen, ok := sub.Known(k)
-		if ok && m.hints.get(k) > seen.Revision {
+		if own := m.hints.get(k); ok && own > seen.Revision {
 			// Our own release is newer than what the watch has reported
-			// (it lags by a moment): its marker is the better hint, and
-			// tryKeys takes it from the hint cache.
-			ok = false
+			// (it lags by a moment): its marker is the better hint, and a
+			// fresh one, since the watch had not delivered it by From.
+			hints[k] = own
+			try = append(try, k)
+			continue
 		}
 		switch {
 		case ok && seen.Live:
