@@ -12,9 +12,10 @@ BENCHPKGS     ?= ./...
 BENCHCOUNT    ?= 3
 FUZZTIME      ?= 10s
 SOAKTIME      ?= 5m
-# Nested modules: kept apart so the core module does not depend on their
-# imports (OpenTelemetry).
-SUBMODULES    := kvlock/otelobserver
+# Nested modules: kept apart so that what importers of the core module read
+# in its go.mod holds no test-only or optional dependency (OpenTelemetry for
+# the observer; porcupine for the fault tests).
+SUBMODULES    := kvlock/otelobserver internal/chaos
 
 .PHONY: help test bench fuzz lint demo soak tidy
 
@@ -23,7 +24,7 @@ help: ## List the targets.
 
 test: ## Run every test with the race detector against embedded nats-servers.
 	$(GO) test -race -count=1 -timeout 15m ./...
-	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) test -race -count=1 ./...); done
+	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 15m ./...); done
 
 bench: ## Run the benchmarks (ratios against raw KV operations in the same run; see BENCHMARKS.md).
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS)
@@ -51,3 +52,8 @@ demo: ## Run the main job (a task graph with workers, leases, a failure and a le
 
 soak: ## Long fault-injection run, bounded by SOAKTIME.
 	NATSCOORD_SOAK=$(SOAKTIME) $(GO) test -race -count=1 -run 'Soak' -timeout 60m ./...
+	@set -e; for m in $(SUBMODULES); do (cd $$m && NATSCOORD_SOAK=$(SOAKTIME) $(GO) test -race -count=1 -run 'Soak' -timeout 60m ./...); done
+
+tidy: ## go mod tidy in the core module and in each nested module.
+	$(GO) mod tidy
+	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) mod tidy); done

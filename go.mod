@@ -3,13 +3,11 @@ module github.com/natscoord/natscoord
 go 1.26.0
 
 require (
-	github.com/anishathalye/porcupine v1.3.1
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nuid v1.0.1
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
-	go.uber.org/goleak v1.3.0
 )
 
 require (

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -56,7 +55,7 @@ func TestStartRejectsBadOptions(t *testing.T) {
 			require.Nil(t, s)
 			t.Log(err)
 			requireEmptyDir(t, tmp)
-			goleak.VerifyNone(t, natstest.LeakOptions()...)
+			natstest.VerifyNone(t)
 		})
 	}
 }
@@ -69,7 +68,7 @@ func TestStartWithEndedContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Nil(t, s)
 	requireEmptyDir(t, tmp)
-	goleak.VerifyNone(t, natstest.LeakOptions()...)
+	natstest.VerifyNone(t)
 }
 
 func TestStartClusterRejectsBadInput(t *testing.T) {
@@ -84,7 +83,7 @@ func TestStartClusterRejectsBadInput(t *testing.T) {
 	_, err = embedded.StartCluster(ctx, 3, embedded.Options{JetStreamMaxStore: -1})
 	require.ErrorIs(t, err, embedded.ErrInvalidOptions)
 	requireEmptyDir(t, tmp)
-	goleak.VerifyNone(t, natstest.LeakOptions()...)
+	natstest.VerifyNone(t)
 }
 
 // A failure nats-server itself reports after validation passed (here: an
@@ -97,5 +96,5 @@ func TestStartFailsWhenServerCannotListen(t *testing.T) {
 	require.Nil(t, s)
 	t.Log(err)
 	requireEmptyDir(t, tmp)
-	goleak.VerifyNone(t, natstest.LeakOptions()...)
+	natstest.VerifyNone(t)
 }

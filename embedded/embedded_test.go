@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -37,7 +36,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 
 	require.NoError(t, s.Shutdown(ctx))
 	requireEmptyDir(t, tmp) // the temporary data dir is gone
-	goleak.VerifyNone(t, natstest.LeakOptions()...)
+	natstest.VerifyNone(t)
 }
 
 func TestShutdownIsIdempotent(t *testing.T) {

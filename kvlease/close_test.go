@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
@@ -46,7 +45,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	warm, err := kvlease.NewManager(ctx, js, kvlease.Config{})
 	require.NoError(t, err)
 	require.NoError(t, warm.Close(ctx))
-	before := goleak.IgnoreCurrent()
+	before := natstest.IgnoreCurrent()
 
 	m, err := kvlease.NewManager(ctx, js, kvlease.Config{})
 	require.NoError(t, err)
@@ -70,5 +69,5 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	defer cancel()
 	require.NoError(t, m.Close(cctx))
 	require.EqualValues(t, 200, m.Stats().Released)
-	goleak.VerifyNone(t, before)
+	natstest.VerifyNone(t, before)
 }

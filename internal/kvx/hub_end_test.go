@@ -11,7 +11,7 @@ import (
 )
 
 // A hub whose watch ends by itself (its connection closed) must not leave
-// nats.go's context goroutine behind: the package's goleak check fails
+// nats.go's context goroutine behind: the package's goroutine-leak check fails
 // otherwise.
 func TestHubWatchEndedByConnectionLeavesNoGoroutine(t *testing.T) {
 	n := natstest.WithServer(t)

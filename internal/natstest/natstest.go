@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/natscoord/natscoord/embedded"
 )
@@ -201,16 +200,3 @@ func Recv[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) 
 	var zero T
 	return zero
 }
-
-// VerifyTestMain is goleak's package-level check with the options natscoord
-// needs. Call it from every TestMain:
-//
-//	func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
-func VerifyTestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, LeakOptions()...)
-}
-
-// LeakOptions are the goleak options shared by all packages. Empty today:
-// a stopped embedded server leaves no goroutine behind, and any ignore
-// added here must say which goroutine it is and why it may outlive a test.
-func LeakOptions() []goleak.Option { return nil }
