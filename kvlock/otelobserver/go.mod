@@ -3,7 +3,7 @@ module github.com/natscoord/natscoord/kvlock/otelobserver
 go 1.26.0
 
 require (
-	github.com/natscoord/natscoord v0.0.0
+	github.com/natscoord/natscoord v0.0.0-20261201102452-4a39858c9af3
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -28,7 +28,6 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
