@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
 
@@ -32,6 +34,13 @@ type Cluster struct {
 	nodes  []*Server // nil while a node is stopped
 	opts   []Options
 	closed bool // set by Shutdown; RestartNode then refuses
+
+	jsMu sync.Mutex // guards the connection behind JetStream
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	done     chan struct{} // closed when Shutdown has finished
+	doneOnce sync.Once
 }
 
 // StartCluster starts n nodes (n >= 2) with opts as the template for each
@@ -51,7 +60,7 @@ func StartCluster(ctx context.Context, n int, opts Options) (*Cluster, error) {
 	if opts.Host == "" {
 		opts.Host = "127.0.0.1"
 	}
-	c := &Cluster{name: "natscoord-" + nuid.Next()[:8], base: opts}
+	c := &Cluster{name: "natscoord-" + nuid.Next()[:8], base: opts, done: make(chan struct{})}
 	root := opts.DataDir
 	if root == "" {
 		d, err := os.MkdirTemp("", "natscoord-cluster-*")
@@ -227,6 +236,12 @@ func (c *Cluster) RestartNode(ctx context.Context, i int) error {
 // temporary data directory, if StartCluster created one. Afterwards
 // RestartNode returns ErrShutdown; calling Shutdown again does nothing.
 func (c *Cluster) Shutdown(ctx context.Context) error {
+	c.jsMu.Lock()
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc, c.js = nil, nil
+	}
+	c.jsMu.Unlock()
 	c.mu.Lock()
 	nodes := c.nodes
 	c.nodes = make([]*Server, len(c.opts))
@@ -250,9 +265,31 @@ func (c *Cluster) Shutdown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	c.cleanup()
+	// Done follows the nodes' own Done: a node whose Shutdown returned
+	// early (ctx ended) still stops in the background, and only then is the
+	// cluster done and its temporary directory removed.
+	finish := func() {
+		for _, s := range nodes {
+			if s != nil {
+				<-s.Done()
+			}
+		}
+		c.cleanup()
+		close(c.done)
+	}
+	c.doneOnce.Do(func() {
+		if first == nil {
+			finish() // every node has stopped: nothing to wait for
+		} else {
+			go finish()
+		}
+	})
 	return first
 }
+
+// Done is closed once Shutdown has stopped every node (and removed the
+// temporary data directory), as Server.Done is for one node.
+func (c *Cluster) Done() <-chan struct{} { return c.done }
 
 func (c *Cluster) cleanup() {
 	if c.tempDir != "" {

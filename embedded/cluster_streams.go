@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -84,21 +85,37 @@ func (c *Cluster) StepDownStream(ctx context.Context, stream string) (int, error
 	}
 }
 
-// JetStream connects to the running nodes and returns a JetStream handle
-// plus a close function for its connection.
-func (c *Cluster) JetStream() (jetstream.JetStream, func(), error) {
-	run := c.Running()
-	if len(run) == 0 {
-		return nil, nil, ErrShutdown
+// Connect opens a new network connection to the running nodes with the
+// configured credentials; it reconnects to whichever node runs. The caller
+// owns and closes it.
+func (c *Cluster) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed || len(c.Running()) == 0 {
+		return nil, ErrShutdown
 	}
-	nc, err := connectURLs(c.ClientURLs(), c.base)
+	return connectURLs(c.ClientURLs(), c.base, opts...)
+}
+
+// JetStream returns a JetStream handle on a connection owned by the
+// cluster (opened on first use, closed by Shutdown), as Server.JetStream
+// does for one node.
+func (c *Cluster) JetStream() (jetstream.JetStream, error) {
+	c.jsMu.Lock()
+	defer c.jsMu.Unlock()
+	if c.js != nil {
+		return c.js, nil
+	}
+	nc, err := c.Connect()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("embedded: jetstream: %w", err)
+		return nil, fmt.Errorf("embedded: jetstream: %w", err)
 	}
-	return js, nc.Close, nil
+	c.nc, c.js = nc, js
+	return js, nil
 }

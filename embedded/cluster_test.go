@@ -134,8 +134,15 @@ func TestClusterR3Failover(t *testing.T) {
 		require.NoError(t, c.Shutdown(ctx))
 		require.Empty(t, c.Running())
 		require.ErrorIs(t, c.RestartNode(ctx, 0), embedded.ErrShutdown)
-		_, _, err := c.JetStream()
+		_, err := c.JetStream()
 		require.ErrorIs(t, err, embedded.ErrShutdown)
+		_, err = c.Connect()
+		require.ErrorIs(t, err, embedded.ErrShutdown)
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("Done not closed after Shutdown")
+		}
 		// natstest's cleanup calls Shutdown again: that is a no-op.
 	})
 }

@@ -97,9 +97,14 @@
 //     that node itself holds, which client requests cannot (stream info and
 //     non-direct gets are answered by the leader).
 //   - StreamLeader and StepDownStream find and move a stream's leader.
-//   - Node(i).Connect() talks to one node in-process; Cluster.JetStream
-//     connects to all running nodes over the network and fails over.
+//   - Node(i).Connect() talks to one node in-process; Cluster.Connect
+//     opens a network connection to all running nodes that fails over
+//     (the caller closes it), and Cluster.JetStream returns a handle on a
+//     connection the cluster owns, as Server.JetStream does for one node.
 //
-// Cluster.Shutdown stops every node and removes the temporary root
-// directory; a stopped Cluster cannot be restarted.
+// Cluster.Shutdown stops every node, closes the connection behind
+// JetStream and removes the temporary root directory; Done is closed once
+// every node has stopped. A stopped Cluster cannot be restarted. Server
+// and Cluster share one lifecycle: Connect (caller owns), JetStream
+// (owned, closed by Shutdown), Shutdown(ctx), Done.
 package embedded

@@ -145,15 +145,7 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	if s.closing.Load() {
 		return nil, ErrShutdown
 	}
-	base := []nats.Option{nats.InProcessServer(s.ns), nats.Name("natscoord-embedded")}
-	if a := s.opts.Auth; a.User != "" {
-		base = append(base, nats.UserInfo(a.User, a.Password))
-	} else if a.Token != "" {
-		base = append(base, nats.Token(a.Token))
-	}
-	if t := s.opts.TLS; t != nil && t.CAFile != "" {
-		base = append(base, nats.RootCAs(t.CAFile))
-	}
+	base := append(clientOptions(s.opts), nats.InProcessServer(s.ns))
 	nc, err := nats.Connect("", append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: connect: %w", err)

@@ -48,10 +48,16 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 // connect opens a new connection for client name (replacing its previous
 // one in the cut list) and returns it with its close function.
 func (cc *chaosCluster) connect(name string) (jetstream.JetStream, func(), error) {
-	js, closeFn, err := cc.c.Cluster.JetStream()
+	nc, err := cc.c.Cluster.Connect()
 	if err != nil {
 		return nil, nil, err
 	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	closeFn := nc.Close
 	cc.mu.Lock()
 	cc.conns[name] = js
 	cc.mu.Unlock()

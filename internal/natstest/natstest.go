@@ -91,21 +91,19 @@ type Cluster struct {
 func WithCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	var (
-		c       *embedded.Cluster
-		js      jetstream.JetStream
-		closeJS func()
-		errs    []error
+		c    *embedded.Cluster
+		js   jetstream.JetStream
+		errs []error
 	)
 	for attempt := 0; attempt < 3 && c == nil; attempt++ {
 		var err error
-		c, js, closeJS, err = startCluster(n, t.TempDir())
+		c, js, err = startCluster(n, t.TempDir())
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	require.NotNil(t, c, "start a %d-node cluster: %v", n, errs)
 	t.Cleanup(func() {
-		closeJS()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		require.NoError(t, c.Shutdown(ctx))
@@ -116,27 +114,24 @@ func WithCluster(t testing.TB, n int) *Cluster {
 // startCluster starts a cluster and waits until an R-n stream can be
 // created (the meta leader knows its peers), so tests need no retry loop
 // around their first bucket.
-func startCluster(n int, dir string) (*embedded.Cluster, jetstream.JetStream, func(), error) {
+func startCluster(n int, dir string) (*embedded.Cluster, jetstream.JetStream, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	c, err := embedded.StartCluster(ctx, n, embedded.Options{DataDir: dir, ReadyTimeout: 20 * time.Second})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	js, closeJS, err := c.JetStream()
+	js, err := c.JetStream()
 	if err == nil {
 		err = probeReplicated(ctx, js, n)
 	}
 	if err != nil {
-		if closeJS != nil {
-			closeJS()
-		}
 		sctx, scancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer scancel()
 		_ = c.Shutdown(sctx)
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return c, js, closeJS, nil
+	return c, js, nil
 }
 
 func probeReplicated(ctx context.Context, js jetstream.JetStream, n int) error {
@@ -164,9 +159,11 @@ func (c *Cluster) NewJS(t testing.TB) jetstream.JetStream {
 // NewClusterJS is NewJS for a bare embedded.Cluster.
 func NewClusterJS(t testing.TB, c *embedded.Cluster) jetstream.JetStream {
 	t.Helper()
-	js, closeFn, err := c.JetStream()
+	nc, err := c.Connect()
 	require.NoError(t, err)
-	t.Cleanup(closeFn)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
 	return js
 }
 
