@@ -43,7 +43,7 @@
 //     With the JetStream bus, events are delivered once per write within
 //     the stream's duplicate window and in per-key write order, also when
 //     a writer dies between its write and its publish (see write in
-//     publish.go and StartRelay).
+//     write.go and StartRelay).
 //
 // # Failure modes
 //

@@ -37,7 +37,7 @@ type relay struct {
 // with the same de-duplication id the writer used. It recovers the event
 // of a key's last write when its writer died before publishing it (an
 // earlier write's lost event is recovered by the writer of the next one;
-// see publish.go). The relay is a durable consumer on the bucket's stream,
+// see write.go). The relay is a durable consumer on the bucket's stream,
 // so it resumes where it stopped; a newly created one starts at the
 // bucket's oldest record. Close stops it.
 //
