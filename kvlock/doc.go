@@ -117,6 +117,19 @@
 // without resigning, its lock expires after TTL and the next candidate is
 // elected (measured: 0.996s with TTL 1s).
 //
+// # TTLs: defaults and the one-second floor
+//
+// Config.TTL defaults to 10s and RenewInterval to TTL/3 when they are
+// zero; negative values are refused with ErrInvalidConfig. The smallest
+// TTL is one second (kvlease.MinTTL), not the 10ms that Redis-based lock
+// libraries accept: the NATS server keeps per-key TTLs in whole seconds,
+// at least one, so a crashed holder's lock cannot be freed sooner than a
+// second after its last renewal. A shorter TTL is an error, never rounded
+// up silently. Code that relied on locks of a few milliseconds to
+// serialize very short work should hold a lock across the whole batch.
+// The in-process Locker (NewMemory) applies the same rules, so tests see
+// production's; on its ManualClock a test passes a one-second TTL at once.
+//
 // # Retries, timeouts and observability
 //
 // Every server operation without an earlier deadline is bounded by
