@@ -114,12 +114,16 @@ func since(t time.Time) time.Duration {
 }
 
 // observe dispatches e to the configured observer, if any.
-func (l *Locker) observe(ctx context.Context, e Event) {
-	o := l.cfg.Observer
+func (l *Locker) observe(ctx context.Context, e Event) { dispatch(ctx, l.cfg, e) }
+
+// dispatch hands e to cfg.Observer's hook for e.Op, if there is an
+// observer; both backends report through it.
+func dispatch(ctx context.Context, cfg Config, e Event) {
+	o := cfg.Observer
 	if o == nil {
 		return
 	}
-	e.Name = l.cfg.Name
+	e.Name = cfg.Name
 	switch e.Op {
 	case OpAcquire:
 		o.OnAcquire(ctx, e)
