@@ -55,6 +55,10 @@ type Config struct {
 	OpTimeout time.Duration
 	// Retry bounds the retries of transient errors; see RetryPolicy.
 	Retry RetryPolicy
+	// Breaker is the circuit breaker in front of server operations; see
+	// BreakerPolicy. Default on: 5 consecutive transient failures open it
+	// for a 2s cool-down.
+	Breaker BreakerPolicy
 	// Fair makes waiters acquire in arrival order through a queue (see
 	// the package documentation). Default false: barging, which is
 	// faster; every Locker of one Name and bucket must use the same mode.
@@ -118,6 +122,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if r.Attempts < 1 || r.Attempts > 100 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
 		return c, fmt.Errorf("%w: Retry %+v: Attempts 1..100, 0 <= Backoff <= MaxBackoff", ErrInvalidConfig, *r)
+	}
+	if err := c.Breaker.withDefaults(); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
