@@ -98,71 +98,32 @@ func (g *Guard) renew(ctx context.Context) error {
 // Observers returns an Observer that hands every event to each of obs in
 // order (nil entries skipped); nil when none is left.
 func Observers(obs ...Observer) Observer {
-	var f fanout
+	hs := make([]opstats.Hooks[Event], 0, len(obs))
 	for _, o := range obs {
 		if o != nil {
-			f = append(f, o)
+			hs = append(hs, o)
 		}
 	}
-	switch len(f) {
-	case 0:
-		return nil
-	case 1:
-		return f[0]
-	}
-	return f
-}
-
-type fanout []Observer
-
-func (f fanout) OnAcquire(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnAcquire(ctx, e)
-	}
-}
-
-func (f fanout) OnRenew(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnRenew(ctx, e)
-	}
-}
-
-func (f fanout) OnRelease(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnRelease(ctx, e)
-	}
-}
-
-func (f fanout) OnLost(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnLost(ctx, e)
-	}
+	return opstats.Join(hs...)
 }
 
 // RecorderObserver returns an Observer that records every event in r:
 // component "kvlease", name the bucket, op the event's Op, outcome "ok",
 // "contended" (an acquisition that found every key held), "timeout",
 // "lost" or "error".
-func RecorderObserver(r *opstats.Recorder) Observer { return recorder{r} }
-
-type recorder struct{ r *opstats.Recorder }
-
-func (r recorder) rec(e Event) {
-	out := "error"
-	switch {
-	case e.Op == OpLost, errors.Is(e.Err, ErrLost):
-		out = "lost"
-	case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
-		out = "contended"
-	case e.Err == nil:
-		out = "ok"
-	case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
-		out = "timeout"
-	}
-	r.r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: out}, e.Duration)
+func RecorderObserver(r *opstats.Recorder) Observer {
+	return opstats.Each(func(_ context.Context, e Event) {
+		out := "error"
+		switch {
+		case e.Op == OpLost, errors.Is(e.Err, ErrLost):
+			out = "lost"
+		case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
+			out = "contended"
+		case e.Err == nil:
+			out = "ok"
+		case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
+			out = "timeout"
+		}
+		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: out}, e.Duration)
+	})
 }
-
-func (r recorder) OnAcquire(_ context.Context, e Event) { r.rec(e) }
-func (r recorder) OnRenew(_ context.Context, e Event)   { r.rec(e) }
-func (r recorder) OnRelease(_ context.Context, e Event) { r.rec(e) }
-func (r recorder) OnLost(_ context.Context, e Event)    { r.rec(e) }

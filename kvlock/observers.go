@@ -11,49 +11,25 @@ import (
 // order (nil entries are skipped), breaker changes included for those
 // that implement BreakerObserver. With no observers left it returns nil.
 func Observers(obs ...Observer) Observer {
-	var list fanout
+	var f fanout
 	for _, o := range obs {
 		if o != nil {
-			list = append(list, o)
+			f.Fanout = append(f.Fanout, o)
 		}
 	}
-	switch len(list) {
+	switch len(f.Fanout) {
 	case 0:
 		return nil
 	case 1:
-		return list[0]
+		return f.Fanout[0]
 	}
-	return list
+	return f
 }
 
-type fanout []Observer
-
-func (f fanout) OnAcquire(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnAcquire(ctx, e)
-	}
-}
-
-func (f fanout) OnRenew(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnRenew(ctx, e)
-	}
-}
-
-func (f fanout) OnRelease(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnRelease(ctx, e)
-	}
-}
-
-func (f fanout) OnLost(ctx context.Context, e Event) {
-	for _, o := range f {
-		o.OnLost(ctx, e)
-	}
-}
+type fanout struct{ opstats.Fanout[Event] }
 
 func (f fanout) OnBreaker(ctx context.Context, e BreakerEvent) {
-	for _, o := range f {
+	for _, o := range f.Fanout {
 		if b, ok := o.(BreakerObserver); ok {
 			b.OnBreaker(ctx, e)
 		}
@@ -68,12 +44,22 @@ func (f fanout) OnBreaker(ctx context.Context, e BreakerEvent) {
 // breaker changes the new state ("open", "half-open", "closed"). Share
 // one opstats.Recorder between packages to serve all their series from one
 // /metrics handler.
-func RecorderObserver(r *opstats.Recorder) Observer { return recorder{r} }
+func RecorderObserver(r *opstats.Recorder) Observer {
+	return recorder{
+		Hooks: opstats.Each(func(_ context.Context, e Event) {
+			r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: string(e.Op), Outcome: outcome(e)}, e.Duration)
+		}),
+		r: r,
+	}
+}
 
-type recorder struct{ r *opstats.Recorder }
+type recorder struct {
+	opstats.Hooks[Event]
+	r *opstats.Recorder
+}
 
-func (r recorder) rec(e Event) {
-	r.r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: string(e.Op), Outcome: outcome(e)}, e.Duration)
+func (r recorder) OnBreaker(_ context.Context, e BreakerEvent) {
+	r.r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: "breaker", Outcome: e.To.String()}, 0)
 }
 
 func outcome(e Event) string {
@@ -92,13 +78,4 @@ func outcome(e Event) string {
 		return "timeout"
 	}
 	return "error"
-}
-
-func (r recorder) OnAcquire(_ context.Context, e Event) { r.rec(e) }
-func (r recorder) OnRenew(_ context.Context, e Event)   { r.rec(e) }
-func (r recorder) OnRelease(_ context.Context, e Event) { r.rec(e) }
-func (r recorder) OnLost(_ context.Context, e Event)    { r.rec(e) }
-
-func (r recorder) OnBreaker(_ context.Context, e BreakerEvent) {
-	r.r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: "breaker", Outcome: e.To.String()}, 0)
 }

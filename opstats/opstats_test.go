@@ -1,6 +1,7 @@
 package opstats_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -33,4 +34,19 @@ func TestRecorderSnapshotAndPrometheus(t *testing.T) {
 	require.Contains(t, out, `natscoord_operation_duration_seconds_bucket{component="kvlock",name="lock",op="acquire",outcome="ok",le="0.001"} 1`)
 	require.Contains(t, out, `le="+Inf"} 3`)
 	require.Contains(t, out, `name="we\"ird"`)
+}
+
+func TestJoinAndEach(t *testing.T) {
+	var got []string
+	h := opstats.Each(func(_ context.Context, e string) { got = append(got, e) })
+	require.Nil(t, opstats.Join[string](nil, nil))
+	_, wrapped := opstats.Join(nil, h).(opstats.Fanout[string])
+	require.False(t, wrapped, "one hook is returned as is")
+	f := opstats.Join(h, nil, h)
+	ctx := context.Background()
+	f.OnAcquire(ctx, "a")
+	f.OnRenew(ctx, "r")
+	f.OnRelease(ctx, "x")
+	f.OnLost(ctx, "l")
+	require.Equal(t, []string{"a", "a", "r", "r", "x", "x", "l", "l"}, got)
 }
