@@ -67,16 +67,7 @@ func (m *Manager) observe(ctx context.Context, e Event) {
 		return
 	}
 	e.Bucket = m.cfg.Bucket
-	switch e.Op {
-	case OpAcquire:
-		o.OnAcquire(ctx, e)
-	case OpRenew:
-		o.OnRenew(ctx, e)
-	case OpRelease:
-		o.OnRelease(ctx, e)
-	case OpLost:
-		o.OnLost(ctx, e)
-	}
+	opstats.Call[Event](ctx, o, string(e.Op), e)
 }
 
 // acquire is acquireKeys, reported to the observer.

@@ -4,17 +4,20 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/opstats"
 )
 
-// Op names what an Event reports.
-type Op string
+// Op names what an Event reports: the same names as kvlease's.
+type Op = kvlease.Op
 
 // The operations an Observer sees.
 const (
-	OpAcquire Op = "acquire"
-	OpRenew   Op = "renew"
-	OpRelease Op = "release"
-	OpLost    Op = "lost"
+	OpAcquire = kvlease.OpAcquire
+	OpRenew   = kvlease.OpRenew
+	OpRelease = kvlease.OpRelease
+	OpLost    = kvlease.OpLost
 )
 
 // Event describes one finished operation.
@@ -124,14 +127,5 @@ func dispatch(ctx context.Context, cfg Config, e Event) {
 		return
 	}
 	e.Name = cfg.Name
-	switch e.Op {
-	case OpAcquire:
-		o.OnAcquire(ctx, e)
-	case OpRenew:
-		o.OnRenew(ctx, e)
-	case OpRelease:
-		o.OnRelease(ctx, e)
-	case OpLost:
-		o.OnLost(ctx, e)
-	}
+	opstats.Call[Event](ctx, o, string(e.Op), e)
 }

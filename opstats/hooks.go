@@ -68,3 +68,19 @@ func (f each[E]) OnAcquire(ctx context.Context, e E) { f(ctx, e) }
 func (f each[E]) OnRenew(ctx context.Context, e E)   { f(ctx, e) }
 func (f each[E]) OnRelease(ctx context.Context, e E) { f(ctx, e) }
 func (f each[E]) OnLost(ctx context.Context, e E)    { f(ctx, e) }
+
+// Call invokes the hook of h that op names ("acquire", "renew",
+// "release", "lost"); other names call nothing. It is how kvlock and
+// kvlease hand an event to their observer.
+func Call[E any](ctx context.Context, h Hooks[E], op string, e E) {
+	switch op {
+	case "acquire":
+		h.OnAcquire(ctx, e)
+	case "renew":
+		h.OnRenew(ctx, e)
+	case "release":
+		h.OnRelease(ctx, e)
+	case "lost":
+		h.OnLost(ctx, e)
+	}
+}

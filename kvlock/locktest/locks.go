@@ -13,10 +13,7 @@ func (s suite) tryAcquireContention(t *testing.T) {
 	ctx := s.ctx(t)
 	svc := s.service(t, false)
 	k := key(t, "k")
-	a, ok := try(t, svc, ctx, k)
-	if !ok {
-		t.Fatal("a free lock was not acquired")
-	}
+	a := mustTry(t, svc, ctx, k, "a free lock was not acquired")
 	if a.Key() != k {
 		t.Fatalf("Key() = %q, want %q", a.Key(), k)
 	}
@@ -28,10 +25,7 @@ func (s suite) tryAcquireContention(t *testing.T) {
 	s.wait(t, a.Done(), "Done after Release")
 	mustIs(t, context.Cause(a.Context()), kvlock.ErrReleased, "cause after Release")
 	must(t, a.Release(ctx), "second Release")
-	b, ok := try(t, svc, ctx, k)
-	if !ok {
-		t.Fatal("a released lock was not acquired")
-	}
+	b := mustTry(t, svc, ctx, k, "a released lock was not acquired")
 	release(t, b)
 }
 
@@ -108,10 +102,7 @@ func (s suite) acquireGivesUp(t *testing.T) {
 		t.Fatal("a failed Acquire returned a lock")
 	}
 	release(t, a)
-	b, ok := try(t, svc, ctx, k)
-	if !ok {
-		t.Fatal("a waiter that gave up kept a place or the lock")
-	}
+	b := mustTry(t, svc, ctx, k, "a waiter that gave up kept a place or the lock")
 	release(t, b)
 }
 
@@ -129,12 +120,7 @@ func (s suite) releaseOwnerConditional(t *testing.T) {
 	if !forced {
 		t.Fatal("ForceRelease of a held lock reported nothing to remove")
 	}
-	var b kvlock.Held
-	s.eventually(t, func() bool {
-		var ok bool
-		b, ok = try(t, svc, ctx, k)
-		return ok
-	}, "the force-released lock to be acquired")
+	b := s.tryUntil(t, svc, ctx, k, "the force-released lock to be acquired")
 	if b.Token() <= a.Token() {
 		t.Fatalf("new holder's token %d not above %d", b.Token(), a.Token())
 	}
@@ -161,12 +147,7 @@ func (s suite) expiry(t *testing.T) {
 	mustIs(t, context.Cause(a.Context()), kvlock.ErrLost, "cause of expiry")
 	mustIs(t, a.Err(), kvlock.ErrLost, "Err after expiry")
 	mustIs(t, a.Renew(ctx), kvlock.ErrLost, "Renew after expiry")
-	var b kvlock.Held
-	s.eventually(t, func() bool {
-		var ok bool
-		b, ok = try(t, svc, ctx, k)
-		return ok
-	}, "the expired lock to be free")
+	b := s.tryUntil(t, svc, ctx, k, "the expired lock to be free")
 	if b.Token() <= a.Token() {
 		t.Fatalf("token %d after expiry not above %d", b.Token(), a.Token())
 	}
@@ -231,10 +212,7 @@ func (s suite) holdLoss(t *testing.T) {
 	s.wait(t, hctx.Done(), "Hold's context after the lock was lost")
 	mustIs(t, context.Cause(hctx), kvlock.ErrLost, "Hold's cause after loss")
 	rel() // after loss: harmless
-	b, ok := try(t, svc, ctx, k)
-	if !ok {
-		t.Fatal("the lost lock is not free")
-	}
+	b := mustTry(t, svc, ctx, k, "the lost lock is not free")
 	if b.Token() <= tok {
 		t.Fatalf("token %d after loss not above %d", b.Token(), tok)
 	}
@@ -250,10 +228,7 @@ func (s suite) holdRelease(t *testing.T) {
 	rel()
 	rel() // idempotent
 	mustIs(t, context.Cause(hctx), kvlock.ErrReleased, "Hold's cause after release")
-	b, ok := try(t, svc, ctx, k)
-	if !ok {
-		t.Fatal("a released hold left the lock held")
-	}
+	b := mustTry(t, svc, ctx, k, "a released hold left the lock held")
 	release(t, b)
 
 	pctx, cancel := context.WithCancel(ctx)

@@ -141,6 +141,29 @@ func try(t *testing.T, svc kvlock.Service, ctx context.Context, k string) (kvloc
 	return l, ok
 }
 
+// mustTry is try that fails the test unless the lock was acquired.
+func mustTry(t *testing.T, svc kvlock.Service, ctx context.Context, k, what string) kvlock.Held {
+	t.Helper()
+	l, ok := try(t, svc, ctx, k)
+	if !ok {
+		t.Fatal(what)
+	}
+	return l
+}
+
+// tryUntil tries k until it is acquired or the harness timeout passes
+// (for a lock the backend frees by itself, e.g. the server's expiry).
+func (s suite) tryUntil(t *testing.T, svc kvlock.Service, ctx context.Context, k, what string) kvlock.Held {
+	t.Helper()
+	var l kvlock.Held
+	s.eventually(t, func() bool {
+		var ok bool
+		l, ok = try(t, svc, ctx, k)
+		return ok
+	}, what)
+	return l
+}
+
 func release(t *testing.T, l kvlock.Held) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
