@@ -118,9 +118,10 @@
 // elected (measured: 0.996s with TTL 1s). Resign deletes the value record
 // before the lock (conditionally on the record's revision, so a
 // successor's is never touched): an election that ends by resignation
-// leaves no record in the bucket. A leader that stops without resigning
-// leaves its record until the next leader overwrites it; readers ignore
-// it meanwhile.
+// leaves no record in the bucket; when leadership ends otherwise (loss,
+// the Locker's Close) the record is removed the same way as soon as the
+// lease has ended. Only a leader whose process dies leaves its record,
+// until the next leader overwrites it; readers ignore it meanwhile.
 //
 // # Interfaces and the in-process backend
 //

@@ -112,7 +112,25 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	e.mu.Lock()
 	e.lock, e.recRev = k, rev
 	e.mu.Unlock()
+	// However leadership ends (loss, the Locker's Close), the record of
+	// this term goes with it. Resign has removed it already.
+	k.g.AfterEnd(func() { e.ended(k) })
 	return nil
+}
+
+// ended removes the value record of the term k held, unless Resign or a
+// new Campaign has taken over since.
+func (e *Election) ended(k *Lock) {
+	e.mu.Lock()
+	rev := e.recRev
+	mine := e.lock == k
+	if mine {
+		e.recRev = 0
+	}
+	e.mu.Unlock()
+	if mine && rev != 0 {
+		e.dropRecord(context.Background(), rev)
+	}
 }
 
 // put writes the value record, fenced by k's lease, and returns the

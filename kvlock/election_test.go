@@ -170,4 +170,15 @@ func TestElectionResignRemovesValueRecord(t *testing.T) {
 	require.NoError(t, b.Resign(ctx))
 	_, err = kv.Get(ctx, "lock.ev.rec")
 	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+
+	// A leader whose Locker closes (or whose lease is lost) takes its
+	// record along too.
+	cl := newLocker(t, n.NewJS(t), kvlock.Config{TTL: 2 * time.Second})
+	c := newElection(t, cl, "rec")
+	require.NoError(t, c.Campaign(ctx, "c"))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.NoError(t, err)
+	require.NoError(t, cl.Close(ctx))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "Close removes the record")
 }
