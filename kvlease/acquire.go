@@ -53,7 +53,7 @@ func (m *Manager) checkWait(wait time.Duration) error {
 	return nil
 }
 
-// acquire takes the first free key of keys (one key for a lease, the slots
+// acquireKeys takes the first free key of keys (one key for a lease, the slots
 // of a semaphore), waiting up to wait while all are held.
 //
 // Waiting is push: after a first failed round (at once when the hub's
@@ -63,7 +63,7 @@ func (m *Manager) checkWait(wait time.Duration) error {
 // until a watch event on one of the keys, re-trying the changed key first
 // with the marker's revision as hint (one publish). The only timer is a
 // safety re-check after the longest TTL a holder could still have.
-func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, wait time.Duration) (*Guard, bool, error) {
+func (m *Manager) acquireKeys(ctx context.Context, family Name, keys []string, ttl, wait time.Duration) (*Guard, bool, error) {
 	if err := ValidateTTL(ttl); err != nil {
 		return nil, false, err
 	}

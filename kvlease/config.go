@@ -63,6 +63,10 @@ type Config struct {
 	// Logger receives debug/warn lines about renewals and cleanup.
 	// Default: discard.
 	Logger *slog.Logger
+	// Observer receives one call per acquisition, renewal, release and
+	// loss, with its duration and error (metrics; see RecorderObserver
+	// and Observers). Default: none.
+	Observer Observer
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -174,6 +174,30 @@
 // returns and a goroutine of the manager settles the delete by reading the
 // key (and deleting again if the key is still at the guard's revision).
 //
+// # Observing
+//
+// Config.Observer receives one call per acquisition, renewal, release and
+// loss, with its duration and error: the same four hooks as kvlock's
+// Observer. RecorderObserver feeds an opstats.Recorder (counts and
+// latency histograms, Prometheus text format); Observers fans out to
+// several.
+//
+// # Why there is no in-memory backend
+//
+// kvlease deliberately has one implementation. Its whole contract is the
+// server's: per-key TTLs that expire a crashed holder, compare-and-set on
+// stream revisions, fencing tokens that are those revisions, read-backs
+// that settle a write whose answer was lost, and push-woken waiting on
+// one watch. An in-memory Manager would be a second lease engine with none
+// of those failure modes, so tests run against it would prove little
+// about production, and every change would have to be made twice. Code
+// that wants a server-free stand-in should depend on kvlock.Service, whose
+// in-process implementation (kvlock.NewMemory) is held to the same
+// conformance suite (kvlock/locktest) as the NATS one; code that needs
+// kvlease itself in a test starts an embedded server in-process
+// (embedded.Start with InProcessOnly), which takes milliseconds and runs
+// the real engine.
+//
 // # Layering
 //
 // Packages built on kvlease with their own key namespace (kvlock) can use

@@ -26,6 +26,13 @@ func (g *Guard) Release(ctx context.Context) error {
 	if g == nil {
 		return nil
 	}
+	start := g.m.clock()
+	err := g.releaseWait(ctx)
+	g.m.observe(ctx, Event{Op: OpRelease, Guard: g, Duration: since(start), Err: err})
+	return err
+}
+
+func (g *Guard) releaseWait(ctx context.Context) error {
 	var cleanup func(context.Context)
 	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
 	if cleanup != nil {
@@ -49,6 +56,7 @@ func (g *Guard) startRelease(cause error) {
 func (g *Guard) lose(cause error, cleanup bool) {
 	if g.end(cause, cleanup, false) {
 		g.m.log.Warn("kvlease: lease lost", "key", g.key, "cause", cause)
+		g.m.observe(context.Background(), Event{Op: OpLost, Guard: g, Err: cause})
 	}
 }
 

@@ -19,7 +19,7 @@ func (g *Guard) Renew(ctx context.Context) error {
 	return g.renew(ctx)
 }
 
-func (g *Guard) renew(ctx context.Context) error {
+func (g *Guard) renewOnce(ctx context.Context) error {
 	g.opMu.Lock()
 	defer g.opMu.Unlock()
 	if err := g.Err(); err != nil {

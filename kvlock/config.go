@@ -36,18 +36,29 @@ type Config struct {
 	// TTL is the server-side lifetime of a lock that is not renewed:
 	// kvlease.MinTTL (1s) .. kvlease.MaxTTL (24h). A crashed holder's lock
 	// frees itself after at most TTL (rounded up to whole seconds).
-	// Default 10s.
+	// Default 10s (when zero); a negative TTL is an error.
+	//
+	// The floor is one second, not the 10ms that Redis-based locks accept:
+	// the NATS server counts per-key TTLs in whole seconds with a minimum
+	// of one, so a shorter TTL could not be kept by the server. A TTL below
+	// 1s is refused with ErrInvalidConfig rather than silently raised.
+	// Fractions above it are fine (1.5s is stored as 2s on the server; the
+	// holder's window uses 1.5s, so the holder always gives up first).
 	TTL time.Duration
 	// RenewInterval is how often Hold's watchdog (and an election leader)
-	// renews. It must be positive and at most TTL/3, so two missed
-	// renewals in a row still leave room for a third before the validity
-	// window ends. Default TTL/3.
+	// renews. It must be at most TTL/3, so two missed renewals in a row
+	// still leave room for a third before the validity window ends.
+	// Default TTL/3 (when zero); a negative interval is an error.
 	RenewInterval time.Duration
 	// OpTimeout bounds each single server operation whose context has no
 	// earlier deadline (and every cleanup: releases on Close). Default 5s.
 	OpTimeout time.Duration
 	// Retry bounds the retries of transient errors; see RetryPolicy.
 	Retry RetryPolicy
+	// Breaker is the circuit breaker in front of server operations; see
+	// BreakerPolicy. Default on: 5 consecutive transient failures open it
+	// for a 2s cool-down.
+	Breaker BreakerPolicy
 	// Fair makes waiters acquire in arrival order through a queue (see
 	// the package documentation). Default false: barging, which is
 	// faster; every Locker of one Name and bucket must use the same mode.
@@ -87,17 +98,8 @@ func (c Config) withDefaults() (Config, error) {
 	if err := kvlease.Name(c.Name).Validate(); err != nil {
 		return c, fmt.Errorf("%w: Name %q: 1..64 bytes of [A-Za-z0-9_-]", ErrInvalidConfig, c.Name)
 	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
-	if err := kvlease.ValidateTTL(c.TTL); err != nil {
-		return c, fmt.Errorf("%w: TTL %v outside %v..%v", ErrInvalidConfig, c.TTL, kvlease.MinTTL, kvlease.MaxTTL)
-	}
-	if c.RenewInterval == 0 {
-		c.RenewInterval = c.TTL / 3
-	}
-	if c.RenewInterval < 0 || c.RenewInterval > c.TTL/3 {
-		return c, fmt.Errorf("%w: RenewInterval %v must be positive and at most TTL/3 (%v)", ErrInvalidConfig, c.RenewInterval, c.TTL/3)
+	if err := c.checkTimings(); err != nil {
+		return c, err
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = DefaultOpTimeout
@@ -121,8 +123,40 @@ func (c Config) withDefaults() (Config, error) {
 	if r.Attempts < 1 || r.Attempts > 100 || r.Backoff < 0 || r.MaxBackoff < r.Backoff {
 		return c, fmt.Errorf("%w: Retry %+v: Attempts 1..100, 0 <= Backoff <= MaxBackoff", ErrInvalidConfig, *r)
 	}
+	if err := c.Breaker.withDefaults(); err != nil {
+		return c, err
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return c, nil
+}
+
+// checkTimings defaults and validates TTL and RenewInterval: zero takes
+// the documented default, a negative value is refused (it is a mistake,
+// not a request for the default), and so is a TTL below the server's
+// one-second floor.
+func (c *Config) checkTimings() error {
+	switch {
+	case c.TTL < 0:
+		return fmt.Errorf("%w: negative TTL %v (zero means the default %v)", ErrInvalidConfig, c.TTL, DefaultTTL)
+	case c.RenewInterval < 0:
+		return fmt.Errorf("%w: negative RenewInterval %v (zero means TTL/3)", ErrInvalidConfig, c.RenewInterval)
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.TTL < kvlease.MinTTL {
+		return fmt.Errorf("%w: TTL %v is below the %v floor: the NATS server keeps per-key TTLs in whole seconds, at least one", ErrInvalidConfig, c.TTL, kvlease.MinTTL)
+	}
+	if err := kvlease.ValidateTTL(c.TTL); err != nil {
+		return fmt.Errorf("%w: TTL %v outside %v..%v", ErrInvalidConfig, c.TTL, kvlease.MinTTL, kvlease.MaxTTL)
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = c.TTL / 3
+	}
+	if c.RenewInterval > c.TTL/3 {
+		return fmt.Errorf("%w: RenewInterval %v above TTL/3 (%v)", ErrInvalidConfig, c.RenewInterval, c.TTL/3)
+	}
+	return nil
 }

@@ -115,7 +115,71 @@
 // leading at once: Done closes and Context is cancelled with ErrLost,
 // before the server can elect anyone else. When a leader's process stops
 // without resigning, its lock expires after TTL and the next candidate is
-// elected (measured: 0.996s with TTL 1s).
+// elected (measured: 0.996s with TTL 1s). Resign deletes the value record
+// before the lock (conditionally on the record's revision, so a
+// successor's is never touched): an election that ends by resignation
+// leaves no record in the bucket; when leadership ends otherwise (loss,
+// the Locker's Close) the record is removed the same way as soon as the
+// lease has ended. Only a leader whose process dies leaves its record,
+// until the next leader overwrites it; readers ignore it meanwhile.
+//
+// # Interfaces and the in-process backend
+//
+// Service, Held and Candidate are what a service depends on: acquire,
+// try, hold, release and token; campaign, proclaim, resign and observe.
+// Locker.Service adapts the NATS Locker (*Lock and *Election already are
+// Held and Candidate). NewMemory is an in-process Service for unit tests
+// and single-replica development, with the same semantics: tokens rise,
+// an unrenewed lock ends with ErrLost at the end of its validity window
+// (TTL - margin) and its key is free from then on, Hold renews every
+// RenewInterval, ForceRelease ends the holder with ErrLost, and Config is
+// validated by the same rules. Its time is a Clock: RealClock, or a
+// ManualClock that a test moves with Advance (timers run on the caller's
+// goroutine, in due order). It coordinates nothing across processes. A
+// release hands the lock to the longest waiter, so it is first-come,
+// first-served in both modes. Package kvlock/locktest is the conformance
+// suite both backends pass; it imports only the testing package.
+//
+// # Choosing a backend by configuration
+//
+// Open takes a Backend (Kind nats or memory, plus the Locker's Config);
+// OpenURL takes "nats://host:4222" (tls://, ws://, wss://, several URLs
+// comma-separated) or "memory:". An empty or unknown Kind, or a URL of
+// another scheme, fails with ErrUnknownBackend instead of defaulting to
+// anything. "embedded:" needs a server started in-process, which a
+// library never does: kvlock.Open refuses it, and package kvlock/embedlock
+// (which imports package embedded) serves it, for main packages that
+// choose to. kvlock's own import graph has no nats-server (a test checks).
+// A Service made from a URL owns its connection (or embedded server) and
+// closes it after the Locker (OnClose).
+//
+// # Circuit breaker
+//
+// Every server operation that goes through the retry policy also passes a
+// circuit breaker (BreakerPolicy; default on: 5 consecutive transient
+// failures open it for 2s). While it is open, acquisitions, fair-queue
+// tickets and election writes fail at once with ErrCircuitOpen, wrapping
+// the failure that opened it; after the cool-down one operation goes
+// through as a probe (half-open) and its outcome closes or reopens the
+// breaker. Renewals of locks already held are never refused, because a
+// refused renewal would lose a lock the server still keeps; their
+// outcomes count. Contention and loss are answers from the server and
+// count as success; an operation its caller cancelled does not count.
+// State changes are logged at Warn and reach a Config.Observer that
+// implements BreakerObserver. The in-process backend has no breaker.
+//
+// # TTLs: defaults and the one-second floor
+//
+// Config.TTL defaults to 10s and RenewInterval to TTL/3 when they are
+// zero; negative values are refused with ErrInvalidConfig. The smallest
+// TTL is one second (kvlease.MinTTL), not the 10ms that Redis-based lock
+// libraries accept: the NATS server keeps per-key TTLs in whole seconds,
+// at least one, so a crashed holder's lock cannot be freed sooner than a
+// second after its last renewal. A shorter TTL is an error, never rounded
+// up silently. Code that relied on locks of a few milliseconds to
+// serialize very short work should hold a lock across the whole batch.
+// The in-process Locker (NewMemory) applies the same rules, so tests see
+// production's; on its ManualClock a test passes a one-second TTL at once.
 //
 // # Retries, timeouts and observability
 //
@@ -128,7 +192,10 @@
 // only for errors that prove it was never processed (retrying a renewal
 // that landed would look like a takeover). Config.Logger receives slog
 // lines; Config.Observer receives one call per acquisition, renewal,
-// release and loss with its duration and error (SlogObserver logs them;
+// release and loss with its duration and error (Observers fans out to
+// several; RecorderObserver keeps counts and latency histograms in an
+// opstats.Recorder, shared with kvlease and kvledger and written in the
+// Prometheus text format; SlogObserver logs them;
 // the OpenTelemetry adapter is the separate module kvlock/otelobserver,
 // so kvlock itself does not import OTel).
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
@@ -31,6 +32,7 @@ type Election struct {
 	mu          sync.Mutex
 	campaigning bool
 	lock        *Lock
+	recRev      uint64 // revision of the value record this candidate last wrote
 }
 
 // LeaderInfo describes the current leader.
@@ -100,35 +102,74 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		return err
 	}
 	k.startWatchdog()
-	if err := e.put(ctx, k, value); err != nil {
+	rev, err := e.put(ctx, k, value)
+	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
 		defer cancel()
 		_ = k.Release(rctx)
 		return err
 	}
 	e.mu.Lock()
-	e.lock = k
+	e.lock, e.recRev = k, rev
 	e.mu.Unlock()
+	// However leadership ends (loss, the Locker's Close), the record of
+	// this term goes with it. Resign has removed it already.
+	k.g.AfterEnd(func() { e.ended(k) })
 	return nil
 }
 
-// put writes the value record, fenced by k's lease.
-func (e *Election) put(ctx context.Context, k *Lock, value string) error {
+// ended removes the value record of the term k held, unless Resign or a
+// new Campaign has taken over since.
+func (e *Election) ended(k *Lock) {
+	e.mu.Lock()
+	rev := e.recRev
+	mine := e.lock == k
+	if mine {
+		e.recRev = 0
+	}
+	e.mu.Unlock()
+	if mine && rev != 0 {
+		e.dropRecord(context.Background(), rev)
+	}
+}
+
+// put writes the value record, fenced by k's lease, and returns the
+// record's revision.
+func (e *Election) put(ctx context.Context, k *Lock, value string) (uint64, error) {
 	b, err := json.Marshal(record{Value: value, Term: k.Token(), Holder: e.l.m.Holder(), Owner: k.g.OwnerHash()})
 	if err != nil {
-		return fmt.Errorf("kvlock: election record: %w", err)
+		return 0, fmt.Errorf("kvlock: election record: %w", err)
 	}
+	var rev uint64
 	err = e.l.retry(ctx, notSent, func() error {
-		_, err := k.g.Proof().Put(ctx, e.value, b)
+		var err error
+		rev, err = k.g.Proof().Put(ctx, e.value, b)
 		return err
 	})
 	if errors.Is(err, kvlease.ErrLost) {
-		return fmt.Errorf("%w: %w", ErrNotLeader, mapErr(err))
+		return 0, fmt.Errorf("%w: %w", ErrNotLeader, mapErr(err))
 	}
 	if err != nil {
-		return fmt.Errorf("kvlock: election %q: publishing value: %w", e.name, err)
+		return 0, fmt.Errorf("kvlock: election %q: publishing value: %w", e.name, err)
 	}
-	return nil
+	return rev, nil
+}
+
+// recordMarkerTTL is the lifetime of the delete marker Resign leaves on the
+// value record: once it expires (and the server's own expiry marker after
+// it) the record's key is gone from the bucket.
+const recordMarkerTTL = time.Second
+
+// dropRecord deletes the value record this candidate wrote at rev, only
+// while it is still at that revision: a successor's record is never
+// removed. Failure is logged, not returned: readers ignore a record whose
+// owner does not hold the lease, so a leftover is stale, never wrong.
+func (e *Election) dropRecord(ctx context.Context, rev uint64) {
+	octx, cancel := e.l.opCtx(ctx)
+	defer cancel()
+	if _, err := e.l.b.DeleteTTL(octx, e.value, rev, recordMarkerTTL); err != nil && !kvx.IsConflict(err) {
+		e.l.log.Debug("kvlock: removing election record", "election", e.name, "err", err)
+	}
 }
 
 func (e *Election) leading() (*Lock, error) {
@@ -152,19 +193,33 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if err != nil {
 		return err
 	}
-	return e.put(ctx, k, value)
+	rev, err := e.put(ctx, k, value)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.lock == k {
+		e.recRev = rev
+	}
+	e.mu.Unlock()
+	return nil
 }
 
-// Resign gives up leadership: the lease is deleted (owner-conditionally),
-// so the next candidate is elected at once. It returns ErrNotLeader when
-// this candidate does not lead.
+// Resign gives up leadership: the value record is removed (only while it
+// is still this candidate's), then the lease is deleted
+// (owner-conditionally), so the next candidate is elected at once and no
+// record of the ended term stays in the bucket. It returns ErrNotLeader
+// when this candidate does not lead.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
-	k := e.lock
-	e.lock = nil
+	k, rev := e.lock, e.recRev
+	e.lock, e.recRev = nil, 0
 	e.mu.Unlock()
 	if k == nil {
 		return ErrNotLeader
+	}
+	if k.Err() == nil {
+		e.dropRecord(ctx, rev)
 	}
 	return k.Release(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -141,4 +142,43 @@ func TestFairElectionServesCandidatesInOrder(t *testing.T) {
 	require.NoError(t, es[1].Resign(ctx))
 	require.Equal(t, "2", natstest.Recv(t, won, 5*time.Second, "third leader"))
 	require.NoError(t, es[2].Resign(ctx))
+}
+
+func TestElectionResignRemovesValueRecord(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	l := newLocker(t, n.JS, kvlock.Config{TTL: 2 * time.Second})
+	kv, err := n.JS.KeyValue(ctx, "natscoord_leases")
+	require.NoError(t, err)
+	a, b := newElection(t, l, "rec"), newElection(t, newLocker(t, n.NewJS(t), kvlock.Config{TTL: 2 * time.Second}), "rec")
+
+	require.NoError(t, a.Campaign(ctx, "a"))
+	require.NoError(t, a.Proclaim(ctx, "a'"))
+	ent, err := kv.Get(ctx, "lock.ev.rec")
+	require.NoError(t, err)
+	require.Contains(t, string(ent.Value()), `"a'"`)
+	require.NoError(t, a.Resign(ctx))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "no record of an ended term stays")
+
+	// A successor's record is never removed by a late resignation.
+	require.NoError(t, b.Campaign(ctx, "b"))
+	require.ErrorIs(t, a.Resign(ctx), kvlock.ErrNotLeader)
+	info, err := b.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "b", info.Value)
+	require.NoError(t, b.Resign(ctx))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound)
+
+	// A leader whose Locker closes (or whose lease is lost) takes its
+	// record along too.
+	cl := newLocker(t, n.NewJS(t), kvlock.Config{TTL: 2 * time.Second})
+	c := newElection(t, cl, "rec")
+	require.NoError(t, c.Campaign(ctx, "c"))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.NoError(t, err)
+	require.NoError(t, cl.Close(ctx))
+	_, err = kv.Get(ctx, "lock.ev.rec")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "Close removes the record")
 }

@@ -34,6 +34,13 @@ func TestInvalidConfigs(t *testing.T) {
 		require.ErrorIs(t, err, kvlock.ErrInvalidConfig, name)
 		require.True(t, strings.HasPrefix(err.Error(), "kvlock: "), name)
 	}
+	// Negative timings are named as such, not reported as out of range.
+	_, err = kvlock.New(ctx, n.JS, kvlock.Config{TTL: -time.Second})
+	require.ErrorContains(t, err, "negative TTL")
+	_, err = kvlock.New(ctx, n.JS, kvlock.Config{RenewInterval: -time.Millisecond})
+	require.ErrorContains(t, err, "negative RenewInterval")
+	_, err = kvlock.New(ctx, n.JS, kvlock.Config{TTL: 10 * time.Millisecond})
+	require.ErrorContains(t, err, "floor")
 	// The boundary is allowed, and the defaults are documented values.
 	l := newLocker(t, n.JS, kvlock.Config{TTL: 3 * time.Second, RenewInterval: time.Second})
 	require.Equal(t, time.Second, l.Config().RenewInterval)

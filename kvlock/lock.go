@@ -155,7 +155,7 @@ func (k *Lock) ValidUntil() time.Time { return k.g.ValidUntil() }
 // would look like a takeover).
 func (k *Lock) Renew(ctx context.Context) error {
 	start := k.l.clock()
-	err := k.l.retry(ctx, notSent, func() error { return k.g.Renew(ctx) })
+	err := k.l.retryHeld(ctx, notSent, func() error { return k.g.Renew(ctx) })
 	err = mapErr(err)
 	k.l.observe(ctx, Event{Op: OpRenew, Key: k.s.key, Token: k.Token(), Duration: since(start), Acquired: true, Err: err})
 	return err

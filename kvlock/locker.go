@@ -39,6 +39,7 @@ type Locker struct {
 	closeErr  error
 
 	wakeups atomic.Uint64
+	brk     *breaker // the circuit breaker (see BreakerPolicy)
 }
 
 // Stats counts a Locker's activity.
@@ -83,7 +84,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	return &Locker{
 		cfg: cfg, m: m, b: b, log: cfg.Logger,
 		qhub: b.NewViewHub(cfg.Name + ".q.>"), eqhub: b.NewViewHub(cfg.Name + ".eq.>"),
-		ctx: lctx, cancel: cancel, done: make(chan struct{}),
+		ctx: lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil
 }
 

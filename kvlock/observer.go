@@ -4,17 +4,20 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/opstats"
 )
 
-// Op names what an Event reports.
-type Op string
+// Op names what an Event reports: the same names as kvlease's.
+type Op = kvlease.Op
 
 // The operations an Observer sees.
 const (
-	OpAcquire Op = "acquire"
-	OpRenew   Op = "renew"
-	OpRelease Op = "release"
-	OpLost    Op = "lost"
+	OpAcquire = kvlease.OpAcquire
+	OpRenew   = kvlease.OpRenew
+	OpRelease = kvlease.OpRelease
+	OpLost    = kvlease.OpLost
 )
 
 // Event describes one finished operation.
@@ -114,20 +117,15 @@ func since(t time.Time) time.Duration {
 }
 
 // observe dispatches e to the configured observer, if any.
-func (l *Locker) observe(ctx context.Context, e Event) {
-	o := l.cfg.Observer
+func (l *Locker) observe(ctx context.Context, e Event) { dispatch(ctx, l.cfg, e) }
+
+// dispatch hands e to cfg.Observer's hook for e.Op, if there is an
+// observer; both backends report through it.
+func dispatch(ctx context.Context, cfg Config, e Event) {
+	o := cfg.Observer
 	if o == nil {
 		return
 	}
-	e.Name = l.cfg.Name
-	switch e.Op {
-	case OpAcquire:
-		o.OnAcquire(ctx, e)
-	case OpRenew:
-		o.OnRenew(ctx, e)
-	case OpRelease:
-		o.OnRelease(ctx, e)
-	case OpLost:
-		o.OnLost(ctx, e)
-	}
+	e.Name = cfg.Name
+	opstats.Call[Event](ctx, o, string(e.Op), e)
 }

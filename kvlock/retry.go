@@ -32,14 +32,34 @@ func transientAcquire(err error) bool {
 
 // retry runs op up to Retry.Attempts times while it fails with an error
 // transient reports, sleeping a doubling backoff in between. It stops at
-// once when ctx ends (returning the last error).
+// once when ctx ends (returning the last error). Every attempt asks the
+// circuit breaker first and reports its outcome to it.
 func (l *Locker) retry(ctx context.Context, transient func(error) bool, op func() error) error {
+	return l.retryGated(ctx, transient, op, true)
+}
+
+// retryHeld is retry for operations on a lock already held (renewals):
+// the breaker counts their outcomes but never refuses them.
+func (l *Locker) retryHeld(ctx context.Context, transient func(error) bool, op func() error) error {
+	return l.retryGated(ctx, transient, op, false)
+}
+
+func (l *Locker) retryGated(ctx context.Context, transient func(error) bool, op func() error, gated bool) error {
 	p := l.cfg.Retry
 	wait := p.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
+		probe := false
+		if gated {
+			var berr error
+			if probe, berr = l.brk.allow(); berr != nil {
+				return berr
+			}
+		}
 		err = op()
-		if err == nil || attempt >= p.Attempts || ctx.Err() != nil || !transient(err) {
+		failed := err != nil && transient(err)
+		l.brk.done(probe, failed, err != nil && ctx.Err() != nil, err)
+		if err == nil || attempt >= p.Attempts || ctx.Err() != nil || !failed {
 			return err
 		}
 		l.log.Debug("kvlock: transient error, retrying", "lock", l.cfg.Name, "attempt", attempt, "err", err)
@@ -53,3 +73,6 @@ func (l *Locker) retry(ctx context.Context, transient func(error) bool, op func(
 		wait = min(2*wait, p.MaxBackoff)
 	}
 }
+
+// BreakerState returns the state of the Locker's circuit breaker.
+func (l *Locker) BreakerState() BreakerState { return l.brk.state() }

@@ -1,0 +1,120 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/natscoord/natscoord/opstats"
+)
+
+// Op names what an Event reports.
+type Op string
+
+// The operations an Observer sees (the same four as kvlock's).
+const (
+	OpAcquire Op = "acquire"
+	OpRenew   Op = "renew"
+	OpRelease Op = "release"
+	OpLost    Op = "lost"
+)
+
+// Event describes one finished lease operation.
+type Event struct {
+	Op Op
+	// Bucket is the manager's bucket; Keys the lease keys tried (one, or
+	// a semaphore's slots) for an acquisition.
+	Bucket string
+	Keys   []string
+	// Guard is the lease concerned (nil for an acquisition that got
+	// none).
+	Guard *Guard
+	// Duration is how long the operation took, waiting included (0 for
+	// OpLost).
+	Duration time.Duration
+	// Err is the operation's error, or for OpLost the loss cause.
+	Err error
+}
+
+// Observer receives one call per finished operation, on the goroutine
+// that did it (renewals: a renewal worker): be quick, and safe for
+// concurrent use. It has the same hooks as kvlock.Observer.
+type Observer interface {
+	OnAcquire(ctx context.Context, e Event)
+	OnRenew(ctx context.Context, e Event)
+	OnRelease(ctx context.Context, e Event)
+	OnLost(ctx context.Context, e Event)
+}
+
+// clock is time.Now when an observer will see durations, else zero.
+func (m *Manager) clock() time.Time {
+	if m.cfg.Observer == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
+}
+
+func (m *Manager) observe(ctx context.Context, e Event) {
+	o := m.cfg.Observer
+	if o == nil {
+		return
+	}
+	e.Bucket = m.cfg.Bucket
+	opstats.Call[Event](ctx, o, string(e.Op), e)
+}
+
+// acquire is acquireKeys, reported to the observer.
+func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, wait time.Duration) (*Guard, bool, error) {
+	start := m.clock()
+	g, ok, err := m.acquireKeys(ctx, family, keys, ttl, wait)
+	m.observe(ctx, Event{Op: OpAcquire, Keys: keys, Guard: g, Duration: since(start), Err: err})
+	return g, ok, err
+}
+
+// renew is renewOnce, reported to the observer.
+func (g *Guard) renew(ctx context.Context) error {
+	start := g.m.clock()
+	err := g.renewOnce(ctx)
+	g.m.observe(ctx, Event{Op: OpRenew, Guard: g, Duration: since(start), Err: err})
+	return err
+}
+
+// Observers returns an Observer that hands every event to each of obs in
+// order (nil entries skipped); nil when none is left.
+func Observers(obs ...Observer) Observer {
+	hs := make([]opstats.Hooks[Event], 0, len(obs))
+	for _, o := range obs {
+		if o != nil {
+			hs = append(hs, o)
+		}
+	}
+	return opstats.Join(hs...)
+}
+
+// RecorderObserver returns an Observer that records every event in r:
+// component "kvlease", name the bucket, op the event's Op, outcome "ok",
+// "contended" (an acquisition that found every key held), "timeout",
+// "lost" or "error".
+func RecorderObserver(r *opstats.Recorder) Observer {
+	return opstats.Each(func(_ context.Context, e Event) {
+		out := "error"
+		switch {
+		case e.Op == OpLost, errors.Is(e.Err, ErrLost):
+			out = "lost"
+		case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
+			out = "contended"
+		case e.Err == nil:
+			out = "ok"
+		case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
+			out = "timeout"
+		}
+		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: out}, e.Duration)
+	})
+}

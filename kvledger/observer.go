@@ -1,0 +1,103 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/natscoord/natscoord/opstats"
+)
+
+// Event describes one compare-and-swap write of a task record, as an
+// Observer sees it.
+type Event struct {
+	// Source is the ledger's event source (the bucket for a KVStore).
+	Source string
+	Key    IdempotencyKey
+	// Status is the status written (empty when nothing was written).
+	Status Status
+	// Swapped is false when the record had changed (a lost race, which
+	// the Ledger resolves itself) or Err is set.
+	Swapped  bool
+	Duration time.Duration
+	Err      error
+}
+
+// Observer receives one call per compare-and-swap write of a record
+// (claims, renewals, releases, completions, rebases, blocking; the first
+// admission of a key, which a store may do by insert-if-absent, is not
+// included), on the goroutine that wrote: be quick and safe for
+// concurrent use.
+type Observer interface {
+	OnWrite(ctx context.Context, e Event)
+}
+
+// WithObserver makes the Ledger report its writes to o (see Observer).
+// The store must implement Swapper, as both stores of this package do.
+func WithObserver(o Observer) Option {
+	return func(l *Ledger) error {
+		switch {
+		case o == nil:
+			return fmt.Errorf("%w: nil Observer", ErrInvalidConfig)
+		case l.swap == nil:
+			return fmt.Errorf("%w: WithObserver needs a store that implements Swapper", ErrInvalidConfig)
+		}
+		l.swap = observedSwap{inner: l.swap, o: o, l: l}
+		return nil
+	}
+}
+
+type observedSwap struct {
+	inner Swapper
+	o     Observer
+	l     *Ledger
+}
+
+func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
+	start := time.Now()
+	rec, ok, err := s.inner.Swap(ctx, key, old, new)
+	e := Event{Source: s.l.source, Key: key, Swapped: ok, Duration: time.Since(start), Err: err}
+	if ok {
+		e.Status = rec.Status
+	}
+	s.o.OnWrite(ctx, e)
+	return rec, ok, err
+}
+
+// Observers returns an Observer that hands every event to each of obs in
+// order (nil entries skipped).
+func Observers(obs ...Observer) Observer {
+	var f fanout
+	for _, o := range obs {
+		if o != nil {
+			f = append(f, o)
+		}
+	}
+	return f
+}
+
+type fanout []Observer
+
+func (f fanout) OnWrite(ctx context.Context, e Event) {
+	for _, o := range f {
+		o.OnWrite(ctx, e)
+	}
+}
+
+// RecorderObserver returns an Observer that records every write in r:
+// component "kvledger", name the event source, op "write", outcome the
+// status written, "conflict" (the record had changed) or "error".
+func RecorderObserver(r *opstats.Recorder) Observer { return recorder{r} }
+
+type recorder struct{ r *opstats.Recorder }
+
+func (r recorder) OnWrite(_ context.Context, e Event) {
+	out := string(e.Status)
+	switch {
+	case e.Err != nil:
+		out = "error"
+	case !e.Swapped:
+		out = "conflict"
+	}
+	r.r.Record(opstats.Labels{Component: "kvledger", Name: e.Source, Op: "write", Outcome: out}, e.Duration)
+}

@@ -1,0 +1,36 @@
+package kvledger_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/opstats"
+)
+
+func TestWithObserverRecordsWrites(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec := opstats.New()
+	l, err := kvledger.New(kvledger.NewMemStore(), nil, kvledger.WithSource("obs"),
+		kvledger.WithObserver(kvledger.Observers(kvledger.RecorderObserver(rec), nil)))
+	require.NoError(t, err)
+	now := time.Now()
+	ok, err := l.Admit(ctx, "a", "k", 1, "task", now)
+	require.NoError(t, err)
+	require.True(t, ok)
+	f, err := l.Claim(ctx, "w", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "w", "k", "w", f, kvledger.StatusCompleted, now))
+	lbl := func(out string) opstats.Labels {
+		return opstats.Labels{Component: "kvledger", Name: "obs", Op: "write", Outcome: out}
+	}
+	require.EqualValues(t, 1, rec.Count(lbl("claimed")))
+	require.EqualValues(t, 1, rec.Count(lbl("completed")))
+
+	_, err = kvledger.New(nil, nil, kvledger.WithObserver(nil))
+	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
+}

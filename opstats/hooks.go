@@ -1,0 +1,86 @@
+package opstats
+
+import "context"
+
+// Hooks is the observer shape kvlock and kvlease share: one call per
+// finished acquisition, renewal, release and loss, with the package's own
+// event type. kvlock.Observer and kvlease.Observer have exactly these
+// methods, so the helpers below serve both.
+type Hooks[E any] interface {
+	OnAcquire(ctx context.Context, e E)
+	OnRenew(ctx context.Context, e E)
+	OnRelease(ctx context.Context, e E)
+	OnLost(ctx context.Context, e E)
+}
+
+// Fanout hands every call to each of its hooks in order.
+type Fanout[E any] []Hooks[E]
+
+// Join returns the non-nil hooks as a Fanout, the only one unwrapped, or
+// nil when none is left.
+func Join[E any](hs ...Hooks[E]) Hooks[E] {
+	var f Fanout[E]
+	for _, h := range hs {
+		if h != nil {
+			f = append(f, h)
+		}
+	}
+	switch len(f) {
+	case 0:
+		return nil
+	case 1:
+		return f[0]
+	}
+	return f
+}
+
+func (f Fanout[E]) OnAcquire(ctx context.Context, e E) {
+	for _, h := range f {
+		h.OnAcquire(ctx, e)
+	}
+}
+
+func (f Fanout[E]) OnRenew(ctx context.Context, e E) {
+	for _, h := range f {
+		h.OnRenew(ctx, e)
+	}
+}
+
+func (f Fanout[E]) OnRelease(ctx context.Context, e E) {
+	for _, h := range f {
+		h.OnRelease(ctx, e)
+	}
+}
+
+func (f Fanout[E]) OnLost(ctx context.Context, e E) {
+	for _, h := range f {
+		h.OnLost(ctx, e)
+	}
+}
+
+// Each returns Hooks that call f for every event, whichever the hook (the
+// event says which operation it was).
+func Each[E any](f func(ctx context.Context, e E)) Hooks[E] { return each[E](f) }
+
+type each[E any] func(ctx context.Context, e E)
+
+func (f each[E]) OnAcquire(ctx context.Context, e E) { f(ctx, e) }
+func (f each[E]) OnRenew(ctx context.Context, e E)   { f(ctx, e) }
+func (f each[E]) OnRelease(ctx context.Context, e E) { f(ctx, e) }
+func (f each[E]) OnLost(ctx context.Context, e E)    { f(ctx, e) }
+
+// Call invokes the hook of h that op names ("acquire", "renew",
+// "release", "lost"); other names call nothing. It is how kvlock and
+// kvlease hand an event to their observer.
+func Call[E any](ctx context.Context, h Hooks[E], op string, e E) {
+	switch op {
+	case "acquire":
+		h.OnAcquire(ctx, e)
+	case "renew":
+		h.OnRenew(ctx, e)
+	case "release":
+		h.OnRelease(ctx, e)
+	case "lost":
+		h.OnLost(ctx, e)
+	}
+}
