@@ -100,6 +100,14 @@
 //   - Node(i).Connect() talks to one node in-process; Cluster.JetStream
 //     connects to all running nodes over the network and fails over.
 //
+// StartClusterWith(ctx, n, opts, ClusterOptions{RouteAddr: f}) lets a test
+// choose the address each node dials to reach each other node, for
+// example a loopback proxy it can stall, so that route traffic between
+// chosen nodes stops (one way or both) while all of them keep running: a
+// network partition of the cluster itself. Nodes then learn of each other
+// only through those addresses; the gossip that would let them dial around
+// the proxies is sent to a listener that refuses it.
+//
 // Cluster.Shutdown stops every node and removes the temporary root
 // directory; a stopped Cluster cannot be restarted.
 package embedded
