@@ -98,10 +98,10 @@ func faultLeaderIsolated(d time.Duration) partFault {
 		r.net.Isolate(l)
 		r.cc.pause(ctx, d)
 		rest := others(r.cc.c.Size(), l)
-		elected := r.leadersAmong(rest)
+		elected, still := r.leadersAmong(rest), r.leadersOn(l)
 		r.net.Heal()
-		return fmt.Sprintf("n%d (leading %d/%d streams, meta leader %v) cut off for %v; the majority had elected %d/%d leaders",
-			l, led, len(r.streams), meta, d, elected, len(r.streams))
+		return fmt.Sprintf("n%d (leading %d/%d streams, meta leader %v) cut off for %v; the majority had elected %d/%d leaders while n%d still believed it led %d",
+			l, led, len(r.streams), meta, d, elected, len(r.streams), l, still)
 	}}
 }
 
@@ -189,10 +189,10 @@ func faultPartitionRestart(d, down time.Duration) partFault {
 		}
 		r.cc.count(faultNodeRestart)
 		r.cc.pause(ctx, d-time.Since(start))
-		elected := r.leadersAmong(rest)
+		elected, still := r.leadersAmong(rest), r.leadersOn(l)
 		r.net.Heal()
-		return fmt.Sprintf("n%d (leading %d/%d streams) cut off for %v; n%d of the majority stopped %v into it for %v and restarted; the majority had elected %d/%d leaders",
-			l, led, len(r.streams), d, m, d/4, down, elected, len(r.streams))
+		return fmt.Sprintf("n%d (leading %d/%d streams) cut off for %v; n%d of the majority stopped %v into it for %v and restarted; the majority had elected %d/%d leaders while n%d still believed it led %d",
+			l, led, len(r.streams), d, m, d/4, down, elected, len(r.streams), l, still)
 	}}
 }
 
