@@ -335,7 +335,7 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		owner := fmt.Sprintf("w%d", w)
 		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {
-			ledgerLinWorker(ctx, h, w, owner, l, opsPer, func(i int) string { return fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4)) })
+			ledgerLinWorker(ctx, h, w, owner, l, opsPer, 0, func(i int) string { return fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4)) })
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
@@ -351,7 +351,9 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 
 // ledgerLinWorker runs up to ops random ledger operations as worker w
 // (owner), recording them in h; key names the task of the i-th operation.
-func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kvledger.Ledger, ops int, key func(i int) string) {
+// After an operation of unknown outcome it pauses for backoff.
+func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kvledger.Ledger, ops int, backoff time.Duration,
+	key func(i int) string) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(logical int) time.Time { return base.Add(time.Duration(logical) * time.Minute) }
 	fences := map[string]uint64{}
@@ -398,6 +400,10 @@ func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kv
 		out.Err = errClass(err)
 		if out.Err == "unknown" {
 			h.add(w, call, in, ledgerOut{Unknown: true}, true)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
 			continue
 		}
 		if out.Err == "" && out.Fence > 0 {

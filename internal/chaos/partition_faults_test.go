@@ -48,11 +48,11 @@ func (r *partRun) leadersAmong(nodes []int) int {
 
 // moveLeaders asks every stream's leader to hand leadership to node i
 // (nats-server's step-down with a preferred server), best effort within
-// 5 s, and returns how many streams node i then leads.
+// 3 s, and returns how many streams node i then leads.
 func (r *partRun) moveLeaders(ctx context.Context, i int) int {
 	name := r.cc.c.Node(i).Name()
 	body, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": name}})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(3 * time.Second)
 	for _, st := range r.streams {
 		for time.Now().Before(deadline) {
 			if rep, err := r.cc.c.Node(i).StreamReplica(st); err == nil && rep.Leader {
@@ -199,11 +199,11 @@ func faultPartitionRestart(d, down time.Duration) partFault {
 // shortSchedule is the `make test` form: each fault once, short.
 func shortSchedule() []partFault {
 	return []partFault{
-		faultLeaderIsolated(7 * time.Second),
+		faultLeaderIsolated(6 * time.Second),
 		faultSplit(4 * time.Second),
 		faultFlapping(3, 1200*time.Millisecond, 800*time.Millisecond),
-		faultOneWay(5*time.Second, true),
-		faultPartitionRestart(6*time.Second, time.Second),
+		faultOneWay(4*time.Second, true),
+		faultPartitionRestart(5*time.Second, time.Second),
 	}
 }
 

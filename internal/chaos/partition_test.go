@@ -154,9 +154,13 @@ func runPartitionSchedule(t *testing.T, cc *chaosCluster, net *natstest.RouteNet
 		w.mark(len(sched) + 1)
 	}
 	stop()
+	stopped := time.Now()
 	wg.Wait()
+	t.Logf("clients stopped in %v", time.Since(stopped).Round(time.Millisecond))
 	for _, w := range ws {
+		checked := time.Now()
 		counts := w.results(t, r, len(sched)+1)
+		t.Logf("%s: results checked in %v", w.name(), time.Since(checked).Round(time.Millisecond))
 		for p := range results {
 			if results[p].counts == nil {
 				results[p].counts = map[string]phaseCounts{}
@@ -221,7 +225,7 @@ func runPartitions(t *testing.T, sched []partFault) {
 	cc, net := newPartitionCluster(t)
 	ws := partWorkloads()
 	start := time.Now()
-	res := runPartitionSchedule(t, cc, net, 2*time.Second, sched, ws...)
+	res := runPartitionSchedule(t, cc, net, time.Second, sched, ws...)
 	violations := 0
 	for p, r := range res {
 		line := fmt.Sprintf("partition phase %d, %s (window %v", p, r.fault, r.window.Round(100*time.Millisecond))

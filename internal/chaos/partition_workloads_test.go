@@ -148,9 +148,21 @@ func (w *linLockWL) setup(t *testing.T, r *partRun) {
 
 func (w *linLockWL) run(ctx context.Context, r *partRun, wg *sync.WaitGroup) {
 	for c, try := range w.clients {
+		// A client that got an error backs off a little, as a real one
+		// would: a client in the minority otherwise piles up hundreds of
+		// fast failures, each an unknown outcome that porcupine must
+		// place anywhere after its call. A fresh key every 25 operations
+		// keeps each key's history small for the same reason.
+		backoff := func(key string) (uint64, func() error, bool, error) {
+			fence, release, ok, err := try(key)
+			if err != nil {
+				r.cc.pause(ctx, 100*time.Millisecond)
+			}
+			return fence, release, ok, err
+		}
 		wg.Go(func() {
-			lockLinClient(ctx, r.cc, w.h, c, try, math.MaxInt, func(i int) string {
-				return phaseKey(r.phase(), fmt.Sprintf("L%d", i/100))
+			lockLinClient(ctx, r.cc, w.h, c, backoff, math.MaxInt, func(i int) string {
+				return phaseKey(r.phase(), fmt.Sprintf("L%d", i/25))
 			})
 		})
 	}
@@ -223,8 +235,8 @@ func (w *linLedgerWL) setup(t *testing.T, r *partRun) {
 func (w *linLedgerWL) run(ctx context.Context, r *partRun, wg *sync.WaitGroup) {
 	for i, l := range w.ledgers {
 		wg.Go(func() {
-			ledgerLinWorker(ctx, w.h, i, fmt.Sprintf("w%d", i), l, math.MaxInt, func(n int) string {
-				return phaseKey(r.phase(), fmt.Sprintf("g%d-k%d", n/200, rand.IntN(4)))
+			ledgerLinWorker(ctx, w.h, i, fmt.Sprintf("w%d", i), l, math.MaxInt, 100*time.Millisecond, func(n int) string {
+				return phaseKey(r.phase(), fmt.Sprintf("g%d-k%d", n/50, rand.IntN(4)))
 			})
 		})
 	}
