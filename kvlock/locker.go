@@ -264,7 +264,8 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 			return g, lcancel, nil
 		}
 		lcancel()
-		if err == nil && !wait && unknown != nil {
+		if !wait && unknown != nil && (err == nil || notSent(err)) {
+			// Neither "held" nor "not sent" settles the earlier try.
 			return nil, nil, mapErr(unknown)
 		}
 		if err != nil || !wait {
