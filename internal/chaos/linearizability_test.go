@@ -335,7 +335,7 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		owner := fmt.Sprintf("w%d", w)
 		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {
-			ledgerLinWorker(ctx, h, w, owner, l, opsPer, 0, func(i int) string { return fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4)) })
+			ledgerLinWorker(ctx, h, w, owner, l, opsPer, 0, false, func(i int) string { return fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4)) })
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
@@ -351,11 +351,19 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 
 // ledgerLinWorker runs up to ops random ledger operations as worker w
 // (owner), recording them in h; key names the task of the i-th operation.
-// After an operation of unknown outcome it pauses for backoff.
+// After an operation of unknown outcome it pauses for backoff. With
+// uniqueAdmits every Admit passes its own now (the model ignores it), so
+// no two admissions store identical bytes.
 func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kvledger.Ledger, ops int, backoff time.Duration,
-	key func(i int) string) {
+	uniqueAdmits bool, key func(i int) string) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(logical int) time.Time { return base.Add(time.Duration(logical) * time.Minute) }
+	admitAt := func(i int) time.Time {
+		if uniqueAdmits {
+			return at(0).Add(time.Duration(i*16+w) * time.Microsecond)
+		}
+		return at(0)
+	}
 	fences := map[string]uint64{}
 	for i := 0; i < ops && ctx.Err() == nil; i++ {
 		key := key(i)
@@ -382,7 +390,7 @@ func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kv
 		k := kvledger.IdempotencyKey(key)
 		switch in.Op {
 		case opAdmit:
-			out.OK, err = l.Admit(octx, "lin", k, kvledger.Sequence(in.Seq), nil, at(0))
+			out.OK, err = l.Admit(octx, "lin", k, kvledger.Sequence(in.Seq), nil, admitAt(i))
 		case opClaim:
 			var f kvledger.FenceToken
 			f, err = l.Claim(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(0))
