@@ -236,6 +236,9 @@ func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool,
 		if err != nil || !ok {
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				f.transient.add()
+				// A client whose connection is reconnecting fails at once:
+				// without a pause it would spin.
+				f.cc.pause(ctx, 20*time.Millisecond)
 			}
 			continue
 		}
@@ -456,6 +459,7 @@ func (f *fencing) kvlockSection(ctx context.Context, l *kvlock.Locker, section s
 	if err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			f.transient.add()
+			f.cc.pause(ctx, 20*time.Millisecond) // do not spin on instant failures
 		}
 		return
 	}
