@@ -17,9 +17,10 @@ import (
 
 // clusterNode carries the route settings of one cluster member.
 type clusterNode struct {
-	name   string
-	port   int
-	routes []*url.URL
+	name      string
+	port      int
+	routes    []*url.URL
+	advertise string // route address told to peers; empty: the listener's
 }
 
 // Cluster is n JetStream nodes in this process, routed over loopback. Its
@@ -29,6 +30,8 @@ type Cluster struct {
 	name    string
 	base    Options
 	tempDir string
+
+	sink *routeSink // set when ClusterOptions.RouteAddr is
 
 	mu     sync.Mutex
 	nodes  []*Server // nil while a node is stopped
@@ -48,6 +51,12 @@ type Cluster struct {
 // when set, gets one subdirectory per node) and returns once a JetStream
 // meta leader exists.
 func StartCluster(ctx context.Context, n int, opts Options) (*Cluster, error) {
+	return StartClusterWith(ctx, n, opts, ClusterOptions{})
+}
+
+// StartClusterWith is StartCluster with the routes wired as copts says
+// (for example through proxies a test controls).
+func StartClusterWith(ctx context.Context, n int, opts Options, copts ClusterOptions) (*Cluster, error) {
 	if n < 2 {
 		// One node routed to itself would wait forever for meta-group
 		// peers; a single node is what Start is for.
@@ -74,15 +83,25 @@ func StartCluster(ctx context.Context, n int, opts Options) (*Cluster, error) {
 		c.cleanup()
 		return nil, err
 	}
-	routes := make([]*url.URL, n)
-	for i, p := range ports {
-		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)}
+	if copts.RouteAddr != nil {
+		if c.sink, err = newRouteSink(); err != nil {
+			c.cleanup()
+			return nil, err
+		}
 	}
 	for i := range n {
+		routes, err := copts.routeURLs(i, ports)
+		if err != nil {
+			c.cleanup()
+			return nil, err
+		}
 		o := opts
 		o.ServerName = fmt.Sprintf("%s-n%d", c.name, i+1)
 		o.DataDir = filepath.Join(root, fmt.Sprintf("n%d", i+1))
 		o.cluster = &clusterNode{name: c.name, port: ports[i], routes: routes}
+		if c.sink != nil {
+			o.cluster.advertise = c.sink.addr()
+		}
 		c.opts = append(c.opts, o)
 	}
 	// Start all nodes concurrently: each waits for its routes.
@@ -292,6 +311,7 @@ func (c *Cluster) Shutdown(ctx context.Context) error {
 func (c *Cluster) Done() <-chan struct{} { return c.done }
 
 func (c *Cluster) cleanup() {
+	c.sink.close()
 	if c.tempDir != "" {
 		_ = os.RemoveAll(c.tempDir)
 	}

@@ -102,6 +102,14 @@
 //     (the caller closes it), and Cluster.JetStream returns a handle on a
 //     connection the cluster owns, as Server.JetStream does for one node.
 //
+// StartClusterWith(ctx, n, opts, ClusterOptions{RouteAddr: f}) lets a test
+// choose the address each node dials to reach each other node, for
+// example a loopback proxy it can stall, so that route traffic between
+// chosen nodes stops (one way or both) while all of them keep running: a
+// network partition of the cluster itself. Nodes then learn of each other
+// only through those addresses; the gossip that would let them dial around
+// the proxies is sent to a listener that refuses it.
+//
 // Cluster.Shutdown stops every node, closes the connection behind
 // JetStream and removes the temporary root directory; Done is closed once
 // every node has stopped. A stopped Cluster cannot be restarted. Server

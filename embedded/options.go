@@ -269,7 +269,7 @@ func (o *Options) serverOptions(storeDir string) (*server.Options, error) {
 		so.TLSTimeout = 2
 	}
 	if c := o.cluster; c != nil {
-		so.Cluster = server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: c.port}
+		so.Cluster = server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: c.port, Advertise: c.advertise}
 		so.Routes = c.routes
 	}
 	return so, nil

@@ -236,12 +236,19 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 		}
 		lctx, lcancel, stop := leaseParent(ctx)
 		var g *kvlease.Guard
+		// unknown is a failed try that may have landed: a later try that
+		// finds the key held may be finding that very write, so "held"
+		// would turn a transient error into contention.
+		var unknown error
 		err := l.retry(ctx, transientAcquire, func() error {
 			var err error
 			if wait {
 				g, _, err = l.m.AcquireKey(lctx, key, l.cfg.TTL, waitFor(ctx))
 			} else {
 				g, _, err = l.m.TryAcquireKey(lctx, key, l.cfg.TTL)
+				if err != nil && !notSent(err) {
+					unknown = err
+				}
 			}
 			if wait && g == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				return nil // the wait ran out (or one try timed out) while ctx lives: wait again
@@ -258,6 +265,10 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 			return g, lcancel, nil
 		}
 		lcancel()
+		if !wait && unknown != nil && (err == nil || notSent(err)) {
+			// Neither "held" nor "not sent" settles the earlier try.
+			return nil, nil, mapErr(unknown)
+		}
 		if err != nil || !wait {
 			return nil, nil, mapErr(err)
 		}

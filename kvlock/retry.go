@@ -25,7 +25,9 @@ func notSent(err error) bool {
 // again: those of notSent, and timeouts, because an acquisition is a
 // create-if-absent that kvlease has already tried to resolve by reading;
 // if it did land unnoticed, the retry simply finds the key held (by an
-// orphan that expires by TTL) and can never remove another holder.
+// orphan that expires by TTL) and can never remove another holder. A
+// TryAcquire whose retry finds the key held after such a timeout returns
+// the timeout, not contention: the key may be held by its own orphan.
 func transientAcquire(err error) bool {
 	return notSent(err) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -38,6 +39,9 @@ type chaosCluster struct {
 	// conns are the live client connections by client name.
 	conns  map[string]jetstream.JetStream
 	faults map[fault]int
+	// nodeOf, when set, pins client name to one node: its connection
+	// starts there (it may fail over when that node stops).
+	nodeOf func(name string) int
 }
 
 func newChaosCluster(t *testing.T) *chaosCluster {
@@ -48,7 +52,39 @@ func newChaosCluster(t *testing.T) *chaosCluster {
 // connect opens a new connection for client name (replacing its previous
 // one in the cut list) and returns it with its close function.
 func (cc *chaosCluster) connect(name string) (jetstream.JetStream, func(), error) {
-	nc, err := cc.c.Cluster.Connect()
+	var (
+		js      jetstream.JetStream
+		closeFn func()
+		err     error
+	)
+	if cc.nodeOf != nil {
+		js, closeFn, err = cc.connectNode(cc.nodeOf(name))
+	} else {
+		var nc *nats.Conn
+		if nc, err = cc.c.Cluster.Connect(); err == nil {
+			if js, err = jetstream.New(nc); err != nil {
+				nc.Close()
+			}
+			closeFn = nc.Close
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	cc.mu.Lock()
+	cc.conns[name] = js
+	cc.mu.Unlock()
+	return js, closeFn, nil
+}
+
+// connectNode connects to node i (all running nodes while it is stopped);
+// the client reconnects every 200 ms, to the servers it has learnt of too.
+func (cc *chaosCluster) connectNode(i int) (jetstream.JetStream, func(), error) {
+	url := cc.c.ClientURLs()
+	if s := cc.c.Node(i); s != nil {
+		url = s.ClientURL()
+	}
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond), nats.Name(fmt.Sprintf("chaos-n%d", i)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,11 +93,7 @@ func (cc *chaosCluster) connect(name string) (jetstream.JetStream, func(), error
 		nc.Close()
 		return nil, nil, err
 	}
-	closeFn := nc.Close
-	cc.mu.Lock()
-	cc.conns[name] = js
-	cc.mu.Unlock()
-	return js, closeFn, nil
+	return js, nc.Close, nil
 }
 
 // cut closes the connection of a random client whose name has prefix.

@@ -1,6 +1,8 @@
 // Package chaos holds natscoord's reliability tests (issue 8): fencing
 // safety under injected faults on a 3-node cluster, linearizability of
-// lease, lock and ledger histories (checked with porcupine), durability of
+// lease, lock and ledger histories (checked with porcupine), the same
+// checkers through partitions of the cluster itself (routes through
+// proxies that a test cuts per direction), durability of
 // acknowledged ledger writes across a SIGKILLed server process, lease
 // takeover after a SIGKILLed holder process, and the security checks
 // (TLS, auth, subject permissions, secrets kept out of logs).

@@ -57,9 +57,10 @@ type fencing struct {
 	honestWrites, transient, reconnects counter
 }
 
-func runFencing(t *testing.T, soak time.Duration) {
+// newFencing creates the R3 buckets of a fencing run on cc.
+func newFencing(t *testing.T, cc *chaosCluster) *fencing {
 	f := &fencing{
-		cc: newChaosCluster(t), lockRes: NewResource(), kvlkRes: NewResource(),
+		cc: cc, lockRes: NewResource(), kvlkRes: NewResource(),
 		taskRes:     map[kvledger.IdempotencyKey]*Resource{},
 		pauseHolder: make(chan struct{}, 1), pauseWorker: make(chan struct{}, 1),
 		pauseLocker: make(chan struct{}, 1),
@@ -82,10 +83,12 @@ func runFencing(t *testing.T, soak time.Duration) {
 		}
 		return l.Close(ctx)
 	})
+	return f
+}
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var wg sync.WaitGroup
+// start runs the clients (3 kvlease, 2 kvlock, 3 ledger workers) until
+// ctx ends, on wg.
+func (f *fencing) start(ctx context.Context, wg *sync.WaitGroup) {
 	for i := range 3 {
 		wg.Go(func() { f.lockClient(ctx, fmt.Sprintf("lock%d", i)) })
 	}
@@ -95,6 +98,44 @@ func runFencing(t *testing.T, soak time.Duration) {
 	for i := range 3 {
 		wg.Go(func() { f.ledgerWorker(ctx, fmt.Sprintf("task%d", i)) })
 	}
+}
+
+// fencingTotals is a snapshot of a fencing run's counters.
+type fencingTotals struct {
+	lease, kvlock, tasks                    Stats
+	acquisitions, lockAcquisitions          int64
+	claims, completions, transient, reconns int64
+}
+
+func (t fencingTotals) violations() int {
+	return len(t.lease.Violations) + len(t.kvlock.Violations) + len(t.tasks.Violations)
+}
+
+func (f *fencing) totals() fencingTotals {
+	var ts Stats
+	f.taskMu.Lock()
+	for _, r := range f.taskRes {
+		s := r.Stats()
+		ts.Accepted += s.Accepted
+		ts.Refused += s.Refused
+		ts.Holders += s.Holders
+		ts.Violations = append(ts.Violations, s.Violations...)
+	}
+	f.taskMu.Unlock()
+	return fencingTotals{
+		lease: f.lockRes.Stats(), kvlock: f.kvlkRes.Stats(), tasks: ts,
+		acquisitions: f.acquisitions.load(), lockAcquisitions: f.lockAcquisitions.load(),
+		claims: f.claims.load(), completions: f.completions.load(),
+		transient: f.transient.load(), reconns: f.reconnects.load(),
+	}
+}
+
+func runFencing(t *testing.T, soak time.Duration) {
+	f := newFencing(t, newChaosCluster(t))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	f.start(ctx, &wg)
 
 	// The injector runs in this goroutine; the clients run until it is done.
 	fctx := context.Background()
@@ -139,20 +180,10 @@ func runFencing(t *testing.T, soak time.Duration) {
 	stop()
 	wg.Wait()
 
-	ls := f.lockRes.Stats()
-	ks := f.kvlkRes.Stats()
-	var ts Stats
-	f.taskMu.Lock()
-	for _, r := range f.taskRes {
-		s := r.Stats()
-		ts.Accepted += s.Accepted
-		ts.Refused += s.Refused
-		ts.Holders += s.Holders
-		ts.Violations = append(ts.Violations, s.Violations...)
-	}
-	f.taskMu.Unlock()
+	tot := f.totals()
+	ls, ks, ts := tot.lease, tot.kvlock, tot.tasks
 	faults, nfaults := cc.faultSummary()
-	violations := len(ls.Violations) + len(ts.Violations) + len(ks.Violations)
+	violations := tot.violations()
 	report(t, "fencing", fmt.Sprintf("fencing (%v, 3 nodes, R3): kvlease acquisitions %d (resource accepted %d writes, refused %d stale), "+
 		"kvlock acquisitions %d (accepted %d, refused %d), "+
 		"ledger claims %d, completions %d (resource accepted %d, refused %d); paused holders refused %d, stale Complete fenced %d; "+
@@ -205,6 +236,9 @@ func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool,
 		if err != nil || !ok {
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				f.transient.add()
+				// A client whose connection is reconnecting fails at once:
+				// without a pause it would spin.
+				f.cc.pause(ctx, 20*time.Millisecond)
 			}
 			continue
 		}
@@ -425,6 +459,7 @@ func (f *fencing) kvlockSection(ctx context.Context, l *kvlock.Locker, section s
 	if err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			f.transient.add()
+			f.cc.pause(ctx, 20*time.Millisecond) // do not spin on instant failures
 		}
 		return
 	}

@@ -54,6 +54,33 @@ func (h *history) add(client int, call int64, in, out any, unknown bool) {
 // a visualization next to the test's temp files.
 func (h *history) check(t *testing.T, name string, m porcupine.NondeterministicModel) porcupine.CheckResult {
 	t.Helper()
+	res := h.verdict(t, name, m)
+	require.NotEqual(t, porcupine.Illegal, res, "%s history is not linearizable", name)
+	return res
+}
+
+// subset returns the operations whose input keep accepts, as a history of
+// their own.
+func (h *history) subset(keep func(in any) bool) *history {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := &history{start: h.start}
+	for _, op := range h.ops {
+		if keep(op.Input) {
+			out.ops = append(out.ops, op)
+			if op.Return == math.MaxInt64 {
+				out.unknown++
+			}
+		}
+	}
+	return out
+}
+
+// verdict runs porcupine; on a non-linearizable history it logs the first
+// illegal partition and writes a visualization next to the test's temp
+// files, and leaves failing to the caller.
+func (h *history) verdict(t *testing.T, name string, m porcupine.NondeterministicModel) porcupine.CheckResult {
+	t.Helper()
 	model := m.ToModel()
 	h.mu.Lock()
 	ops := append([]porcupine.Operation(nil), h.ops...)
@@ -66,7 +93,6 @@ func (h *history) check(t *testing.T, name string, m porcupine.NondeterministicM
 		}
 		h.logIllegal(t, model)
 	}
-	require.NotEqual(t, porcupine.Illegal, res, "%s history is not linearizable", name)
 	return res
 }
 
@@ -202,34 +228,10 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 			return err
 		})
 		t.Cleanup(closeLock)
+		// A fresh key every 100 operations of a client keeps each
+		// partition of a long (soak) history small.
 		wg.Go(func() {
-			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
-				// A fresh key every 100 operations of a client keeps each
-				// partition of a long (soak) history small.
-				key := fmt.Sprintf("L%d", i/100)
-				call := h.now()
-				fence, release, ok, err := try(key)
-				if err != nil {
-					h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{Unknown: true}, true)
-					continue
-				}
-				h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
-				if !ok {
-					cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
-					continue
-				}
-				cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
-				call = h.now()
-				err = release()
-				switch {
-				case err == nil:
-					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{OK: true}, false)
-				case errors.Is(err, kvlease.ErrLost):
-					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{}, false)
-				default:
-					h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{Unknown: true}, true)
-				}
-			}
+			lockLinClient(ctx, cc, h, c, try, opsPer, func(i int) string { return fmt.Sprintf("L%d", i/100) })
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
@@ -241,6 +243,36 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 	f, _ := cc.faultSummary()
 	report(t, "linearizability", fmt.Sprintf("linearizability, %s TryAcquire/Release: %d operations (%d with unknown outcome) by 4 clients, %d faults (%s): %s",
 		b.name, len(h.ops), h.unknown, faults, f, res))
+}
+
+// lockLinClient runs up to ops TryAcquire/Release pairs as client c,
+// recording them in h; key names the lock of the i-th operation.
+func lockLinClient(ctx context.Context, cc *chaosCluster, h *history, c int, try tryLock, ops int, key func(i int) string) {
+	for i := 0; i < ops && ctx.Err() == nil; i++ {
+		key := key(i)
+		call := h.now()
+		fence, release, ok, err := try(key)
+		if err != nil {
+			h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{Unknown: true}, true)
+			continue
+		}
+		h.add(c, call, lockIn{Key: key, Acquire: true}, lockOut{OK: ok, Fence: fence}, false)
+		if !ok {
+			cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
+			continue
+		}
+		cc.pause(ctx, time.Duration(rand.IntN(5))*time.Millisecond)
+		call = h.now()
+		err = release()
+		switch {
+		case err == nil:
+			h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{OK: true}, false)
+		case errors.Is(err, kvlease.ErrLost):
+			h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{}, false)
+		default:
+			h.add(c, call, lockIn{Key: key, Fence: fence}, lockOut{Unknown: true}, true)
+		}
+	}
 }
 
 // injectLinFaults steps a stream's leader down once (short run) or loops
@@ -283,8 +315,6 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		_, err := kvledger.NewKVStore(ctx, cc.c.JS, kvledger.KVStoreConfig{Bucket: bucket, Replicas: 3})
 		return err
 	})
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(logical int) time.Time { return base.Add(time.Duration(logical) * time.Minute) }
 	h := newHistory()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -303,58 +333,9 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = l.Close() })
 		owner := fmt.Sprintf("w%d", w)
+		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {
-			fences := map[string]uint64{}
-			for i := 0; i < opsPer && ctx.Err() == nil; i++ {
-				key := fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4))
-				in := ledgerIn{Key: key, Owner: owner}
-				switch r := rand.IntN(10); {
-				case r < 2:
-					in.Op, in.Seq = opAdmit, uint64(1+rand.IntN(3))
-				case r < 5:
-					in.Op = opClaim
-				case r < 6:
-					in.Op = opTakeover
-				case r < 7:
-					in.Op, in.Fence = opRelease, fences[key]
-				default:
-					in.Op, in.Fence = opComplete, fences[key]
-				}
-				if rand.IntN(8) == 0 && in.Fence > 0 {
-					in.Fence-- // a stale token now and then
-				}
-				octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				call := h.now()
-				var out ledgerOut
-				var err error
-				k := kvledger.IdempotencyKey(key)
-				switch in.Op {
-				case opAdmit:
-					out.OK, err = l.Admit(octx, "lin", k, kvledger.Sequence(in.Seq), nil, at(0))
-				case opClaim:
-					var f kvledger.FenceToken
-					f, err = l.Claim(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(0))
-					out.Fence = uint64(f)
-				case opTakeover:
-					var f kvledger.FenceToken
-					f, err = l.Takeover(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(120))
-					out.Fence = uint64(f)
-				case opRelease:
-					err = l.Release(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), at(0))
-				case opComplete:
-					err = l.Complete(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), kvledger.StatusCompleted, at(0))
-				}
-				cancel()
-				out.Err = errClass(err)
-				if out.Err == "unknown" {
-					h.add(w, call, in, ledgerOut{Unknown: true}, true)
-					continue
-				}
-				if out.Err == "" && out.Fence > 0 {
-					fences[key] = out.Fence
-				}
-				h.add(w, call, in, out, false)
-			}
+			ledgerLinWorker(ctx, h, w, owner, l, opsPer, 0, false, func(i int) string { return fmt.Sprintf("g%d-k%d", i/200, rand.IntN(4)) })
 		})
 	}
 	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
@@ -366,6 +347,78 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 	f, _ := cc.faultSummary()
 	report(t, "linearizability", fmt.Sprintf("linearizability, kvledger KVStore: %d operations (%d with unknown outcome) by 4 workers, %d faults (%s): %s",
 		len(h.ops), h.unknown, faults, f, res))
+}
+
+// ledgerLinWorker runs up to ops random ledger operations as worker w
+// (owner), recording them in h; key names the task of the i-th operation.
+// After an operation of unknown outcome it pauses for backoff. With
+// uniqueAdmits every Admit passes its own now (the model ignores it), so
+// no two admissions store identical bytes.
+func ledgerLinWorker(ctx context.Context, h *history, w int, owner string, l *kvledger.Ledger, ops int, backoff time.Duration,
+	uniqueAdmits bool, key func(i int) string) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(logical int) time.Time { return base.Add(time.Duration(logical) * time.Minute) }
+	admitAt := func(i int) time.Time {
+		if uniqueAdmits {
+			return at(0).Add(time.Duration(i*16+w) * time.Microsecond)
+		}
+		return at(0)
+	}
+	fences := map[string]uint64{}
+	for i := 0; i < ops && ctx.Err() == nil; i++ {
+		key := key(i)
+		in := ledgerIn{Key: key, Owner: owner}
+		switch r := rand.IntN(10); {
+		case r < 2:
+			in.Op, in.Seq = opAdmit, uint64(1+rand.IntN(3))
+		case r < 5:
+			in.Op = opClaim
+		case r < 6:
+			in.Op = opTakeover
+		case r < 7:
+			in.Op, in.Fence = opRelease, fences[key]
+		default:
+			in.Op, in.Fence = opComplete, fences[key]
+		}
+		if rand.IntN(8) == 0 && in.Fence > 0 {
+			in.Fence-- // a stale token now and then
+		}
+		octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		call := h.now()
+		var out ledgerOut
+		var err error
+		k := kvledger.IdempotencyKey(key)
+		switch in.Op {
+		case opAdmit:
+			out.OK, err = l.Admit(octx, "lin", k, kvledger.Sequence(in.Seq), nil, admitAt(i))
+		case opClaim:
+			var f kvledger.FenceToken
+			f, err = l.Claim(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(0))
+			out.Fence = uint64(f)
+		case opTakeover:
+			var f kvledger.FenceToken
+			f, err = l.Takeover(octx, "lin", k, kvledger.OwnerID(owner), 60*time.Minute, at(120))
+			out.Fence = uint64(f)
+		case opRelease:
+			err = l.Release(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), at(0))
+		case opComplete:
+			err = l.Complete(octx, "lin", k, kvledger.OwnerID(owner), kvledger.FenceToken(in.Fence), kvledger.StatusCompleted, at(0))
+		}
+		cancel()
+		out.Err = errClass(err)
+		if out.Err == "unknown" {
+			h.add(w, call, in, ledgerOut{Unknown: true}, true)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		if out.Err == "" && out.Fence > 0 {
+			fences[key] = out.Fence
+		}
+		h.add(w, call, in, out, false)
+	}
 }
 
 // errClass maps a ledger error to the model's error classes; anything else

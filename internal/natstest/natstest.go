@@ -90,34 +90,74 @@ type Cluster struct {
 // the code under test.
 func WithCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	c, _ := withCluster(t, n, false)
+	return c
+}
+
+// PartitionCluster is a Cluster whose nodes reach each other only through
+// Net, so a test can cut route traffic between chosen nodes while they run.
+type PartitionCluster struct {
+	*Cluster
+	Net *RouteNet
+}
+
+// WithPartitionCluster is WithCluster with every route through a RouteNet
+// (closed on t.Cleanup after the nodes stopped). opts adjust each node's
+// options (for example SyncAlways).
+func WithPartitionCluster(t testing.TB, n int, opts ...func(*embedded.Options)) *PartitionCluster {
+	t.Helper()
+	c, rn := withCluster(t, n, true, opts...)
+	return &PartitionCluster{Cluster: c, Net: rn}
+}
+
+func withCluster(t testing.TB, n int, routeNet bool, opts ...func(*embedded.Options)) (*Cluster, *RouteNet) {
+	t.Helper()
 	var (
 		c    *embedded.Cluster
+		rn   *RouteNet
 		js   jetstream.JetStream
 		errs []error
 	)
+	o := embedded.Options{ReadyTimeout: 20 * time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
 	for attempt := 0; attempt < 3 && c == nil; attempt++ {
+		var copts embedded.ClusterOptions
+		if routeNet {
+			rn = NewRouteNet(n)
+			copts.RouteAddr = rn.RouteAddr
+		}
+		o.DataDir = t.TempDir()
 		var err error
-		c, js, err = startCluster(n, t.TempDir())
+		c, js, err = startCluster(n, o, copts)
 		if err != nil {
 			errs = append(errs, err)
+			if rn != nil {
+				rn.Close()
+			}
 		}
 	}
 	require.NotNil(t, c, "start a %d-node cluster: %v", n, errs)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		require.NoError(t, c.Shutdown(ctx))
+		err := c.Shutdown(ctx)
+		if rn != nil {
+			rn.Close()
+		}
+		require.NoError(t, err)
 	})
-	return &Cluster{Cluster: c, JS: js}
+	return &Cluster{Cluster: c, JS: js}, rn
 }
 
 // startCluster starts a cluster and waits until an R-n stream can be
 // created (the meta leader knows its peers), so tests need no retry loop
 // around their first bucket.
-func startCluster(n int, dir string) (*embedded.Cluster, jetstream.JetStream, error) {
+func startCluster(n int, o embedded.Options, copts embedded.ClusterOptions) (*embedded.Cluster, jetstream.JetStream, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	c, err := embedded.StartCluster(ctx, n, embedded.Options{DataDir: dir, ReadyTimeout: 20 * time.Second})
+	c, err := embedded.StartClusterWith(ctx, n, o, copts)
 	if err != nil {
 		return nil, nil, err
 	}
