@@ -43,6 +43,7 @@ type Guard struct {
 	every      time.Duration
 	nextRenew  time.Time
 	renewing   bool
+	renewHook  RenewHook // OnAutoRenew
 
 	releaseOnce sync.Once
 	releaseErr  error // set before done closes
@@ -222,7 +223,15 @@ func (g *Guard) autoRenew() {
 	// race the publish itself; the release that follows would then delete
 	// at a stale revision and fail. Release waits for the renewal instead
 	// (opMu), which OperationTimeout bounds.
+	hook := g.renewHookOf()
+	var start time.Time
+	if hook != nil {
+		start = time.Now()
+	}
 	err := g.renew(context.Background())
+	if hook != nil {
+		hook(time.Since(start), err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.renewing = false

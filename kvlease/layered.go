@@ -1,0 +1,46 @@
+package kvlease
+
+import (
+	"context"
+	"fmt"
+)
+
+// This file holds what packages layered on kvlease (kvlock) need from the
+// lease bucket, so that they never read or write its storage themselves.
+
+// DecodeHolder decodes a stored lease value (as `nats kv get` shows it)
+// into its Holder; Revision is left 0. Any value a Manager writes decodes;
+// anything else returns an error, never a partial Holder that looks valid.
+func DecodeHolder(value []byte) (Holder, error) {
+	return decodeValue(value)
+}
+
+// HolderOfKey is Leases.Holder for a raw lease key: it reads key from the
+// stream leader and returns who holds it (Revision set) and whether it is
+// held at all.
+func (m *Manager) HolderOfKey(ctx context.Context, key string) (Holder, bool, error) {
+	if err := m.checkRawKey(key); err != nil {
+		return Holder{}, false, err
+	}
+	return m.holder(ctx, key)
+}
+
+// Ticket draws a ticket from key: it publishes an empty one-second-TTL
+// message there, unconditionally, and returns its revision. Tickets drawn
+// from one key rise in the order their publishes reached the stream, and
+// no two are equal (they are revisions of the bucket), so they order the
+// arrivals of a queue the way etcd's revisions do. key must be a raw key
+// outside every lease family (it holds no lease). The publish is bounded
+// by OperationTimeout when ctx has no deadline.
+func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
+	if err := m.checkDataKey(key); err != nil {
+		return 0, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	t, err := m.b.Ticket(octx, key)
+	if err != nil {
+		return 0, fmt.Errorf("kvlease: ticket %q: %w", key, err)
+	}
+	return t, nil
+}
