@@ -99,7 +99,12 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err != nil {
 		return err
 	}
-	k.startWatchdog()
+	if err := k.keep(); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
+		defer cancel()
+		_ = k.Release(rctx)
+		return err
+	}
 	if err := e.put(ctx, k, value); err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
 		defer cancel()
@@ -207,7 +212,7 @@ func (e *Election) Context() context.Context {
 // ErrNoLeader when the lease is vacant, or when its holder has not yet
 // published its value (a campaign that is just finishing).
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
-	octx, cancel := e.l.opCtx(ctx)
+	octx, cancel := e.l.opt.Bound(ctx)
 	defer cancel()
 	le, err := e.l.b.Get(octx, e.s.lease)
 	if errors.Is(err, kvx.ErrNotFound) {

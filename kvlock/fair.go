@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
@@ -58,58 +54,51 @@ import (
 // but cost no I/O. If the waiter's own entry vanishes (force-released, or
 // not renewed in time) it stops with ErrQueueEntryLost.
 
-// ticket draws a queue ticket for s.
+// ticket draws a queue ticket for s (kvlease.Manager.Ticket: the bucket
+// is the sequencer).
 func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
-	var seq uint64
-	err := l.retry(ctx, transientAcquire, func() error {
-		octx, cancel := l.opCtx(ctx)
-		defer cancel()
-		ack, err := l.b.JetStream().PublishMsg(octx, &nats.Msg{Subject: l.b.Subject(s.ticket)}, jetstream.WithMsgTTL(time.Second))
-		if err != nil {
-			return err
-		}
-		seq = ack.Sequence
-		return nil
+	var t uint64
+	err := l.retry(ctx, notSent, func() error {
+		var err error
+		t, err = l.m.Ticket(ctx, s.ticket)
+		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("kvlock: queue ticket for %q: %w", s.key, err)
+		return 0, fmt.Errorf("kvlock: queue ticket for %q: %w", s.key, mapErr(err))
 	}
-	return seq, nil
+	return t, nil
 }
 
-func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, l.cfg.OpTimeout)
-}
-
-// tryFair is TryAcquire in fair mode: it does not take the lock while
-// anyone is queued for it.
-func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
+// queued reports whether anyone is in s's queue, from the queue hub's view
+// once it is as new as the stream leader: one leader read.
+func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
 	queued := false
 	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
 		_, queued = s.ticketOf(e.Key)
 		return !queued
 	})
-	if err != nil {
+	return queued, err
+}
+
+// tryFair is TryAcquire in fair mode: it does not take the lock while
+// anyone is queued for it.
+func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
+	queued, err := l.queued(ctx, s, hub)
+	if err != nil || queued {
 		return nil, err
 	}
-	if queued {
-		return nil, nil
-	}
-	g, release, err := l.acquireLease(ctx, s.lease, false)
+	g, err := l.acquireLease(ctx, s.lease, false)
 	if g == nil {
 		return nil, err
 	}
-	return l.newLock(s, g, release, nil), nil
+	return l.newLock(s, g, true), nil
 }
 
 // queueView calls fn with the live entries of s's queue, from hub's
 // in-memory view once it is as new as the stream leader (see fair.go's
 // header on why that is enough).
 func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kvx.Entry) bool) error {
-	octx, cancel := l.opCtx(ctx)
+	octx, cancel := l.opt.Bound(ctx)
 	err := hub.Sync(octx, s.queue+".*")
 	cancel()
 	if err != nil {
@@ -130,17 +119,38 @@ func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
 	return nil
 }
 
-// acquireFair queues for s and takes the lock when first in line.
+// acquireFair takes s's lock in arrival order.
+//
+// Nobody queued: the lock is tried at once, as in barging mode (one leader
+// read more than barging, no queue entry). Otherwise, or when that try
+// finds the lock held, the caller queues: a ticket, then its entry, then
+// it waits to be first in line and takes the lock through kvlease, woken
+// by the lock's release. On taking the lock it leaves the queue at once
+// (in the background), so its successor is first in line while the lock
+// is still held and waits for the lock itself: the handover is the
+// release, the successor's wake-up and its one publish.
 func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
+	queued, err := l.queued(ctx, s, hub)
+	if err != nil {
+		return nil, err
+	}
+	if !queued {
+		g, err := l.acquireLease(ctx, s.lease, false)
+		if g != nil || err != nil {
+			if g == nil {
+				return nil, err
+			}
+			return l.newLock(s, g, true), nil
+		}
+	}
 	t, err := l.ticket(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
 	var entry *kvlease.Guard
 	err = l.retry(ctx, transientAcquire, func() error {
 		var err error
-		entry, _, err = l.m.TryAcquireKey(ectx, s.entryKey(t), l.cfg.TTL)
+		entry, _, err = l.m.TryAcquireKeyDetached(ctx, s.entryKey(t), l.cfg.TTL)
 		return err
 	})
 	if err == nil && entry == nil {
@@ -150,33 +160,43 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 		err = entry.StartRenewing(l.cfg.RenewInterval)
 	}
 	if err != nil {
-		ecancel() // releases an entry acquired before the failure
+		if entry != nil {
+			l.leave(entry)
+		}
 		return nil, mapErr(err)
 	}
-	fail := func(err error) (*Lock, error) {
-		ecancel()
-		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
-		defer cancel()
-		_ = entry.Release(rctx)
+	if err := l.waitHead(ctx, s, t, entry, hub); err != nil {
+		l.leave(entry)
 		return nil, err
 	}
-	if err := l.waitHead(ctx, s, t, entry, hub); err != nil {
-		return fail(err)
-	}
-	// Head of the queue: take the lock; give up if our entry goes meanwhile.
+	// First in line: take the lock; give up if our entry goes meanwhile.
 	hctx, hcancel := context.WithCancelCause(ctx)
 	defer hcancel(nil)
 	stop := context.AfterFunc(entry.Context(), func() { hcancel(ErrQueueEntryLost) })
 	defer stop()
-	g, release, err := l.acquireLease(hctx, s.lease, true)
+	g, err := l.acquireLease(hctx, s.lease, true)
 	if err != nil {
 		if errors.Is(context.Cause(hctx), ErrQueueEntryLost) && ctx.Err() == nil {
 			err = entryErr(entry)
 		}
-		return fail(err)
+		l.leave(entry)
+		return nil, err
 	}
-	k := l.newLock(s, g, func() { release(); ecancel() }, entry)
-	return k, nil
+	// Leave the queue while holding the lock, so the next in line
+	// is waiting for the lock by the time it is released.
+	if !l.goOwned(func() { l.leave(entry) }) {
+		l.leave(entry)
+	}
+	return l.newLock(s, g, true), nil
+}
+
+// leave deletes a queue entry (owner-conditionally), bounded by OpTimeout.
+func (l *Locker) leave(entry *kvlease.Guard) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
+	defer cancel()
+	if err := entry.Release(ctx); err != nil && !errors.Is(err, kvlease.ErrLost) {
+		l.log.Debug("kvlock: leaving the queue", "key", entry.Key(), "err", err)
+	}
 }
 
 // entryErr explains why a waiter's queue entry ended.

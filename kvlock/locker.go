@@ -24,6 +24,7 @@ type Locker struct {
 	m   *kvlease.Manager
 	b   *kvx.Bucket // raw reads and watches: queues, election records
 	log *slog.Logger
+	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
 	qhub  *kvx.Hub // view of fair lock queues, wakes their waiters ("<name>.q.>")
 	eqhub *kvx.Hub // the same for fair election queues ("<name>.eq.>")
@@ -81,7 +82,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
-		cfg: cfg, m: m, b: b, log: cfg.Logger,
+		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
 		qhub: b.NewViewHub(cfg.Name + ".q.>"), eqhub: b.NewViewHub(cfg.Name + ".eq.>"),
 		ctx: lctx, cancel: cancel, done: make(chan struct{}),
 	}, nil
@@ -208,10 +209,9 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 		k, err = l.tryFair(ctx, s, hub)
 	default:
 		var g *kvlease.Guard
-		var release context.CancelFunc
-		g, release, err = l.acquireLease(ctx, s.lease, wait)
+		g, err = l.acquireLease(ctx, s.lease, wait)
 		if g != nil {
-			k = l.newLock(s, g, release, nil)
+			k = l.newLock(s, g, false)
 		}
 	}
 	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: since(start),
@@ -225,56 +225,37 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 }
 
 // acquireLease takes the lease key through kvlease, barging: every waiter
-// is woken by a release and the first publish wins. The lease is detached
-// from ctx's cancellation (ctx bounds only the wait); the returned cancel
-// func, called by Release, ends the lease's parent context.
-func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvlease.Guard, context.CancelFunc, error) {
+// is woken by a release and the first publish wins. The acquisition is
+// detached (kvlease.Manager.AcquireKeyDetached): ctx bounds only the wait,
+// and the lease lives until the Lock ends it.
+func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvlease.Guard, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
-		lctx, lcancel, stop := leaseParent(ctx)
 		var g *kvlease.Guard
 		err := l.retry(ctx, transientAcquire, func() error {
 			var err error
 			if wait {
-				g, _, err = l.m.AcquireKey(lctx, key, l.cfg.TTL, waitFor(ctx))
+				g, _, err = l.m.AcquireKeyDetached(ctx, key, l.cfg.TTL, waitFor(ctx))
 			} else {
-				g, _, err = l.m.TryAcquireKey(lctx, key, l.cfg.TTL)
+				g, _, err = l.m.TryAcquireKeyDetached(ctx, key, l.cfg.TTL)
 			}
 			if wait && g == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				return nil // the wait ran out (or one try timed out) while ctx lives: wait again
 			}
 			return err
 		})
-		if !stop() {
-			// ctx ended: lctx is cancelled, so a lease acquired at the same
-			// moment is already being released by kvlease.
-			lcancel()
-			return nil, nil, context.Cause(ctx)
-		}
 		if g != nil {
-			return g, lcancel, nil
+			return g, nil
 		}
-		lcancel()
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
 		if err != nil || !wait {
-			return nil, nil, mapErr(err)
+			return nil, mapErr(err)
 		}
 	}
-}
-
-// leaseParent is the parent context of an acquisition's lease: ctx until
-// the lease is acquired (stop detaches it and reports whether ctx was
-// still live), and from then on ended only by cancel, which Release calls.
-// A ctx that can never be cancelled (context.Background) needs none of
-// this: the lease then hangs off ctx itself and its guard ends it on
-// release, which saves two contexts and a registration per acquisition.
-func leaseParent(ctx context.Context) (lctx context.Context, cancel context.CancelFunc, stop func() bool) {
-	if ctx.Done() == nil {
-		return ctx, func() {}, func() bool { return true }
-	}
-	lctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-	return lctx, cancel, context.AfterFunc(ctx, cancel)
 }
 
 // waitFor is the wait handed to kvlease: until ctx's deadline, at most
