@@ -2,7 +2,10 @@ package kvlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // This file holds what packages layered on kvlease (kvlock) need from the
@@ -43,4 +46,25 @@ func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
 		return 0, fmt.Errorf("kvlease: ticket %q: %w", key, err)
 	}
 	return t, nil
+}
+
+// LastTicket returns the revision of key's newest message (a ticket, or the
+// marker the server wrote when that ticket's TTL ran out; 0 when key has no
+// message at all) and whether it is a ticket still within its TTL. It
+// reads one key, so it costs the server the same whatever else the bucket
+// holds, and it sees every ticket drawn before the call.
+func (m *Manager) LastTicket(ctx context.Context, key string) (rev uint64, live bool, err error) {
+	if err := m.checkDataKey(key); err != nil {
+		return 0, false, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	e, err := m.b.LastFresh(octx, key)
+	switch {
+	case errors.Is(err, kvx.ErrNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
+	}
+	return e.Revision, e.Live(), nil
 }

@@ -69,15 +69,50 @@ func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
 	return t, nil
 }
 
-// queued reports whether anyone is in s's queue, from the queue hub's view
-// once it is as new as the stream leader: one leader read.
+// queued reports whether anyone is in s's queue, or is joining it. It
+// reads one key, the queue's ticket key, and waits until the queue hub's
+// view has applied that revision: every waiter draws its ticket before it
+// creates its entry, so the view then holds every entry whose ticket was
+// drawn before the look, except one still being created, which only the
+// newest ticket can belong to unless arrivals were concurrent. A ticket
+// drawn within its one-second TTL whose entry the view does not hold
+// therefore counts as queued (it may also have been served already: the
+// caller then queues behind nobody, which costs a ticket and an entry, not
+// fairness).
 func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
+	var (
+		last uint64
+		live bool
+	)
+	err := l.retry(ctx, notSent, func() error {
+		var err error
+		last, live, err = l.m.LastTicket(ctx, s.ticket)
+		return err
+	})
+	if err != nil {
+		return false, l.viewErr(ctx, s, err)
+	}
+	octx, cancel := l.opt.Bound(ctx)
+	err = hub.SyncTo(octx, last)
+	cancel()
+	if err != nil {
+		return false, l.viewErr(ctx, s, err)
+	}
 	queued := false
-	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
+	if err := hub.Children(s.queue, func(e kvx.Entry) bool {
 		_, queued = s.ticketOf(e.Key)
 		return !queued
-	})
-	return queued, err
+	}); err != nil {
+		return false, l.viewErr(ctx, s, err)
+	}
+	if !queued && live {
+		ok, err := hub.Live(s.entryKey(last))
+		if err != nil {
+			return false, l.viewErr(ctx, s, err)
+		}
+		queued = !ok
+	}
+	return queued, nil
 }
 
 // tryFair is TryAcquire in fair mode: it does not take the lock while
@@ -92,19 +127,6 @@ func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, erro
 		return nil, err
 	}
 	return l.newLock(s, g, true), nil
-}
-
-// queueView calls fn with the live entries of s's queue, from hub's
-// in-memory view once it is as new as the stream leader (see fair.go's
-// header on why that is enough).
-func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kvx.Entry) bool) error {
-	octx, cancel := l.opt.Bound(ctx)
-	err := hub.Sync(octx, s.queue+".*")
-	cancel()
-	if err != nil {
-		return l.viewErr(ctx, s, err)
-	}
-	return hub.Children(s.queue, fn)
 }
 
 func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
@@ -219,7 +241,7 @@ func entryErr(entry *kvlease.Guard) error {
 func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
 	sync := true
 	for {
-		pred, err := l.predecessor(ctx, s, t, hub, sync || !hub.Ready())
+		pred, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
 		if err != nil {
 			return err
 		}
@@ -241,7 +263,7 @@ func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.
 
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub, sync bool) (string, error) {
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (string, error) {
 	var best uint64
 	pred := ""
 	fn := func(e kvx.Entry) bool {
@@ -250,13 +272,20 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub
 		}
 		return true
 	}
-	var err error
 	if sync {
-		err = l.queueView(ctx, s, hub, fn)
-	} else if err = hub.Children(s.queue, fn); err != nil {
-		err = l.viewErr(ctx, s, err)
+		// Every entry created before ours has a smaller revision: once the
+		// view has applied our entry's, it holds them all.
+		octx, cancel := l.opt.Bound(ctx)
+		err := hub.SyncTo(octx, entry.Revision())
+		cancel()
+		if err != nil {
+			return "", l.viewErr(ctx, s, err)
+		}
 	}
-	return pred, err
+	if err := hub.Children(s.queue, fn); err != nil {
+		return "", l.viewErr(ctx, s, err)
+	}
+	return pred, nil
 }
 
 // waitGone waits until key has no live value. It subscribes before

@@ -26,8 +26,10 @@ type Locker struct {
 	log *slog.Logger
 	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
-	qhub  *kvx.Hub // view of fair lock queues, wakes their waiters ("<name>.q.>")
-	eqhub *kvx.Hub // the same for fair election queues ("<name>.eq.>")
+	// qhub is the view of this Locker's keys ("<name>.>": locks, queues,
+	// elections) that fair waiters look at and are woken by. Started by
+	// the first fair wait only.
+	qhub *kvx.Hub
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -83,7 +85,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
 		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
-		qhub: b.NewViewHub(cfg.Name + ".q.>"), eqhub: b.NewViewHub(cfg.Name + ".eq.>"),
+		qhub: b.NewViewHub(cfg.Name + ".>"),
 		ctx: lctx, cancel: cancel, done: make(chan struct{}),
 	}, nil
 }
@@ -126,10 +128,8 @@ func (l *Locker) Close(ctx context.Context) error {
 			l.wgShut = true
 			l.wgMu.Unlock()
 			l.wg.Wait()
-			for _, h := range []*kvx.Hub{l.qhub, l.eqhub} {
-				if herr := h.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
-					l.log.Debug("kvlock: closing watch", "err", herr)
-				}
+			if herr := l.qhub.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
+				l.log.Debug("kvlock: closing watch", "err", herr)
 			}
 			l.closeErr = mapErr(err)
 			close(l.done)
