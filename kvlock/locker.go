@@ -86,7 +86,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	return &Locker{
 		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
 		qhub: b.NewViewHub(cfg.Name + ".>"),
-		ctx: lctx, cancel: cancel, done: make(chan struct{}),
+		ctx:  lctx, cancel: cancel, done: make(chan struct{}),
 	}, nil
 }
 

@@ -50,4 +50,3 @@ func BenchmarkFairUncontended(b *testing.B) {
 	s.report(b)
 	s.reportExtra(b, "rawcycle")
 }
-

@@ -202,4 +202,3 @@ func (h *Hub) Live(key string) (bool, error) {
 	_, ok := h.view.live[parent][key]
 	return ok, nil
 }
-
