@@ -68,3 +68,23 @@ func (m *Manager) LastTicket(ctx context.Context, key string) (rev uint64, live 
 	}
 	return e.Revision, e.Live(), nil
 }
+
+// ReadKey reads a data key of the bucket (a raw key outside every lease
+// family: a record a layer keeps next to a lease) the way HolderOfKey
+// reads a lease: seeing every acknowledged write. ok is false (err nil)
+// when key has no live value.
+func (m *Manager) ReadKey(ctx context.Context, key string) (value []byte, revision uint64, ok bool, err error) {
+	if err := m.checkDataKey(key); err != nil {
+		return nil, 0, false, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	e, err := m.b.Get(octx, key)
+	switch {
+	case errors.Is(err, kvx.ErrNotFound):
+		return nil, 0, false, nil
+	case err != nil:
+		return nil, 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
+	}
+	return e.Value, e.Revision, true, nil
+}
