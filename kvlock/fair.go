@@ -1,6 +1,7 @@
 package kvlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -204,11 +205,11 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 		l.leave(entry)
 		return nil, err
 	}
-	// Leave the queue while holding the lock, so the next in line
-	// is waiting for the lock by the time it is released.
-	if !l.goOwned(func() { l.leave(entry) }) {
-		l.leave(entry)
-	}
+	// Leave the queue before returning: the delete is then in the stream
+	// before our release, so a waiter that sees the lock free never sees
+	// our entry still there. While we hold the lock, the next in line
+	// counts our entry as served (see waitHead) and waits for the lock.
+	l.leave(entry)
 	return l.newLock(s, g, true), nil
 }
 
@@ -230,48 +231,54 @@ func entryErr(entry *kvlease.Guard) error {
 	return fmt.Errorf("%w: %q: %w", ErrQueueEntryLost, entry.Key(), c)
 }
 
-// waitHead returns once ticket t has no predecessor in s's queue.
+// waitHead returns once ticket t is first in line: no entry before it
+// is left but the one of the lock's current holder.
 //
-// Only the first look is synced with the stream leader. Every entry it
-// could see is in the view from then on (the view only moves forward), so
-// after a predecessor has gone the view alone answers the next look: what
-// it may lack is an entry created after the first look began, which the
-// protocol does not wait for anyway (see above). That takes a leader read
-// off every handover.
+// Only the first look is synced (to our own entry's revision: every entry
+// created before ours is in the view once it has applied that). Every
+// entry it could see is in the view from then on (the view only moves
+// forward), so later looks are answered by the view alone: what it may
+// lack is an entry created after the first look began, which the protocol
+// does not wait for anyway (see above).
+//
+// A waiter that takes the lock leaves the queue right after, so for a
+// moment its entry is still there while it holds the lock. Its successor
+// does not wait for that entry to go: the entry of the lock's holder (its
+// lowest, when the holder's Locker has several waiters on the key) counts
+// as served, and so does every entry before it (the holder was first in
+// line when it took the lock). So a waiter whose only predecessor is first in line also
+// watches the lock, and is first in line itself as soon as the
+// predecessor takes it: it is then waiting for the lock when the
+// predecessor releases it, and a handover costs the release and one
+// publish.
 func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
 	sync := true
 	for {
-		pred, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
+		pred, ahead, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
 		if err != nil {
 			return err
 		}
 		if pred == "" {
 			return nil
 		}
-		gone, err := l.waitGone(ctx, pred, entry, hub)
+		lock := ""
+		if ahead == 1 {
+			lock = s.lease
+		}
+		woken, err := l.waitChange(ctx, pred, lock, entry, hub)
 		if err != nil {
 			return err
 		}
-		// Not gone: the view had lost the entry or the watch restarted;
-		// look with the leader again.
-		sync = !gone
-		if gone {
-			l.wakeups.Add(1)
-		}
+		// Not woken: the view had lost the entry or the watch restarted;
+		// sync again.
+		sync = !woken
 	}
 }
 
 // predecessor returns the key of the entry just before ticket t ("" when t
-// is first in line).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (string, error) {
-	var best uint64
-	pred := ""
-	fn := func(e kvx.Entry) bool {
-		if x, ok := s.ticketOf(e.Key); ok && x < t && x > best {
-			best, pred = x, e.Key
-		}
-		return true
-	}
+// is first in line) and how many entries are ahead of t, not counting the
+// lock holder's and those before it (see waitHead).
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (pred string, ahead int, err error) {
 	if sync {
 		// Every entry created before ours has a smaller revision: once the
 		// view has applied our entry's, it holds them all.
@@ -279,22 +286,62 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 		err := hub.SyncTo(octx, entry.Revision())
 		cancel()
 		if err != nil {
-			return "", l.viewErr(ctx, s, err)
+			return "", 0, l.viewErr(ctx, s, err)
 		}
 	}
-	if err := hub.Children(s.queue, fn); err != nil {
-		return "", l.viewErr(ctx, s, err)
+	holder := ""
+	if e, ok := hub.Lookup(s.lease); ok {
+		if h, err := kvlease.DecodeHolder(e.Value); err == nil {
+			holder = h.ID
+		}
 	}
-	return pred, nil
+	var (
+		best    uint64
+		served  string // the holder's lowest entry
+		servedT uint64
+	)
+	before := make([]kvx.Entry, 0, 8)
+	fn := func(e kvx.Entry) bool {
+		if x, ok := s.ticketOf(e.Key); ok && x < t {
+			before = append(before, e)
+			if holder != "" && (served == "" || x < servedT) {
+				if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
+					served, servedT = e.Key, x
+				}
+			}
+		}
+		return true
+	}
+	if err := hub.Children(s.queue, fn); err != nil {
+		return "", 0, l.viewErr(ctx, s, err)
+	}
+	for _, e := range before {
+		if x, _ := s.ticketOf(e.Key); served != "" && x <= servedT {
+			// The holder's entry, or one of a waiter served before it
+			// whose entry has not gone yet: the holder was first in
+			// line, so everyone before it has been served or has left.
+			continue
+		}
+		ahead++
+		if x, _ := s.ticketOf(e.Key); x > best {
+			best, pred = x, e.Key
+		}
+	}
+	return pred, ahead, nil
 }
 
-// waitGone waits until key has no live value. It subscribes before
-// checking the view, so a deletion between the check and the wait is not
-// missed.
-// gone is false when the hub's watch restarted and the caller should
-// simply look again.
-func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard, hub *kvx.Hub) (gone bool, err error) {
-	sub, err := hub.Subscribe(ctx, key)
+// waitChange waits until key (a queue entry) has gone, or, when lock is
+// set, the lock changes hands (released, or taken by a new holder), then
+// reports woken: the caller looks again. It subscribes before checking
+// the view, so a change between the check and the wait is not missed.
+// woken is false when the hub's watch restarted (or a change was
+// coalesced), and the caller should sync before looking again.
+func (l *Locker) waitChange(ctx context.Context, key, lock string, entry *kvlease.Guard, hub *kvx.Hub) (woken bool, err error) {
+	keys := []string{key}
+	if lock != "" {
+		keys = append(keys, lock)
+	}
+	sub, err := hub.Subscribe(ctx, keys...)
 	if err != nil {
 		if errors.Is(err, kvx.ErrHubClosed) {
 			return false, ErrClosed
@@ -302,10 +349,16 @@ func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard,
 		return false, fmt.Errorf("kvlock: watch %q: %w", key, err)
 	}
 	defer sub.Close()
-	// The view said key was live after a Sync; if it has gone since (or
-	// the watch restarted and the view is refilling), look again.
+	// The view said key was live; if it has gone since (or the watch
+	// restarted and the view is refilling), look again.
 	if live, err := hub.Live(key); err != nil || !live {
 		return false, err
+	}
+	var holder []byte // the lock's value when subscribed
+	if lock != "" {
+		if e, ok := hub.Lookup(lock); ok {
+			holder = e.Value
+		}
 	}
 	for {
 		select {
@@ -316,12 +369,21 @@ func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard,
 		case <-entry.Context().Done():
 			return false, entryErr(entry)
 		case e, ok := <-sub.C():
-			if !ok {
+			switch {
+			case !ok, sub.Missed():
 				return false, nil
-			}
-			if e.Live() {
+			case e.Key == lock && e.Live() && bytes.Equal(e.Value, holder):
+				continue // the holder renewed the lock
+			case e.Key == lock && !e.Live():
+				holder = nil
+				continue // released: the one first in line takes it next
+			case e.Key == lock:
+				l.wakeups.Add(1) // taken by a new holder: our predecessor
+				return true, nil
+			case e.Live():
 				continue // the predecessor renewed its entry
 			}
+			l.wakeups.Add(1)
 			return true, nil
 		}
 	}

@@ -202,3 +202,15 @@ func (h *Hub) Live(key string) (bool, error) {
 	_, ok := h.view.live[parent][key]
 	return ok, nil
 }
+
+// Lookup returns the view's live entry for key, if it holds one (no I/O).
+func (h *Hub) Lookup(key string) (Entry, bool) {
+	if h.view == nil {
+		return Entry{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parent, _ := splitLast(key)
+	e, ok := h.view.live[parent][key]
+	return e, ok
+}
