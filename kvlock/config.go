@@ -38,10 +38,10 @@ type Config struct {
 	// frees itself after at most TTL (rounded up to whole seconds).
 	// Default 10s.
 	TTL time.Duration
-	// RenewInterval is how often Hold's watchdog (and an election leader)
-	// renews. It must be positive and at most TTL/3, so two missed
-	// renewals in a row still leave room for a third before the validity
-	// window ends. Default TTL/3.
+	// RenewInterval is how often a held lock (Hold, an election leader)
+	// is renewed by kvlease's scheduler. It must be positive and at most
+	// TTL/3, so two missed renewals in a row still leave room for a third
+	// before the validity window ends. Default TTL/3.
 	RenewInterval time.Duration
 	// OpTimeout bounds each single server operation whose context has no
 	// earlier deadline (and every cleanup: releases on Close). Default 5s.

@@ -35,7 +35,7 @@ type Locker struct {
 	cancel context.CancelFunc
 	wgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
 	wgShut bool
-	wg     sync.WaitGroup // watchdogs, observers, loss handlers
+	wg     sync.WaitGroup // observers, end handlers, queue leaves
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -186,7 +186,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, bool, error
 // expiry of the holder's lease), never by polling; in fair mode waiters
 // are served in arrival order. The lock is held until Release, loss or
 // Close (ctx bounds only the wait). It does not renew itself: call Renew,
-// or use Hold, whose watchdog does.
+// or use Hold, which has kvlease's scheduler renew it.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
