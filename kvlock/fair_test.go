@@ -59,10 +59,13 @@ func TestFairServesArrivalOrderOneWakeupPerRelease(t *testing.T) {
 	t.Logf("releases %d, fair wake-ups %d, contended lock attempts %d", waiters+1, wakeups, contended)
 	// The holder took the lock with nobody queued, so it never queued. The
 	// first waiter was first in line at once and waited for the lock
-	// itself; each later one watched its predecessor's entry and was woken
-	// exactly once, when that predecessor took the lock and left the
-	// queue: one wake-up per handover.
-	require.Equal(t, uint64(waiters-1), wakeups, "one wake-up per handover")
+	// itself; each later one watched its predecessor (and, once right
+	// behind the first in line, the lock) and was woken at most once per
+	// handover: a release never wakes the whole queue. A waiter that finds
+	// its predecessor already holding the lock when it looks needs no
+	// wake-up at all.
+	require.LessOrEqual(t, wakeups, uint64(waiters-1), "at most one wake-up per handover")
+	require.LessOrEqual(t, contended, uint64(waiters), "no waiter tries the lock out of turn")
 	require.Zero(t, queueLen(t, n.JS, "lock.q.f"), "queue empty afterwards")
 }
 
