@@ -2,14 +2,11 @@ package bench
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/kvlock"
@@ -24,18 +21,7 @@ import (
 // BenchmarkHold10k does for leases.
 func BenchmarkHold10kLocks(b *testing.B) {
 	const ttl = 10 * time.Second
-	count := 10_000
-	if s := os.Getenv("NATSCOORD_BENCH_LEASES"); s != "" {
-		var err error
-		count, err = strconv.Atoi(s)
-		require.NoError(b, err)
-	}
-	hold := envDuration(b, "NATSCOORD_BENCH_HOLD", 60*time.Second)
-	nc, err := nats.Connect(childServer(b))
-	require.NoError(b, err)
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(b, err)
+	js, count, hold := scaleSetup(b)
 	ctx := context.Background()
 	l := newLocker(b, js, kvlock.Config{TTL: ttl})
 	_, release, err := l.Hold(ctx, "warm") // warm up every code path

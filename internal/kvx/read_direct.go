@@ -37,18 +37,9 @@ func (b *Bucket) lastFromLeader(ctx context.Context, subject, key string) (Entry
 // directLast asks the stream's direct get for the last message on subject
 // (which may hold wildcards) and reports it under key.
 func (b *Bucket) directLast(ctx context.Context, subject, key string) (Entry, error) {
-	req, err := json.Marshal(msgGetRequest{LastBySubject: subject})
+	msg, err := b.lastRequest(ctx, "DIRECT.GET.", subject, key)
 	if err != nil {
 		return Entry{}, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.defaultTimeout())
-		defer cancel()
-	}
-	msg, err := b.js.Conn().RequestWithContext(ctx, b.apiPrefix+"DIRECT.GET."+b.stream, req)
-	if err != nil {
-		return Entry{}, fmt.Errorf("kvx: get %q: %w", key, err)
 	}
 	if st := msg.Header.Get("Status"); st != "" {
 		if st == "404" {
@@ -65,4 +56,24 @@ func (b *Bucket) directLast(ctx context.Context, subject, key string) (Entry, er
 	}
 	created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get(jetstream.TimeStampHeaer))
 	return Entry{Key: key, Value: msg.Data, Revision: seq, Op: opOf(nats.Header(msg.Header)), Created: created}, nil
+}
+
+// lastRequest sends a last-by-subject request to the stream's API
+// endpoint api ("STREAM.MSG.GET." or "DIRECT.GET."), bounded by the
+// connection's default timeout when ctx has no deadline.
+func (b *Bucket) lastRequest(ctx context.Context, api, subject, key string) (*nats.Msg, error) {
+	req, err := json.Marshal(msgGetRequest{LastBySubject: subject})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.defaultTimeout())
+		defer cancel()
+	}
+	msg, err := b.js.Conn().RequestWithContext(ctx, b.apiPrefix+api+b.stream, req)
+	if err != nil {
+		return nil, fmt.Errorf("kvx: get %q: %w", key, err)
+	}
+	return msg, nil
 }
