@@ -12,48 +12,50 @@ import (
 
 // Fair waiting.
 //
-// A waiter first draws a ticket: an empty, one-second-TTL message
-// published to the lock's ticket key, whose stream sequence is unique and
-// increases in arrival order (the stream is the sequencer, as etcd's
-// revision is). The publish is unconditional on purpose: the ticket key
-// holds no state anyone reads, only the sequence number matters, and a
+// A waiter that finds someone queued (or the lock held) draws a ticket:
+// an empty, one-second-TTL message published to the lock's ticket key
+// ("<queue>.t"), whose revision is unique and increases in arrival order
+// (the stream is the sequencer, as etcd's revision is). The publish is
+// unconditional on purpose: only the revision matters, and a
 // compare-and-set would make concurrent arrivals fail and retry.
 //
 // It then creates its queue entry "<queue>.<ticket>" as a kvlease lease
-// (create-if-absent with the lock's TTL, renewed every RenewInterval), so
-// a crashed waiter leaves the queue by the server's expiry. The ticket is
-// in the key because a NATS KV revision changes on every renewal: unlike
-// etcd's create revision it cannot order entries that renew.
+// (create-if-absent with the lock's TTL, renewed by kvlease's scheduler),
+// so a crashed waiter leaves the queue by the server's expiry. The ticket
+// is in the key because a NATS KV revision changes on every renewal:
+// unlike etcd's create revision it cannot order entries that renew.
 //
-// The waiter looks at the queue, finds its predecessor (the greatest
-// ticket below its own) and watches only that entry; when it goes (its
-// owner got the lock and released it, gave up, or crashed) the waiter
-// looks again.
+// Looking costs no consumer and no wildcard read: the Locker's view hub
+// keeps its live keys (locks, queue entries, tickets) in memory from one
+// shared watch (kvx.NewViewHub), applied in stream order without gaps.
+// Two facts make the view complete enough without asking the server:
 //
-// Looking costs no consumer: the Locker's queue hub keeps the live queue
-// entries in memory from its one shared watch (kvx.NewViewHub). A waiter's
-// first look is one leader read plus a map lookup; later looks (after its
-// predecessor has gone) are the map lookup alone, see waitHead. The read (Hub.Sync) asks the
-// stream leader for the last revision R among the lock's queue keys and
-// waits until the view has applied R. Why a lagging replica cannot make a
-// waiter skip a live predecessor: every queue write acknowledged before
-// the look began (a predecessor's create, renewal or delete) has a
-// revision <= R, and the hub's consumer delivers the bucket's messages in
-// stream order without gaps, so once the view has applied R it contains
-// all of them. A consumer on a follower that is behind only delays the
-// answer. The view may be newer than R, never older; an entry it still
-// shows but which has vanished since only costs a wasted watch: the
-// waiter finds it gone in the view, or by its event, and looks again. As
-// before, an entry created after the look began is not waited for even if
-// its ticket is lower (two concurrent arrivals): both may then take
-// themselves for the head, and kvlease's compare-and-set on the lock
-// decides between them, so mutual exclusion never depends on the queue.
-// With no predecessor it is the head and takes the lock through kvlease;
-// a holder deletes the lock BEFORE its queue entry, so the head normally
-// finds the lock free at its first publish. A release therefore wakes one
-// waiter. Renewals of the predecessor's entry reach the watcher as events
-// but cost no I/O. If the waiter's own entry vanishes (force-released, or
-// not renewed in time) it stops with ErrQueueEntryLost.
+//   - Is anyone queued? The newest ticket's revision R is read from the
+//     ticket key (one key, so its cost does not grow with the queue's
+//     history), and the view is waited for until it has applied R. Every
+//     waiter draws its ticket before it creates its entry, so the view then
+//     holds the entry of every ticket below R whose owner created it; the
+//     newest ticket's entry may still be on its way, so a live ticket
+//     without its entry in the view counts as queued too.
+//   - Who is before me? A waiter's first look waits until the view has
+//     applied its own entry's revision: every entry created before it is
+//     then in the view.
+//
+// An entry created after the look began is not waited for even if its
+// ticket is lower (two concurrent arrivals): both may then take themselves
+// for first in line, and kvlease's compare-and-set on the lock decides
+// between them, so mutual exclusion never depends on the queue.
+//
+// The first in line takes the lock through kvlease (woken by the lock's
+// release, one publish) and deletes its entry before Acquire returns, so
+// its entry is gone from the stream before its release. Meanwhile the
+// holder's entry, and every entry before it, counts as served: the next in
+// line, which watches its predecessor's entry and the lock, is first in
+// line as soon as its predecessor takes the lock, and waits for the lock
+// itself. Other waiters watch only their predecessor's entry, so a release
+// wakes one waiter. Renewals reach watchers as events but cost no I/O. If
+// a waiter's own entry vanishes (force-released, or not renewed in time)
+// it stops with ErrQueueEntryLost.
 
 // ticket draws a queue ticket for s (kvlease.Manager.Ticket: the bucket
 // is the sequencer).
