@@ -14,7 +14,9 @@ import (
 // A guard's context is derived from the context passed to the call that
 // acquired it: cancelling that context releases the lease. Pass a context
 // that lives as long as the work the lease protects (context.WithoutCancel
-// keeps values and drops cancellation).
+// keeps values and drops cancellation), or acquire detached
+// (Manager.AcquireKeyDetached), where that context bounds only the
+// attempt and the wait.
 type Guard struct {
 	m      *Manager
 	family Name // "" for raw keys
