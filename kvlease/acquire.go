@@ -25,7 +25,7 @@ func (m *Manager) AcquireKey(ctx context.Context, key string, ttl, wait time.Dur
 	if err := m.checkRawKey(key); err != nil {
 		return nil, false, err
 	}
-	return m.acquire(ctx, "", []string{key}, ttl, wait)
+	return m.acquire(ctx, request{keys: []string{key}, ttl: ttl}, wait)
 }
 
 // ForceReleaseKey is ForceRelease for a raw lease key.
@@ -63,8 +63,8 @@ func (m *Manager) checkWait(wait time.Duration) error {
 // until a watch event on one of the keys, re-trying the changed key first
 // with the marker's revision as hint (one publish). The only timer is a
 // safety re-check after the longest TTL a holder could still have.
-func (m *Manager) acquireKeys(ctx context.Context, family Name, keys []string, ttl, wait time.Duration) (*Guard, bool, error) {
-	if err := ValidateTTL(ttl); err != nil {
+func (m *Manager) acquireKeys(ctx context.Context, r request, wait time.Duration) (*Guard, bool, error) {
+	if err := ValidateTTL(r.ttl); err != nil {
 		return nil, false, err
 	}
 	if err := m.checkWait(wait); err != nil {
@@ -75,7 +75,7 @@ func (m *Manager) acquireKeys(ctx context.Context, family Name, keys []string, t
 		// watch (an ordered consumer) for what may never need to wait.
 		// Once the watch runs, subscribing costs nothing and a waiter
 		// subscribes first, saving a try (and its read-back) per wait.
-		g, _, _, err := m.tryKeys(ctx, family, keys, ttl, nil, unsubscribed)
+		g, _, _, err := m.tryKeys(ctx, &r, r.keys, nil, unsubscribed)
 		if err != nil || g != nil || wait == 0 {
 			return g, g != nil, err
 		}
@@ -86,16 +86,16 @@ func (m *Manager) acquireKeys(ctx context.Context, family Name, keys []string, t
 	defer stop()
 	hints := make(map[string]uint64)
 	for {
-		sub, err := m.hub.Subscribe(wctx, keys...)
+		sub, err := m.hub.Subscribe(wctx, r.keys...)
 		if err != nil {
 			return nil, false, m.waitErr(ctx, wctx, err)
 		}
-		g, recheck, pending, err := m.trySubscribed(ctx, sub, family, keys, ttl, hints)
+		g, recheck, pending, err := m.trySubscribed(ctx, sub, &r, hints)
 		if err != nil || g != nil {
 			sub.Close()
 			return g, g != nil, err
 		}
-		g, err = m.waitLoop(ctx, wctx, sub, family, keys, ttl, hints, recheck, pending)
+		g, err = m.waitLoop(ctx, wctx, sub, &r, hints, recheck, pending)
 		sub.Close()
 		if err != nil || g != nil {
 			return g, g != nil, m.waitErr(ctx, wctx, err)
@@ -112,12 +112,12 @@ func (m *Manager) acquireKeys(ctx context.Context, family Name, keys []string, t
 // a key held as of the subscription is not tried at all (its release
 // will be reported), and a free one is tried at its marker's revision
 // with one publish.
-func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, keys []string, ttl time.Duration,
+func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, r *request,
 	hints map[string]uint64) (*Guard, time.Duration, *attempt, error) {
 	clear(hints) // any left were reported to an earlier subscription
-	try := make([]string, 0, len(keys))
+	try := make([]string, 0, len(r.keys))
 	recheck := time.Duration(0)
-	for _, k := range keys {
+	for _, k := range r.keys {
 		seen, ok := sub.Known(k)
 		if own := m.hints.get(k); ok && own > seen.Revision {
 			// Our own release is newer than what the watch has reported
@@ -131,7 +131,7 @@ func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, 
 		case ok && seen.Live:
 			// The holder's TTL is not known here; a shorter guess only
 			// makes the safety re-check come early.
-			recheck = max(recheck, holderBound(kvx.Entry{}, ttl))
+			recheck = max(recheck, holderBound(kvx.Entry{}, r.ttl))
 			m.stats.contended.Add(1)
 			continue
 		case ok:
@@ -142,7 +142,7 @@ func (m *Manager) trySubscribed(ctx context.Context, sub *kvx.Sub, family Name, 
 	if len(try) == 0 {
 		return nil, recheck, nil, nil
 	}
-	g, rc, pending, err := m.tryKeys(ctx, family, try, ttl, hints, sub.From())
+	g, rc, pending, err := m.tryKeys(ctx, r, try, hints, sub.From())
 	return g, max(recheck, rc), pending, err
 }
 
@@ -157,7 +157,7 @@ const unsubscribed = math.MaxUint64
 // key will reach the waiter) is tried with one publish and no read-back;
 // such a try that loses is returned as pending, for the wait loop to
 // settle from the watch (see waitLoop).
-func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl time.Duration,
+func (m *Manager) tryKeys(ctx context.Context, r *request, keys []string,
 	hints map[string]uint64, from uint64) (*Guard, time.Duration, *attempt, error) {
 	recheck := time.Duration(0)
 	var pending *attempt
@@ -167,7 +167,7 @@ func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl t
 			hint = m.hints.get(k)
 			fresh = hint != 0 && hint >= from
 		}
-		g, cur, lost, err := m.tryKey(ctx, family, k, ttl, hint, fresh)
+		g, cur, lost, err := m.tryKey(ctx, r, k, hint, fresh)
 		if err != nil || g != nil {
 			return g, 0, nil, err
 		}
@@ -176,7 +176,7 @@ func (m *Manager) tryKeys(ctx context.Context, family Name, keys []string, ttl t
 			pending = lost
 			continue
 		}
-		recheck = max(recheck, holderBound(cur, ttl))
+		recheck = max(recheck, holderBound(cur, r.ttl))
 	}
 	if pending != nil {
 		// The winner's write reaches us through the watch within a round
@@ -206,20 +206,21 @@ type attempt struct {
 // cost a round trip per waiter per release, and the watch is about to
 // report the winner anyway): tryKey returns the attempt as lost instead,
 // holder unknown.
-func (m *Manager) tryKey(ctx context.Context, family Name, key string, ttl time.Duration,
+func (m *Manager) tryKey(ctx context.Context, r *request, key string,
 	hint uint64, fresh bool) (*Guard, kvx.Entry, *attempt, error) {
 	if err := m.admit(); err != nil {
 		return nil, kvx.Entry{}, nil, err
 	}
-	g, cur, lost, err := m.tryAdmitted(ctx, family, key, ttl, hint, fresh)
+	g, cur, lost, err := m.tryAdmitted(ctx, r, key, hint, fresh)
 	if g == nil {
 		m.unadmit()
 	}
 	return g, cur, lost, err
 }
 
-func (m *Manager) tryAdmitted(ctx context.Context, family Name, key string, ttl time.Duration,
+func (m *Manager) tryAdmitted(ctx context.Context, r *request, key string,
 	hint uint64, fresh bool) (*Guard, kvx.Entry, *attempt, error) {
+	ttl := r.ttl
 	if ctx.Err() != nil {
 		return nil, kvx.Entry{}, nil, context.Cause(ctx)
 	}
@@ -228,6 +229,7 @@ func (m *Manager) tryAdmitted(ctx context.Context, family Name, key string, ttl 
 	octx, cancel := m.opCtx(ctx)
 	a.sent = m.now()
 	a.value = m.encodeValue(a.sent, ttl, a.owner)
+	m.stats.attempts.Add(1)
 	var (
 		rev uint64
 		cur kvx.Entry
@@ -264,17 +266,21 @@ func (m *Manager) tryAdmitted(ctx context.Context, family Name, key string, ttl 
 			return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, err)
 		}
 	}
-	g, err := m.won(ctx, family, a, rev, ttl)
+	g, err := m.won(ctx, r, a, rev)
 	return g, kvx.Entry{}, nil, err
 }
 
 // won turns an attempt that holds its key at rev into a running guard. The
 // caller holds a reservation (admit or reserve), which registering the
 // guard consumes; on failure the caller gives it back.
-func (m *Manager) won(ctx context.Context, family Name, a *attempt, rev uint64, ttl time.Duration) (*Guard, error) {
+func (m *Manager) won(ctx context.Context, r *request, a *attempt, rev uint64) (*Guard, error) {
 	m.hints.drop(a.key)
-	g := m.newGuard(ctx, family, a.key, rev, a.sent, ttl, a.sec, a.owner, a.value)
-	if !g.start(ctx) {
+	life := ctx
+	if r.detached {
+		life = context.WithoutCancel(ctx)
+	}
+	g := m.newGuard(life, r.family, a.key, rev, a.sent, r.ttl, a.sec, a.owner, a.value)
+	if !g.start(life) {
 		g.abort()
 		return nil, ErrClosed
 	}
@@ -309,4 +315,17 @@ func (m *Manager) forceRelease(ctx context.Context, key string) (bool, error) {
 		}
 	}
 	return false, fmt.Errorf("%w: force release %q", ErrBusy, key)
+}
+
+// request is one acquisition: the keys to take the first free one of, the
+// lease's TTL and family, and how the guard's life relates to the
+// acquiring context.
+type request struct {
+	family Name // "" for raw keys
+	keys   []string
+	ttl    time.Duration
+	// detached: the acquiring context bounds only the attempt and the
+	// wait; the guard lives until Release, loss or Close (see
+	// AcquireKeyDetached).
+	detached bool
 }

@@ -167,6 +167,14 @@
 // what a hand-written watch-and-retry loop does, and BENCHMARKS.md measures
 // the two side by side.
 //
+// A waiter on several keys (a semaphore's slots) woken by a release tries
+// the freed key only: the others were held when last seen, and their own
+// events will say when they are not. A release of one slot of a full
+// 64-slot semaphore with 4 waiters costs 4 tries (Stats.Attempts), not one
+// per waiter per slot. A lost publish whose winner the watch does not
+// report in time is read back alone, and only the safety re-check tries
+// every key.
+//
 // # Releasing
 //
 // Release sends its conditional delete from the calling goroutine. Its ctx
@@ -200,8 +208,20 @@
 //
 // # Layering
 //
-// Packages built on kvlease with their own key namespace (kvlock) can use
-// the raw-key entry points Manager.TryAcquireKey, AcquireKey and
-// ForceReleaseKey, or Define a StringCodec family. Guard.StartRenewing lets
-// them have the manager renew a guard at their own interval.
+// Packages built on kvlease with their own key namespace (kvlock) use the
+// raw-key entry points and never read or write the bucket themselves:
+//
+//   - Manager.TryAcquireKey, AcquireKey and ForceReleaseKey, or a
+//     StringCodec family from Define;
+//   - Manager.AcquireKeyDetached and TryAcquireKeyDetached, whose lease is
+//     not tied to the acquiring context (it bounds only the attempt and
+//     the wait): the layer above gives the lease its lifetime once,
+//     instead of detaching the context and re-attaching it;
+//   - Guard.StartRenewing, so the manager's one scheduler renews the guard
+//     at the layer's interval, and Guard.OnAutoRenew, a hook after every
+//     such renewal (kvlock's Observer);
+//   - Guard.AfterEnd, a cheap end hook;
+//   - DecodeHolder, Manager.HolderOfKey and Manager.ReadKey to read leases
+//     and records kept next to them, and Manager.Ticket and LastTicket, a
+//     sequencer for queues (kvlock's fair mode).
 package kvlease

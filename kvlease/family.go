@@ -132,7 +132,7 @@ func (l Leases[K]) Acquire(ctx context.Context, key K, ttl, wait time.Duration) 
 	if err != nil {
 		return nil, false, err
 	}
-	return l.m.acquire(ctx, l.d.name, []string{k}, ttl, wait)
+	return l.m.acquire(ctx, request{family: l.d.name, keys: []string{k}, ttl: ttl}, wait)
 }
 
 // ForceRelease deletes key's lease whoever holds it and reports whether

@@ -14,7 +14,9 @@ import (
 // A guard's context is derived from the context passed to the call that
 // acquired it: cancelling that context releases the lease. Pass a context
 // that lives as long as the work the lease protects (context.WithoutCancel
-// keeps values and drops cancellation).
+// keeps values and drops cancellation), or acquire detached
+// (Manager.AcquireKeyDetached), where that context bounds only the
+// attempt and the wait.
 type Guard struct {
 	m      *Manager
 	family Name // "" for raw keys
@@ -43,6 +45,7 @@ type Guard struct {
 	every      time.Duration
 	nextRenew  time.Time
 	renewing   bool
+	renewHook  RenewHook // OnAutoRenew
 
 	releaseOnce sync.Once
 	releaseErr  error // set before done closes
@@ -222,7 +225,15 @@ func (g *Guard) autoRenew() {
 	// race the publish itself; the release that follows would then delete
 	// at a stale revision and fail. Release waits for the renewal instead
 	// (opMu), which OperationTimeout bounds.
+	hook := g.renewHookOf()
+	var start time.Time
+	if hook != nil {
+		start = time.Now()
+	}
 	err := g.renew(context.Background())
+	if hook != nil {
+		hook(time.Since(start), err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.renewing = false

@@ -71,10 +71,10 @@ func (m *Manager) observe(ctx context.Context, e Event) {
 }
 
 // acquire is acquireKeys, reported to the observer.
-func (m *Manager) acquire(ctx context.Context, family Name, keys []string, ttl, wait time.Duration) (*Guard, bool, error) {
+func (m *Manager) acquire(ctx context.Context, r request, wait time.Duration) (*Guard, bool, error) {
 	start := m.clock()
-	g, ok, err := m.acquireKeys(ctx, family, keys, ttl, wait)
-	m.observe(ctx, Event{Op: OpAcquire, Keys: keys, Guard: g, Duration: since(start), Err: err})
+	g, ok, err := m.acquireKeys(ctx, r, wait)
+	m.observe(ctx, Event{Op: OpAcquire, Keys: r.keys, Guard: g, Duration: since(start), Err: err})
 	return g, ok, err
 }
 

@@ -87,7 +87,7 @@ func (s Semaphore[K]) Acquire(ctx context.Context, key K, ttl, wait time.Duratio
 		return nil, false, err
 	}
 	rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-	return s.m.acquire(ctx, s.d.name, keys, ttl, wait)
+	return s.m.acquire(ctx, request{family: s.d.name, keys: keys, ttl: ttl}, wait)
 }
 
 // ForceRelease deletes every held slot of key and returns how many there

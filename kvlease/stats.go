@@ -11,6 +11,10 @@ type Stats struct {
 	Acquired uint64
 	// Contended counts acquisition attempts that found the key held.
 	Contended uint64
+	// Attempts counts acquisition publishes sent (create-if-absent tries,
+	// won or lost). A waiter woken by a release sends one for the freed
+	// key, whatever the number of keys (semaphore slots) it waits on.
+	Attempts uint64
 	// Lost counts guards that ended with ErrLost.
 	Lost uint64
 	// Renewals counts successful renewals; RenewFailures counts renewal
@@ -33,7 +37,7 @@ type Stats struct {
 
 type counters struct {
 	active                                    atomic.Int64
-	acquired, contended, lost                 atomic.Uint64
+	acquired, contended, lost, attempts       atomic.Uint64
 	renewals, renewFailures, released, forced atomic.Uint64
 	exported, restored, reclaimed             atomic.Uint64
 }
@@ -43,7 +47,8 @@ func (m *Manager) Stats() Stats {
 	c := &m.stats
 	return Stats{
 		Active: c.active.Load(), Acquired: c.acquired.Load(), Contended: c.contended.Load(),
-		Lost: c.lost.Load(), Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
+		Attempts: c.attempts.Load(),
+		Lost:     c.lost.Load(), Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
 		Released: c.released.Load(), ForceReleased: c.forced.Load(),
 		Exported: c.exported.Load(), Restored: c.restored.Load(), Reclaimed: c.reclaimed.Load(),
 	}

@@ -25,8 +25,8 @@ const verifyAfter = 250 * time.Millisecond
 // winner's write; if it carries the pending attempt's owner hash, the
 // publish did land (answered as a conflict, e.g. re-sent after a
 // reconnect) and the lease is ours.
-func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name, keys []string,
-	ttl time.Duration, hints map[string]uint64, recheck time.Duration, pending *attempt) (*Guard, error) {
+func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, r *request,
+	hints map[string]uint64, recheck time.Duration, pending *attempt) (*Guard, error) {
 	t := time.NewTimer(recheck)
 	defer t.Stop()
 	for {
@@ -34,8 +34,15 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 		case <-wctx.Done():
 			return nil, nil
 		case <-t.C:
-			clear(hints) // verify by reading every key
-			g, rc, _, err := m.tryKeys(ctx, family, keys, ttl, hints, unsubscribed)
+			// verify by reading: only the key of a lost publish whose
+			// winner the watch has not reported yet, else every key (the
+			// safety re-check after the longest TTL a holder could have)
+			try := r.keys
+			if pending != nil {
+				try = []string{pending.key}
+			}
+			clear(hints)
+			g, rc, _, err := m.tryKeys(ctx, r, try, hints, unsubscribed)
 			if err != nil || g != nil {
 				return g, err
 			}
@@ -46,6 +53,7 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 				return nil, nil
 			}
 			from := sub.From()
+			try := r.keys
 			switch {
 			case sub.Missed():
 				// Another key's change was dropped unread: read them all.
@@ -53,7 +61,7 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 				from = unsubscribed
 			case e.Live() && pending != nil && e.Key == pending.key && ownedBy(e.Value, pending.owner):
 				m.reserve()
-				g, err := m.won(ctx, family, pending, e.Revision, ttl)
+				g, err := m.won(ctx, r, pending, e.Revision)
 				if g == nil {
 					m.unadmit()
 				}
@@ -64,13 +72,19 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, family Name,
 					// bound moves (a pending try on another key keeps its
 					// short timer).
 					pending = nil
-					t.Reset(holderBound(e, ttl))
+					t.Reset(holderBound(e, r.ttl))
 				}
 				continue
 			default:
+				// A key was freed: it is the only one worth a publish. The
+				// others were held when last seen and their own events
+				// will say when they are not; trying them all would cost
+				// every waiter of a semaphore one try per held slot on
+				// every release.
 				hints[e.Key] = e.Revision
+				try = []string{e.Key}
 			}
-			g, rc, lost, err := m.tryKeys(ctx, family, moveFirst(keys, e.Key), ttl, hints, from)
+			g, rc, lost, err := m.tryKeys(ctx, r, try, hints, from)
 			if err != nil || g != nil {
 				return g, err
 			}
@@ -98,20 +112,6 @@ func (m *Manager) waitErr(ctx, wctx context.Context, err error) error {
 		return fmt.Errorf("kvlease: wait ran out: %w", context.DeadlineExceeded)
 	}
 	return nil
-}
-
-func moveFirst(keys []string, k string) []string {
-	if len(keys) == 1 || keys[0] == k {
-		return keys
-	}
-	out := make([]string, 0, len(keys))
-	out = append(out, k)
-	for _, x := range keys {
-		if x != k {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // holderBound is the longest a live entry can stay without another write:

@@ -45,10 +45,11 @@ type Config struct {
 	// Fractions above it are fine (1.5s is stored as 2s on the server; the
 	// holder's window uses 1.5s, so the holder always gives up first).
 	TTL time.Duration
-	// RenewInterval is how often Hold's watchdog (and an election leader)
-	// renews. It must be at most TTL/3, so two missed renewals in a row
-	// still leave room for a third before the validity window ends.
-	// Default TTL/3 (when zero); a negative interval is an error.
+	// RenewInterval is how often a held lock (Hold, an election leader)
+	// is renewed by kvlease's scheduler. It must be positive and at most
+	// TTL/3, so two missed renewals in a row still leave room for a third
+	// before the validity window ends. Default TTL/3 (when zero); a negative
+	// interval is an error.
 	RenewInterval time.Duration
 	// OpTimeout bounds each single server operation whose context has no
 	// earlier deadline (and every cleanup: releases on Close). Default 5s.

@@ -1,12 +1,12 @@
 // Package kvlock provides distributed locks with fencing tokens, a managed
-// Hold with a renewal watchdog, optional fair (first-come, first-served)
+// Hold renewed by kvlease's scheduler, optional fair (first-come, first-served)
 // waiting, and leader election, all kept in a JetStream KV bucket.
 //
 // It is a thin layer over kvlease, which does every lease operation:
 // create-if-absent with a server-side per-key TTL, renewal by
 // compare-and-set with a fresh TTL, owner-conditional release, push-woken
 // waiting and the holder's validity window. kvlock adds the lock-shaped
-// API, key conventions, the watchdog, fairness, elections, retries of
+// API, key conventions, Hold, fairness, elections, retries of
 // transient errors, logging and observer hooks.
 //
 // # Keys
@@ -18,9 +18,9 @@
 //
 //	n.l.<key>            the lock (a kvlease lease)
 //	n.q.<key>.<ticket>   fair-mode queue entries (leases too)
-//	n.t.<key>            fair-mode ticket sequencer
+//	n.q.<key>.t          fair-mode ticket sequencer (one-second TTL)
 //	n.e.<name>           an election's lock; n.ev.<name> its value record
-//	n.eq.<name>.<t>, n.et.<name>   an election's queue and tickets
+//	n.eq.<name>.<t>, n.eq.<name>.t   an election's queue and tickets
 //
 // # Lock states
 //
@@ -56,9 +56,18 @@
 //
 // # Hold and its validity window
 //
-// Hold acquires, starts a watchdog that renews every RenewInterval (at
-// most TTL/3), and returns a context carrying the token. The holder's view
-// of its lock ends at
+// Hold acquires and hands the lock to kvlease's renewal scheduler, which
+// renews it every RenewInterval (at most TTL/3), and returns a context
+// carrying the token. There is no goroutine or timer per held lock: the
+// manager renews all its leases from one timer heap and a fixed set of
+// workers (10,000 held locks: 16 goroutines, BENCHMARKS.md), and the
+// Observer sees each renewal through kvlease's renewal hook.
+//
+// Lifetimes are set once per layer: kvlock acquires every lease detached
+// from the caller's context (kvlease.Manager.AcquireKeyDetached), so a Lock
+// lives until Release, loss or Close; Hold's context is a child of the
+// caller's, and one registration on it releases the lock when it ends. The
+// holder's view of its lock ends at
 //
 //	validUntil = (send time of the last confirmed renewal) + TTL - margin
 //
@@ -69,39 +78,59 @@
 // no renewal was confirmed (kvlease's scheduler fires then), or as soon as
 // a renewal finds the key changed: after a kvlease ForceRelease the holder
 // learns within one RenewInterval (measured: 200.5ms with a 200ms interval).
-// A renewal that fails transiently is retried every max(50ms,
-// RenewInterval/4) until the window ends.
+// A renewal that fails transiently is retried every max(50ms, TTL/15)
+// (at most 2s) until the window ends.
 //
 // # Barging (default) and fair waiting
 //
 // By default waiters barge: each waits on kvlease's shared watch of the
 // bucket, a release (or expiry) wakes all of them and the first publish
 // wins. Fair mode (Config.Fair) serves waiters in arrival order, like
-// etcd's revision-ordered waiters: each draws a ticket (the stream
-// sequence of a publish to the key's ticket subject), creates a queue
-// entry named by the ticket (a TTL'd lease renewed every RenewInterval, so
-// a crashed waiter leaves by expiry), and watches only its predecessor's
-// entry. The head takes the lock; a holder deletes the lock before its
-// entry, so one release wakes exactly one waiter. A waiter whose own entry
-// vanished stops with ErrQueueEntryLost. The ticket is in the entry's name
-// because KV revisions change on every renewal, so, unlike etcd's create
-// revision, they cannot order live entries.
+// etcd's revision-ordered waiters, and costs little when nobody waits:
 //
-// Barging is the default because it is faster: with 8 clients on one key
-// (internal/bench, BENCHMARKS.md) barging ran at 0.82 of a raw
-// watch-and-retry loop's rate and fair mode at 0.27. Fair mode costs a
-// ticket publish, an entry create, a leader read for the first look at the
-// queue (the queue itself is read from the Locker's shared watch, not
-// listed) and an entry delete per acquisition, and serializes handovers
-// through watch events. Use it
-// when starvation matters more than throughput. All
-// Lockers of one Name and bucket must use the same mode: a barging
-// acquirer ignores the queue.
+//   - Nobody queued: Acquire and TryAcquire read one key, the lock's ticket
+//     key, wait until the Locker's view of its keys has applied that
+//     revision, and, finding no entry, try the lock as barging does. One
+//     read more than barging, no queue entry. (On a single-replica bucket
+//     the read is a direct get, which that server answers inline; on a
+//     replicated one the stream leader answers.)
+//   - Someone queued, or the lock held: the caller draws a ticket (the
+//     revision of an unconditional publish to the ticket key,
+//     kvlease.Manager.Ticket), creates a queue entry named by it (a TTL'd
+//     lease renewed by the scheduler, so a crashed waiter leaves by
+//     expiry), and waits until it is first in line. Its first look waits
+//     for the view to apply its own entry's revision: every entry created
+//     before it is then in the view, with no read at all.
+//   - A waiter watches only its predecessor's entry; the one right behind
+//     the first in line also watches the lock. The holder's entry, and every
+//     entry before it, counts as served (the holder was first in line when
+//     it took the lock), so the next in line is first as soon as its
+//     predecessor takes the lock, and is waiting for the lock when it is
+//     released: a handover is the release, a watch event and one publish.
+//   - The first in line takes the lock through kvlease and leaves the queue
+//     before Acquire returns, so its entry's delete is in the stream before
+//     its release. A waiter whose own entry vanished stops with
+//     ErrQueueEntryLost.
+//
+// The ticket is in the entry's name because KV revisions change on every
+// renewal, so, unlike etcd's create revision, they cannot order live
+// entries. Two arrivals whose tickets and entries interleave (each drew its
+// ticket before the other created its entry) may both take themselves for
+// first in line; kvlease's compare-and-set on the lock decides between
+// them, so mutual exclusion never depends on the queue.
+//
+// Barging is the default because it is faster under contention: fair mode
+// costs a ticket, an entry create and an entry delete per contended
+// acquisition, and every handover waits for a watch event. BENCHMARKS.md
+// ("Fair mode and semaphore waiting, 2026-12-01") has the measured ratios.
+// Use it when starvation matters more than throughput. All Lockers of one
+// Name and bucket must use the same mode: a barging acquirer ignores the
+// queue.
 //
 // # Elections
 //
 // An Election is a lock plus a value record. Campaign blocks until the
-// candidate holds the election's lock, starts the watchdog and writes the
+// candidate holds the election's lock, hands it to the renewal scheduler and writes the
 // record {value, term, holder, owner} with a guarded write that the server
 // accepts only while the lock is at the leader's current revision; Proclaim
 // rewrites it the same way, so a deposed leader cannot overwrite its

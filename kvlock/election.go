@@ -97,11 +97,16 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
-	k, err := e.l.acquire(ctx, e.s, true, e.l.eqhub)
+	k, err := e.l.acquire(ctx, e.s, true, e.l.qhub)
 	if err != nil {
 		return err
 	}
-	k.startWatchdog()
+	if err := k.keep(); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
+		defer cancel()
+		_ = k.Release(rctx)
+		return err
+	}
 	rev, err := e.put(ctx, k, value)
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), e.l.cfg.OpTimeout)
@@ -165,7 +170,7 @@ const recordMarkerTTL = time.Second
 // removed. Failure is logged, not returned: readers ignore a record whose
 // owner does not hold the lease, so a leftover is stale, never wrong.
 func (e *Election) dropRecord(ctx context.Context, rev uint64) {
-	octx, cancel := e.l.opCtx(ctx)
+	octx, cancel := e.l.opt.Bound(ctx)
 	defer cancel()
 	if _, err := e.l.b.DeleteTTL(octx, e.value, rev, recordMarkerTTL); err != nil && !kvx.IsConflict(err) {
 		e.l.log.Debug("kvlock: removing election record", "election", e.name, "err", err)
@@ -262,20 +267,23 @@ func (e *Election) Context() context.Context {
 // ErrNoLeader when the lease is vacant, or when its holder has not yet
 // published its value (a campaign that is just finishing).
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
-	octx, cancel := e.l.opCtx(ctx)
-	defer cancel()
-	le, err := e.l.b.Get(octx, e.s.lease)
-	if errors.Is(err, kvx.ErrNotFound) {
-		return LeaderInfo{}, fmt.Errorf("%w: election %q is vacant", ErrNoLeader, e.name)
+	h, held, err := e.l.m.HolderOfKey(ctx, e.s.lease)
+	if err != nil && held {
+		// A lease value that does not decode names no owner a record
+		// could match: no leader can be reported.
+		return LeaderInfo{}, fmt.Errorf("%w: election %q: %w", ErrNoLeader, e.name, err)
 	}
 	if err != nil {
 		return LeaderInfo{}, fmt.Errorf("kvlock: election %q: %w", e.name, err)
 	}
-	ve, err := e.l.b.Get(octx, e.value)
-	if err != nil && !errors.Is(err, kvx.ErrNotFound) {
+	if !held {
+		return LeaderInfo{}, fmt.Errorf("%w: election %q is vacant", ErrNoLeader, e.name)
+	}
+	v, _, ok, err := e.l.m.ReadKey(ctx, e.value)
+	if err != nil {
 		return LeaderInfo{}, fmt.Errorf("kvlock: election %q: %w", e.name, err)
 	}
-	info, ok := current(le, ve)
+	info, ok := currentOf(h, v, ok)
 	if !ok {
 		return LeaderInfo{}, fmt.Errorf("%w: election %q has a winner that has not published its value yet", ErrNoLeader, e.name)
 	}
@@ -285,12 +293,21 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 // current decides the leader from the lease entry and the value record:
 // the record counts only while the live lease names the record's owner.
 func current(lease, value kvx.Entry) (LeaderInfo, bool) {
-	if !present(lease) || !present(value) {
+	if !present(lease) {
 		return LeaderInfo{}, false
 	}
-	var h kvlease.Holder
+	h, err := kvlease.DecodeHolder(lease.Value)
+	if err != nil {
+		return LeaderInfo{}, false
+	}
+	return currentOf(h, value.Value, present(value))
+}
+
+// currentOf is current for a decoded lease holder and the record's bytes
+// (ok: the record exists).
+func currentOf(h kvlease.Holder, value []byte, ok bool) (LeaderInfo, bool) {
 	var r record
-	if json.Unmarshal(lease.Value, &h) != nil || json.Unmarshal(value.Value, &r) != nil {
+	if !ok || json.Unmarshal(value, &r) != nil {
 		return LeaderInfo{}, false
 	}
 	if h.OwnerHash == "" || h.OwnerHash != r.Owner {

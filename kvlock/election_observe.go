@@ -2,7 +2,6 @@ package kvlock
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -116,8 +115,9 @@ func emit(ctx context.Context, ch chan<- LeaderEvent, ev LeaderEvent, last **Lea
 // newHolder reports whether two live values of a lease name different
 // owners (false when either cannot be read).
 func newHolder(prev, next kvx.Entry) bool {
-	var a, b kvlease.Holder
-	if json.Unmarshal(prev.Value, &a) != nil || json.Unmarshal(next.Value, &b) != nil {
+	a, err1 := kvlease.DecodeHolder(prev.Value)
+	b, err2 := kvlease.DecodeHolder(next.Value)
+	if err1 != nil || err2 != nil {
 		return false
 	}
 	return a.OwnerHash != "" && b.OwnerHash != "" && a.OwnerHash != b.OwnerHash

@@ -135,7 +135,7 @@ func TestFairElectionServesCandidatesInOrder(t *testing.T) {
 				won <- string(rune('0' + i))
 			}
 		}()
-		natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.eq.ordered") == i+1 }, "candidate queued")
+		natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.eq.ordered") == i }, "candidate queued")
 	}
 	require.NoError(t, es[0].Resign(ctx))
 	require.Equal(t, "1", natstest.Recv(t, won, 5*time.Second, "second leader"))

@@ -1,13 +1,10 @@
 package kvlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
@@ -15,107 +12,124 @@ import (
 
 // Fair waiting.
 //
-// A waiter first draws a ticket: an empty, one-second-TTL message
-// published to the lock's ticket key, whose stream sequence is unique and
-// increases in arrival order (the stream is the sequencer, as etcd's
-// revision is). The publish is unconditional on purpose: the ticket key
-// holds no state anyone reads, only the sequence number matters, and a
+// A waiter that finds someone queued (or the lock held) draws a ticket:
+// an empty, one-second-TTL message published to the lock's ticket key
+// ("<queue>.t"), whose revision is unique and increases in arrival order
+// (the stream is the sequencer, as etcd's revision is). The publish is
+// unconditional on purpose: only the revision matters, and a
 // compare-and-set would make concurrent arrivals fail and retry.
 //
 // It then creates its queue entry "<queue>.<ticket>" as a kvlease lease
-// (create-if-absent with the lock's TTL, renewed every RenewInterval), so
-// a crashed waiter leaves the queue by the server's expiry. The ticket is
-// in the key because a NATS KV revision changes on every renewal: unlike
-// etcd's create revision it cannot order entries that renew.
+// (create-if-absent with the lock's TTL, renewed by kvlease's scheduler),
+// so a crashed waiter leaves the queue by the server's expiry. The ticket
+// is in the key because a NATS KV revision changes on every renewal:
+// unlike etcd's create revision it cannot order entries that renew.
 //
-// The waiter looks at the queue, finds its predecessor (the greatest
-// ticket below its own) and watches only that entry; when it goes (its
-// owner got the lock and released it, gave up, or crashed) the waiter
-// looks again.
+// Looking costs no consumer and no wildcard read: the Locker's view hub
+// keeps its live keys (locks, queue entries, tickets) in memory from one
+// shared watch (kvx.NewViewHub), applied in stream order without gaps.
+// Two facts make the view complete enough without asking the server:
 //
-// Looking costs no consumer: the Locker's queue hub keeps the live queue
-// entries in memory from its one shared watch (kvx.NewViewHub). A waiter's
-// first look is one leader read plus a map lookup; later looks (after its
-// predecessor has gone) are the map lookup alone, see waitHead. The read (Hub.Sync) asks the
-// stream leader for the last revision R among the lock's queue keys and
-// waits until the view has applied R. Why a lagging replica cannot make a
-// waiter skip a live predecessor: every queue write acknowledged before
-// the look began (a predecessor's create, renewal or delete) has a
-// revision <= R, and the hub's consumer delivers the bucket's messages in
-// stream order without gaps, so once the view has applied R it contains
-// all of them. A consumer on a follower that is behind only delays the
-// answer. The view may be newer than R, never older; an entry it still
-// shows but which has vanished since only costs a wasted watch: the
-// waiter finds it gone in the view, or by its event, and looks again. As
-// before, an entry created after the look began is not waited for even if
-// its ticket is lower (two concurrent arrivals): both may then take
-// themselves for the head, and kvlease's compare-and-set on the lock
-// decides between them, so mutual exclusion never depends on the queue.
-// With no predecessor it is the head and takes the lock through kvlease;
-// a holder deletes the lock BEFORE its queue entry, so the head normally
-// finds the lock free at its first publish. A release therefore wakes one
-// waiter. Renewals of the predecessor's entry reach the watcher as events
-// but cost no I/O. If the waiter's own entry vanishes (force-released, or
-// not renewed in time) it stops with ErrQueueEntryLost.
+//   - Is anyone queued? The newest ticket's revision R is read from the
+//     ticket key (one key, so its cost does not grow with the queue's
+//     history), and the view is waited for until it has applied R. Every
+//     waiter draws its ticket before it creates its entry, so the view then
+//     holds the entry of every ticket below R whose owner created it; the
+//     newest ticket's entry may still be on its way, so a live ticket
+//     without its entry in the view counts as queued too.
+//   - Who is before me? A waiter's first look waits until the view has
+//     applied its own entry's revision: every entry created before it is
+//     then in the view.
+//
+// An entry created after the look began is not waited for even if its
+// ticket is lower (two concurrent arrivals): both may then take themselves
+// for first in line, and kvlease's compare-and-set on the lock decides
+// between them, so mutual exclusion never depends on the queue.
+//
+// The first in line takes the lock through kvlease (woken by the lock's
+// release, one publish) and deletes its entry before Acquire returns, so
+// its entry is gone from the stream before its release. Meanwhile the
+// holder's entry, and every entry before it, counts as served: the next in
+// line, which watches its predecessor's entry and the lock, is first in
+// line as soon as its predecessor takes the lock, and waits for the lock
+// itself. Other waiters watch only their predecessor's entry, so a release
+// wakes one waiter. Renewals reach watchers as events but cost no I/O. If
+// a waiter's own entry vanishes (force-released, or not renewed in time)
+// it stops with ErrQueueEntryLost.
 
-// ticket draws a queue ticket for s.
+// ticket draws a queue ticket for s (kvlease.Manager.Ticket: the bucket
+// is the sequencer).
 func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
-	var seq uint64
-	err := l.retry(ctx, transientAcquire, func() error {
-		octx, cancel := l.opCtx(ctx)
-		defer cancel()
-		ack, err := l.b.JetStream().PublishMsg(octx, &nats.Msg{Subject: l.b.Subject(s.ticket)}, jetstream.WithMsgTTL(time.Second))
-		if err != nil {
-			return err
-		}
-		seq = ack.Sequence
-		return nil
+	var t uint64
+	err := l.retry(ctx, notSent, func() error {
+		var err error
+		t, err = l.m.Ticket(ctx, s.ticket)
+		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("kvlock: queue ticket for %q: %w", s.key, err)
+		return 0, fmt.Errorf("kvlock: queue ticket for %q: %w", s.key, mapErr(err))
 	}
-	return seq, nil
+	return t, nil
 }
 
-func (l *Locker) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+// queued reports whether anyone is in s's queue, or is joining it. It
+// reads one key, the queue's ticket key, and waits until the queue hub's
+// view has applied that revision: every waiter draws its ticket before it
+// creates its entry, so the view then holds every entry whose ticket was
+// drawn before the look, except one still being created, which only the
+// newest ticket can belong to unless arrivals were concurrent. A ticket
+// drawn within its one-second TTL whose entry the view does not hold
+// therefore counts as queued (it may also have been served already: the
+// caller then queues behind nobody, which costs a ticket and an entry, not
+// fairness).
+func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
+	var (
+		last uint64
+		live bool
+	)
+	err := l.retry(ctx, notSent, func() error {
+		var err error
+		last, live, err = l.m.LastTicket(ctx, s.ticket)
+		return err
+	})
+	if err != nil {
+		return false, l.viewErr(ctx, s, err)
 	}
-	return context.WithTimeout(ctx, l.cfg.OpTimeout)
+	octx, cancel := l.opt.Bound(ctx)
+	err = hub.SyncTo(octx, last)
+	cancel()
+	if err != nil {
+		return false, l.viewErr(ctx, s, err)
+	}
+	queued := false
+	if err := hub.Children(s.queue, func(e kvx.Entry) bool {
+		_, queued = s.ticketOf(e.Key)
+		return !queued
+	}); err != nil {
+		return false, l.viewErr(ctx, s, err)
+	}
+	if !queued && live {
+		ok, err := hub.Live(s.entryKey(last))
+		if err != nil {
+			return false, l.viewErr(ctx, s, err)
+		}
+		queued = !ok
+	}
+	return queued, nil
 }
 
 // tryFair is TryAcquire in fair mode: it does not take the lock while
 // anyone is queued for it.
 func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
-	queued := false
-	err := l.queueView(ctx, s, hub, func(e kvx.Entry) bool {
-		_, queued = s.ticketOf(e.Key)
-		return !queued
-	})
-	if err != nil {
+	queued, err := l.queued(ctx, s, hub)
+	if err != nil || queued {
 		return nil, err
 	}
-	if queued {
-		return nil, nil
-	}
-	g, release, err := l.acquireLease(ctx, s.lease, false)
+	g, err := l.acquireLease(ctx, s.lease, false)
 	if g == nil {
 		return nil, err
 	}
-	return l.newLock(s, g, release, nil), nil
-}
-
-// queueView calls fn with the live entries of s's queue, from hub's
-// in-memory view once it is as new as the stream leader (see fair.go's
-// header on why that is enough).
-func (l *Locker) queueView(ctx context.Context, s spec, hub *kvx.Hub, fn func(kvx.Entry) bool) error {
-	octx, cancel := l.opCtx(ctx)
-	err := hub.Sync(octx, s.queue+".*")
-	cancel()
-	if err != nil {
-		return l.viewErr(ctx, s, err)
-	}
-	return hub.Children(s.queue, fn)
+	return l.newLock(s, g, true), nil
 }
 
 func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
@@ -130,17 +144,38 @@ func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
 	return nil
 }
 
-// acquireFair queues for s and takes the lock when first in line.
+// acquireFair takes s's lock in arrival order.
+//
+// Nobody queued: the lock is tried at once, as in barging mode (one leader
+// read more than barging, no queue entry). Otherwise, or when that try
+// finds the lock held, the caller queues: a ticket, then its entry, then
+// it waits to be first in line and takes the lock through kvlease, woken
+// by the lock's release. On taking the lock it leaves the queue at once
+// (in the background), so its successor is first in line while the lock
+// is still held and waits for the lock itself: the handover is the
+// release, the successor's wake-up and its one publish.
 func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
+	queued, err := l.queued(ctx, s, hub)
+	if err != nil {
+		return nil, err
+	}
+	if !queued {
+		g, err := l.acquireLease(ctx, s.lease, false)
+		if g != nil || err != nil {
+			if g == nil {
+				return nil, err
+			}
+			return l.newLock(s, g, true), nil
+		}
+	}
 	t, err := l.ticket(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
 	var entry *kvlease.Guard
 	err = l.retry(ctx, transientAcquire, func() error {
 		var err error
-		entry, _, err = l.m.TryAcquireKey(ectx, s.entryKey(t), l.cfg.TTL)
+		entry, _, err = l.m.TryAcquireKeyDetached(ctx, s.entryKey(t), l.cfg.TTL)
 		return err
 	})
 	if err == nil && entry == nil {
@@ -150,33 +185,43 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 		err = entry.StartRenewing(l.cfg.RenewInterval)
 	}
 	if err != nil {
-		ecancel() // releases an entry acquired before the failure
+		if entry != nil {
+			l.leave(entry)
+		}
 		return nil, mapErr(err)
 	}
-	fail := func(err error) (*Lock, error) {
-		ecancel()
-		rctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
-		defer cancel()
-		_ = entry.Release(rctx)
+	if err := l.waitHead(ctx, s, t, entry, hub); err != nil {
+		l.leave(entry)
 		return nil, err
 	}
-	if err := l.waitHead(ctx, s, t, entry, hub); err != nil {
-		return fail(err)
-	}
-	// Head of the queue: take the lock; give up if our entry goes meanwhile.
+	// First in line: take the lock; give up if our entry goes meanwhile.
 	hctx, hcancel := context.WithCancelCause(ctx)
 	defer hcancel(nil)
 	stop := context.AfterFunc(entry.Context(), func() { hcancel(ErrQueueEntryLost) })
 	defer stop()
-	g, release, err := l.acquireLease(hctx, s.lease, true)
+	g, err := l.acquireLease(hctx, s.lease, true)
 	if err != nil {
 		if errors.Is(context.Cause(hctx), ErrQueueEntryLost) && ctx.Err() == nil {
 			err = entryErr(entry)
 		}
-		return fail(err)
+		l.leave(entry)
+		return nil, err
 	}
-	k := l.newLock(s, g, func() { release(); ecancel() }, entry)
-	return k, nil
+	// Leave the queue before returning: the delete is then in the stream
+	// before our release, so a waiter that sees the lock free never sees
+	// our entry still there. While we hold the lock, the next in line
+	// counts our entry as served (see waitHead) and waits for the lock.
+	l.leave(entry)
+	return l.newLock(s, g, true), nil
+}
+
+// leave deletes a queue entry (owner-conditionally), bounded by OpTimeout.
+func (l *Locker) leave(entry *kvlease.Guard) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
+	defer cancel()
+	if err := entry.Release(ctx); err != nil && !errors.Is(err, kvlease.ErrLost) {
+		l.log.Debug("kvlock: leaving the queue", "key", entry.Key(), "err", err)
+	}
 }
 
 // entryErr explains why a waiter's queue entry ended.
@@ -188,64 +233,117 @@ func entryErr(entry *kvlease.Guard) error {
 	return fmt.Errorf("%w: %q: %w", ErrQueueEntryLost, entry.Key(), c)
 }
 
-// waitHead returns once ticket t has no predecessor in s's queue.
+// waitHead returns once ticket t is first in line: no entry before it
+// is left but the one of the lock's current holder.
 //
-// Only the first look is synced with the stream leader. Every entry it
-// could see is in the view from then on (the view only moves forward), so
-// after a predecessor has gone the view alone answers the next look: what
-// it may lack is an entry created after the first look began, which the
-// protocol does not wait for anyway (see above). That takes a leader read
-// off every handover.
+// Only the first look is synced (to our own entry's revision: every entry
+// created before ours is in the view once it has applied that). Every
+// entry it could see is in the view from then on (the view only moves
+// forward), so later looks are answered by the view alone: what it may
+// lack is an entry created after the first look began, which the protocol
+// does not wait for anyway (see above).
+//
+// A waiter that takes the lock leaves the queue right after, so for a
+// moment its entry is still there while it holds the lock. Its successor
+// does not wait for that entry to go: the entry of the lock's holder (its
+// lowest, when the holder's Locker has several waiters on the key) counts
+// as served, and so does every entry before it (the holder was first in
+// line when it took the lock). So a waiter whose only predecessor is first in line also
+// watches the lock, and is first in line itself as soon as the
+// predecessor takes it: it is then waiting for the lock when the
+// predecessor releases it, and a handover costs the release and one
+// publish.
 func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
 	sync := true
 	for {
-		pred, err := l.predecessor(ctx, s, t, hub, sync || !hub.Ready())
+		pred, ahead, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
 		if err != nil {
 			return err
 		}
 		if pred == "" {
 			return nil
 		}
-		gone, err := l.waitGone(ctx, pred, entry, hub)
+		lock := ""
+		if ahead == 1 {
+			lock = s.lease
+		}
+		woken, err := l.waitChange(ctx, pred, lock, entry, hub)
 		if err != nil {
 			return err
 		}
-		// Not gone: the view had lost the entry or the watch restarted;
-		// look with the leader again.
-		sync = !gone
-		if gone {
-			l.wakeups.Add(1)
-		}
+		// Not woken: the view had lost the entry or the watch restarted;
+		// sync again.
+		sync = !woken
 	}
 }
 
 // predecessor returns the key of the entry just before ticket t ("" when t
-// is first in line).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, hub *kvx.Hub, sync bool) (string, error) {
-	var best uint64
-	pred := ""
+// is first in line) and how many entries are ahead of t, not counting the
+// lock holder's and those before it (see waitHead).
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (pred string, ahead int, err error) {
+	if sync {
+		// Every entry created before ours has a smaller revision: once the
+		// view has applied our entry's, it holds them all.
+		octx, cancel := l.opt.Bound(ctx)
+		err := hub.SyncTo(octx, entry.Revision())
+		cancel()
+		if err != nil {
+			return "", 0, l.viewErr(ctx, s, err)
+		}
+	}
+	holder := ""
+	if e, ok := hub.Lookup(s.lease); ok {
+		if h, err := kvlease.DecodeHolder(e.Value); err == nil {
+			holder = h.ID
+		}
+	}
+	var (
+		best    uint64
+		served  string // the holder's lowest entry
+		servedT uint64
+	)
+	before := make([]kvx.Entry, 0, 8)
 	fn := func(e kvx.Entry) bool {
-		if x, ok := s.ticketOf(e.Key); ok && x < t && x > best {
-			best, pred = x, e.Key
+		if x, ok := s.ticketOf(e.Key); ok && x < t {
+			before = append(before, e)
+			if holder != "" && (served == "" || x < servedT) {
+				if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
+					served, servedT = e.Key, x
+				}
+			}
 		}
 		return true
 	}
-	var err error
-	if sync {
-		err = l.queueView(ctx, s, hub, fn)
-	} else if err = hub.Children(s.queue, fn); err != nil {
-		err = l.viewErr(ctx, s, err)
+	if err := hub.Children(s.queue, fn); err != nil {
+		return "", 0, l.viewErr(ctx, s, err)
 	}
-	return pred, err
+	for _, e := range before {
+		if x, _ := s.ticketOf(e.Key); served != "" && x <= servedT {
+			// The holder's entry, or one of a waiter served before it
+			// whose entry has not gone yet: the holder was first in
+			// line, so everyone before it has been served or has left.
+			continue
+		}
+		ahead++
+		if x, _ := s.ticketOf(e.Key); x > best {
+			best, pred = x, e.Key
+		}
+	}
+	return pred, ahead, nil
 }
 
-// waitGone waits until key has no live value. It subscribes before
-// checking the view, so a deletion between the check and the wait is not
-// missed.
-// gone is false when the hub's watch restarted and the caller should
-// simply look again.
-func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard, hub *kvx.Hub) (gone bool, err error) {
-	sub, err := hub.Subscribe(ctx, key)
+// waitChange waits until key (a queue entry) has gone, or, when lock is
+// set, the lock changes hands (released, or taken by a new holder), then
+// reports woken: the caller looks again. It subscribes before checking
+// the view, so a change between the check and the wait is not missed.
+// woken is false when the hub's watch restarted (or a change was
+// coalesced), and the caller should sync before looking again.
+func (l *Locker) waitChange(ctx context.Context, key, lock string, entry *kvlease.Guard, hub *kvx.Hub) (woken bool, err error) {
+	keys := []string{key}
+	if lock != "" {
+		keys = append(keys, lock)
+	}
+	sub, err := hub.Subscribe(ctx, keys...)
 	if err != nil {
 		if errors.Is(err, kvx.ErrHubClosed) {
 			return false, ErrClosed
@@ -253,10 +351,16 @@ func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard,
 		return false, fmt.Errorf("kvlock: watch %q: %w", key, err)
 	}
 	defer sub.Close()
-	// The view said key was live after a Sync; if it has gone since (or
-	// the watch restarted and the view is refilling), look again.
+	// The view said key was live; if it has gone since (or the watch
+	// restarted and the view is refilling), look again.
 	if live, err := hub.Live(key); err != nil || !live {
 		return false, err
+	}
+	var holder []byte // the lock's value when subscribed
+	if lock != "" {
+		if e, ok := hub.Lookup(lock); ok {
+			holder = e.Value
+		}
 	}
 	for {
 		select {
@@ -267,12 +371,21 @@ func (l *Locker) waitGone(ctx context.Context, key string, entry *kvlease.Guard,
 		case <-entry.Context().Done():
 			return false, entryErr(entry)
 		case e, ok := <-sub.C():
-			if !ok {
+			switch {
+			case !ok, sub.Missed():
 				return false, nil
-			}
-			if e.Live() {
+			case e.Key == lock && e.Live() && bytes.Equal(e.Value, holder):
+				continue // the holder renewed the lock
+			case e.Key == lock && !e.Live():
+				holder = nil
+				continue // released: the one first in line takes it next
+			case e.Key == lock:
+				l.wakeups.Add(1) // taken by a new holder: our predecessor
+				return true, nil
+			case e.Live():
 				continue // the predecessor renewed its entry
 			}
+			l.wakeups.Add(1)
 			return true, nil
 		}
 	}

@@ -3,6 +3,7 @@ package kvlock_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestFairServesArrivalOrderOneWakeupPerRelease(t *testing.T) {
 			errs <- k.Release(ctx)
 		}()
 		// Arrival order: the next waiter starts once this one is queued.
-		natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.f") == i+2 }, "waiter %d queued", i)
+		natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.f") == i+1 }, "waiter %d queued", i)
 	}
 	// A newcomer's TryAcquire does not jump the queue.
 	_, ok, err := holder.TryAcquire(ctx, "f")
@@ -56,10 +57,15 @@ func TestFairServesArrivalOrderOneWakeupPerRelease(t *testing.T) {
 		contended += l.Stats().Lease.Contended
 	}
 	t.Logf("releases %d, fair wake-ups %d, contended lock attempts %d", waiters+1, wakeups, contended)
-	// The holder queued too (its entry stays until it releases), so every
-	// waiter watched its predecessor's entry and was woken exactly once:
-	// one wake-up per release (the last release wakes nobody).
-	require.Equal(t, uint64(waiters), wakeups, "one wake-up per release")
+	// The holder took the lock with nobody queued, so it never queued. The
+	// first waiter was first in line at once and waited for the lock
+	// itself; each later one watched its predecessor (and, once right
+	// behind the first in line, the lock) and was woken at most once per
+	// handover: a release never wakes the whole queue. A waiter that finds
+	// its predecessor already holding the lock when it looks needs no
+	// wake-up at all.
+	require.LessOrEqual(t, wakeups, uint64(waiters-1), "at most one wake-up per handover")
+	require.LessOrEqual(t, contended, uint64(waiters), "no waiter tries the lock out of turn")
 	require.Zero(t, queueLen(t, n.JS, "lock.q.f"), "queue empty afterwards")
 }
 
@@ -76,14 +82,14 @@ func TestFairQueueEntryLostStopsWaiter(t *testing.T) {
 		_, err := w.Acquire(ctx, "e")
 		done <- err
 	}()
-	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.e") == 2 }, "queued")
+	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.e") == 1 }, "queued")
 	kv, err := n.JS.KeyValue(ctx, "natscoord_leases")
 	require.NoError(t, err)
 	keys, err := kv.ListKeysFiltered(ctx, "lock.q.e.*")
 	require.NoError(t, err)
 	var last string
 	for k := range keys.Keys() {
-		if k > last {
+		if k > last && !strings.HasSuffix(k, ".t") { // an entry, not the ticket key
 			last = k
 		}
 	}
@@ -121,7 +127,7 @@ func TestFairCrashedWaiterLeavesByTTL(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
 	go func() { _, _ = crashed.Acquire(cctx, "c") }()
-	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.c") == 2 }, "crashing waiter queued")
+	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.c") == 1 }, "crashing waiter queued")
 	next := newLocker(t, n.NewJS(t), cfg)
 	got := make(chan *kvlock.Lock, 1)
 	go func() {
@@ -130,7 +136,7 @@ func TestFairCrashedWaiterLeavesByTTL(t *testing.T) {
 			got <- k
 		}
 	}()
-	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.c") == 3 }, "second waiter queued")
+	natstest.Eventually(t, 5*time.Second, func() bool { return queueLen(t, n.JS, "lock.q.c") == 2 }, "second waiter queued")
 	crashNC.Close() // the waiter in the middle dies without leaving the queue
 	require.NoError(t, k0.Release(ctx))
 	<-k0h

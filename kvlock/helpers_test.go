@@ -2,6 +2,7 @@ package kvlock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +51,10 @@ func queueLen(t *testing.T, js jetstream.JetStream, prefix string) int {
 		return 0
 	}
 	n := 0
-	for range lister.Keys() {
-		n++
+	for k := range lister.Keys() {
+		if i := strings.LastIndexByte(k, '.'); len(k)-i-1 == 20 { // an entry, not the ticket key
+			n++
+		}
 	}
 	return n
 }

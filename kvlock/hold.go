@@ -4,8 +4,8 @@ import (
 	"context"
 )
 
-// Hold acquires key's lock (waiting like Acquire) and keeps it with a
-// watchdog that renews it every RenewInterval. It returns:
+// Hold acquires key's lock (waiting like Acquire) and keeps it: kvlease's
+// renewal scheduler renews it every RenewInterval. It returns:
 //
 //   - a context derived from ctx that carries the fencing token
 //     (TokenFromContext) and is cancelled, with a cause matching ErrLost,
@@ -18,23 +18,31 @@ import (
 //     lock owner-conditionally. It is idempotent.
 //
 // Cancelling ctx also ends the hold and releases the lock.
+//
+// The lease itself is acquired detached from ctx (kvlease's detached
+// acquisition); the hold sets its lifetime once: its context is a child of
+// ctx, and one registration on ctx releases the lock when ctx ends.
 func (l *Locker) Hold(ctx context.Context, key string) (context.Context, func(), error) {
-	k, err := l.Acquire(ctx, key)
+	if err := ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), true, l.qhub)
 	if err != nil {
 		return nil, nil, err
 	}
-	k.startWatchdog()
-	hctx, cancel := context.WithCancelCause(context.WithValue(ctx, tokenKey{}, k.Token()))
-	kctx := k.Context()
-	stopLost := context.AfterFunc(kctx, func() { cancel(context.Cause(kctx)) })
-	stopParent := context.AfterFunc(ctx, func() { _ = k.Release(context.Background()) })
+	k.ctxMu.Lock()
+	k.hold = ctx // before the first Context call: the lock's context derives from ctx
+	k.ctxMu.Unlock()
+	if err := k.keep(); err != nil {
+		_ = k.Release(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = k.Release(context.WithoutCancel(ctx)) })
 	release := func() {
-		stopLost()
-		stopParent()
-		cancel(ErrReleased)
-		if err := k.Release(context.Background()); err != nil {
+		stop()
+		if err := k.Release(context.WithoutCancel(ctx)); err != nil {
 			l.log.Debug("kvlock: release after hold", "lock", l.cfg.Name, "key", key, "err", err)
 		}
 	}
-	return hctx, release, nil
+	return k.Context(), release, nil
 }

@@ -71,13 +71,16 @@ func keyByte(c byte) bool {
 
 // spec names the bucket keys behind one lock (or one election):
 //
-//	lock k:      lease "<name>.l.<k>"   queue "<name>.q.<k>.<ticket>"   ticket "<name>.t.<k>"
-//	election e:  lease "<name>.e.<e>"   queue "<name>.eq.<e>.<ticket>"  ticket "<name>.et.<e>"
+//	lock k:      lease "<name>.l.<k>"   queue "<name>.q.<k>.<ticket>"   ticket "<name>.q.<k>.t"
+//	election e:  lease "<name>.e.<e>"   queue "<name>.eq.<e>.<ticket>"  ticket "<name>.eq.<e>.t"
 //	             value "<name>.ev.<e>"
 //
 // The kind token keeps locks, queues and elections apart whatever the
 // user's key is, and a queue entry is exactly one token (20 digits) after
 // its prefix, so "<queue>.*" never matches the entries of a longer key.
+// The ticket key sits under the queue's prefix too (its last token "t" is
+// never 20 digits, so it is never taken for an entry), so the queue's
+// watch sees every ticket drawn and can be synced to one.
 type spec struct {
 	key    string // the user's key or election name, for logs and events
 	lease  string
@@ -86,11 +89,11 @@ type spec struct {
 }
 
 func lockSpec(name, key string) spec {
-	return spec{key: key, lease: name + ".l." + key, queue: name + ".q." + key, ticket: name + ".t." + key}
+	return spec{key: key, lease: name + ".l." + key, queue: name + ".q." + key, ticket: name + ".q." + key + ".t"}
 }
 
 func electionSpec(name, tok, election string) spec {
-	return spec{key: election, lease: name + ".e." + tok, queue: name + ".eq." + tok, ticket: name + ".et." + tok}
+	return spec{key: election, lease: name + ".e." + tok, queue: name + ".eq." + tok, ticket: name + ".eq." + tok + ".t"}
 }
 
 // entryKey is the queue entry of ticket t: zero-padded so the entries of

@@ -13,12 +13,12 @@ import (
 // acquisition to Release, loss or the Locker's Close. Its methods are safe
 // for concurrent use.
 type Lock struct {
-	l       *Locker
-	s       spec
-	g       *kvlease.Guard
-	entry   *kvlease.Guard     // fair mode: our queue entry, deleted after the lock
-	release context.CancelFunc // ends the lease's parent context
-	start   time.Time
+	l     *Locker
+	s     spec
+	g     *kvlease.Guard
+	fair  bool            // taken through the queue (fair mode)
+	hold  context.Context // Hold's context: the base of the lock's context; nil otherwise
+	start time.Time
 
 	// ctx is the lock's context, made on first use (Context, Done,
 	// Hold): a lock taken and released without looking at it costs no
@@ -33,7 +33,6 @@ type Lock struct {
 	stopEnd  func() bool
 	endOwned bool
 
-	wdOnce  sync.Once
 	relOnce sync.Once
 	relErr  error
 }
@@ -48,8 +47,8 @@ func TokenFromContext(ctx context.Context) (uint64, bool) {
 	return t, ok
 }
 
-func (l *Locker) newLock(s spec, g *kvlease.Guard, release context.CancelFunc, entry *kvlease.Guard) *Lock {
-	k := &Lock{l: l, s: s, g: g, entry: entry, release: release, start: l.clock(), ended: make(chan struct{})}
+func (l *Locker) newLock(s spec, g *kvlease.Guard, fair bool) *Lock {
+	k := &Lock{l: l, s: s, g: g, fair: fair, start: l.clock(), ended: make(chan struct{})}
 	// Close waits for the end handler (the guard ends at the latest on
 	// Close); a lock made while Close is finishing is already ended.
 	k.endOwned = l.addOwned()
@@ -69,23 +68,9 @@ func (k *Lock) runEnd() {
 func (k *Lock) onEnd() {
 	defer close(k.ended)
 	cause := k.endCtx(causeOf(context.Cause(k.g.Context())))
-	k.release()
 	if errors.Is(cause, ErrLost) {
 		k.l.log.Warn("kvlock: lock lost", "lock", k.l.cfg.Name, "key", k.s.key, "token", k.Token(), "cause", cause)
-		k.l.observe(context.Background(), Event{Op: OpLost, Key: k.s.key, Token: k.Token(), Duration: since(k.start), Acquired: true, Fair: k.entry != nil, Err: cause})
-		// Our place in the queue goes with the lock.
-		k.releaseEntry()
-	}
-}
-
-func (k *Lock) releaseEntry() {
-	if k.entry == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), k.l.cfg.OpTimeout)
-	defer cancel()
-	if err := k.entry.Release(ctx); err != nil && !errors.Is(err, kvlease.ErrLost) {
-		k.l.log.Debug("kvlock: releasing queue entry", "key", k.entry.Key(), "err", err)
+		k.l.observe(context.Background(), Event{Op: OpLost, Key: k.s.key, Token: k.Token(), Duration: since(k.start), Acquired: true, Fair: k.fair, Err: cause})
 	}
 }
 
@@ -101,6 +86,12 @@ func (k *Lock) endCtx(cause error) error {
 		}
 	}
 	return k.cause
+}
+
+func (k *Lock) holdCtx() context.Context {
+	k.ctxMu.Lock()
+	defer k.ctxMu.Unlock()
+	return k.hold
 }
 
 // Key returns the lock key.
@@ -125,8 +116,15 @@ func (k *Lock) Context() context.Context {
 	k.ctxMu.Lock()
 	defer k.ctxMu.Unlock()
 	if k.ctx == nil {
-		base := context.WithValue(context.WithoutCancel(k.g.Context()), tokenKey{}, k.g.Fence())
-		k.ctx, k.cancel = context.WithCancelCause(base)
+		// The guard's context carries the acquiring context's values
+		// but ends with kvlease's causes; the lock's ends with this
+		// package's. A held lock's context is a child of Hold's, so it
+		// ends the moment that one does.
+		parent := k.hold
+		if parent == nil {
+			parent = context.WithoutCancel(k.g.Context())
+		}
+		k.ctx, k.cancel = context.WithCancelCause(context.WithValue(parent, tokenKey{}, k.g.Fence()))
 		if k.cause != nil {
 			k.cancel(k.cause) // made after the end: born cancelled
 		}
@@ -175,7 +173,14 @@ func (k *Lock) Release(ctx context.Context) error {
 		// would have to wait for (a hand-off per release).
 		inline := k.stopEnd()
 		if inline {
-			k.endCtx(errReleased) // protected work stops before the delete is sent
+			// Protected work stops before the delete is sent. A held
+			// lock's context ends with ErrReleased itself, as Hold's
+			// documentation shows it.
+			cause := errReleased
+			if k.holdCtx() != nil {
+				cause = ErrReleased
+			}
+			k.endCtx(cause)
 		}
 		err := k.g.Release(ctx)
 		if err == nil {
@@ -183,7 +188,6 @@ func (k *Lock) Release(ctx context.Context) error {
 				err = c
 			}
 		}
-		k.release()
 		if inline {
 			k.runEnd() // the guard's context is cancelled by now, whatever ctx did
 		} else {
@@ -196,43 +200,28 @@ func (k *Lock) Release(ctx context.Context) error {
 			case <-ctx.Done():
 			}
 		}
-		k.releaseEntry() // after the lock: the next in line finds it free
 		k.relErr = mapErr(err)
-		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: since(start), Acquired: true, Fair: k.entry != nil, Err: k.relErr})
+		k.l.observe(ctx, Event{Op: OpRelease, Key: k.s.key, Token: k.Token(), Duration: since(start), Acquired: true, Fair: k.fair, Err: k.relErr})
 	})
 	return k.relErr
 }
 
-// startWatchdog renews the lock every RenewInterval until it ends. A
-// renewal that fails transiently is retried sooner; kvlease ends the lock
-// with ErrLost when its validity window runs out before a renewal is
-// confirmed, so the watchdog never has to judge that itself.
-func (k *Lock) startWatchdog() {
-	k.wdOnce.Do(func() {
-		k.l.goOwned(k.watchdog)
-	})
-}
-
-func (k *Lock) watchdog() {
-	every := k.l.cfg.RenewInterval
-	again := max(50*time.Millisecond, every/4)
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-k.g.Context().Done():
-			return
-		case <-t.C:
-		}
-		err := k.Renew(k.l.ctx)
-		switch {
-		case err == nil:
-			t.Reset(every)
-		case errors.Is(err, ErrLost), k.g.Err() != nil:
-			return
-		default:
-			k.l.log.Debug("kvlock: renewal failed, retrying", "lock", k.l.cfg.Name, "key", k.s.key, "err", err)
-			t.Reset(again)
-		}
+// keep makes kvlease's renewal scheduler renew the lock every
+// RenewInterval until it ends (Hold, election leaders). The manager renews
+// all its leases from one scheduler and a fixed set of workers, so a
+// thousand held locks cost no goroutine or timer each. A renewal that
+// fails transiently is tried again within the validity window; one that
+// finds the key taken over, or a window that runs out first, ends the
+// lock with ErrLost. The Observer sees every renewal through the guard's
+// renewal hook.
+func (k *Lock) keep() error {
+	if k.l.cfg.Observer != nil {
+		k.g.OnAutoRenew(func(took time.Duration, err error) {
+			if errors.Is(err, kvlease.ErrReleased) || errors.Is(err, kvlease.ErrExported) {
+				return // the lock ended before the renewal was sent: nothing to report
+			}
+			k.l.observe(context.Background(), Event{Op: OpRenew, Key: k.s.key, Token: k.Token(), Duration: took, Acquired: true, Fair: k.fair, Err: mapErr(err)})
+		})
 	}
+	return mapErr(k.g.StartRenewing(k.l.cfg.RenewInterval))
 }

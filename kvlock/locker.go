@@ -24,15 +24,18 @@ type Locker struct {
 	m   *kvlease.Manager
 	b   *kvx.Bucket // raw reads and watches: queues, election records
 	log *slog.Logger
+	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
-	qhub  *kvx.Hub // view of fair lock queues, wakes their waiters ("<name>.q.>")
-	eqhub *kvx.Hub // the same for fair election queues ("<name>.eq.>")
+	// qhub is the view of this Locker's keys ("<name>.>": locks, queues,
+	// elections) that fair waiters look at and are woken by. Started by
+	// the first fair wait only.
+	qhub *kvx.Hub
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wgMu   sync.Mutex // orders wg.Add against Close's wg.Wait
 	wgShut bool
-	wg     sync.WaitGroup // watchdogs, observers, loss handlers
+	wg     sync.WaitGroup // observers, end handlers, queue leaves
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -82,9 +85,9 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
-		cfg: cfg, m: m, b: b, log: cfg.Logger,
-		qhub: b.NewViewHub(cfg.Name + ".q.>"), eqhub: b.NewViewHub(cfg.Name + ".eq.>"),
-		ctx: lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
+		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
+		qhub: b.NewViewHub(cfg.Name + ".>"),
+		ctx:  lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil
 }
 
@@ -126,10 +129,8 @@ func (l *Locker) Close(ctx context.Context) error {
 			l.wgShut = true
 			l.wgMu.Unlock()
 			l.wg.Wait()
-			for _, h := range []*kvx.Hub{l.qhub, l.eqhub} {
-				if herr := h.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
-					l.log.Debug("kvlock: closing watch", "err", herr)
-				}
+			if herr := l.qhub.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
+				l.log.Debug("kvlock: closing watch", "err", herr)
 			}
 			l.closeErr = mapErr(err)
 			close(l.done)
@@ -186,7 +187,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, bool, error
 // expiry of the holder's lease), never by polling; in fair mode waiters
 // are served in arrival order. The lock is held until Release, loss or
 // Close (ctx bounds only the wait). It does not renew itself: call Renew,
-// or use Hold, whose watchdog does.
+// or use Hold, which has kvlease's scheduler renew it.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
@@ -209,10 +210,9 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 		k, err = l.tryFair(ctx, s, hub)
 	default:
 		var g *kvlease.Guard
-		var release context.CancelFunc
-		g, release, err = l.acquireLease(ctx, s.lease, wait)
+		g, err = l.acquireLease(ctx, s.lease, wait)
 		if g != nil {
-			k = l.newLock(s, g, release, nil)
+			k = l.newLock(s, g, false)
 		}
 	}
 	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: since(start),
@@ -226,15 +226,14 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 }
 
 // acquireLease takes the lease key through kvlease, barging: every waiter
-// is woken by a release and the first publish wins. The lease is detached
-// from ctx's cancellation (ctx bounds only the wait); the returned cancel
-// func, called by Release, ends the lease's parent context.
-func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvlease.Guard, context.CancelFunc, error) {
+// is woken by a release and the first publish wins. The acquisition is
+// detached (kvlease.Manager.AcquireKeyDetached): ctx bounds only the wait,
+// and the lease lives until the Lock ends it.
+func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvlease.Guard, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
-		lctx, lcancel, stop := leaseParent(ctx)
 		var g *kvlease.Guard
 		// unknown is a failed try that may have landed: a later try that
 		// finds the key held may be finding that very write, so "held"
@@ -243,9 +242,9 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 		err := l.retry(ctx, transientAcquire, func() error {
 			var err error
 			if wait {
-				g, _, err = l.m.AcquireKey(lctx, key, l.cfg.TTL, waitFor(ctx))
+				g, _, err = l.m.AcquireKeyDetached(ctx, key, l.cfg.TTL, waitFor(ctx))
 			} else {
-				g, _, err = l.m.TryAcquireKey(lctx, key, l.cfg.TTL)
+				g, _, err = l.m.TryAcquireKeyDetached(ctx, key, l.cfg.TTL)
 				if err != nil && !notSent(err) {
 					unknown = err
 				}
@@ -255,38 +254,20 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 			}
 			return err
 		})
-		if !stop() {
-			// ctx ended: lctx is cancelled, so a lease acquired at the same
-			// moment is already being released by kvlease.
-			lcancel()
-			return nil, nil, context.Cause(ctx)
-		}
 		if g != nil {
-			return g, lcancel, nil
+			return g, nil
 		}
-		lcancel()
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
 		if !wait && unknown != nil && (err == nil || notSent(err)) {
 			// Neither "held" nor "not sent" settles the earlier try.
-			return nil, nil, mapErr(unknown)
+			return nil, mapErr(unknown)
 		}
 		if err != nil || !wait {
-			return nil, nil, mapErr(err)
+			return nil, mapErr(err)
 		}
 	}
-}
-
-// leaseParent is the parent context of an acquisition's lease: ctx until
-// the lease is acquired (stop detaches it and reports whether ctx was
-// still live), and from then on ended only by cancel, which Release calls.
-// A ctx that can never be cancelled (context.Background) needs none of
-// this: the lease then hangs off ctx itself and its guard ends it on
-// release, which saves two contexts and a registration per acquisition.
-func leaseParent(ctx context.Context) (lctx context.Context, cancel context.CancelFunc, stop func() bool) {
-	if ctx.Done() == nil {
-		return ctx, func() {}, func() bool { return true }
-	}
-	lctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-	return lctx, cancel, context.AfterFunc(ctx, cancel)
 }
 
 // waitFor is the wait handed to kvlease: until ctx's deadline, at most

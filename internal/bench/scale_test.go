@@ -28,20 +28,8 @@ import (
 // -benchtime says (unless the hold is shorter than -benchtime).
 func BenchmarkHold10k(b *testing.B) {
 	const ttl = 10 * time.Second
-	count := 10_000
-	if s := os.Getenv("NATSCOORD_BENCH_LEASES"); s != "" {
-		var err error
-		count, err = strconv.Atoi(s)
-		require.NoError(b, err)
-	}
-	hold := envDuration(b, "NATSCOORD_BENCH_HOLD", 60*time.Second)
+	js, count, hold := scaleSetup(b)
 	interval := ttl / 3
-	url := childServer(b)
-	nc, err := nats.Connect(url)
-	require.NoError(b, err)
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(b, err)
 	ctx := context.Background()
 	m := newManager(b, js)
 	leases, err := benchFamily.Bind(m)
@@ -135,4 +123,25 @@ func rssBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// scaleSetup connects to a server in a child process and reads the
+// scale benchmarks' environment: how many leases or locks to hold
+// (NATSCOORD_BENCH_LEASES, default 10,000) and for how long
+// (NATSCOORD_BENCH_HOLD, default 60s).
+func scaleSetup(b *testing.B) (jetstream.JetStream, int, time.Duration) {
+	b.Helper()
+	count := 10_000
+	if s := os.Getenv("NATSCOORD_BENCH_LEASES"); s != "" {
+		var err error
+		count, err = strconv.Atoi(s)
+		require.NoError(b, err)
+	}
+	hold := envDuration(b, "NATSCOORD_BENCH_HOLD", 60*time.Second)
+	nc, err := nats.Connect(childServer(b))
+	require.NoError(b, err)
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(b, err)
+	return js, count, hold
 }

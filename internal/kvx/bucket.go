@@ -44,6 +44,9 @@ type Bucket struct {
 	prefix    string // "$KV.<bucket>."
 	apiPrefix string // "$JS.API." or a domain/custom prefix
 	ttl       bool   // per-key TTLs enabled
+	// directIsLeader: the stream has one replica and allows direct gets,
+	// so a direct get is answered by the leader (see lastFromLeader).
+	directIsLeader bool
 }
 
 // Open binds cfg.Bucket, creating it with cfg when it does not exist.
@@ -80,6 +83,11 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 		return nil, fmt.Errorf("kvx: bucket %q status: %w", kv.Bucket(), err)
 	}
 	ttl := st.LimitMarkerTTL() > 0
+	direct := false
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
+		c := bs.StreamInfo().Config
+		direct = c.AllowDirect && c.Replicas <= 1
+	}
 	if requireTTL && !ttl {
 		return nil, fmt.Errorf("%w (bucket %q)", ErrNoTTL, kv.Bucket())
 	}
@@ -91,6 +99,8 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 		prefix:    "$KV." + kv.Bucket() + ".",
 		apiPrefix: apiPrefix(js.Options()),
 		ttl:       ttl,
+
+		directIsLeader: direct,
 	}, nil
 }
 

@@ -99,7 +99,7 @@ func (h *Hub) Sync(ctx context.Context, pattern string) error {
 		return errNoView
 	}
 	var target uint64
-	last, err := h.b.lastBySubject(ctx, h.b.Subject(pattern), pattern)
+	last, err := h.b.lastFromLeader(ctx, h.b.Subject(pattern), pattern)
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
@@ -107,6 +107,24 @@ func (h *Hub) Sync(ctx context.Context, pattern string) error {
 	default:
 		target = last.Revision
 	}
+	return h.syncTo(ctx, pattern, target)
+}
+
+// SyncTo returns once the hub's view has applied every change of its keys
+// up to revision rev (the revision of a write the caller knows was
+// acknowledged: its own, say), with no read. It starts the watch if it is
+// not running. A last-by-subject read over a wildcard costs the server a
+// walk over every subject it matches, which for keys used once (queue
+// entries, each leaving a marker for a while) grows with the traffic;
+// waiting for a known revision costs nothing.
+func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
+	if h.view == nil {
+		return errNoView
+	}
+	return h.syncTo(ctx, h.pattern, rev)
+}
+
+func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
 	for {
 		h.mu.Lock()
 		if h.closed {
@@ -183,4 +201,16 @@ func (h *Hub) Live(key string) (bool, error) {
 	parent, _ := splitLast(key)
 	_, ok := h.view.live[parent][key]
 	return ok, nil
+}
+
+// Lookup returns the view's live entry for key, if it holds one (no I/O).
+func (h *Hub) Lookup(key string) (Entry, bool) {
+	if h.view == nil {
+		return Entry{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parent, _ := splitLast(key)
+	e, ok := h.view.live[parent][key]
+	return e, ok
 }

@@ -44,18 +44,9 @@ func (b *Bucket) Last(ctx context.Context, key string) (Entry, error) {
 // lastBySubject asks the stream leader for the last message on subject
 // (which may hold wildcards) and reports it under key.
 func (b *Bucket) lastBySubject(ctx context.Context, subject, key string) (Entry, error) {
-	req, err := json.Marshal(msgGetRequest{LastBySubject: subject})
+	msg, err := b.lastRequest(ctx, "STREAM.MSG.GET.", subject, key)
 	if err != nil {
 		return Entry{}, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.defaultTimeout())
-		defer cancel()
-	}
-	msg, err := b.js.Conn().RequestWithContext(ctx, b.apiPrefix+"STREAM.MSG.GET."+b.stream, req)
-	if err != nil {
-		return Entry{}, fmt.Errorf("kvx: get %q: %w", key, err)
 	}
 	var resp msgGetResponse
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {

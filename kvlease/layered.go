@@ -1,0 +1,90 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// This file holds what packages layered on kvlease (kvlock) need from the
+// lease bucket, so that they never read or write its storage themselves.
+
+// DecodeHolder decodes a stored lease value (as `nats kv get` shows it)
+// into its Holder; Revision is left 0. Any value a Manager writes decodes;
+// anything else returns an error, never a partial Holder that looks valid.
+func DecodeHolder(value []byte) (Holder, error) {
+	return decodeValue(value)
+}
+
+// HolderOfKey is Leases.Holder for a raw lease key: it reads key from the
+// stream leader and returns who holds it (Revision set) and whether it is
+// held at all.
+func (m *Manager) HolderOfKey(ctx context.Context, key string) (Holder, bool, error) {
+	if err := m.checkRawKey(key); err != nil {
+		return Holder{}, false, err
+	}
+	return m.holder(ctx, key)
+}
+
+// Ticket draws a ticket from key: it publishes an empty one-second-TTL
+// message there, unconditionally, and returns its revision. Tickets drawn
+// from one key rise in the order their publishes reached the stream, and
+// no two are equal (they are revisions of the bucket), so they order the
+// arrivals of a queue the way etcd's revisions do. key must be a raw key
+// outside every lease family (it holds no lease). The publish is bounded
+// by OperationTimeout when ctx has no deadline.
+func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
+	if err := m.checkDataKey(key); err != nil {
+		return 0, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	t, err := m.b.Ticket(octx, key)
+	if err != nil {
+		return 0, fmt.Errorf("kvlease: ticket %q: %w", key, err)
+	}
+	return t, nil
+}
+
+// LastTicket returns the revision of key's newest message (a ticket, or the
+// marker the server wrote when that ticket's TTL ran out; 0 when key has no
+// message at all) and whether it is a ticket still within its TTL. It
+// reads one key, so it costs the server the same whatever else the bucket
+// holds, and it sees every ticket drawn before the call.
+func (m *Manager) LastTicket(ctx context.Context, key string) (rev uint64, live bool, err error) {
+	if err := m.checkDataKey(key); err != nil {
+		return 0, false, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	e, err := m.b.LastFresh(octx, key)
+	switch {
+	case errors.Is(err, kvx.ErrNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
+	}
+	return e.Revision, e.Live(), nil
+}
+
+// ReadKey reads a data key of the bucket (a raw key outside every lease
+// family: a record a layer keeps next to a lease) the way HolderOfKey
+// reads a lease: seeing every acknowledged write. ok is false (err nil)
+// when key has no live value.
+func (m *Manager) ReadKey(ctx context.Context, key string) (value []byte, revision uint64, ok bool, err error) {
+	if err := m.checkDataKey(key); err != nil {
+		return nil, 0, false, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	e, err := m.b.Get(octx, key)
+	switch {
+	case errors.Is(err, kvx.ErrNotFound):
+		return nil, 0, false, nil
+	case err != nil:
+		return nil, 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
+	}
+	return e.Value, e.Revision, true, nil
+}
