@@ -153,7 +153,8 @@ func (b *breaker) allow() (probe bool, err error) {
 }
 
 // done records an operation's outcome: failed says it failed transiently,
-// cut that its caller's context ended (no verdict on the server).
+// cut that its caller's context ended (no verdict on the server). Only a
+// success closes the breaker.
 func (b *breaker) done(probe, failed, cut bool, err error) {
 	if b == nil || b.p.Disabled {
 		return
@@ -165,6 +166,10 @@ func (b *breaker) done(probe, failed, cut bool, err error) {
 	var ev *BreakerEvent
 	switch {
 	case cut:
+	case !failed && err != nil:
+		// A definite error that is not transient (the lock was lost, a
+		// key is invalid) may have been decided without the server: it
+		// proves nothing about the server's health either way.
 	case !failed:
 		b.fail = 0
 		if b.st != BreakerClosed {
