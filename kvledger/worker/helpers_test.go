@@ -96,3 +96,40 @@ func (e *env) state(k kvledger.IdempotencyKey) kvledger.TaskState {
 	require.True(e.t, found, "record %q", k)
 	return s
 }
+
+// ledgerOn opens another Ledger on the env's bucket through js (another
+// connection: another process, as far as the server can tell).
+func (e *env) ledgerOn(js jetstream.JetStream) *kvledger.Ledger {
+	e.t.Helper()
+	name := e.led.Store().(*kvledger.KVStore).Name()
+	store := natstest.Open(e.t, "ledger bucket", func(ctx context.Context) (*kvledger.KVStore, error) {
+		return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: name})
+	})
+	led, err := kvledger.New(store, nil)
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = led.Close() })
+	return led
+}
+
+// startOn starts a worker on its own ledger handle and connection; the
+// caller closes it (closeWorker), since a crashed one may fail to.
+func (e *env) startOn(js jetstream.JetStream, led *kvledger.Ledger, cfg worker.Config, reg func(w *worker.Worker)) *worker.Worker {
+	e.t.Helper()
+	if cfg.LeaseBucket == "" && cfg.Leases == nil {
+		cfg.LeaseBucket = e.leases
+	}
+	w := natstest.Open(e.t, "worker", func(ctx context.Context) (*worker.Worker, error) {
+		return worker.New(ctx, js, led, cfg)
+	})
+	if reg != nil {
+		reg(w)
+	}
+	require.NoError(e.t, w.Start(natstest.Context(e.t, 20*time.Second)))
+	return w
+}
+
+func closeWorker(w *worker.Worker) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return w.Close(ctx)
+}
