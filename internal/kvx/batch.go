@@ -86,8 +86,8 @@ func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte
 			return nil, err
 		}
 		var ack struct {
-			Seq   uint64 `json:"seq"`
-			Count int    `json:"count"`
+			Seq   uint64              `json:"seq"`
+			Count int                 `json:"count"`
 			Error *jetstream.APIError `json:"error"`
 		}
 		if err := json.Unmarshal(resp.Data, &ack); err != nil {
