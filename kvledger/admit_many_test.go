@@ -23,7 +23,7 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 			if atomic {
 				require.NoError(t, store.EnableAtomicBatches(ctx))
 			}
-			bus := &recorder{}
+			log, bus := newRecorder()
 			l, err := kvledger.New(store, bus)
 			require.NoError(t, err)
 			_, err = l.Admit(ctx, "t", "k1500", 1, nil, time.Now()) // a duplicate in the second batch
@@ -46,7 +46,7 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 				require.True(t, found)
 				require.Equal(t, "bulk", s.Kind)
 				require.Equal(t, kvledger.StatusPending, s.Status)
-				require.Contains(t, bus.names(string(subs[i].Key)), kvledger.AdmittedEvent)
+				require.Contains(t, log.byKey(string(subs[i].Key)), kvledger.AdmittedEvent)
 			}
 			fresh := make([]kvledger.Submission, 2000)
 			for i := range fresh {

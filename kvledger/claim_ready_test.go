@@ -3,7 +3,6 @@ package kvledger_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,28 +13,10 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-type recorder struct {
-	mu sync.Mutex
-	ev []events.Event
-}
-
-func (r *recorder) Publish(_ context.Context, e events.Event) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ev = append(r.ev, e)
-	return nil
-}
-
-func (r *recorder) names(key string) []events.Name {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []events.Name
-	for _, e := range r.ev {
-		if e.Key == key {
-			out = append(out, e.Name)
-		}
-	}
-	return out
+// newRecorder is an in-process bus whose events tests read by key.
+func newRecorder() (*eventLog, events.Bus) {
+	log := &eventLog{c: make(chan events.Event, 100000)}
+	return log, events.BusFunc(log.handle)
 }
 
 func TestClaimIfReadyAndClaimNext(t *testing.T) {
@@ -103,7 +84,7 @@ func TestClaimIfReadyAndClaimNext(t *testing.T) {
 // transitively, each with its own event; Cancel and Delete publish theirs.
 func TestOperatorActionsEvents(t *testing.T) {
 	ctx := context.Background()
-	bus := &recorder{}
+	log, bus := newRecorder()
 	l, err := kvledger.New(nil, bus)
 	require.NoError(t, err)
 	now := time.Unix(1_800_000_000, 0)
@@ -131,17 +112,17 @@ func TestOperatorActionsEvents(t *testing.T) {
 	for _, k := range []kvledger.IdempotencyKey{"m", "l"} {
 		s, _, _ := l.State(ctx, k)
 		require.Equal(t, kvledger.StatusPending, s.Status, k)
-		require.Contains(t, bus.names(string(k)), kvledger.UnblockedEvent)
+		require.Contains(t, log.byKey(string(k)), kvledger.UnblockedEvent)
 	}
 	both, _, _ := l.State(ctx, "both")
 	require.Equal(t, kvledger.StatusBlocked, both.Status, "x, cancelled, still blocks it")
 	require.Equal(t, kvledger.IdempotencyKey("x"), both.BlockedBy)
-	require.Contains(t, bus.names("r"), kvledger.ReopenedEvent)
-	require.Contains(t, bus.names("x"), kvledger.CancelledEvent)
+	require.Contains(t, log.byKey("r"), kvledger.ReopenedEvent)
+	require.Contains(t, log.byKey("x"), kvledger.CancelledEvent)
 
 	require.ErrorIs(t, l.Delete(ctx, "op", "m", now), kvledger.ErrNotFinal)
 	require.NoError(t, l.Delete(ctx, "op", "both", now))
-	require.Contains(t, bus.names("both"), kvledger.DeletedEvent)
+	require.Contains(t, log.byKey("both"), kvledger.DeletedEvent)
 	_, err = l.Submit(ctx, "t", kvledger.Submission{Key: "both", Now: now})
 	require.NoError(t, err)
 	g, err := l.Claim(ctx, "t", "both", "w", time.Minute, now)
