@@ -82,8 +82,14 @@ func (r *run) attempt() {
 		w.mu.Unlock()
 		return
 	}
+	seen := kvledger.TaskState{Key: r.key}
+	w.mu.Lock()
+	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
+		seen = *e.rec
+	}
+	w.mu.Unlock()
 	octx, cancel := w.opCtx()
-	rec, err := w.l.ClaimLeased(octx, w.cfg.Actor, r.key, w.cfg.Owner, g, w.now())
+	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.now())
 	cancel()
 	if err != nil {
 		w.releaseLease(g)
