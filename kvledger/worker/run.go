@@ -76,9 +76,13 @@ func (r *run) attempt() {
 		return
 	}
 	if !ok {
+		// Another worker holds the lease: the lease watch reports its put
+		// and its end (which files the key again). The one timer is a
+		// safety net for a put and delete the watch delivered before this
+		// answer, which would otherwise leave the key unfiled here.
 		w.stats.contended.Add(1)
 		w.mu.Lock()
-		w.ix.leased[r.key] = true // the lease watch reports its end
+		w.ix.addTimer(w.now().Add(w.cfg.ClaimTTL), r.key)
 		w.mu.Unlock()
 		return
 	}
