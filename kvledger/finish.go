@@ -1,0 +1,117 @@
+package kvledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Outcome is how the runtime ends one claim (Finish).
+type Outcome struct {
+	// Status is StatusCompleted, StatusFailed, or StatusPending to give
+	// the claim back: a retry (RunAt set, the attempt counts) or a
+	// release (the attempt does not count when Uncount is set).
+	Status Status
+	// Result is the completed task's JSON result (at most
+	// MaxResultBytes), readable by the tasks that need it.
+	Result json.RawMessage
+	// Error is stored as LastError (cut by TruncateError).
+	Error string
+	// RunAt, with StatusPending, is the earliest time of the next
+	// attempt.
+	RunAt time.Time
+	// Uncount, with StatusPending, takes this claim's attempt back (a
+	// drain that stopped the handler is not a failed attempt).
+	Uncount bool
+}
+
+// Finish ends the caller's claim with o, checked like Complete
+// (ErrNoKey, ErrFenced, ErrNotClaimed). StatusCompleted and StatusFailed
+// finish the record as Complete does, with o.Result and o.Error stored;
+// a failure blocks its dependents. StatusPending writes the record
+// pending again with no owner, keeping its fence (the next claim
+// outbids this one), with RunAt = o.RunAt and LastError = o.Error, and
+// publishes RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
+// is zero).
+func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
+	switch o.Status {
+	case StatusCompleted, StatusFailed, StatusPending:
+	default:
+		return TaskState{}, fmt.Errorf("%w: %q", ErrUnknownStatus, string(o.Status))
+	}
+	if len(o.Result) > 0 && o.Status != StatusCompleted {
+		return TaskState{}, fmt.Errorf("%w: key %q: a result needs StatusCompleted", ErrInvalidState, string(key))
+	}
+	for {
+		cur, err := l.loadClaim(ctx, key, owner, fence)
+		if err != nil {
+			return TaskState{}, err
+		}
+		next := cur.clone()
+		next.LeaseUntil, next.UpdatedBy, next.UpdatedAt = time.Time{}, actor, now
+		if o.Error != "" || o.Status != StatusCompleted {
+			next.LastError = TruncateError(o.Error)
+		}
+		switch o.Status {
+		case StatusPending:
+			next.Status, next.Owner, next.RunAt = StatusPending, "", o.RunAt
+			next.LastEvent = RetriedEvent
+			if o.Error == "" && o.RunAt.IsZero() {
+				next.LastEvent = ReleasedEvent
+			}
+			if o.Uncount && next.Attempts > 0 {
+				next.Attempts--
+			}
+		default:
+			next.Status, next.Result, next.LastEvent = o.Status, o.Result, CompletedEvent
+		}
+		var after func() error
+		if o.Status == StatusFailed {
+			after = func() error { return l.blockDependents(ctx, actor, key, now) }
+		}
+		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after); err != nil || ok {
+			return rec, err
+		}
+	}
+}
+
+// commit validates next and writes it over cur; when the write lands it
+// runs after (a dependency walk), whose error is returned with the
+// written record, labelled with what the walk was doing. ok false means
+// the compare-and-swap lost and nothing ran.
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
+	if err := next.Validate(); err != nil {
+		return TaskState{}, false, err
+	}
+	rec, ok, err := l.write(ctx, cur, true, next)
+	if err != nil || !ok {
+		return TaskState{}, false, err
+	}
+	if after != nil {
+		if err := after(); err != nil {
+			return rec, true, fmt.Errorf("kvledger: %q %s: %w", string(cur.Key), label, err)
+		}
+	}
+	return rec, true, nil
+}
+
+// Results returns the results of key's completed needs, by need. A need
+// that is not completed, or left no result, is absent.
+func (l *Ledger) Results(ctx context.Context, key IdempotencyKey) (map[IdempotencyKey]json.RawMessage, error) {
+	rec, err := l.load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[IdempotencyKey]json.RawMessage, len(rec.Needs))
+	for _, n := range rec.Needs {
+		s, found, err := l.store.Load(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if found && s.Status == StatusCompleted && len(s.Result) > 0 {
+			out[n] = s.Result
+		}
+	}
+	return out, nil
+}
