@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,19 +15,30 @@ import (
 type app struct {
 	conn   connFlags
 	json   bool
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
 
-// run executes one command line and returns the process exit code. Errors
-// are printed as one line on stderr.
+// run executes one command line with the process's stdin and returns the
+// process exit code. Errors are printed as one line on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with a given stdin (read by `--task -`).
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := checkArgs(root, args)
+	if err == nil {
+		err = root.ExecuteContext(ctx)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "natscoord: "+oneLine(err))
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -63,6 +75,7 @@ func (a *app) rootCommand() *cobra.Command {
 	for _, add := range extraCommands {
 		root.AddCommand(add(a))
 	}
+	refuseUnknownSubcommands(root)
 	return root
 }
 
