@@ -30,7 +30,7 @@ func (a *app) lockCommand() *cobra.Command {
 	var bucket, name string
 	cmd := &cobra.Command{
 		Use:   "lock",
-		Short: "Inspect kvlock locks and elections",
+		Short: "Hold a kvlock lock while a command runs; inspect locks and elections",
 	}
 	cmd.PersistentFlags().StringVar(&bucket, "bucket", kvlease.DefaultBucket, "lock bucket (kvlock keeps locks in a kvlease bucket)")
 	ls := &cobra.Command{
@@ -69,6 +69,7 @@ func (a *app) lockCommand() *cobra.Command {
 	}
 	ls.Flags().StringVar(&name, "name", "", "only locks of this kvlock Config.Name")
 	cmd.AddCommand(ls)
+	a.addLockRun(cmd, &bucket)
 	return cmd
 }
 

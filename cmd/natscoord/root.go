@@ -39,6 +39,10 @@ func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		err = root.ExecuteContext(ctx)
 	}
 	if err != nil {
+		var silent exitCode
+		if errors.As(err, &silent) {
+			return int(silent)
+		}
 		fmt.Fprintln(stderr, "natscoord: "+oneLine(err))
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -57,6 +61,12 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
+
+// exitCode makes natscoord exit with that code and print nothing: a
+// command it ran has already said what it had to say.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }
 
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
