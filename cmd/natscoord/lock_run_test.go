@@ -150,11 +150,11 @@ func TestLockHoldsUntilInterrupted(t *testing.T) {
 func TestLockBadInput(t *testing.T) {
 	c, n := newCLI(t)
 	for _, args := range [][]string{
-		{"lock", "k", "extra"},             // a command without --
-		{"lock", "k", "--"},                // -- and nothing after
-		{"lock", "bad key", "--", "true"},  // not a lock key
-		{"lock", "a..b", "--", "true"},     // empty token
-		{"lock", "--ttl", "500ms", "k"},    // below the minimum TTL
+		{"lock", "k", "extra"},              // a command without --
+		{"lock", "k", "--"},                 // -- and nothing after
+		{"lock", "bad key", "--", "true"},   // not a lock key
+		{"lock", "a..b", "--", "true"},      // empty token
+		{"lock", "--ttl", "500ms", "k"},     // below the minimum TTL
 		{"lock", "--bogus", "k", "--", "x"}, // unknown flag
 		{"lock", "ls", "extra"},
 	} {
