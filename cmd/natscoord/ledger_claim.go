@@ -60,7 +60,8 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 		Use:   "claim KEY --owner O [--lease 30s] [--takeover]",
 		Short: "Claim a pending task for an owner; prints the fence token that renew, release and complete need",
 		Long: "claim gives a pending task to --owner for --lease and prints its new fence token. A task\n" +
-			"whose needs are not all completed is refused, and written blocked when one failed.\n" +
+			"one of whose needs (directly or transitively) failed or is blocked is refused and\n" +
+			"written blocked. Whether the needs have completed is the caller's to check.\n" +
 			"With --takeover it takes a claimed task whose lease has run out (judged against this\n" +
 			"machine's clock); the earlier owner's fence is refused from then on.",
 		Args: cobra.ExactArgs(1),

@@ -64,6 +64,7 @@ func checkArgs(root *cobra.Command, args []string) error {
 			continue
 		}
 		c.InitDefaultHelpFlag()
+		c.InitDefaultVersionFlag() // the root's --version
 		_ = c.InheritedFlags() // merges the parents' persistent flags into c.Flags()
 		fs := c.Flags()
 		var (

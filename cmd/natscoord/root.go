@@ -76,6 +76,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "natscoord",
 		Short:         "Coordination primitives on NATS JetStream: leases, locks, elections, task ledgers",
+		Version:       buildVersion().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -85,6 +86,14 @@ func (a *app) rootCommand() *cobra.Command {
 	for _, add := range extraCommands {
 		root.AddCommand(add(a))
 	}
+	// The completion command binds its output when it is made, so the
+	// streams are set first; made now, refuseUnknownSubcommands covers it.
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	if a.stdin != nil {
+		root.SetIn(a.stdin)
+	}
+	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
 	return root
 }
