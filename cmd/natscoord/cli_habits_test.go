@@ -51,7 +51,7 @@ func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 	require.Equal(t, kvledger.StatusClaimed, claimed.Status)
 	fence := fmt.Sprint(uint64(claimed.Fence))
 
-	require.Contains(t, c.fail("ledger", "claim", "build", "--owner", "w2"), "lease")                 // held by w1
+	require.Contains(t, c.fail("ledger", "claim", "build", "--owner", "w2"), "lease")               // held by w1
 	require.Contains(t, c.fail("ledger", "claim", "build", "--owner", "w2", "--takeover"), "stale") // not stale yet
 	require.Contains(t, c.ok("ledger", "renew", "build", "--owner", "w1", "--fence", fence, "--lease", "2m"), "build renewed by w1: fence "+fence)
 	require.Contains(t, c.fail("ledger", "renew", "build", "--owner", "w1", "--fence", "1"), "stale")

@@ -65,7 +65,7 @@ func checkArgs(root *cobra.Command, args []string) error {
 		}
 		c.InitDefaultHelpFlag()
 		c.InitDefaultVersionFlag() // the root's --version
-		_ = c.InheritedFlags() // merges the parents' persistent flags into c.Flags()
+		_ = c.InheritedFlags()     // merges the parents' persistent flags into c.Flags()
 		fs := c.Flags()
 		var (
 			f      *pflag.Flag
