@@ -151,7 +151,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 		needs, task string
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY --seq N [--needs a,b] [--task JSON]",
+		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
