@@ -140,12 +140,3 @@ func padCell(s string, width int) string {
 	}
 	return s
 }
-
-// padLeft is padCell aligned right (for numbers).
-func padLeft(s string, width int) string {
-	s = escapeCell(s)
-	if n := width - displayWidth(s); n > 0 {
-		return strings.Repeat(" ", n) + s
-	}
-	return s
-}
