@@ -168,7 +168,7 @@ func TestMistakesAreErrors(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 
 	// A group alone asks for its help: exit 0.
-	for _, args := range [][]string{{}, {"ledger"}, {"lease"}, {"events"}, {"ledger", "--help"}} {
+	for _, args := range [][]string{{}, {"ledger"}, {"lease"}, {"events"}, {"lock"}, {"ledger", "--help"}} {
 		r := runCLI(t, args...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
 		require.Contains(t, r.stdout, "Usage:")

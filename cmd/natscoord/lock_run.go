@@ -102,8 +102,11 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 		"If the lock is lost meanwhile, the command is sent SIGTERM at once and natscoord\n" +
 		"exits non-zero. Without a command, lock prints the token and holds the lock until\n" +
 		"interrupted (exit 0) or lost (exit 1)."
-	cmd.Args = cobra.MinimumNArgs(1)
+	cmd.Args = cobra.ArbitraryArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help() // `lock` alone, like a command group
+		}
 		words, argv, err := commandAfterDash(cmd, args, 1)
 		if err != nil {
 			return err
