@@ -34,6 +34,13 @@ type JetStreamBusConfig struct {
 	MaxAge time.Duration
 	// Storage defaults to file storage.
 	Storage jetstream.StorageType
+	// SubjectPrefix goes before every event's subject, so that a stream
+	// of its own (a demo run, a tenant) does not overlap the subjects of
+	// the default stream: an event named "ledger.admitted" is published
+	// on SubjectPrefix + "ledger.admitted", and Subjects defaults to
+	// SubjectPrefix + "ledger.>". The event body keeps its Name. It must
+	// end with "." unless empty. Default "".
+	SubjectPrefix string
 }
 
 // JetStreamBus publishes events to a JetStream stream: each event on the
@@ -44,6 +51,7 @@ type JetStreamBusConfig struct {
 type JetStreamBus struct {
 	js     jetstream.JetStream
 	stream string
+	prefix string
 }
 
 var _ Bus = (*JetStreamBus)(nil)
@@ -60,8 +68,11 @@ func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamB
 	if strings.ContainsAny(cfg.Stream, ".*> \t") {
 		return nil, fmt.Errorf("%w: stream name %q", ErrInvalidConfig, cfg.Stream)
 	}
+	if p := cfg.SubjectPrefix; p != "" && (!strings.HasSuffix(p, ".") || !Name(p+"x").Valid()) {
+		return nil, fmt.Errorf("%w: subject prefix %q (tokens ending with \".\")", ErrInvalidConfig, p)
+	}
 	if len(cfg.Subjects) == 0 {
-		cfg.Subjects = []string{DefaultSubject}
+		cfg.Subjects = []string{cfg.SubjectPrefix + DefaultSubject}
 	}
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
@@ -81,6 +92,8 @@ func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamB
 			Duplicates: cfg.Duplicates,
 			MaxAge:     cfg.MaxAge,
 			Storage:    cfg.Storage,
+			// Shown by `nats stream info`: whose stream this is.
+			Description: "natscoord events: ledger transitions, one per write (Nats-Msg-Id source/key/revision)",
 		})
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			_, err = js.Stream(ctx, cfg.Stream) // lost a creation race
@@ -89,7 +102,7 @@ func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamB
 	if err != nil {
 		return nil, fmt.Errorf("events: stream %q: %w", cfg.Stream, err)
 	}
-	return &JetStreamBus{js: js, stream: cfg.Stream}, nil
+	return &JetStreamBus{js: js, stream: cfg.Stream, prefix: cfg.SubjectPrefix}, nil
 }
 
 // Stream returns the stream name.
@@ -111,7 +124,7 @@ func (b *JetStreamBus) Publish(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: string(e.Name), Data: data}
+	msg := &nats.Msg{Subject: b.prefix + string(e.Name), Data: data}
 	for attempt := 0; ; attempt++ {
 		_, err = b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream))
 		var apiErr *jetstream.APIError

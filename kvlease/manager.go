@@ -63,7 +63,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 	}
 	b, err := kvx.Open(ctx, js, kvx.Config{
 		Bucket:         cfg.Bucket,
-		Description:    "natscoord leases",
+		Description:    "natscoord kvlease leases, kvlock locks and elections: <family>.<key>, <name>.l.<key>, <name>.e.<election>",
 		Replicas:       cfg.Replicas,
 		History:        1,
 		LimitMarkerTTL: markerTTL,

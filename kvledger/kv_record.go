@@ -53,7 +53,11 @@ func keyOfTask(bucketKey string) (IdempotencyKey, error) {
 // relying on the marker still being there (markers expire too).
 type kvRecord struct {
 	TaskState
-	Ins bool `json:"ins,omitempty"`
+	// Rev hides TaskState.Rev, which the KV revision supplies: records are
+	// stored without it (records written before carry "rev":0, read into
+	// this field and ignored).
+	Rev uint64 `json:"rev,omitempty"`
+	Ins bool   `json:"ins,omitempty"`
 }
 
 // encodeRecord returns the stored form of s. appendRecord writes it

@@ -62,8 +62,6 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 			return b, false
 		}
 	}
-	b = append(b, `,"rev":`...)
-	b = strconv.AppendUint(b, s.Rev, 10)
 	if s.CreatedBy != "" {
 		b = append(b, `,"created_by":`...)
 		b = appendJSONString(b, string(s.CreatedBy))

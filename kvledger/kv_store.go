@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,9 +38,13 @@ type KVStoreConfig struct {
 	Storage jetstream.StorageType
 	// MaxBytes caps the bucket size. Default unlimited.
 	MaxBytes int64
-	// Description is stored with the bucket.
+	// Description is stored with a created bucket (shown by `nats kv
+	// info`). Default: it names natscoord and the bucket's layout.
 	Description string
 }
+
+// defaultDescription is KVStoreConfig.Description's default.
+const defaultDescription = "natscoord kvledger task ledger: task.<key> records, rdep.<need>.<dependent> dependency index"
 
 // KVStore is a Store on a JetStream KV bucket, shared by every process
 // that opens the same bucket.
@@ -90,7 +95,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	}
 	b, err := kvx.Open(ctx, js, kvx.Config{
 		Bucket:         cfg.Bucket,
-		Description:    cfg.Description,
+		Description:    cmp.Or(cfg.Description, defaultDescription),
 		Replicas:       cfg.Replicas,
 		Storage:        cfg.Storage,
 		MaxBytes:       cfg.MaxBytes,

@@ -15,6 +15,7 @@ func FuzzParseArgs(f *testing.F) {
 		"", "--help", "serve\x00--port\x00-1", "--server\x00nats://127.0.0.1:4222\x00--json",
 		"--creds\x00/nonexistent\x00serve", "demo\x00--bogus", "--timeout\x00-5s", "--tlsca\x00\x00serve",
 		"serve\x00--store_dir\x00\xff\xfe", "--user\x00a\x00--password\x00b\x00--token\x00c",
+		"--bogus\x00ledger\x00ls", "-\x00-s", "ledger\x00lss", "lock\x00k\x00--\x00sh", "-\xff", "---x=1\x00elect",
 	} {
 		f.Add(s)
 	}
@@ -26,6 +27,7 @@ func FuzzParseArgs(f *testing.F) {
 		var out bytes.Buffer
 		a := &app{stdout: &out, stderr: &out}
 		root := a.rootCommand()
+		_ = checkArgs(root, args)
 		cmd, rest, err := root.Find(args)
 		if err != nil {
 			return

@@ -156,7 +156,8 @@ func TestLedgerRestoreConflictWritesNothing(t *testing.T) {
 func TestLeaseCommands(t *testing.T) {
 	c, n := newCLI(t)
 	ctx := natstest.Context(t, 10*time.Second)
-	c.fail("lease", "ls") // no bucket yet: nothing is created by looking
+	require.Equal(t, "[]\n", c.ok("--json", "lease", "ls")) // no bucket yet: an empty list, and nothing created
+	require.False(t, bucketExists(t, n, kvlease.DefaultBucket))
 	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{Holder: "holder-1"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })

@@ -52,7 +52,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
 	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
-	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket afterwards (with --server)")
+	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket and event stream afterwards (with --server)")
 	return cmd
 }
 
@@ -120,24 +120,21 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	defer stopServer()
 
 	runID := nuid.Next()
-	run := &demoRun{bucket: "natscoord_demo_" + runID}
+	run := &demoRun{bucket: "natscoord_demo_" + runID, runID: runID}
 	nc, js, err := dial("natscoord-demo-reporter")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket, Description: "natscoord demo"})
+	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket,
+		Description: "natscoord demo ledger (removed after the run unless --keep)"})
 	if err != nil {
 		return err
 	}
 	if remote && !o.keep {
-		defer func() {
-			dctx, dcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
-			defer dcancel()
-			_ = js.DeleteKeyValue(dctx, run.bucket)
-		}()
+		defer run.cleanUp(context.WithoutCancel(parent), js) // after the workers closed: deferred first
 	}
-	if _, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{}); err != nil {
+	if _, err := events.NewJetStreamBus(ctx, js, run.busConfig()); err != nil {
 		return err
 	}
 	reporter, err := kvledger.New(store, nil)
@@ -150,7 +147,7 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	evc := make(chan events.Event, 512)
 	done := make(chan struct{})
 	defer close(done)
-	live, err := events.SubscribeLive(nc, "ledger.>", func(e events.Event) {
+	live, err := events.SubscribeLive(nc, run.subject(), func(e events.Event) {
 		if e.Source != run.bucket {
 			return
 		}
@@ -326,7 +323,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket})
 		if err == nil {
 			var bus *events.JetStreamBus
-			bus, err = events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+			bus, err = events.NewJetStreamBus(ctx, js, run.busConfig())
 			if err == nil {
 				last.ledger, err = kvledger.New(store, bus)
 			}

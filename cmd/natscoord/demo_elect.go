@@ -17,11 +17,11 @@ type candidate struct {
 }
 
 func newCandidate(ctx context.Context, js jetstream.JetStream, run, name string) (*candidate, error) {
-	l, err := kvlock.New(ctx, js, kvlock.Config{Name: "natscoord-demo", Holder: name})
+	l, err := kvlock.New(ctx, js, kvlock.Config{Name: demoLockName, Holder: name})
 	if err != nil {
 		return nil, err
 	}
-	e, err := kvlock.NewElection(l, "leader-"+run)
+	e, err := kvlock.NewElection(l, demoElection(run))
 	if err != nil {
 		_ = l.Close(ctx)
 		return nil, err

@@ -64,6 +64,7 @@ func TestDemoAgainstServer(t *testing.T) {
 	ctx := natstest.Context(t, 5*time.Second)
 	_, err := n.JS.KeyValue(ctx, s.Bucket)
 	require.Error(t, err, "the demo bucket is deleted after a run against --server")
+	requireDemoLeftNothing(t, n, s.Bucket)
 }
 
 func TestDemoBadFlags(t *testing.T) {

@@ -44,6 +44,7 @@ type demoWorker struct {
 // the stall-and-takeover and of the election, and the stall's one-shot.
 type demoRun struct {
 	bucket string
+	runID  string
 
 	stallMu sync.Mutex // serializes claims of demoStalling until one stalls
 	stalled bool       // the first claim of demoStalling was taken (by the staller)
@@ -247,7 +248,7 @@ func (w *demoWorker) admit(ctx context.Context) error {
 
 // subscribe wakes the worker on every event of its ledger.
 func (w *demoWorker) subscribe() (*events.Live, error) {
-	return events.SubscribeLive(w.nc, "ledger.>", func(e events.Event) {
+	return events.SubscribeLive(w.nc, w.run.subject(), func(e events.Event) {
 		if e.Source != w.run.bucket {
 			return
 		}

@@ -22,21 +22,25 @@ func (a *app) eventsCommand() *cobra.Command {
 	var (
 		durable, subject, stream string
 		count                    int
+		filter                   eventFilter
 	)
 	tail := &cobra.Command{
-		Use:   "tail [--durable NAME] [--count N]",
+		Use:   "tail [--durable NAME] [--count N] [--source BUCKET] [--key K]",
 		Short: "Print ledger events as they happen (live), or from a durable consumer",
 		Long: "tail prints every event published on --subject from now on (a core subscription:\n" +
 			"nothing is stored or acknowledged). With --durable it reads through the named\n" +
 			"durable consumer of the event stream instead: from the stream's first event the\n" +
 			"first time, and from where that consumer stopped afterwards (an event is\n" +
-			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.",
+			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.\n" +
+			"--source and --key keep only the events of one ledger (its bucket name) and one\n" +
+			"task key; every ledger publishes on the same subjects, so these filter the event\n" +
+			"bodies (a durable consumer acknowledges the events it skips).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 0 {
 				return fmt.Errorf("--count must not be negative, got %d", count)
 			}
-			err := a.tailEvents(cmd.Context(), durable, stream, subject, count)
+			err := a.tailEvents(cmd.Context(), durable, stream, subject, count, filter)
 			if err != nil && cmd.Context().Err() != nil {
 				return nil // interrupted (SIGINT/SIGTERM): a normal end of a tail
 			}
@@ -48,13 +52,15 @@ func (a *app) eventsCommand() *cobra.Command {
 	f.StringVar(&subject, "subject", events.DefaultSubject, "event subject filter")
 	f.StringVar(&stream, "stream", events.DefaultStream, "event stream (with --durable)")
 	f.IntVar(&count, "count", 0, "stop after this many events (0: until interrupted)")
+	f.StringVar(&filter.source, "source", "", "only events of this ledger (its bucket name)")
+	f.StringVar(&filter.key, "key", "", "only events of this task key")
 	cmd.AddCommand(tail)
 	return cmd
 }
 
 // tailEvents prints events until ctx ends (SIGINT) or count were printed.
 // Ending by the signal is a normal exit.
-func (a *app) tailEvents(parent context.Context, durable, stream, subject string, count int) error {
+func (a *app) tailEvents(parent context.Context, durable, stream, subject string, count int, filter eventFilter) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	cctx, ccancel := a.conn.opContext(ctx)
@@ -76,6 +82,9 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 		defer mu.Unlock()
 		if outErr != nil || (count > 0 && printed >= count) {
 			return false
+		}
+		if !filter.match(e) {
+			return true // handled: not wanted
 		}
 		if a.json {
 			outErr = writeJSONLine(a.stdout, e)
@@ -133,7 +142,18 @@ func printEvent(a *app, e events.Event, header bool) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(a.stdout, "%-24s  %-18s  %-20s  %-10s  %-9s  %-12s  %6d  %8d  %s\n",
-		e.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), e.Name, e.Source, e.Key, dash(e.Status), dash(e.Owner), e.Fence, e.Revision, dash(e.BlockedBy))
+	// The columns are fixed (a stream has no last row to measure), padded
+	// by display width so that wide keys stay aligned where they fit.
+	_, err := fmt.Fprintf(a.stdout, "%-24s  %s  %s  %s  %s  %s  %6d  %8d  %s\n",
+		e.Time.UTC().Format(eventTimeFormat), padCell(string(e.Name), 18), padCell(e.Source, 20), padCell(e.Key, 10),
+		padCell(dash(e.Status), 9), padCell(dash(e.Owner), 12), e.Fence, e.Revision, escapeCell(dash(e.BlockedBy)))
 	return err
+}
+
+// eventFilter keeps the events of one source (ledger bucket) and one key;
+// an empty field matches everything.
+type eventFilter struct{ source, key string }
+
+func (f eventFilter) match(e events.Event) bool {
+	return (f.source == "" || e.Source == f.source) && (f.key == "" || e.Key == f.key)
 }

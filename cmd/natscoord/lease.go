@@ -44,7 +44,7 @@ func (a *app) leaseCommand() *cobra.Command {
 		Short: "List the leases held now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withBucket(cmd.Context(), bucket, func(ctx context.Context, b *kvx.Bucket) error {
+			err := a.withBucket(cmd.Context(), bucket, func(ctx context.Context, b *kvx.Bucket) error {
 				var rows []leaseRow
 				err := b.Scan(ctx, ">", func(e kvx.Entry) bool {
 					if r, ok := decodeLease(e); ok {
@@ -57,6 +57,10 @@ func (a *app) leaseCommand() *cobra.Command {
 				}
 				return a.printLeases(rows)
 			})
+			if defaultBucketMissing(cmd, err) {
+				return a.printLeases(nil)
+			}
+			return err
 		},
 	}
 	show := &cobra.Command{
@@ -154,7 +158,7 @@ func (a *app) withBucket(parent context.Context, bucket string, fn func(context.
 func bindExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*kvx.Bucket, error) {
 	b, err := kvx.Bind(ctx, js, bucket, false)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("bucket %q does not exist", bucket)
+		return nil, noBucketError{bucket}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bucket %q: %w", bucket, err)

@@ -37,6 +37,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf))
+	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }
 
@@ -150,7 +151,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 		needs, task string
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY --seq N [--needs a,b] [--task JSON]",
+		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -162,12 +163,17 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			payload, err := parseTask(task)
+			payload, err := readTaskArg(a.stdin, task)
 			if err != nil {
 				return err
 			}
 			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
-				ok, err := l.Admit(ctx, kvledger.Actor(lf.actor), kvledger.IdempotencyKey(key), kvledger.Sequence(seq), payload, time.Now(), ns...)
+				rb, err := prepareRebase(ctx, l, kvledger.IdempotencyKey(key), kvledger.Sequence(seq),
+					!cmd.Flags().Changed("task"), !cmd.Flags().Changed("needs"), payload, ns)
+				if err != nil {
+					return err
+				}
+				ok, err := l.Admit(ctx, kvledger.Actor(lf.actor), kvledger.IdempotencyKey(key), kvledger.Sequence(seq), rb.task, time.Now(), rb.needs...)
 				if err != nil {
 					return err
 				}
@@ -176,21 +182,21 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				if a.json {
-					return writeJSON(a.stdout, map[string]any{"admitted": ok, "task": t})
+					out := map[string]any{"admitted": ok, "task": t}
+					if ok && len(rb.kept) > 0 {
+						out["kept"] = rb.kept
+					}
+					return writeJSON(a.stdout, out)
 				}
-				verb := "admitted"
-				if !ok {
-					verb = "not admitted (already at sequence " + strconv.FormatUint(uint64(t.Sequence), 10) + " or final)"
-				}
-				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d\n", key, verb, t.Status, t.Fence, t.Rev)
+				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, t), t.Status, t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
 		},
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
-	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs")
-	f.StringVar(&task, "task", "", "task payload as JSON")
+	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs (a rebase without it keeps the stored ones)")
+	f.StringVar(&task, "task", "", "task payload: JSON, @FILE or - (stdin); null for none (a rebase without it keeps the stored one)")
 	_ = cmd.MarkFlagRequired("seq")
 	return cmd
 }

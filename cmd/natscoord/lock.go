@@ -30,7 +30,7 @@ func (a *app) lockCommand() *cobra.Command {
 	var bucket, name string
 	cmd := &cobra.Command{
 		Use:   "lock",
-		Short: "Inspect kvlock locks and elections",
+		Short: "Hold a kvlock lock while a command runs; inspect locks and elections",
 	}
 	cmd.PersistentFlags().StringVar(&bucket, "bucket", kvlease.DefaultBucket, "lock bucket (kvlock keeps locks in a kvlease bucket)")
 	ls := &cobra.Command{
@@ -41,34 +41,36 @@ func (a *app) lockCommand() *cobra.Command {
 			"`natscoord lease release <lease_key> --force`.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withBucket(cmd.Context(), bucket, func(ctx context.Context, b *kvx.Bucket) error {
-				var rows []lockRow
+			var rows []lockRow
+			err := a.withBucket(cmd.Context(), bucket, func(ctx context.Context, b *kvx.Bucket) error {
 				err := b.Scan(ctx, ">", func(e kvx.Entry) bool {
 					if r, ok := decodeLock(e); ok && (name == "" || r.Name == name) {
 						rows = append(rows, r)
 					}
 					return true
 				})
-				if err != nil {
-					return err
-				}
-				if a.json {
-					if rows == nil {
-						rows = []lockRow{}
-					}
-					return writeJSON(a.stdout, rows)
-				}
-				out := make([][]string, 0, len(rows))
-				for _, r := range rows {
-					out = append(out, []string{r.Name, r.Kind, r.Key, r.Holder, r.TTL,
-						r.Acquired.Format(time.RFC3339), strconv.FormatUint(r.Revision, 10)})
-				}
-				return writeTable(a.stdout, []string{"NAME", "KIND", "KEY", "HOLDER", "TTL", "ACQUIRED", "REVISION"}, out)
+				return err
 			})
+			if err != nil && !defaultBucketMissing(cmd, err) {
+				return err
+			}
+			if a.json {
+				if rows == nil {
+					rows = []lockRow{}
+				}
+				return writeJSON(a.stdout, rows)
+			}
+			out := make([][]string, 0, len(rows))
+			for _, r := range rows {
+				out = append(out, []string{r.Name, r.Kind, r.Key, r.Holder, r.TTL,
+					r.Acquired.Format(time.RFC3339), strconv.FormatUint(r.Revision, 10)})
+			}
+			return writeTable(a.stdout, []string{"NAME", "KIND", "KEY", "HOLDER", "TTL", "ACQUIRED", "REVISION"}, out)
 		},
 	}
 	ls.Flags().StringVar(&name, "name", "", "only locks of this kvlock Config.Name")
 	cmd.AddCommand(ls)
+	a.addLockRun(cmd, &bucket)
 	return cmd
 }
 

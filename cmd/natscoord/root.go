@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,19 +15,34 @@ import (
 type app struct {
 	conn   connFlags
 	json   bool
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
 
-// run executes one command line and returns the process exit code. Errors
-// are printed as one line on stderr.
+// run executes one command line with the process's stdin and returns the
+// process exit code. Errors are printed as one line on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	return runIO(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with a given stdin (read by `--task -`).
+func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	if err := root.ExecuteContext(ctx); err != nil {
+	err := checkArgs(root, args)
+	if err == nil {
+		err = root.ExecuteContext(ctx)
+	}
+	if err != nil {
+		var silent exitCode
+		if errors.As(err, &silent) {
+			return int(silent)
+		}
 		fmt.Fprintln(stderr, "natscoord: "+oneLine(err))
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -46,6 +62,12 @@ type exitError struct {
 func (e exitError) Error() string { return e.err.Error() }
 func (e exitError) Unwrap() error { return e.err }
 
+// exitCode makes natscoord exit with that code and print nothing: a
+// command it ran has already said what it had to say.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit code %d", int(c)) }
+
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
@@ -54,6 +76,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "natscoord",
 		Short:         "Coordination primitives on NATS JetStream: leases, locks, elections, task ledgers",
+		Version:       buildVersion().Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -63,6 +86,15 @@ func (a *app) rootCommand() *cobra.Command {
 	for _, add := range extraCommands {
 		root.AddCommand(add(a))
 	}
+	// The completion command binds its output when it is made, so the
+	// streams are set first; made now, refuseUnknownSubcommands covers it.
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	if a.stdin != nil {
+		root.SetIn(a.stdin)
+	}
+	root.InitDefaultCompletionCmd()
+	refuseUnknownSubcommands(root)
 	return root
 }
 

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// A demo run against someone's server (--server) leaves nothing behind:
+// its events go to a stream of its own (named like its ledger bucket, on
+// subjects "<bucket>.ledger.>", so they never reach LEDGER, its durable
+// consumers or a `nats sub 'ledger.>'`), and afterwards it deletes that
+// stream, its ledger bucket and its election's records in the lease
+// bucket. --keep keeps the stream and the bucket for inspection.
+
+// demoLockName is the kvlock Config.Name of the demo's election.
+const demoLockName = "natscoord-demo"
+
+// demoElection is the election of one run.
+func demoElection(runID string) string { return "leader-" + runID }
+
+// busConfig is the run's own event stream.
+func (r *demoRun) busConfig() events.JetStreamBusConfig {
+	return events.JetStreamBusConfig{Stream: r.bucket, SubjectPrefix: r.bucket + "."}
+}
+
+// subject is what the run's live subscriptions listen to.
+func (r *demoRun) subject() string { return r.bucket + "." + events.DefaultSubject }
+
+// cleanUp deletes what the run created on the server. It runs after every
+// worker closed (resigned), bounded by a few seconds.
+func (r *demoRun) cleanUp(ctx context.Context, js jetstream.JetStream) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = js.DeleteKeyValue(ctx, r.bucket)
+	if err := js.DeleteStream(ctx, r.bucket); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return
+	}
+	// The election's lock and value record ("<name>.e.<election>",
+	// "<name>.ev.<election>") stay after a resignation as a delete marker
+	// and the last value. Purging their subjects from the lease bucket's
+	// stream removes them, markers included.
+	s, err := js.Stream(ctx, "KV_"+kvlease.DefaultBucket)
+	if err != nil {
+		return
+	}
+	base := "$KV." + kvlease.DefaultBucket + "." + demoLockName + ".*." + demoElection(r.runID)
+	for _, subj := range []string{base, base + ".>"} {
+		_ = s.Purge(ctx, jetstream.WithPurgeSubject(subj))
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// defaultClaimLease is the lease of `ledger claim` and `ledger renew`
+// without --lease.
+const defaultClaimLease = 30 * time.Second
+
+// claimFlags are the flags of claim, renew and release.
+type claimFlags struct {
+	owner string
+	fence uint64
+	lease time.Duration
+}
+
+// ledgerClaimCommands are the owner's side of a task from the command
+// line: claim (or take over) a task, renew its lease, give it back. With
+// `ledger complete` they let a shell script be a worker.
+func (a *app) ledgerClaimCommands(lf *ledgerFlags) []*cobra.Command {
+	return []*cobra.Command{a.ledgerClaim(lf), a.ledgerRenew(lf), a.ledgerRelease(lf)}
+}
+
+// actorFor is the actor recorded on an owner's write: --actor when given,
+// else the owner.
+func actorFor(cmd *cobra.Command, lf *ledgerFlags, owner string) kvledger.Actor {
+	if cmd.Flags().Changed("actor") {
+		return kvledger.Actor(lf.actor)
+	}
+	return kvledger.Actor(owner)
+}
+
+func (cf *claimFlags) check(needFence bool) error {
+	if cf.owner == "" {
+		return errors.New("--owner must not be empty")
+	}
+	if cf.lease <= 0 {
+		return fmt.Errorf("--lease must be positive, got %v", cf.lease)
+	}
+	if needFence && cf.fence == 0 {
+		return errors.New("--fence must be the claim's fence token (printed by ledger claim)")
+	}
+	return nil
+}
+
+func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
+	var (
+		cf       claimFlags
+		takeover bool
+	)
+	cmd := &cobra.Command{
+		Use:   "claim KEY --owner O [--lease 30s] [--takeover]",
+		Short: "Claim a pending task for an owner; prints the fence token that renew, release and complete need",
+		Long: "claim gives a pending task to --owner for --lease and prints its new fence token. A task\n" +
+			"one of whose needs (directly or transitively) failed or is blocked is refused and\n" +
+			"written blocked. Whether the needs have completed is the caller's to check.\n" +
+			"With --takeover it takes a claimed task whose lease has run out (judged against this\n" +
+			"machine's clock); the earlier owner's fence is refused from then on.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cf.check(false); err != nil {
+				return err
+			}
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				key := kvledger.IdempotencyKey(args[0])
+				op := l.Claim
+				if takeover {
+					op = l.Takeover
+				}
+				fence, err := op(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), cf.lease, time.Now())
+				if err != nil {
+					return noTask(lf, args[0], err)
+				}
+				return a.printClaim(ctx, l, key, "claimed by", cf.owner, fence)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cf.owner, "owner", "", "owner taking the task (required)")
+	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "how long the claim lasts without a renewal")
+	f.BoolVar(&takeover, "takeover", false, "take a claimed task whose lease has run out")
+	_ = cmd.MarkFlagRequired("owner")
+	return cmd
+}
+
+func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
+	var cf claimFlags
+	cmd := &cobra.Command{
+		Use:   "renew KEY --owner O --fence F [--lease 30s]",
+		Short: "Extend a claim's lease to now + --lease (refused for a stale fence)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := cf.check(true); err != nil {
+				return err
+			}
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				key := kvledger.IdempotencyKey(args[0])
+				err := l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, time.Now())
+				if err != nil {
+					return noTask(lf, args[0], err)
+				}
+				return a.printClaim(ctx, l, key, "renewed by", cf.owner, kvledger.FenceToken(cf.fence))
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cf.owner, "owner", "", "owner of the claim (required)")
+	f.Uint64Var(&cf.fence, "fence", 0, "fence token of the claim (required)")
+	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "new lease, from now")
+	_ = cmd.MarkFlagRequired("owner")
+	_ = cmd.MarkFlagRequired("fence")
+	return cmd
+}
+
+func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
+	var cf claimFlags
+	cmd := &cobra.Command{
+		Use:   "release KEY --owner O --fence F",
+		Short: "Give a claim back: the task is pending again (refused for a stale fence)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.lease = defaultClaimLease // not used by release
+			if err := cf.check(true); err != nil {
+				return err
+			}
+			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				key := kvledger.IdempotencyKey(args[0])
+				err := l.Release(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), time.Now())
+				if err != nil {
+					return noTask(lf, args[0], err)
+				}
+				t, _, err := l.State(ctx, key)
+				if err != nil {
+					return err
+				}
+				if a.json {
+					return writeJSON(a.stdout, t)
+				}
+				_, err = fmt.Fprintf(a.stdout, "%s released by %s: %s, fence %d\n", escapeCell(string(t.Key)), escapeCell(cf.owner), t.Status, t.Fence)
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cf.owner, "owner", "", "owner of the claim (required)")
+	f.Uint64Var(&cf.fence, "fence", 0, "fence token of the claim (required)")
+	_ = cmd.MarkFlagRequired("owner")
+	_ = cmd.MarkFlagRequired("fence")
+	return cmd
+}
+
+// printClaim prints the record after a claim or renewal.
+func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, verb, owner string, fence kvledger.FenceToken) error {
+	t, _, err := l.State(ctx, key)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return writeJSON(a.stdout, t)
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s %s %s: fence %d, lease until %s\n", escapeCell(string(key)), verb,
+		escapeCell(owner), fence, timeOrDash(t.LeaseUntil))
+	return err
+}
+
+// noTask names the ledger and key when err is kvledger.ErrNoKey.
+func noTask(lf *ledgerFlags, key string, err error) error {
+	if errors.Is(err, kvledger.ErrNoKey) {
+		return fmt.Errorf("ledger %q: no task %q", lf.bucket, key)
+	}
+	return err
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// rebase is what `ledger admit` sends: the payload and needs given on the
+// command line, or, for a rebase (a higher sequence over a pending or
+// claimed record) without --task or --needs, the stored ones. A rebase
+// replaces the whole submission, so an admit that left a flag out would
+// otherwise drop what the earlier sequence stored.
+type rebase struct {
+	task     any
+	needs    []kvledger.IdempotencyKey
+	rebasing bool
+	from     kvledger.Sequence
+	kept     []string // "task", "needs": what was carried over
+}
+
+func prepareRebase(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, seq kvledger.Sequence,
+	keepTask, keepNeeds bool, task any, needs []kvledger.IdempotencyKey) (rebase, error) {
+	rb := rebase{task: task, needs: needs}
+	cur, found, err := l.State(ctx, key)
+	if err != nil || !found {
+		return rb, err
+	}
+	if seq <= cur.Sequence || (cur.Status != kvledger.StatusPending && cur.Status != kvledger.StatusClaimed) {
+		return rb, nil // not admitted: nothing to carry over
+	}
+	rb.rebasing, rb.from = true, cur.Sequence
+	if keepTask && cur.Task != nil {
+		rb.task = cur.Task
+		rb.kept = append(rb.kept, "task")
+	}
+	if keepNeeds && len(cur.Needs) > 0 {
+		rb.needs = cur.Needs
+		rb.kept = append(rb.kept, "needs")
+	}
+	return rb, nil
+}
+
+// verb says what the admit did.
+func (rb rebase) verb(ok bool, t kvledger.TaskState) string {
+	switch {
+	case !ok:
+		return "not admitted (already at sequence " + strconv.FormatUint(uint64(t.Sequence), 10) + " or final)"
+	case rb.rebasing:
+		return "rebased from sequence " + strconv.FormatUint(uint64(rb.from), 10) + " to " + strconv.FormatUint(uint64(t.Sequence), 10)
+	}
+	return "admitted"
+}
+
+// note names what a rebase carried over, and how to drop it.
+func (rb rebase) note(ok bool) string {
+	if !ok || len(rb.kept) == 0 {
+		return ""
+	}
+	var what, flags []string
+	for _, k := range rb.kept {
+		switch k {
+		case "task":
+			what, flags = append(what, "task payload"), append(flags, "--task null")
+		case "needs":
+			what, flags = append(what, "needs"), append(flags, `--needs ""`)
+		}
+	}
+	return "; kept the " + strings.Join(what, " and ") + " of sequence " + strconv.FormatUint(uint64(rb.from), 10) +
+		" (" + strings.Join(flags, " or ") + " drops them)"
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// background runs one command line until it returns; the test reads its
+// output while it runs and cancels its context to stand for SIGINT.
+type background struct {
+	out, err natstest.SyncBuffer
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the command returned code
+	code     int
+}
+
+func (c *cli) start(args ...string) *background {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	b := &background{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.code = run(ctx, append([]string{"--server", c.url}, args...), &b.out, &b.err)
+	}()
+	c.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-b.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	return b
+}
+
+func (b *background) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-b.done:
+		return b.code
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not end")
+		return 0
+	}
+}
+
+// waitFile waits until path holds want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(path)
+		return strings.Contains(string(b), want)
+	}, "%s never held %q", path, want)
+}
+
+func TestLockRunsCommand(t *testing.T) {
+	c, _ := newCLI(t)
+	// The command gets the fencing token, the key and the lease key, and
+	// natscoord exits with its exit code, printing nothing of its own.
+	r := c.run("lock", "jobs.nightly", "--", "sh", "-c", `echo "$NATSCOORD_LOCK_KEY $NATSCOORD_LOCK_TOKEN $NATSCOORD_LOCK_LEASE_KEY"; exit 3`)
+	require.Equal(t, 3, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	f := strings.Fields(r.stdout)
+	require.Len(t, f, 3)
+	require.Equal(t, "jobs.nightly", f[0])
+	first, err := strconv.ParseUint(f[1], 10, 64)
+	require.NoError(t, err)
+	require.Equal(t, "lock.l.jobs.nightly", f[2])
+
+	// The lock was released after the command: the next one gets it at
+	// once, with a larger token.
+	out := c.ok("lock", "jobs.nightly", "--wait", "5s", "--", "sh", "-c", `echo $NATSCOORD_LOCK_TOKEN`)
+	second, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+	require.NoError(t, err)
+	require.Greater(t, second, first)
+
+	// A command killed by a signal gives 128+N, like a shell.
+	r = c.run("lock", "k", "--", "sh", "-c", "kill -9 $$")
+	require.Equal(t, 128+9, r.code, r.stderr)
+	r = c.run("lock", "k", "--", "/nonexistent/cmd")
+	require.Equal(t, 127, r.code)
+	require.Contains(t, r.stderr, "/nonexistent/cmd")
+}
+
+// Signals sent to natscoord reach the command, and the lock is kept until
+// the command has exited.
+func TestLockForwardsSignals(t *testing.T) {
+	c, _ := newCLI(t)
+	dir := t.TempDir()
+	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+	b := c.start("lock", "sig", "--", "sh", "-c",
+		`trap 'echo usr1 >> `+got+`; exit 4' USR1; echo ok > `+ready+`; while :; do sleep 0.02; done`)
+	waitFile(t, ready, "ok")
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGUSR1))
+	require.Equal(t, 4, b.wait(t), b.err.String())
+	waitFile(t, got, "usr1")
+	var rows []lockRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
+	require.Empty(t, rows, "released once the command exited")
+}
+
+// Losing the lock sends the command SIGTERM at once; natscoord exits
+// non-zero even when the command exits 0 on it.
+func TestLockLostTerminatesCommand(t *testing.T) {
+	c, _ := newCLI(t)
+	dir := t.TempDir()
+	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+	b := c.start("lock", "--ttl", "1s", "lost", "--", "sh", "-c",
+		`trap 'echo term >> `+got+`; exit 0' TERM; echo ok > `+ready+`; while :; do sleep 0.02; done`)
+	waitFile(t, ready, "ok")
+	c.ok("lease", "release", "lock.l.lost", "--force")
+	require.Equal(t, 1, b.wait(t))
+	require.Contains(t, b.err.String(), `lock "lost" lost while the command ran`)
+	// The line is natscoord's last one (the shell may report its sleep
+	// terminated before it, since the whole process group got SIGTERM).
+	require.True(t, strings.HasSuffix(b.err.String(), "the command was sent SIGTERM\n"), b.err.String())
+	waitFile(t, got, "term")
+}
+
+// Without a command, lock holds until interrupted (exit 0) and releases.
+func TestLockHoldsUntilInterrupted(t *testing.T) {
+	c, _ := newCLI(t)
+	b := c.start("lock", "held.one")
+	natstest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(b.out.String(), "holding lock held.one (token ") })
+	var rows []lockRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, "held.one", rows[0].Key)
+
+	// Someone else waits with a bound and gives up.
+	r := c.run("lock", "held.one", "--wait", "300ms", "--", "true")
+	require.Contains(t, requireFailure(t, r, nil), "not acquired within --wait 300ms")
+
+	b.cancel()
+	require.Equal(t, 0, b.wait(t), b.err.String())
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lock", "ls")), &rows))
+	require.Empty(t, rows)
+}
+
+func TestLockBadInput(t *testing.T) {
+	c, n := newCLI(t)
+	for _, args := range [][]string{
+		{"lock", "k", "extra"},              // a command without --
+		{"lock", "k", "--"},                 // -- and nothing after
+		{"lock", "bad key", "--", "true"},   // not a lock key
+		{"lock", "a..b", "--", "true"},      // empty token
+		{"lock", "--ttl", "500ms", "k"},     // below the minimum TTL
+		{"lock", "--bogus", "k", "--", "x"}, // unknown flag
+		{"lock", "ls", "extra"},
+	} {
+		c.fail(args...)
+	}
+	require.False(t, bucketExists(t, n, "natscoord_leases"), "a refused lock writes nothing")
+}
