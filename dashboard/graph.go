@@ -77,6 +77,13 @@ func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 			}
 		}
 	}
+	// The other needs of downstream tasks, one level: what else holds
+	// them up (or blocks them) belongs in the picture.
+	for _, n := range slices.Clone(g.Nodes) {
+		for _, need := range n.Needs {
+			add(need)
+		}
+	}
 	for _, n := range g.Nodes {
 		for _, need := range n.Needs {
 			from, ok := nodes[need]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -55,12 +56,19 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 		return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
 	}
 	last := st.CachedInfo().State.LastSeq
+	// The store returns records in the order of their last write; the view
+	// keeps admission order, so sort by admission time first.
+	var all []taskSummary
 	err = h.ledger.Store().Range(ctx, func(s kvledger.TaskState) bool {
-		h.tasks.put(summarize(s, h.cfg.KindOf(s)))
+		all = append(all, summarize(s, h.cfg.KindOf(s)))
 		return true
 	})
 	if err != nil {
 		return fmt.Errorf("dashboard: read ledger %q: %w", h.cfg.Ledger, err)
+	}
+	slices.SortStableFunc(all, func(a, b taskSummary) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, s := range all {
+		h.tasks.put(s)
 	}
 	start := uint64(1)
 	if last > recentEvents {

@@ -34,7 +34,7 @@ var pageNames = []string{"overview", "tasks", "task", "graph", "coord", "events"
 func parsePages(prefix string) (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(baseFuncs(prefix)).ParseFS(templateFS, "templates/base.html", "templates/"+name+".html", "templates/overview.html")
+		t, err := template.New(name).Funcs(baseFuncs(prefix)).ParseFS(templateFS, "templates/base.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: templates: %w", err)
 		}
