@@ -2,12 +2,14 @@ package dashboard_test
 
 import (
 	"bufio"
-	"log/slog"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +19,8 @@ import (
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
-	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 // env is an embedded server with a ledger (publishing events), a lease
@@ -173,6 +175,9 @@ func (s *sseStream) waitFor(t testing.TB, want string, alsoData ...string) strin
 	for {
 		select {
 		case l := <-s.lines:
+			if os.Getenv("SSE_DEBUG") != "" {
+				t.Log("sse:", l)
+			}
 			if !strings.Contains(l, want) {
 				continue
 			}
@@ -232,4 +237,35 @@ type tlogWriter struct{ t testing.TB }
 func (w tlogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// waitAll waits until, for each matcher (an event line and data
+// substrings), a matching event arrived, in any order.
+func (s *sseStream) waitAll(t testing.TB, matchers ...[]string) {
+	t.Helper()
+	left := slices.Clone(matchers)
+	timeout := time.After(10 * time.Second)
+	var ev string
+	for len(left) > 0 {
+		select {
+		case l := <-s.lines:
+			if strings.HasPrefix(l, "event: ") {
+				ev = l
+				continue
+			}
+			left = slices.DeleteFunc(left, func(m []string) bool {
+				if !strings.Contains(ev, m[0]) {
+					return false
+				}
+				for _, d := range m[1:] {
+					if !strings.Contains(l, d) {
+						return false
+					}
+				}
+				return true
+			})
+		case <-timeout:
+			t.Fatalf("events not seen: %q", left)
+		}
+	}
 }
