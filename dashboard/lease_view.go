@@ -108,7 +108,10 @@ func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
 		bk, err := kvx.Bind(ctx, h.cfg.JS, b, false)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
-			bk, err = kvx.Open(ctx, h.cfg.JS, kvx.Config{Bucket: b, History: 1, LimitMarkerTTL: time.Second})
+			// kvlease creates its buckets the way it needs them.
+			if _, err = h.manager(ctx, b); err == nil {
+				bk, err = kvx.Bind(ctx, h.cfg.JS, b, false)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("dashboard: lease bucket %q: %w", b, err)
