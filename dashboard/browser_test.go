@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
-	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 // Browser tests drive a real headless Chromium (Debian's chromium package,
@@ -183,11 +183,7 @@ func TestBrowserDependencyGraph(t *testing.T) {
 	// It redraws live: compile completes.
 	run(t, e.ledger, "compile", "w2", kvledger.StatusCompleted)
 	waitTrue(t, ctx, "compile turns completed in the graph", `!!document.querySelector('svg.graph g.status-completed[data-ref="compile"]')`)
-	if p := os.Getenv("NATSCOORD_DOCS_SCREENSHOT"); p != "" {
-		b, err := os.ReadFile(screenshot(t, ctx, "graph-live"))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, b, 0o644))
-	}
+	screenshot(t, ctx, "graph-live")
 	// Following a node opens its task.
 	step(t, ctx, "follow a node", chromedp.Click(chromedp.CSS(`svg.graph g[data-ref="package"]`)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
 	require.True(t, strings.HasSuffix(eval[string](t, ctx, `location.search`), "key=package"))
@@ -226,4 +222,40 @@ func TestBrowserForceReleaseLease(t *testing.T) {
 	waitTrue(t, ctx, "the row is gone", `!document.querySelector('tr[data-lease="jobs.nightly"]')`)
 	require.Contains(t, eval[string](t, ctx, `document.getElementById("action-log").textContent`), "was held by holder-1")
 	screenshot(t, ctx, "lease-released")
+}
+
+// TestBrowserDocsScreenshot makes the README's picture: a build pipeline
+// in the middle of its run. It runs only when $NATSCOORD_DOCS_SCREENSHOT
+// names the file to write.
+func TestBrowserDocsScreenshot(t *testing.T) {
+	out := os.Getenv("NATSCOORD_DOCS_SCREENSHOT")
+	if out == "" {
+		t.Skip("set NATSCOORD_DOCS_SCREENSHOT=docs/dashboard.png to make the README's screenshot")
+	}
+	ctx := browser(t)
+	e := newEnv(t, func(e *env) {
+		for _, n := range []struct {
+			k     string
+			needs []string
+		}{
+			{"fetch-src", nil}, {"fetch-deps", nil}, {"gen-code", []string{"fetch-src"}}, {"lint", []string{"fetch-src"}},
+			{"compile", []string{"fetch-src", "fetch-deps"}}, {"unit-test", []string{"compile"}},
+			{"integ-test", []string{"compile", "gen-code"}}, {"docs", []string{"gen-code"}},
+			{"package", []string{"unit-test", "integ-test", "lint"}}, {"site", []string{"docs"}},
+			{"publish", []string{"package"}}, {"announce", []string{"publish", "site"}},
+		} {
+			admit(t, e.ledger, n.k, map[string]any{"kind": "build"}, n.needs...)
+		}
+		for _, k := range []string{"fetch-src", "fetch-deps", "gen-code", "lint", "compile", "unit-test"} {
+			run(t, e.ledger, k, "worker-2", kvledger.StatusCompleted)
+		}
+		run(t, e.ledger, "integ-test", "worker-3", kvledger.StatusFailed)
+		_, err := e.ledger.Claim(natstest.Context(t, 5*time.Second), "worker", "docs", "worker-1", time.Minute, time.Now())
+		require.NoError(t, err)
+	}, nil)
+	step(t, ctx, "open the graph", chromedp.EmulateViewport(1320, 400),
+		chromedp.Navigate(e.base+"/graph?key=compile"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+	b, err := os.ReadFile(screenshot(t, ctx, "docs"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(out, b, 0o644))
 }

@@ -86,6 +86,9 @@ func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 	}
 	for _, n := range g.Nodes {
 		for _, need := range n.Needs {
+			if d, ok := h.tasks.get(need); !ok || d.Status != kvledger.StatusCompleted {
+				n.Waiting++ // counted over every need, drawn or not
+			}
 			from, ok := nodes[need]
 			if !ok {
 				continue
@@ -96,9 +99,6 @@ func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 				how = "done"
 			case kvledger.StatusFailed, kvledger.StatusBlocked:
 				how = "blocks"
-			}
-			if how != "done" {
-				n.Waiting++
 			}
 			g.Edges = append(g.Edges, graphEdge{From: need, To: n.Key, How: how})
 		}
@@ -131,9 +131,32 @@ func (g *graph) layout(nodes map[kvledger.IdempotencyKey]*graphNode) {
 		depth[k] = d
 		return d
 	}
-	cols := map[int][]*graphNode{}
 	for _, n := range g.Nodes {
 		n.Layer = visit(n.Key, map[kvledger.IdempotencyKey]bool{})
+	}
+	// A source (no drawn needs) sits just left of its nearest dependent,
+	// so a need drawn only for context does not stretch an edge across
+	// the picture.
+	deps := map[kvledger.IdempotencyKey][]*graphNode{}
+	for _, n := range g.Nodes {
+		for _, need := range n.Needs {
+			if _, ok := nodes[need]; ok {
+				deps[need] = append(deps[need], n)
+			}
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.Layer != 0 || len(deps[n.Key]) == 0 {
+			continue
+		}
+		nearest := deps[n.Key][0].Layer
+		for _, d := range deps[n.Key] {
+			nearest = min(nearest, d.Layer)
+		}
+		n.Layer = max(0, nearest-1)
+	}
+	cols := map[int][]*graphNode{}
+	for _, n := range g.Nodes {
 		cols[n.Layer] = append(cols[n.Layer], n)
 		g.Layers = max(g.Layers, n.Layer+1)
 	}

@@ -11,8 +11,8 @@ import (
 
 // Drawing sizes of the SVG graph, in pixels.
 const (
-	nodeW, nodeH   = 180, 48
-	colGap, rowGap = 80, 20
+	nodeW, nodeH   = 158, 48
+	colGap, rowGap = 56, 20
 	margin         = 16
 )
 
@@ -54,8 +54,8 @@ func (g graph) svg(base string) string {
 		fmt.Fprintf(&b, `<a href="%s%s"><g class="%s" data-ref="%s"><title>%s</title>`,
 			esc(base), esc(keyRef(string(n.Key))), cls, esc(keyRef(string(n.Key))), esc(displayKey(string(n.Key))))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" rx="6"/>`, x, y, nodeW, nodeH)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text>`, x+10, y+19, esc(clip(displayKey(string(n.Key)), 22)))
-		fmt.Fprintf(&b, `<text x="%d" y="%d" class="why">%s</text>`, x+10, y+37, esc(clip(nodeWhy(n), 28)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="label">%s</text>`, x+10, y+19, esc(clip(displayKey(string(n.Key)), 19)))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="why">%s</text>`, x+10, y+37, esc(clip(nodeWhy(n), 25)))
 		b.WriteString(`</g></a>`)
 	}
 	b.WriteString(`</svg>`)
