@@ -196,8 +196,6 @@ func (s *sseStream) waitFor(t testing.TB, want string, alsoData ...string) strin
 	}
 }
 
-var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-
 // admit admits key with needs, failing the test on error.
 func admit(t testing.TB, l *kvledger.Ledger, key string, task any, needs ...string) {
 	t.Helper()

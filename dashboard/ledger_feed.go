@@ -89,7 +89,10 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
-	h.stops = append(h.stops, cc.Stop)
+	h.stops = append(h.stops, func() {
+		cc.Stop()
+		<-cc.Closed()
+	})
 	return nil
 }
 

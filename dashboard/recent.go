@@ -35,6 +35,19 @@ func (r *ring[T]) all() []T {
 	return append(append([]T(nil), r.items[r.next:]...), r.items[:r.next]...)
 }
 
+// newest returns up to n items, newest first (all of them when n <= 0).
+func (r *ring[T]) newest(n int) []T {
+	all := r.all()
+	if n <= 0 || n > len(all) {
+		n = len(all)
+	}
+	out := make([]T, 0, n)
+	for i := len(all) - 1; len(out) < n; i-- {
+		out = append(out, all[i])
+	}
+	return out
+}
+
 // rate counts events in one-second buckets over the last rateWindow.
 type rate struct {
 	mu      sync.Mutex

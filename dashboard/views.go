@@ -49,10 +49,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 		c := v.kindCounts()
 		d.Leases = append(d.Leases, leaseCounts{v.bucket, c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
 	}
-	recent := h.recent.all()
-	for i := len(recent) - 1; i >= 0 && len(d.Recent) < 10; i-- {
-		d.Recent = append(d.Recent, recent[i])
-	}
+	d.Recent = h.recent.newest(10)
 	return d
 }
 
@@ -177,7 +174,7 @@ func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The SVG is built by graph.svg, which escapes every text it writes.
-	svg := template.HTML(g.svg(h.cfg.Prefix + "/task?key=")) //nolint:gosec
+	svg := template.HTML(g.svg(h.cfg.Prefix + "/task?key="))
 	if r.URL.Query().Get("svg") == "inline" {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(svg))
@@ -228,14 +225,7 @@ func (h *Handler) coord(r *http.Request) coordData {
 		}
 		d.Groups = append(d.Groups, g)
 	}
-	ch := h.leaseLog.all()
-	for i := len(ch) - 1; i >= 0 && len(d.Changes) < 20; i-- {
-		d.Changes = append(d.Changes, ch[i])
-	}
-	acts := h.actionLog.all()
-	for i := len(acts) - 1; i >= 0 && len(d.Actions) < 20; i-- {
-		d.Actions = append(d.Actions, acts[i])
-	}
+	d.Changes, d.Actions = h.leaseLog.newest(20), h.actionLog.newest(20)
 	return d
 }
 
@@ -248,11 +238,7 @@ func (h *Handler) coordFragment(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) eventsPage(w http.ResponseWriter, r *http.Request) {
-	recent := h.recent.all()
-	rev := make([]events.Event, 0, len(recent))
-	for i := len(recent) - 1; i >= 0; i-- {
-		rev = append(rev, recent[i])
-	}
+	rev := h.recent.newest(0)
 	h.render(w, "events", "base", http.StatusOK, struct {
 		common
 		Recent []events.Event
