@@ -27,36 +27,60 @@ func TestUIRefusesNonLoopbackWithoutAuth(t *testing.T) {
 // line.
 func startUI(t *testing.T, url string, args ...string) string {
 	t.Helper()
+	return startLong(t, append([]string{"--server", url, "ui"}, args...), "dashboard at")
+}
+
+// startLong runs a command that serves until cancelled, stops it when the
+// test ends (requiring exit 0), and returns its first output line that
+// contains want.
+func startLong(t *testing.T, args []string, want string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, append([]string{"--server", url, "ui"}, args...), pw, io.Discard)
+		code <- run(ctx, args, pw, io.Discard)
 		pw.Close()
 	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case c := <-code:
-			require.Equal(t, 0, c, "ui exits cleanly on cancel")
+			require.Equal(t, 0, c, "%v exits cleanly on cancel", args)
 		case <-time.After(15 * time.Second):
-			t.Error("ui did not stop")
+			t.Errorf("%v did not stop", args)
 		}
 	})
 	lines := make(chan string, 1)
 	go func() {
-		b := make([]byte, 4096)
-		n, _ := pr.Read(b)
-		lines <- string(b[:n])
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), want) {
+				lines <- sc.Text()
+				break
+			}
+		}
 		_, _ = io.Copy(io.Discard, pr)
 	}()
 	select {
 	case l := <-lines:
 		return l
 	case <-time.After(20 * time.Second):
-		t.Fatal("ui printed no start line")
+		t.Fatalf("%v printed no line with %q", args, want)
 		return ""
 	}
+}
+
+func TestServeUI(t *testing.T) {
+	line := startLong(t, []string{"serve", "--port", "0", "--data-dir", t.TempDir(), "--ui", "--ui-listen", "127.0.0.1:0"}, "dashboard at")
+	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	require.NotEmpty(t, addr, line)
+	resp, err := http.Get(addr)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(b), "natscoord_leases", "an empty server gets the default buckets")
 }
 
 func TestUIServesTheDashboard(t *testing.T) {
