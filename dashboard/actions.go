@@ -17,10 +17,11 @@ import (
 // Both return an error the page shows when the record's state does not
 // allow the action.
 type TaskActions interface {
-	// Reopen puts a finished (completed, failed or blocked) task back to
-	// pending so that it runs again.
+	// Reopen puts a failed task back to pending so that it runs again
+	// (and the tasks it blocked with it).
 	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
-	// Cancel ends a pending or claimed task so that no worker runs it.
+	// Cancel ends a pending or claimed task so that no worker runs it
+	// (or finishes running it).
 	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
 }
 

@@ -119,6 +119,16 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = fmt.Sprintf("finished %s by %s (fence %d)", ev.Status, displayKey(ev.Owner), ev.Fence)
 	case kvledger.BlockedEvent:
 		e.Detail = "blocked by " + displayKey(ev.BlockedBy)
+	case "ledger.reopened":
+		e.Detail = fmt.Sprintf("reopened: pending again with fence %d", ev.Fence)
+	case "ledger.unblocked":
+		e.Detail = "unblocked: its blocker was reopened"
+	case "ledger.cancelled":
+		e.Detail = "cancelled"
+	case "ledger.retried":
+		e.Detail = "attempt failed; it will be retried"
+	case "ledger.deleted":
+		e.Detail = "record deleted"
 	default:
 		e.Detail = ev.Status
 	}

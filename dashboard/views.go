@@ -129,7 +129,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
-	d.CanReopen = h.offered(actReopen) && (s.Status == kvledger.StatusCompleted || s.Status == kvledger.StatusFailed || s.Status == kvledger.StatusBlocked)
+	d.CanReopen = h.offered(actReopen) && s.Status == kvledger.StatusFailed
 	d.CanCancel = h.offered(actCancel) && (s.Status == kvledger.StatusPending || s.Status == kvledger.StatusClaimed)
 	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
 	return d, true

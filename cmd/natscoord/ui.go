@@ -135,7 +135,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
 		EventStream: o.stream, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js)})
+		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js, o.ledger, o.stream)})
 	if err != nil {
 		return nil, nil, nil, err
 	}
