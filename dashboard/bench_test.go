@@ -92,3 +92,25 @@ func TestViewMemoryAt100k(t *testing.T) {
 	}
 	runtime.KeepAlive(v)
 }
+
+func TestViewRemove(t *testing.T) {
+	v := newTaskView()
+	for i := range 5 {
+		v.put(taskSummary{Key: kvledger.IdempotencyKey(fmt.Sprint(i)), Status: kvledger.StatusCompleted, Rev: uint64(i + 1)})
+	}
+	v.remove("2", 1) // older than the record: ignored
+	if _, ok := v.get("2"); !ok {
+		t.Fatal("a stale deletion removed a record")
+	}
+	v.remove("2", 10)
+	if _, ok := v.get("2"); ok {
+		t.Fatal("not removed")
+	}
+	p := v.page(taskFilter{}, 0, 10)
+	if len(p.Rows) != 4 || p.Rows[0].Key != "4" || p.Rows[2].Key != "1" {
+		t.Fatalf("page after remove: %+v", p.Rows)
+	}
+	if c, n := v.statusCounts(); c[kvledger.StatusCompleted] != 4 || n != 4 {
+		t.Fatalf("counts %v %d", c, n)
+	}
+}

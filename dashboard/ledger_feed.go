@@ -130,6 +130,10 @@ func (h *Handler) onEventMsg(m jetstream.Msg, startLast uint64) {
 // applyEvent updates the view; an admission or an unknown key is read
 // back from the store, since events carry no needs.
 func (h *Handler) applyEvent(ev events.Event) {
+	if ev.Name == deletedEvent {
+		h.tasks.remove(kvledger.IdempotencyKey(ev.Key), ev.Revision)
+		return
+	}
 	if known, _ := h.tasks.applyEvent(ev); known && ev.Name != kvledger.AdmittedEvent {
 		return
 	}
@@ -144,6 +148,9 @@ func (h *Handler) applyEvent(ev events.Event) {
 		h.tasks.put(summarize(s, h.cfg.KindOf(s)))
 	}
 }
+
+// deletedEvent is the event of an operator deleting a final record.
+const deletedEvent events.Name = "ledger.deleted"
 
 // liveEvent is the JSON a browser receives for a ledger event. Ref is
 // the query-escaped key (exact for any bytes); Key is its display form.

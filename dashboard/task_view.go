@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -119,6 +120,22 @@ func (v *taskView) applyEvent(ev events.Event) (known, applied bool) {
 	return true, true
 }
 
+// remove drops key when the view holds it at a revision below rev (a
+// deletion event); its place in admission order goes with it.
+func (v *taskView) remove(k kvledger.IdempotencyKey, rev uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byKey[k]
+	if !ok || e.Rev >= rev {
+		return
+	}
+	delete(v.byKey, k)
+	v.counts[e.Status]--
+	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
+		v.order = slices.Delete(v.order, i, i+1)
+	}
+}
+
 func (v *taskView) get(k kvledger.IdempotencyKey) (taskSummary, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
@@ -192,15 +209,7 @@ func (v *taskView) page(f taskFilter, before uint64, n int) taskPage {
 	defer v.mu.RUnlock()
 	i := len(v.order)
 	if before > 0 {
-		i, _ = slices.BinarySearchFunc(v.order, before, func(e *taskEntry, s uint64) int {
-			switch {
-			case e.seq < s:
-				return -1
-			case e.seq > s:
-				return 1
-			}
-			return 0
-		})
+		i, _ = slices.BinarySearchFunc(v.order, before, func(e *taskEntry, s uint64) int { return cmp.Compare(e.seq, s) })
 	}
 	var (
 		p    taskPage

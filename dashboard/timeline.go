@@ -127,7 +127,7 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = "cancelled"
 	case "ledger.retried":
 		e.Detail = "attempt failed; it will be retried"
-	case "ledger.deleted":
+	case deletedEvent:
 		e.Detail = "record deleted"
 	default:
 		e.Detail = ev.Status
