@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,7 +54,8 @@ type Config struct {
 	// BasicAuth, when User is set, requires HTTP basic authentication.
 	BasicAuth BasicAuth
 	// KindOf names a record's kind for the kind filter. Default: the
-	// "kind" field of a JSON object payload, else "".
+	// record's own kind when the ledger stores one (its "kind" field),
+	// else the "kind" field of a JSON object payload, else "".
 	KindOf func(kvledger.TaskState) string
 	// PageSize is the number of tasks per page. Default 50, at most 500.
 	PageSize int
@@ -121,8 +123,24 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// payloadKind is the default KindOf.
+// payloadKind is the default KindOf. The record's kind is read from its
+// JSON form (payload left out), so it is found in any ledger version
+// whose records carry one.
 func payloadKind(s kvledger.TaskState) string {
+	bare := s
+	bare.Task = nil
+	if b, err := json.Marshal(bare); err == nil {
+		var r struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(b, &r) == nil && r.Kind != "" {
+			return r.Kind
+		}
+	}
+	return kindOfPayload(s)
+}
+
+func kindOfPayload(s kvledger.TaskState) string {
 	if m, ok := s.Task.(map[string]any); ok {
 		if k, ok := m["kind"].(string); ok {
 			return k

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,6 +32,18 @@ type timelineEntry struct {
 	Rev    uint64
 	Detail string
 	Action bool
+	// From a task runtime, when its events carry them.
+	Attempts int
+	Error    string
+	RunAt    time.Time
+}
+
+// runtimeFields are the wire fields a task runtime adds to an event
+// (events' JSON form); absent ones stay zero.
+type runtimeFields struct {
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	RunAt     time.Time `json:"run_at"`
 }
 
 // timeline reads key's events from the stream, starting a minute before
@@ -83,7 +96,12 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 				return entries, false, err
 			}
 			if ev, err := events.Unmarshal(m.Data()); err == nil && ev.Source == h.cfg.Ledger && ev.Key == string(s.Key) {
-				entries = append(entries, eventEntry(ev))
+				e := eventEntry(ev)
+				var rf runtimeFields
+				if json.Unmarshal(m.Data(), &rf) == nil {
+					e.Attempts, e.Error, e.RunAt = rf.Attempts, rf.LastError, rf.RunAt
+				}
+				entries = append(entries, e)
 			}
 			if md.Sequence.Stream >= last || md.NumPending == 0 {
 				break
