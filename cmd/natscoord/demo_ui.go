@@ -38,6 +38,9 @@ func (o demoUIOptions) waitBudget() time.Duration {
 func (a *app) demoUI(ctx, parent context.Context, js jetstream.JetStream, bucket string, o demoUIOptions) (func(), error) {
 	u := o.uiOptions
 	u.ledger, u.create = bucket, true
+	if a.json {
+		u.out = a.stderr // stdout carries the demo's one JSON document
+	}
 	h, stop, err := a.startUI(ctx, js, u)
 	if err != nil {
 		return nil, err

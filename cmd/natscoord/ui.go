@@ -35,6 +35,7 @@ type uiOptions struct {
 	basicAuth    string
 	prefix       string
 	create       bool
+	out          io.Writer // where the start line goes; default stdout
 }
 
 // defaultUIListen is where the dashboard listens unless told otherwise.
@@ -151,7 +152,11 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 		mux.Handle("/{$}", http.RedirectHandler(root+"/", http.StatusFound))
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	a.sayUI(a.stdout, "http://"+ln.Addr().String()+root+"/", loopback, o, basic)
+	out := o.out
+	if out == nil {
+		out = a.stdout
+	}
+	a.sayUI(out, "http://"+ln.Addr().String()+root+"/", loopback, o, basic)
 	return h, srv, ln, nil
 }
 
