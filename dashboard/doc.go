@@ -63,6 +63,10 @@
 //     ordered consumers recreate themselves and resume after the last
 //     sequence they delivered, so the view catches up when the connection
 //     returns. Pages rendered meanwhile show the last known state.
+//   - Each admission costs the view one leader read (events carry no
+//     needs), so during a burst of admissions the view, and with it the
+//     pages and /sse, lag behind the stream; natscoord_events_pending
+//     shows by how much.
 //   - A browser whose event buffer fills (a stalled tab) is disconnected;
 //     EventSource reconnects and the page reloads its fragments.
 //   - The TTL countdown is a display: it counts from the server's
