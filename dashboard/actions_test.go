@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -47,7 +46,7 @@ func (a *ledgerActions) Reopen(_ context.Context, _ kvledger.Actor, key kvledger
 func TestForceReleaseAction(t *testing.T) {
 	e := newEnv(t, nil, nil)
 	s := e.openSSE(t)
-	g, ok, err := e.leases.TryAcquireKey(natstest.Context(t, 5*time.Second), "jobs.j-1", 10*time.Second)
+	g, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j-1", 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, g.StartRenewing(200*time.Millisecond))
@@ -167,7 +166,7 @@ func TestReadOnlyRemovesEveryAction(t *testing.T) {
 	e := newEnv(t, func(e *env) {
 		acts.l = e.ledger
 		admit(t, e.ledger, "r1", nil)
-		_, ok, err := e.leases.TryAcquireKey(natstest.Context(t, 5*time.Second), "jobs.r", 10*time.Second)
+		_, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.r", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}, func(c *dashboard.Config) { c.ReadOnly, c.Tasks = true, acts })

@@ -195,7 +195,7 @@ func TestBrowserForceReleaseLease(t *testing.T) {
 	e := newEnv(t, func(e *env) {
 		var ok bool
 		var err error
-		g, ok, err = e.leases.TryAcquireKey(natstest.Context(t, 5*time.Second), "jobs.nightly", 20*time.Second)
+		g, ok, err = e.leases.TryAcquireKey(holdCtx, "jobs.nightly", 20*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, g.StartRenewing(time.Second))

@@ -31,7 +31,7 @@ func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
 
 	sem, err := kvlease.DefineSemaphore("pool", 3, kvlease.StringCodec{}).Bind(e.leases)
 	require.NoError(t, err)
-	slot, ok, err := sem.TryAcquire(ctx, "db", 5*time.Second)
+	slot, ok, err := sem.TryAcquire(holdCtx, "db", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	n, err := sem.Slot(slot)
@@ -39,7 +39,7 @@ func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
 
 	lease, err := kvlease.Define("jobs", kvlease.StringCodec{}).Bind(e.leases)
 	require.NoError(t, err)
-	g, ok, err := lease.TryAcquire(ctx, "a.b c", 5*time.Second)
+	g, ok, err := lease.TryAcquire(holdCtx, "a.b c", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 

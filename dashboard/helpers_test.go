@@ -267,3 +267,9 @@ func (s *sseStream) waitAll(t testing.TB, matchers ...[]string) {
 		}
 	}
 }
+
+// holdCtx is the context tests acquire leases with: it never ends, so a
+// lease ends by its test's action or by its manager's Close, never by a
+// context cancelled at cleanup while the manager closes (kvlease's
+// Manager.Close races with a release that starts at the same moment).
+var holdCtx = context.Background()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -82,7 +83,19 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) { h.onEventMsg(m, last) },
+	// caughtUp closes once the consumer delivered the stream's last event
+	// as of the read, so the recent-events ring is full when New returns.
+	caughtUp := make(chan struct{})
+	var once sync.Once
+	if start > last {
+		once.Do(func() { close(caughtUp) })
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		h.onEventMsg(m, last)
+		if md, err := m.Metadata(); err == nil && (md.Sequence.Stream >= last || md.NumPending == 0) {
+			once.Do(func() { close(caughtUp) })
+		}
+	},
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			h.cfg.Logger.Warn("dashboard: event consumer", "err", err)
 		}))
@@ -93,6 +106,13 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 		cc.Stop()
 		<-cc.Closed()
 	})
+	// Not reaching it (the stream's last message is outside "ledger.>")
+	// only leaves the ring short: wait a bounded moment, then go on.
+	select {
+	case <-caughtUp:
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
 	return nil
 }
 

@@ -167,7 +167,7 @@ func TestKeysWithAnyBytesAreEscaped(t *testing.T) {
 func TestNoSecretReachesThePage(t *testing.T) {
 	var ownerHash string
 	e := newEnv(t, func(e *env) {
-		g, ok, err := e.leases.TryAcquireKey(natstest.Context(t, 5*time.Second), "jobs.j1", 10*time.Second)
+		g, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j1", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 		ownerHash = g.OwnerHash()
@@ -195,7 +195,7 @@ func TestPrefixMount(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	e := newEnv(t, func(e *env) {
 		buildGraph(t, e.ledger)
-		_, ok, err := e.leases.TryAcquireKey(natstest.Context(t, 5*time.Second), "jobs.j1", 10*time.Second)
+		_, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j1", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}, nil)
