@@ -24,6 +24,7 @@ type demoOptions struct {
 	workers  int
 	deadline time.Duration
 	keep     bool
+	ui       demoUIOptions
 }
 
 func (a *app) demoCommand() *cobra.Command {
@@ -53,6 +54,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
 	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
 	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket and event stream afterwards (with --server)")
+	o.ui.register(f)
 	return cmd
 }
 
@@ -111,7 +113,7 @@ type demoNote string
 
 func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(parent, o.deadline)
+	ctx, cancel := context.WithTimeout(parent, o.deadline+o.ui.waitBudget())
 	defer cancel()
 	dial, where, stopServer, err := a.demoDialer(ctx, remote)
 	if err != nil {
@@ -140,6 +142,13 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	reporter, err := kvledger.New(store, nil)
 	if err != nil {
 		return err
+	}
+	if o.ui.on {
+		stopUI, err := a.demoUI(ctx, parent, js, run.bucket, o.ui)
+		if err != nil {
+			return err
+		}
+		defer stopUI()
 	}
 
 	// The reporter's own subscription: every event of this run, in order

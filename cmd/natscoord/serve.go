@@ -15,7 +15,8 @@ func (a *app) serveCommand() *cobra.Command {
 		o                         embedded.Options
 		authUser, authPass, token string
 		tlsCert, tlsKey, tlsCA    string
-		syncAlways                bool
+		syncAlways, ui            bool
+		uio                       uiOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -43,7 +44,15 @@ func (a *app) serveCommand() *cobra.Command {
 				_ = s.Shutdown(context.Background())
 				return err
 			}
+			stopUI := func() {}
+			if ui {
+				if stopUI, err = a.serveUI(cmd.Context(), s, uio); err != nil {
+					_ = s.Shutdown(context.Background())
+					return err
+				}
+			}
 			<-cmd.Context().Done()
+			stopUI()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			return s.Shutdown(ctx)
@@ -60,5 +69,7 @@ func (a *app) serveCommand() *cobra.Command {
 	f.StringVar(&tlsKey, "tls-key", "", "server private key")
 	f.StringVar(&tlsCA, "tls-ca", "", "CA to verify client certificates")
 	f.BoolVar(&syncAlways, "sync-always", false, "fsync every write before acknowledging it (slower, survives power loss)")
+	f.BoolVar(&ui, "ui", false, "also serve the live dashboard (see natscoord ui), creating the default ledger and lease buckets")
+	uio.register(f, func(s string) string { return "ui-" + s })
 	return cmd
 }

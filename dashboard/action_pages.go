@@ -1,0 +1,90 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+type confirmData struct {
+	common
+	Action, Question string
+	Bucket, Key      string // query-escaped, so any bytes survive the form
+	CSRF             string
+	Back             string
+}
+
+// confirmPage asks before an action; only its form's POST acts.
+func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	action, key, bucket := q.Get("do"), q.Get("key"), q.Get("bucket")
+	if !h.offered(action) {
+		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("the action %q is not offered here (read-only, or no task runtime)", action))
+		return
+	}
+	if key == "" {
+		h.fail(w, r, http.StatusBadRequest, "no key given")
+		return
+	}
+	d := confirmData{common: h.common(r, "Confirm", ""), Action: action, Key: keyRef(key), Bucket: keyRef(bucket), CSRF: h.csrf}
+	switch action {
+	case actRelease:
+		d.Back = h.cfg.Prefix + "/coord"
+		holder := "nobody (it is not held now)"
+		for i, b := range h.cfg.LeaseBuckets {
+			if b == bucket {
+				if l, ok := h.leases[i].get(key); ok {
+					holder = fmt.Sprintf("%s on %s (pid %d, fence %d)", displayKey(l.Holder), displayKey(l.Host), l.PID, l.Fence)
+				}
+			}
+		}
+		d.Question = fmt.Sprintf("Delete the lease %s in bucket %s, held by %s? The holder is not asked: it learns at its next renewal that it lost the lease.",
+			displayKey(key), displayKey(bucket), holder)
+	case actReopen:
+		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
+		d.Question = fmt.Sprintf("Reopen task %s so that it runs again?", displayKey(key))
+	case actCancel:
+		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
+		d.Question = fmt.Sprintf("Cancel task %s so that no worker runs it?", displayKey(key))
+	}
+	h.render(w, "confirm", "base", http.StatusOK, d)
+}
+
+// actPost performs a confirmed action and sends the browser back to where
+// the action shows.
+func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
+	if status, msg := h.checkAction(r); status != 0 {
+		h.fail(w, r, status, msg)
+		return
+	}
+	action := r.PostFormValue("do")
+	if !h.offered(action) {
+		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("the action %q is not offered here", action))
+		return
+	}
+	key, err1 := url.QueryUnescape(r.PostFormValue("key"))
+	bucket, err2 := url.QueryUnescape(r.PostFormValue("bucket"))
+	if err1 != nil || err2 != nil || key == "" {
+		h.fail(w, r, http.StatusBadRequest, "malformed key")
+		return
+	}
+	actor := h.cfg.Actor
+	if u, _, ok := r.BasicAuth(); ok && h.cfg.BasicAuth.User != "" {
+		actor += ":" + u
+	}
+	ctx, cancel := h.cfg.opCtx(r.Context())
+	defer cancel()
+	rec, err := h.act(ctx, actor, action, bucket, key)
+	done := url.Values{}
+	if err != nil {
+		done.Set("done", fmt.Sprintf("failed: %s %s: %v", action, displayKey(key), err))
+	} else {
+		done.Set("done", fmt.Sprintf("%s %s: done", action, displayKey(key)))
+	}
+	back := h.cfg.Prefix + "/coord?" + done.Encode()
+	if rec.Task {
+		done.Set("key", key)
+		back = h.cfg.Prefix + "/task?" + done.Encode()
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}

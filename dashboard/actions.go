@@ -1,0 +1,132 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// TaskActions reopens and cancels tasks: the task actions of the
+// dashboard, provided by the task runtime. A nil Config.Tasks hides them.
+// Both return an error the page shows when the record's state does not
+// allow the action.
+type TaskActions interface {
+	// Reopen puts a failed task back to pending so that it runs again
+	// (and the tasks it blocked with it).
+	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+	// Cancel ends a pending or claimed task so that no worker runs it
+	// (or finishes running it).
+	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+}
+
+// The actions the dashboard offers.
+const (
+	actRelease = "force-release"
+	actReopen  = "reopen"
+	actCancel  = "cancel"
+)
+
+// ErrReadOnly is returned for an action on a read-only dashboard.
+var ErrReadOnly = errors.New("dashboard: read-only")
+
+// actionRecord is one action taken from the dashboard, as the timelines
+// and the live stream show it.
+type actionRecord struct {
+	Time   time.Time
+	Action string
+	Task   bool   // Key is a task key; otherwise a lease key in Bucket
+	Bucket string // lease bucket
+	Key    string
+	Actor  string
+	Holder string // the holder a force release removed
+	Fence  uint64
+	Result string // "ok" or the error
+}
+
+// offered reports whether action can be taken here.
+func (h *Handler) offered(action string) bool {
+	if h.cfg.ReadOnly {
+		return false
+	}
+	switch action {
+	case actRelease:
+		return true
+	case actReopen, actCancel:
+		return h.cfg.Tasks != nil
+	}
+	return false
+}
+
+// act performs one confirmed action and records it, whatever its outcome.
+func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (actionRecord, error) {
+	rec := actionRecord{Time: h.cfg.Now(), Action: action, Key: key, Bucket: bucket, Actor: actor}
+	var err error
+	switch {
+	case !h.offered(action):
+		return rec, fmt.Errorf("%w: action %q is not offered", ErrReadOnly, action)
+	case action == actRelease:
+		err = h.forceRelease(ctx, &rec)
+	case action == actReopen:
+		rec.Task = true
+		err = h.cfg.Tasks.Reopen(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+	case action == actCancel:
+		rec.Task = true
+		err = h.cfg.Tasks.Cancel(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+	}
+	rec.Result = "ok"
+	result := "ok"
+	if err != nil {
+		rec.Result, result = err.Error(), "error"
+	}
+	h.metrics.actions.WithLabelValues(action, result).Inc()
+	h.actionLog.add(rec)
+	b, _ := json.Marshal(map[string]any{"action": action, "ref": keyRef(key), "key": displayKey(key),
+		"bucket": bucket, "actor": displayKey(actor), "result": rec.Result, "task": rec.Task})
+	h.broker.publish(push{Type: "action", Data: b})
+	return rec, err
+}
+
+// forceRelease deletes a lease whoever holds it. The holder learns at its
+// next renewal (kvlease), and the bucket's watch shows the delete.
+func (h *Handler) forceRelease(ctx context.Context, rec *actionRecord) error {
+	i := slices.Index(h.cfg.LeaseBuckets, rec.Bucket)
+	if i < 0 {
+		return fmt.Errorf("dashboard: %q is not a lease bucket of this dashboard", rec.Bucket)
+	}
+	if r, ok := h.leases[i].get(rec.Key); ok {
+		rec.Holder, rec.Fence = r.Holder, r.Fence
+	}
+	m, err := h.manager(ctx, rec.Bucket)
+	if err != nil {
+		return err
+	}
+	ok, err := m.ForceReleaseKey(ctx, rec.Key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("no lease held (it ended meanwhile)")
+	}
+	return nil
+}
+
+// manager returns the kvlease manager of bucket, made on first use.
+func (h *Handler) manager(ctx context.Context, bucket string) (*kvlease.Manager, error) {
+	h.mgrMu.Lock()
+	defer h.mgrMu.Unlock()
+	if m, ok := h.managers[bucket]; ok {
+		return m, nil
+	}
+	m, err := kvlease.NewManager(ctx, h.cfg.JS, kvlease.Config{Bucket: bucket, Holder: h.cfg.Actor})
+	if err != nil {
+		return nil, err
+	}
+	h.managers[bucket] = m
+	return m, nil
+}

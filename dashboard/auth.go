@@ -1,0 +1,83 @@
+package dashboard
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+)
+
+// tokenCookie carries Config.Token for a browser after it visited a page
+// with ?token=.
+const tokenCookie = "natscoord_ui_token"
+
+// authenticate wraps next with Config.Token and Config.BasicAuth checks.
+func (h *Handler) authenticate(next http.Handler) http.Handler {
+	if h.cfg.Token == "" && h.cfg.BasicAuth.User == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := h.cfg.BasicAuth.User; u != "" {
+			user, pass, ok := r.BasicAuth()
+			if !ok || !equal(user, u) || !equal(pass, h.cfg.BasicAuth.Password) {
+				w.Header().Set("WWW-Authenticate", `Basic realm="natscoord", charset="UTF-8"`)
+				http.Error(w, "authentication required", http.StatusUnauthorized)
+				return
+			}
+		}
+		if t := h.cfg.Token; t != "" {
+			if q := r.URL.Query().Get("token"); q != "" && r.Method == http.MethodGet {
+				if !equal(q, t) {
+					http.Error(w, "wrong token", http.StatusUnauthorized)
+					return
+				}
+				http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: h.cfg.Prefix + "/",
+					HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+				u := *r.URL
+				qs := u.Query()
+				qs.Del("token")
+				u.RawQuery = qs.Encode()
+				http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+				return
+			}
+			if !h.hasToken(r) {
+				http.Error(w, "token required: send Authorization: Bearer <token> or open any page with ?token=<token>", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) hasToken(r *http.Request) bool {
+	if a := r.Header.Get("Authorization"); len(a) > 7 && a[:7] == "Bearer " {
+		return equal(a[7:], h.cfg.Token)
+	}
+	c, err := r.Cookie(tokenCookie)
+	return err == nil && equal(c.Value, h.cfg.Token)
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// newCSRFToken returns the handler's CSRF token: random per handler,
+// embedded in its forms, which only a same-origin page can read.
+func newCSRFToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// checkAction refuses a cross-origin request (Sec-Fetch-Site, Origin) and
+// one without the handler's CSRF token.
+func (h *Handler) checkAction(r *http.Request) (int, string) {
+	if r.Method != http.MethodPost {
+		return http.StatusMethodNotAllowed, "actions are POST only"
+	}
+	if err := h.cop.Check(r); err != nil {
+		return http.StatusForbidden, "cross-origin request refused"
+	}
+	if !equal(r.PostFormValue("csrf"), h.csrf) {
+		return http.StatusForbidden, "missing or wrong CSRF token: reload the page and confirm again"
+	}
+	return 0, ""
+}

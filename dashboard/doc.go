@@ -1,0 +1,75 @@
+// Package dashboard is natscoord's live web dashboard: an http.Handler,
+// mountable under a path prefix, that shows one task ledger (counts per
+// status, a paged task list, a task's timeline and dependency graph), the
+// leases, locks, semaphores and election leaders of one or more kvlease
+// buckets with their holders, fences and TTL countdowns, and a live event
+// stream. It also serves Prometheus metrics on /metrics.
+//
+// # Where the data comes from
+//
+//   - Tasks: one pass over the ledger's Store (Ledger.Snapshot's Range, one
+//     ordered consumer) fills an in-memory view of every record's summary
+//     (key, status, kind, owner, fence, needs, times; never the payload).
+//     An ordered consumer on the event stream ("ledger.>", LEDGER by
+//     default) started BEFORE that pass keeps the view current: an event
+//     is applied only when its revision is above the one the view holds
+//     for its key, so the pass and the stream can overlap in any order.
+//     Admissions and keys the view does not know are read back with
+//     Ledger.State to learn their needs.
+//   - Leases: one watch (an ordered consumer) per lease bucket keeps the
+//     live entries in memory and classifies them by key shape: kvlock
+//     locks ("<name>.l.<key>"), election leaders ("<name>.e.<election>"),
+//     fair-mode waiters ("<name>.q.…"), semaphore slots
+//     ("<family>.<key>.<slot>") and plain leases ("<family>.<key>").
+//   - Timelines: the event stream is read on demand for one key, from a
+//     minute before the record's admission, by a short-lived ordered
+//     consumer, together with the dashboard's own actions on that key.
+//
+// Pages are rendered on the server (html/template). The browser keeps a
+// single EventSource on /sse; the server pushes each ledger event, lease
+// change and action as it happens, and the page updates rows in place or
+// reloads one fragment. Nothing polls: with nothing happening, nothing is
+// sent.
+//
+// # Scale
+//
+// The task list is paged by the server: a page walks the view from a
+// cursor (admission order, newest first) and stops after one page of
+// matches, so a page of 50 out of 100k records costs the records it
+// skips, not the ledger (see BenchmarkTaskPage). The view holds a few
+// hundred bytes per record. Records removed by a retention TTL produce
+// no event and stay in the view until the dashboard restarts.
+//
+// # Security
+//
+//   - No secret reaches the page: leases are shown by holder id, host, pid,
+//     revision (the fence) and TTL; the owner hash, transfer tokens and
+//     task payloads are never rendered.
+//   - Every key is shown through one function that quotes bytes that are
+//     not printable UTF-8 and is then escaped by html/template or, in the
+//     SVG graph, by the XML escaper. Keys travel in URLs query-escaped and
+//     in server-sent events as that escaped reference, so any byte
+//     sequence round-trips exactly.
+//   - Actions are POST only, carry a per-handler CSRF token that only a
+//     same-origin page can read, and pass net/http's cross-origin
+//     protection (Sec-Fetch-Site / Origin). Config.ReadOnly removes them.
+//   - Authentication is Config.Token (a bearer header or a cookie set by
+//     visiting any page with ?token=) or Config.BasicAuth. The natscoord
+//     ui command refuses a non-loopback listen address without one.
+//
+// # Failure modes
+//
+//   - A lost connection stops the consumers' deliveries; nats.go's
+//     ordered consumers recreate themselves and resume after the last
+//     sequence they delivered, so the view catches up when the connection
+//     returns. Pages rendered meanwhile show the last known state.
+//   - Each admission costs the view one leader read (events carry no
+//     needs), so during a burst of admissions the view, and with it the
+//     pages and /sse, lag behind the stream; natscoord_events_pending
+//     shows by how much.
+//   - A browser whose event buffer fills (a stalled tab) is disconnected;
+//     EventSource reconnects and the page reloads its fragments.
+//   - The TTL countdown is a display: it counts from the server's
+//     timestamp of the lease's last write. Only the server expires a
+//     lease; the row disappears when its expiry marker arrives.
+package dashboard

@@ -1,0 +1,250 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// leaseKind is what a lease key is used for, told by its shape.
+type leaseKind string
+
+const (
+	kindLease     leaseKind = "lease"
+	kindLock      leaseKind = "lock"
+	kindElection  leaseKind = "election"
+	kindSemaphore leaseKind = "semaphore"
+	kindWaiter    leaseKind = "waiter"
+)
+
+// leaseRow is one live lease as the page shows it: public holder facts
+// only (the owner hash is left out; it is not needed to see who holds
+// what).
+type leaseRow struct {
+	Bucket     string
+	Key        string // the bucket key, what force release takes
+	Kind       leaseKind
+	Name       string // family, or kvlock Config.Name
+	Resource   string // the lock key, election or resource token
+	Slot       int    // semaphore slot
+	Holder     string
+	Host       string
+	PID        int
+	TTL        time.Duration
+	Acquired   time.Time
+	Revision   uint64 // the key's current revision (changes on renewal)
+	Fence      uint64 // the revision it was acquired at, when the watch saw it
+	FenceKnown bool
+	Expires    time.Time // server timestamp of the last write + TTL (rounded up to whole seconds)
+	owner      string
+}
+
+// leaseView is the live content of one lease bucket, kept by one watch.
+type leaseView struct {
+	bucket string
+	mu     sync.RWMutex
+	rows   map[string]leaseRow
+	ready  chan struct{} // closed once the initial values are in
+}
+
+// classify reads a lease entry; data keys and records that are not a
+// lease value report false.
+func classify(bucket string, e kvx.Entry) (leaseRow, bool) {
+	var h kvlease.Holder
+	if err := json.Unmarshal(e.Value, &h); err != nil || h.OwnerHash == "" || h.TTLMillis <= 0 {
+		return leaseRow{}, false
+	}
+	r := leaseRow{Bucket: bucket, Key: e.Key, Holder: h.ID, Host: h.Host, PID: h.PID, TTL: h.TTL(),
+		Acquired: h.Acquired, Revision: e.Revision, owner: h.OwnerHash}
+	ttl := (h.TTL() + time.Second - 1).Truncate(time.Second)
+	r.Expires = e.Created.Add(ttl)
+	parts := strings.SplitN(e.Key, ".", 3)
+	if len(parts) == 3 {
+		switch parts[1] {
+		case "l":
+			r.Kind, r.Name, r.Resource = kindLock, parts[0], parts[2]
+			return r, true
+		case "e":
+			r.Kind, r.Name, r.Resource = kindElection, parts[0], decoded(parts[2])
+			return r, true
+		case "q", "eq":
+			r.Kind, r.Name, r.Resource = kindWaiter, parts[0], parts[2]
+			return r, true
+		}
+		if i := strings.LastIndexByte(e.Key, '.'); i > 0 {
+			if n, err := strconv.Atoi(e.Key[i+1:]); err == nil && n >= 0 {
+				fam, res, _ := strings.Cut(e.Key[:i], ".")
+				r.Kind, r.Name, r.Resource, r.Slot = kindSemaphore, fam, decoded(res), n
+				return r, true
+			}
+		}
+	}
+	fam, res, _ := strings.Cut(e.Key, ".")
+	r.Kind, r.Name, r.Resource = kindLease, fam, decoded(res)
+	return r, true
+}
+
+// decoded reverses kvx.EncodeToken where it applies.
+func decoded(tok string) string {
+	if s, err := kvx.DecodeToken(tok); err == nil {
+		return s
+	}
+	return tok
+}
+
+// openLeases binds every lease bucket (creating it with Create).
+func (h *Handler) openLeases(ctx context.Context) error {
+	for _, b := range h.cfg.LeaseBuckets {
+		bk, err := kvx.Bind(ctx, h.cfg.JS, b, false)
+		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
+			// kvlease creates its buckets the way it needs them.
+			if _, err = h.manager(ctx, b); err == nil {
+				bk, err = kvx.Bind(ctx, h.cfg.JS, b, false)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("dashboard: lease bucket %q: %w", b, err)
+		}
+		h.leases = append(h.leases, &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})})
+		h.leaseBuckets = append(h.leaseBuckets, bk)
+	}
+	return nil
+}
+
+// startLeaseWatches starts one watch per bucket and waits until each has
+// delivered its initial values.
+func (h *Handler) startLeaseWatches(ctx context.Context) error {
+	for i, v := range h.leases {
+		w, err := h.leaseBuckets[i].KV().WatchAll(ctx)
+		if err != nil {
+			return fmt.Errorf("dashboard: watch lease bucket %q: %w", v.bucket, err)
+		}
+		h.stops = append(h.stops, func() { _ = w.Stop() })
+		h.wg.Go(func() { h.runLeaseWatch(v, w) })
+	}
+	for _, v := range h.leases {
+		select {
+		case <-v.ready:
+		case <-ctx.Done():
+			return fmt.Errorf("dashboard: watch lease bucket %q: %w", v.bucket, ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
+	initial := true
+	for ke := range w.Updates() {
+		if ke == nil {
+			if initial {
+				initial = false
+				close(v.ready)
+			}
+			continue
+		}
+		ch, ok := v.apply(kvx.FromWatch(ke), !initial)
+		if !ok || initial {
+			continue
+		}
+		switch ch.What {
+		case "renewed":
+			h.metrics.leaseRenew.Inc()
+		case "released", "expired":
+			h.metrics.leaseEnds.WithLabelValues(string(ch.Kind), ch.What).Inc()
+		}
+		if ch.What != "renewed" {
+			h.leaseLog.add(ch)
+		}
+		b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "ref": keyRef(ch.Key), "what": ch.What})
+		h.broker.publish(push{Type: "coord", Data: b})
+	}
+	if initial {
+		close(v.ready)
+	}
+}
+
+// leaseChange is one acquisition or end seen by a watch.
+type leaseChange struct {
+	Time   time.Time
+	Bucket string
+	Key    string
+	Kind   leaseKind
+	What   string // acquired, renewed, released, expired
+	Holder string
+	Fence  uint64
+}
+
+// apply records one entry and says what changed.
+func (v *leaseView) apply(e kvx.Entry, live bool) (leaseChange, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old, had := v.rows[e.Key]
+	if !e.Live() {
+		if !had {
+			return leaseChange{}, false
+		}
+		delete(v.rows, e.Key)
+		what := "released"
+		if e.Op == kvx.OpPurge {
+			what = "expired"
+		}
+		return leaseChange{Time: e.Created, Bucket: v.bucket, Key: e.Key, Kind: old.Kind, What: what, Holder: old.Holder, Fence: old.Fence}, true
+	}
+	r, ok := classify(v.bucket, e)
+	if !ok {
+		return leaseChange{}, false
+	}
+	what := "acquired"
+	if had && old.owner == r.owner {
+		r.Fence, r.FenceKnown, what = old.Fence, old.FenceKnown, "renewed"
+	} else if live || !had {
+		// Seen from a marker or from nothing: this write is the acquisition
+		// when the watch is live; an initial value may have been renewed
+		// already, so its fence is only bounded by its revision.
+		r.Fence, r.FenceKnown = e.Revision, live
+	}
+	v.rows[e.Key] = r
+	return leaseChange{Time: e.Created, Bucket: v.bucket, Key: e.Key, Kind: r.Kind, What: what, Holder: r.Holder, Fence: r.Fence}, true
+}
+
+// list returns the rows of kind (all kinds when empty), by key.
+func (v *leaseView) list(kind leaseKind) []leaseRow {
+	v.mu.RLock()
+	out := make([]leaseRow, 0, len(v.rows))
+	for _, r := range v.rows {
+		if kind == "" || r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	v.mu.RUnlock()
+	slices.SortFunc(out, func(a, b leaseRow) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+func (v *leaseView) kindCounts() map[leaseKind]int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := map[leaseKind]int{kindLease: 0, kindLock: 0, kindElection: 0, kindSemaphore: 0, kindWaiter: 0}
+	for _, r := range v.rows {
+		out[r.Kind]++
+	}
+	return out
+}
+
+func (v *leaseView) get(key string) (leaseRow, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	r, ok := v.rows[key]
+	return r, ok
+}

@@ -1,0 +1,238 @@
+package dashboard
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// taskSummary is what the view keeps of one record: everything a page
+// shows, never the payload.
+type taskSummary struct {
+	Key        kvledger.IdempotencyKey
+	Status     kvledger.Status
+	Kind       string
+	Owner      kvledger.OwnerID
+	Fence      kvledger.FenceToken
+	Needs      []kvledger.IdempotencyKey
+	BlockedBy  kvledger.IdempotencyKey
+	LeaseUntil time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	UpdatedBy  kvledger.Actor
+	LastEvent  events.Name
+	Rev        uint64
+}
+
+func summarize(s kvledger.TaskState, kind string) taskSummary {
+	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
+		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev}
+}
+
+// taskEntry is a summary at its place in admission order.
+type taskEntry struct {
+	seq uint64 // position in admission order, the paging cursor
+	taskSummary
+}
+
+// taskView is the in-memory view of one ledger's records. Entries are kept
+// in the order the view first saw them (admission order for records
+// admitted while it runs), which is the order pages walk, newest first.
+type taskView struct {
+	mu         sync.RWMutex
+	order      []*taskEntry // ascending seq
+	byKey      map[kvledger.IdempotencyKey]*taskEntry
+	dependents map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey
+	counts     map[kvledger.Status]int
+	next       uint64
+}
+
+func newTaskView() *taskView {
+	return &taskView{
+		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
+		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
+		counts:     make(map[kvledger.Status]int),
+	}
+}
+
+// put stores s unless the view already holds its key at a revision at or
+// above s.Rev. It reports whether s was stored.
+func (v *taskView) put(s taskSummary) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byKey[s.Key]
+	if ok && e.Rev >= s.Rev {
+		return false
+	}
+	if !ok {
+		v.next++
+		e = &taskEntry{seq: v.next}
+		v.order = append(v.order, e)
+		v.byKey[s.Key] = e
+	} else {
+		v.counts[e.Status]--
+	}
+	for _, n := range s.Needs {
+		if !slices.Contains(e.Needs, n) {
+			v.dependents[n] = append(v.dependents[n], s.Key)
+		}
+	}
+	e.taskSummary = s
+	v.counts[s.Status]++
+	return true
+}
+
+// applyEvent updates a known key from an event; it reports false when the
+// key is unknown (the caller reads the record) or the event is older than
+// what the view holds.
+func (v *taskView) applyEvent(ev events.Event) (known, applied bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byKey[kvledger.IdempotencyKey(ev.Key)]
+	if !ok {
+		return false, false
+	}
+	if e.Rev >= ev.Revision {
+		return true, false
+	}
+	st := kvledger.Status(ev.Status)
+	if st.Valid() {
+		v.counts[e.Status]--
+		e.Status = st
+		v.counts[st]++
+	}
+	e.Owner = kvledger.OwnerID(ev.Owner)
+	e.Fence = kvledger.FenceToken(ev.Fence)
+	e.BlockedBy = kvledger.IdempotencyKey(ev.BlockedBy)
+	e.UpdatedAt = ev.Time
+	e.UpdatedBy = kvledger.Actor(ev.Actor)
+	e.LastEvent = ev.Name
+	e.Rev = ev.Revision
+	if st != kvledger.StatusClaimed {
+		e.LeaseUntil = time.Time{}
+	}
+	return true, true
+}
+
+// remove drops key when the view holds it at a revision below rev (a
+// deletion event); its place in admission order goes with it.
+func (v *taskView) remove(k kvledger.IdempotencyKey, rev uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byKey[k]
+	if !ok || e.Rev >= rev {
+		return
+	}
+	delete(v.byKey, k)
+	v.counts[e.Status]--
+	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
+		v.order = slices.Delete(v.order, i, i+1)
+	}
+}
+
+func (v *taskView) get(k kvledger.IdempotencyKey) (taskSummary, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e, ok := v.byKey[k]
+	if !ok {
+		return taskSummary{}, false
+	}
+	return e.taskSummary, true
+}
+
+// statusCounts returns the number of records per status and in all.
+func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[kvledger.Status]int, len(v.counts))
+	for s, n := range v.counts {
+		out[s] = n
+	}
+	return out, len(v.order)
+}
+
+// oldestReady returns the earliest-seen pending record whose needs have
+// all completed (a record a worker can claim now).
+func (v *taskView) oldestReady() (taskSummary, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, e := range v.order {
+		if e.Status == kvledger.StatusPending && v.needsDone(e) {
+			return e.taskSummary, true
+		}
+	}
+	return taskSummary{}, false
+}
+
+func (v *taskView) needsDone(e *taskEntry) bool {
+	for _, n := range e.Needs {
+		d, ok := v.byKey[n]
+		if !ok || d.Status != kvledger.StatusCompleted {
+			return false
+		}
+	}
+	return true
+}
+
+// taskFilter selects records for a page; empty fields match everything.
+type taskFilter struct {
+	Status kvledger.Status
+	Kind   string
+	Prefix string
+}
+
+func (f taskFilter) match(e *taskEntry) bool {
+	return (f.Status == "" || e.Status == f.Status) &&
+		(f.Kind == "" || e.Kind == f.Kind) &&
+		strings.HasPrefix(string(e.Key), f.Prefix)
+}
+
+// taskPage is one page of matches, newest first. Next is the cursor of
+// the following page, 0 when this is the last.
+type taskPage struct {
+	Rows []taskSummary
+	Next uint64
+}
+
+// page returns up to n matches of f seen before cursor (0: from the
+// newest). It walks back from the cursor and stops after n+1 matches, so
+// it costs the records it passes, never the whole view unless nothing
+// further matches.
+func (v *taskView) page(f taskFilter, before uint64, n int) taskPage {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	i := len(v.order)
+	if before > 0 {
+		i, _ = slices.BinarySearchFunc(v.order, before, func(e *taskEntry, s uint64) int { return cmp.Compare(e.seq, s) })
+	}
+	var (
+		p    taskPage
+		last uint64
+	)
+	for i--; i >= 0; i-- {
+		e := v.order[i]
+		if !f.match(e) {
+			continue
+		}
+		if len(p.Rows) == n { // one more match exists: the page has a successor
+			p.Next = last
+			break
+		}
+		p.Rows = append(p.Rows, e.taskSummary)
+		last = e.seq
+	}
+	return p
+}
+
+// dependentsOf returns the keys that name k in their needs.
+func (v *taskView) dependentsOf(k kvledger.IdempotencyKey) []kvledger.IdempotencyKey {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return slices.Clone(v.dependents[k])
+}

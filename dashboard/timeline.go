@@ -1,0 +1,154 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// maxTimelineScan bounds how many stream messages one timeline reads.
+const maxTimelineScan = 200_000
+
+// timelineIdle ends a timeline read that receives nothing for this long.
+const timelineIdle = time.Second
+
+// timelineEntry is one line of a task's timeline: a ledger event or an
+// action taken from the dashboard.
+type timelineEntry struct {
+	Time   time.Time
+	Name   string // event name, or "ui.<action>"
+	Status string
+	Actor  string
+	Owner  string
+	Fence  uint64
+	Rev    uint64
+	Detail string
+	Action bool
+	// From a task runtime, when its events carry them.
+	Attempts int
+	Error    string
+	RunAt    time.Time
+}
+
+// runtimeFields are the wire fields a task runtime adds to an event
+// (events' JSON form); absent ones stay zero.
+type runtimeFields struct {
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	RunAt     time.Time `json:"run_at"`
+}
+
+// timeline reads key's events from the stream, starting a minute before
+// the record's admission (the writer's clock may be behind the server's),
+// and merges the dashboard's actions on key. Truncated reports that the
+// scan stopped at its bound before reaching the stream's end.
+func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, truncated bool, err error) {
+	st, err := h.cfg.JS.Stream(ctx, h.cfg.EventStream)
+	if err != nil {
+		return nil, false, fmt.Errorf("dashboard: event stream: %w", err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"ledger.>"}}
+	if !s.CreatedAt.IsZero() {
+		occ.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		t := s.CreatedAt.Add(-time.Minute)
+		occ.OptStartTime = &t
+	}
+	if last > 0 {
+		cons, err := h.cfg.JS.OrderedConsumer(ctx, h.cfg.EventStream, occ)
+		if err != nil {
+			return nil, false, fmt.Errorf("dashboard: timeline consumer: %w", err)
+		}
+		it, err := cons.Messages()
+		if err != nil {
+			return nil, false, fmt.Errorf("dashboard: timeline consumer: %w", err)
+		}
+		stop := context.AfterFunc(ctx, it.Stop)
+		defer stop()
+		defer it.Stop()
+		// No message from the start time on means nothing to show; an idle
+		// bound ends that wait (messages that exist arrive in a burst).
+		idle := time.AfterFunc(timelineIdle, it.Stop)
+		defer idle.Stop()
+		for n := 0; ; n++ {
+			if n == maxTimelineScan {
+				truncated = true
+				break
+			}
+			m, err := it.Next()
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
+				break
+			}
+			if err != nil {
+				return entries, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
+			}
+			idle.Reset(timelineIdle)
+			md, err := m.Metadata()
+			if err != nil {
+				return entries, false, err
+			}
+			if ev, err := events.Unmarshal(m.Data()); err == nil && ev.Source == h.cfg.Ledger && ev.Key == string(s.Key) {
+				e := eventEntry(ev)
+				var rf runtimeFields
+				if json.Unmarshal(m.Data(), &rf) == nil {
+					e.Attempts, e.Error, e.RunAt = rf.Attempts, rf.LastError, rf.RunAt
+				}
+				entries = append(entries, e)
+			}
+			if md.Sequence.Stream >= last || md.NumPending == 0 {
+				break
+			}
+		}
+	}
+	for _, a := range h.actionLog.all() {
+		if a.Task && a.Key == string(s.Key) {
+			entries = append(entries, timelineEntry{Time: a.Time, Name: "ui." + a.Action, Actor: a.Actor,
+				Detail: a.Result, Action: true})
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b timelineEntry) int { return a.Time.Compare(b.Time) })
+	return entries, truncated, nil
+}
+
+// eventEntry describes one event in words a reader of the timeline needs.
+func eventEntry(ev events.Event) timelineEntry {
+	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Status: ev.Status, Actor: ev.Actor,
+		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision}
+	switch ev.Name {
+	case kvledger.AdmittedEvent:
+		e.Detail = "admitted as " + ev.Status
+	case kvledger.ClaimedEvent:
+		e.Detail = fmt.Sprintf("claimed by %s with fence %d", displayKey(ev.Owner), ev.Fence)
+	case kvledger.RenewedEvent:
+		e.Detail = fmt.Sprintf("lease renewed by %s (fence %d)", displayKey(ev.Owner), ev.Fence)
+	case kvledger.TakenOverEvent:
+		e.Detail = fmt.Sprintf("taken over by %s with fence %d: the previous owner is fenced out", displayKey(ev.Owner), ev.Fence)
+	case kvledger.ReleasedEvent:
+		e.Detail = "released back to pending"
+	case kvledger.CompletedEvent:
+		e.Detail = fmt.Sprintf("finished %s by %s (fence %d)", ev.Status, displayKey(ev.Owner), ev.Fence)
+	case kvledger.BlockedEvent:
+		e.Detail = "blocked by " + displayKey(ev.BlockedBy)
+	case "ledger.reopened":
+		e.Detail = fmt.Sprintf("reopened: pending again with fence %d", ev.Fence)
+	case "ledger.unblocked":
+		e.Detail = "unblocked: its blocker was reopened"
+	case "ledger.cancelled":
+		e.Detail = "cancelled"
+	case "ledger.retried":
+		e.Detail = "attempt failed; it will be retried"
+	case deletedEvent:
+		e.Detail = "record deleted"
+	default:
+		e.Detail = ev.Status
+	}
+	return e
+}

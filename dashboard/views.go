@@ -1,0 +1,246 @@
+package dashboard
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+type statusCount struct {
+	Status kvledger.Status
+	N      int
+}
+
+type leaseCounts struct {
+	Bucket                                   string
+	Lease, Lock, Semaphore, Election, Waiter int
+}
+
+type overviewData struct {
+	common
+	Counts         []statusCount
+	Total          int
+	OldestReady    *taskSummary
+	Done1m, Done5m int
+	Rate1m         string
+	Leases         []leaseCounts
+	Recent         []events.Event
+}
+
+func (h *Handler) overview(r *http.Request) overviewData {
+	d := overviewData{common: h.common(r, "Overview", "overview")}
+	counts, total := h.tasks.statusCounts()
+	for _, s := range allStatuses {
+		d.Counts = append(d.Counts, statusCount{s, counts[s]})
+	}
+	d.Total = total
+	if s, ok := h.tasks.oldestReady(); ok {
+		d.OldestReady = &s
+	}
+	now := h.cfg.Now()
+	d.Done1m, d.Done5m = h.finished.count(now, time.Minute), h.finished.count(now, 5*time.Minute)
+	d.Rate1m = strconv.FormatFloat(float64(d.Done1m)/60, 'f', 2, 64)
+	for _, v := range h.leases {
+		c := v.kindCounts()
+		d.Leases = append(d.Leases, leaseCounts{v.bucket, c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
+	}
+	d.Recent = h.recent.newest(10)
+	return d
+}
+
+func (h *Handler) overviewPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "overview", "base", http.StatusOK, h.overview(r))
+}
+
+func (h *Handler) overviewFragment(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "overview", "overviewBody", http.StatusOK, h.overview(r))
+}
+
+type tasksData struct {
+	common
+	Filter            taskFilter
+	Statuses          []kvledger.Status
+	Page              taskPage
+	Cursor            uint64
+	NextURL, FirstURL string
+	Total             int
+}
+
+func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := taskFilter{Status: kvledger.Status(q.Get("status")), Kind: q.Get("kind"), Prefix: q.Get("prefix")}
+	if f.Status != "" && !f.Status.Valid() {
+		h.fail(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(string(f.Status)))
+		return
+	}
+	d := tasksData{common: h.common(r, "Tasks", "tasks"), Filter: f, Statuses: allStatuses, Cursor: atoiDefault(q.Get("before"), 0)}
+	d.Page = h.tasks.page(f, d.Cursor, h.cfg.PageSize)
+	_, d.Total = h.tasks.statusCounts()
+	link := url.Values{}
+	for k, v := range map[string]string{"status": string(f.Status), "kind": f.Kind, "prefix": f.Prefix} {
+		if v != "" {
+			link.Set(k, v)
+		}
+	}
+	d.FirstURL = h.cfg.Prefix + "/tasks?" + link.Encode()
+	if d.Page.Next > 0 {
+		link.Set("before", strconv.FormatUint(d.Page.Next, 10))
+		d.NextURL = h.cfg.Prefix + "/tasks?" + link.Encode()
+	}
+	h.render(w, "tasks", "base", http.StatusOK, d)
+}
+
+type taskData struct {
+	common
+	Task                                taskSummary
+	Dependents                          []kvledger.IdempotencyKey
+	Timeline                            []timelineEntry
+	Truncated                           bool
+	CanReopen, CanCancel, NoTaskActions bool
+}
+
+// task reads one record (from the store, so the page is as new as the
+// leader) and its timeline.
+func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) {
+	key, ok := keyParam(r, "key")
+	if !ok {
+		h.fail(w, r, http.StatusBadRequest, "no key given")
+		return taskData{}, false
+	}
+	ctx, cancel := h.cfg.opCtx(r.Context())
+	defer cancel()
+	s, found, err := h.ledger.State(ctx, key)
+	if err != nil {
+		h.fail(w, r, http.StatusBadGateway, "read the record: "+err.Error())
+		return taskData{}, false
+	}
+	if !found {
+		h.fail(w, r, http.StatusNotFound, "no record for key "+displayKey(string(key)))
+		return taskData{}, false
+	}
+	d := taskData{common: h.common(r, "Task "+displayKey(string(key)), "tasks"), Task: summarize(s, h.cfg.KindOf(s)),
+		Dependents: h.tasks.dependentsOf(key)}
+	d.Timeline, d.Truncated, err = h.timeline(ctx, d.Task)
+	if err != nil {
+		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
+	}
+	d.CanReopen = h.offered(actReopen) && s.Status == kvledger.StatusFailed
+	d.CanCancel = h.offered(actCancel) && (s.Status == kvledger.StatusPending || s.Status == kvledger.StatusClaimed)
+	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
+	return d, true
+}
+
+func (h *Handler) taskPage(w http.ResponseWriter, r *http.Request) {
+	if d, ok := h.task(w, r); ok {
+		h.render(w, "task", "base", http.StatusOK, d)
+	}
+}
+
+func (h *Handler) timelineFragment(w http.ResponseWriter, r *http.Request) {
+	if d, ok := h.task(w, r); ok {
+		h.render(w, "task", "timelineBody", http.StatusOK, d)
+	}
+}
+
+type graphData struct {
+	common
+	Key       kvledger.IdempotencyKey
+	SVG       template.HTML
+	Truncated bool
+	Max       int
+}
+
+func (h *Handler) graphFor(w http.ResponseWriter, r *http.Request) (graph, kvledger.IdempotencyKey, bool) {
+	key, ok := keyParam(r, "key")
+	if !ok {
+		h.fail(w, r, http.StatusBadRequest, "no key given")
+		return graph{}, "", false
+	}
+	if _, ok := h.tasks.get(key); !ok {
+		h.fail(w, r, http.StatusNotFound, "no record for key "+displayKey(string(key)))
+		return graph{}, "", false
+	}
+	return h.buildGraph(key), key, true
+}
+
+func (h *Handler) graphPage(w http.ResponseWriter, r *http.Request) {
+	g, key, ok := h.graphFor(w, r)
+	if !ok {
+		return
+	}
+	// The SVG is built by graph.svg, which escapes every text it writes.
+	svg := template.HTML(g.svg(h.cfg.Prefix + "/task?key="))
+	if r.URL.Query().Get("svg") == "inline" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(svg))
+		return
+	}
+	h.render(w, "graph", "base", http.StatusOK, graphData{common: h.common(r, "Graph", "tasks"), Key: key, SVG: svg,
+		Truncated: g.Truncated, Max: maxGraphNodes})
+}
+
+// graphSVG serves the graph as an image, for embedding elsewhere.
+func (h *Handler) graphSVG(w http.ResponseWriter, r *http.Request) {
+	g, _, ok := h.graphFor(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
+		`<?xml-stylesheet type="text/css" href="` + esc(h.cfg.Prefix) + `/static/style.css"?>` + "\n" +
+		g.svg(h.cfg.Prefix+"/task?key=")))
+}
+
+type leaseGroup struct {
+	Kind            leaseKind
+	Title           string
+	NameCol, ResCol string
+	Rows            []leaseRow
+}
+
+type coordData struct {
+	common
+	Groups     []leaseGroup
+	Changes    []leaseChange
+	Actions    []actionRecord
+	CanRelease bool
+}
+
+func (h *Handler) coord(r *http.Request) coordData {
+	d := coordData{common: h.common(r, "Leases & locks", "coord"), CanRelease: h.offered(actRelease)}
+	for _, g := range []leaseGroup{
+		{Kind: kindLease, Title: "Leases", NameCol: "family", ResCol: "key"},
+		{Kind: kindLock, Title: "Locks", NameCol: "locker", ResCol: "lock key"},
+		{Kind: kindSemaphore, Title: "Semaphore slots", NameCol: "family", ResCol: "key"},
+		{Kind: kindElection, Title: "Election leaders", NameCol: "locker", ResCol: "election"},
+		{Kind: kindWaiter, Title: "Fair-mode waiters", NameCol: "locker", ResCol: "queue entry"},
+	} {
+		for _, v := range h.leases {
+			g.Rows = append(g.Rows, v.list(g.Kind)...)
+		}
+		d.Groups = append(d.Groups, g)
+	}
+	d.Changes, d.Actions = h.leaseLog.newest(20), h.actionLog.newest(20)
+	return d
+}
+
+func (h *Handler) coordPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "coord", "base", http.StatusOK, h.coord(r))
+}
+
+func (h *Handler) coordFragment(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "coord", "coordBody", http.StatusOK, h.coord(r))
+}
+
+func (h *Handler) eventsPage(w http.ResponseWriter, r *http.Request) {
+	rev := h.recent.newest(0)
+	h.render(w, "events", "base", http.StatusOK, struct {
+		common
+		Recent []events.Event
+	}{h.common(r, "Events", "events"), rev})
+}
