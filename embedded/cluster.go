@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 )
 
@@ -38,9 +36,7 @@ type Cluster struct {
 	opts   []Options
 	closed bool // set by Shutdown; RestartNode then refuses
 
-	jsMu sync.Mutex // guards the connection behind JetStream
-	nc   *nats.Conn
-	js   jetstream.JetStream
+	js ownedJS // the connection behind JetStream
 
 	done     chan struct{} // closed when Shutdown has finished
 	doneOnce sync.Once
@@ -255,12 +251,7 @@ func (c *Cluster) RestartNode(ctx context.Context, i int) error {
 // temporary data directory, if StartCluster created one. Afterwards
 // RestartNode returns ErrShutdown; calling Shutdown again does nothing.
 func (c *Cluster) Shutdown(ctx context.Context) error {
-	c.jsMu.Lock()
-	if c.nc != nil {
-		c.nc.Close()
-		c.nc, c.js = nil, nil
-	}
-	c.jsMu.Unlock()
+	c.js.close()
 	c.mu.Lock()
 	nodes := c.nodes
 	c.nodes = make([]*Server, len(c.opts))

@@ -102,20 +102,5 @@ func (c *Cluster) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // cluster (opened on first use, closed by Shutdown), as Server.JetStream
 // does for one node.
 func (c *Cluster) JetStream() (jetstream.JetStream, error) {
-	c.jsMu.Lock()
-	defer c.jsMu.Unlock()
-	if c.js != nil {
-		return c.js, nil
-	}
-	nc, err := c.Connect()
-	if err != nil {
-		return nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("embedded: jetstream: %w", err)
-	}
-	c.nc, c.js = nc, js
-	return js, nil
+	return c.js.get(func() (*nats.Conn, error) { return c.Connect() })
 }

@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clientOptions are the options every connection to a server started with
@@ -32,4 +34,48 @@ func connectURLs(url string, o Options, extra ...nats.Option) (*nats.Conn, error
 		return nil, fmt.Errorf("embedded: connect %s: %w", url, err)
 	}
 	return nc, nil
+}
+
+// ownedJS is the connection behind Server.JetStream and Cluster.JetStream:
+// opened on first use with the owner's credentials, closed by the owner's
+// Shutdown, after which it is not opened again.
+type ownedJS struct {
+	mu     sync.Mutex
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	closed bool
+}
+
+// get returns the handle, connecting with connect the first time.
+func (o *ownedJS) get(connect func() (*nats.Conn, error)) (jetstream.JetStream, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, ErrShutdown
+	}
+	if o.js != nil {
+		return o.js, nil
+	}
+	nc, err := connect()
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("embedded: jetstream: %w", err)
+	}
+	o.nc, o.js = nc, js
+	return js, nil
+}
+
+// close closes the connection, if one was opened, for good.
+func (o *ownedJS) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	if o.nc != nil {
+		o.nc.Close()
+		o.nc, o.js = nil, nil
+	}
 }

@@ -25,9 +25,7 @@ type Server struct {
 
 	closing atomic.Bool // set by the first Shutdown call
 
-	mu   sync.Mutex
-	nc   *nats.Conn // lazily opened for JetStream()
-	js   jetstream.JetStream
+	js   ownedJS // the connection behind JetStream()
 	once sync.Once
 	done chan struct{}
 	err  error
@@ -157,25 +155,10 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // (opened on first use with the configured credentials, closed by
 // Shutdown).
 func (s *Server) JetStream() (jetstream.JetStream, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closing.Load() {
 		return nil, ErrShutdown
 	}
-	if s.js != nil {
-		return s.js, nil
-	}
-	nc, err := s.Connect()
-	if err != nil {
-		return nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("embedded: jetstream: %w", err)
-	}
-	s.nc, s.js = nc, js
-	return js, nil
+	return s.js.get(func() (*nats.Conn, error) { return s.Connect() })
 }
 
 // Done is closed once Shutdown has stopped the server (and removed its
@@ -193,11 +176,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.once.Do(func() {
 		s.closing.Store(true)
 		go func() {
-			s.mu.Lock()
-			if s.nc != nil {
-				s.nc.Close()
-			}
-			s.mu.Unlock()
+			s.js.close()
 			s.ns.Shutdown()
 			s.ns.WaitForShutdown()
 			if s.tempDir != "" {
