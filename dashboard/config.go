@@ -33,6 +33,10 @@ type Config struct {
 	LeaseBuckets []string
 	// EventStream is the stream of ledger events. Default events.DefaultStream.
 	EventStream string
+	// EventSubjectPrefix is the prefix the ledger's bus puts before event
+	// names (events.JetStreamBusConfig.SubjectPrefix), so the dashboard
+	// reads "<prefix>ledger.>". Default "": plain "ledger.>".
+	EventSubjectPrefix string
 	// Create makes New create a missing ledger bucket, lease bucket or
 	// event stream, for a development server that starts empty. Default
 	// false: a missing one is an error naming it (looking must not write).

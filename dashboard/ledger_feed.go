@@ -39,7 +39,7 @@ func (h *Handler) openLedger(ctx context.Context) error {
 		if !errors.Is(err, jetstream.ErrStreamNotFound) || !h.cfg.Create {
 			return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
 		}
-		if _, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Stream: h.cfg.EventStream}); err != nil {
+		if _, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Stream: h.cfg.EventStream, SubjectPrefix: h.cfg.EventSubjectPrefix}); err != nil {
 			return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
 		}
 	}
@@ -76,7 +76,7 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 		start = last - recentEvents + 1
 	}
 	cons, err := h.cfg.JS.OrderedConsumer(ctx, h.cfg.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"ledger.>"},
+		FilterSubjects: []string{h.cfg.EventSubjectPrefix + events.DefaultSubject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    start,
 	})

@@ -56,7 +56,7 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 		return nil, false, fmt.Errorf("dashboard: event stream: %w", err)
 	}
 	last := st.CachedInfo().State.LastSeq
-	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{"ledger.>"}}
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{h.cfg.EventSubjectPrefix + events.DefaultSubject}}
 	if !s.CreatedAt.IsZero() {
 		occ.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		t := s.CreatedAt.Add(-time.Minute)

@@ -144,7 +144,7 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 		return err
 	}
 	if o.ui.on {
-		stopUI, err := a.demoUI(ctx, parent, js, run.bucket, o.ui)
+		stopUI, err := a.demoUI(ctx, parent, js, run, o.ui)
 		if err != nil {
 			return err
 		}

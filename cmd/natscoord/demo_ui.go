@@ -35,9 +35,10 @@ func (o demoUIOptions) waitBudget() time.Duration {
 // for a browser (or --ui-wait) so the newcomer sees the run from its
 // first event. The returned function keeps the page up until parent ends
 // (Ctrl-C), then stops it; it is deferred so it runs after the summary.
-func (a *app) demoUI(ctx, parent context.Context, js jetstream.JetStream, bucket string, o demoUIOptions) (func(), error) {
+func (a *app) demoUI(ctx, parent context.Context, js jetstream.JetStream, run *demoRun, o demoUIOptions) (func(), error) {
 	u := o.uiOptions
-	u.ledger, u.create = bucket, true
+	bus := run.busConfig()
+	u.ledger, u.create, u.stream, u.subjectPfx = run.bucket, true, bus.Stream, bus.SubjectPrefix
 	if a.json {
 		u.out = a.stderr // stdout carries the demo's one JSON document
 	}

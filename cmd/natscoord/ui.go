@@ -18,6 +18,7 @@ import (
 
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -31,6 +32,7 @@ type uiOptions struct {
 	ledger       string
 	leaseBuckets []string
 	stream       string
+	subjectPfx   string // the bus's subject prefix (the demo's own stream)
 	token        string
 	basicAuth    string
 	prefix       string
@@ -135,8 +137,8 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
-		EventStream: o.stream, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js, o.ledger, o.stream)})
+		EventStream: o.stream, EventSubjectPrefix: o.subjectPfx, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
+		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
 	if err != nil {
 		return nil, nil, nil, err
 	}

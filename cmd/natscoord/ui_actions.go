@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -13,51 +12,34 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// ledgerOperator is the ledger's operator surface the dashboard's reopen
-// and cancel buttons call. It is asserted at run time, so this file builds
-// whether or not the ledger in this build provides it; without it the
-// dashboard hides those buttons.
-type ledgerOperator interface {
-	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, now time.Time) (kvledger.TaskState, error)
-	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, reason string, now time.Time) (kvledger.TaskState, error)
-}
-
-// hasOperator reports whether this build's Ledger provides ledgerOperator.
-func hasOperator() bool {
-	_, ok := any((*kvledger.Ledger)(nil)).(ledgerOperator)
-	return ok
-}
-
-// uiTaskActions returns the dashboard's task actions on the ledger bucket
-// and event stream, or nil when the ledger has no operator surface. The
-// ledger handle (with an event bus, so the actions' events reach the
-// timeline) is opened at the first action: by then the dashboard has
-// checked that the bucket exists, and looking creates nothing.
-func uiTaskActions(js jetstream.JetStream, bucket, stream string) dashboard.TaskActions {
-	if !hasOperator() {
-		return nil
-	}
-	return &operatorActions{js: js, bucket: bucket, stream: stream}
+// uiTaskActions returns the dashboard's reopen and cancel actions on the
+// ledger bucket, publishing their events on the given bus config so they
+// reach the timeline. The ledger handle is opened at the first action: by
+// then the dashboard has checked that the bucket exists, and looking
+// creates nothing.
+func uiTaskActions(js jetstream.JetStream, bucket string, bus events.JetStreamBusConfig) dashboard.TaskActions {
+	return &operatorActions{js: js, bucket: bucket, bus: bus}
 }
 
 type operatorActions struct {
-	js             jetstream.JetStream
-	bucket, stream string
-	mu             sync.Mutex
-	op             ledgerOperator
+	js     jetstream.JetStream
+	bucket string
+	bus    events.JetStreamBusConfig
+	mu     sync.Mutex
+	l      *kvledger.Ledger
 }
 
-func (a *operatorActions) ledger(ctx context.Context) (ledgerOperator, error) {
+func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.op != nil {
-		return a.op, nil
+	if a.l != nil {
+		return a.l, nil
 	}
 	store, err := kvledger.NewKVStore(ctx, a.js, kvledger.KVStoreConfig{Bucket: a.bucket})
 	if err != nil {
 		return nil, err
 	}
-	bus, err := events.NewJetStreamBus(ctx, a.js, events.JetStreamBusConfig{Stream: a.stream})
+	bus, err := events.NewJetStreamBus(ctx, a.js, a.bus)
 	if err != nil {
 		return nil, err
 	}
@@ -65,26 +47,22 @@ func (a *operatorActions) ledger(ctx context.Context) (ledgerOperator, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, ok := any(l).(ledgerOperator)
-	if !ok {
-		return nil, errors.New("this ledger cannot reopen or cancel")
-	}
-	a.op = op
-	return op, nil
+	a.l = l
+	return l, nil
 }
 
 func (a *operatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	op, err := a.ledger(ctx)
+	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = op.Reopen(ctx, actor, key, time.Now())
+		_, err = l.Reopen(ctx, actor, key, time.Now())
 	}
 	return err
 }
 
 func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	op, err := a.ledger(ctx)
+	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = op.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
+		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
 	}
 	return err
 }

@@ -18,13 +18,8 @@ import (
 )
 
 // TestUITaskActionsWired runs reopen and cancel through the dashboard on
-// the ledger's own operator methods. It skips in a build whose ledger has
-// none (the buttons are hidden there; TestNoTaskRuntimeOffersNoTaskActions
-// in dashboard covers that).
+// the ledger's own operator methods.
 func TestUITaskActionsWired(t *testing.T) {
-	if !hasOperator() {
-		t.Skip("this build's kvledger.Ledger has no Reopen/Cancel")
-	}
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	store, err := kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: "natscoord_ledger"})
@@ -37,7 +32,7 @@ func TestUITaskActionsWired(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Admit(ctx, "t", "b", 1, nil, time.Now(), "a")
 	require.NoError(t, err)
-	h, err := dashboard.New(ctx, dashboard.Config{JS: n.JS, Tasks: uiTaskActions(n.JS, "natscoord_ledger", ""), Create: true})
+	h, err := dashboard.New(ctx, dashboard.Config{JS: n.JS, Tasks: uiTaskActions(n.JS, "natscoord_ledger", events.JetStreamBusConfig{}), Create: true})
 	require.NoError(t, err)
 	defer h.Close()
 	srv := httptest.NewServer(h)
