@@ -30,7 +30,12 @@
 //     KVStoreConfig.Retention the guarantee becomes a window on purpose.
 //   - Fencing: Claim and Takeover return a token larger than any earlier
 //     token of that key, also after the record was deleted and admitted
-//     again; Renew, Release and Complete refuse an older token.
+//     again; Renew, Release and Complete refuse an older token, and the
+//     right token presented under another owner's name (ErrFenced: an
+//     owner that does not hold the claim holds no valid fence). Fences
+//     never wrap: a record at MaxFence cannot be claimed again
+//     (ErrFenceExhausted), and a record above it is refused wherever it
+//     enters (Load, Decode, Restore).
 //   - Every write is a compare-and-swap on the record's revision; a lost
 //     race reloads and re-decides, so concurrent Ledgers never overwrite
 //     each other.

@@ -7,8 +7,17 @@ var (
 	// ErrEmptyOwner: Claim or Takeover got an empty owner.
 	ErrEmptyOwner = errors.New("kvledger: owner must not be empty")
 	// ErrFenced: Renew, Release or Complete presented a fence token that
-	// is not the record's: a newer claim exists, or never was the caller's.
+	// is not the record's (a newer claim exists, or it never was the
+	// caller's), or the right token with an owner that is not the
+	// record's: an owner that does not hold the claim holds no valid
+	// fence.
 	ErrFenced = errors.New("kvledger: fence token is stale")
+	// ErrFenceExhausted: Claim or Takeover found a record whose fence is
+	// MaxFence, so a new token would wrap; or a record entering the
+	// ledger (Load, Decode, Restore) carries a fence above MaxFence.
+	// Fences never wrap: the key must be deleted and admitted again under
+	// a new name to run once more.
+	ErrFenceExhausted = errors.New("kvledger: fence token has no room left")
 	// ErrInvalidLease: Claim, Renew or Takeover got a lease <= 0, which
 	// would be expired the moment it was written.
 	ErrInvalidLease = errors.New("kvledger: lease must be positive")

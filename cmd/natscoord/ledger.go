@@ -232,7 +232,9 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 				if a.json {
 					return writeJSON(a.stdout, t)
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s %s by %s (fence %d)\n", t.Key, t.Status, t.Owner, t.Fence)
+				// Print who acted, from the call that succeeded, never the
+				// record's owner as read afterwards.
+				_, err = fmt.Fprintf(a.stdout, "%s %s by %s (fence %d)\n", args[0], st, owner, fence)
 				return err
 			})
 		},

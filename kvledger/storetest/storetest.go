@@ -43,6 +43,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Events", testEvents},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"StaleOwner", testStaleOwner},
+		{"OwnerChecked", testOwnerChecked},
+		{"FenceNeverWraps", testFenceNeverWraps},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
