@@ -12,10 +12,24 @@ import "context"
 // no record, and for the KVStore also when its last entry is a delete or
 // expiry marker. A mismatch returns false and no error; an error means
 // the store could not tell (transient fault, corrupt record), never
-// contention. Every successful write gives the record a Rev different
-// from, and for every store here larger than, the previous one: the
-// MemStore counts from zero per record, the KVStore uses the bucket's
-// revision.
+// contention.
+//
+// Rev: every successful write gives the record a Rev larger than any Rev
+// that key had before, and a Store never hands the same Rev to two
+// versions of one key (events carry it as their revision and their
+// de-duplication id). How the Ledger learns the new Rev depends on the
+// Store:
+//
+//   - A Swapper returns the stored record, Rev included; its Revs may grow
+//     by any amount (the KVStore uses the bucket's revision, the MemStore
+//     one counter per store).
+//   - A Store without Swapper must give an inserted record Rev 0 and add
+//     exactly 1 on every further write of it: the Ledger computes the Rev
+//     of what it wrote by that rule, and a store that grows Rev otherwise
+//     makes the Ledger publish events under revisions no record has (so a
+//     later write publishes them again). Such a store cannot delete and
+//     re-admit a key without reusing its Revs: a store that deletes
+//     records implements Swapper. storetest checks both rules.
 //
 // On insert a Store may raise new.Fence so that fence tokens of a key
 // never decrease across deletion and re-admission.

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"StaleOwner", testStaleOwner},
 		{"OwnerChecked", testOwnerChecked},
 		{"FenceNeverWraps", testFenceNeverWraps},
+		{"Revisions", testRevisions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
