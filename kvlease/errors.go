@@ -32,6 +32,9 @@ var (
 	ErrInvalidToken = errors.New("kvlease: invalid token")
 	// ErrClosed means the manager is closing or closed.
 	ErrClosed = errors.New("kvlease: manager closed")
+	// ErrPanicked means a With or WithProof callback panicked; the error
+	// carries the panic value and stack, and the lease was released.
+	ErrPanicked = errors.New("kvlease: callback panicked")
 	// ErrTooManyActive means the manager already holds Config.MaxActive
 	// guards.
 	ErrTooManyActive = errors.New("kvlease: too many active leases")
