@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -26,4 +29,36 @@ func TestLedgerCompleteChecksOwner(t *testing.T) {
 	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w2", "--fence", f, "--status", "completed"), "fence token is stale")
 	out := c.ok("ledger", "complete", "build", "--owner", "w1", "--fence", f, "--status", "completed")
 	require.Equal(t, "build completed by w1 (fence "+f+")\n", out)
+}
+
+// A lease key holding garbage is listed, marked, and `lease release
+// --force` removes it.
+func TestLeaseCorruptValueListedAndForceReleased(t *testing.T) {
+	c, n := newCLI(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{Holder: "holder-1"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	g, ok, err := m.TryAcquireKey(ctx, "jobs.good", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	kv, err := n.JS.KeyValue(ctx, kvlease.DefaultBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "jobs.bad", []byte("not a lease"))
+	require.NoError(t, err)
+
+	out := c.ok("lease", "ls")
+	require.Regexp(t, `(?m)^jobs\.good\s+holder-1\s`, out)
+	require.Regexp(t, `(?m)^jobs\.bad\s+!corrupt\s`, out)
+	var rows []leaseRow
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lease", "ls")), &rows))
+	require.Len(t, rows, 2)
+	require.True(t, rows[1].Corrupt || rows[0].Corrupt)
+
+	require.Contains(t, c.ok("lease", "release", "jobs.bad", "--force"), "released jobs.bad (it held a corrupt value")
+	_, err = kv.Get(ctx, "jobs.bad")
+	require.Error(t, err, "the corrupt value is gone")
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "lease", "ls")), &rows))
+	require.Len(t, rows, 1)
+	require.NoError(t, g.Release(ctx))
 }
