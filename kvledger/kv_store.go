@@ -231,9 +231,11 @@ func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64,
 	return e.Revision, true
 }
 
-// Range implements Store: every record, in bucket (write) order.
+// Range implements Store: every record, in bucket (write) order. A value
+// that is not a valid record does not stop it: fn still sees every valid
+// record, and Range then returns a *CorruptRecordsError naming the others.
 func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
-	var ferr error
+	var bad []CorruptRecord
 	err := s.b.ScanLatest(ctx, taskPrefix+">", 0, func(e kvx.Entry) bool {
 		key, err := keyOfTask(e.Key)
 		if err == nil {
@@ -241,14 +243,19 @@ func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
 			if rec, err = decodeRecord(key, e.Value, e.Revision); err == nil {
 				return fn(rec)
 			}
+		} else {
+			err = fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 		}
-		ferr = err
-		return false
+		bad = append(bad, CorruptRecord{Key: key, BucketKey: e.Key, Revision: e.Revision, Err: err})
+		return true
 	})
 	if err != nil {
 		return fmt.Errorf("kvledger: range: %w", err)
 	}
-	return ferr
+	if len(bad) > 0 {
+		return &CorruptRecordsError{Records: bad}
+	}
+	return nil
 }
 
 // IndexNeeds implements DependencyIndex: one key per (need, dependent),

@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -29,12 +30,21 @@ func (s Snapshot) Validate() error {
 // Snapshot copies every record through Store.Range. The KVStore streams
 // the bucket through one ordered consumer, so a snapshot of 100k records
 // costs one pass over the bucket, not a request per key.
+//
+// When the store holds records that are not valid, Snapshot returns the
+// valid ones together with the store's *CorruptRecordsError naming the
+// others (errors.Is ErrCorruptRecord), so an operator can save what is
+// intact and repair the rest. Any other error returns an empty Snapshot.
 func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 	var snap Snapshot
 	err := l.store.Range(ctx, func(s TaskState) bool {
 		snap.Tasks = append(snap.Tasks, s)
 		return true
 	})
+	var corrupt *CorruptRecordsError
+	if errors.As(err, &corrupt) {
+		return snap, err
+	}
 	if err != nil {
 		return Snapshot{}, err
 	}

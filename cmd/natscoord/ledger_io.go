@@ -19,7 +19,11 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				// With corrupt records, the valid ones are still written and
+				// the command then fails naming the others: the snapshot is
+				// incomplete, and a script must not take it for a full one.
 				snap, err := l.Snapshot(ctx)
+				bad, err := splitCorrupt(err)
 				if err != nil {
 					return err
 				}
@@ -29,16 +33,17 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 				}
 				if file == "" || file == "-" {
 					_, err = fmt.Fprintln(a.stdout, string(data))
+				} else if err = writeFileAtomic(file, append(data, '\n')); err == nil {
+					if a.json {
+						err = writeJSON(a.stdout, map[string]any{"file": file, "tasks": len(snap.Tasks)})
+					} else {
+						_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
+					}
+				}
+				if err != nil || bad == nil {
 					return err
 				}
-				if err := writeFileAtomic(file, append(data, '\n')); err != nil {
-					return err
-				}
-				if a.json {
-					return writeJSON(a.stdout, map[string]any{"file": file, "tasks": len(snap.Tasks)})
-				}
-				_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
-				return err
+				return corruptNote(lf.bucket, bad)
 			})
 		},
 	}

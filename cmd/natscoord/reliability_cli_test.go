@@ -62,3 +62,38 @@ func TestLeaseCorruptValueListedAndForceReleased(t *testing.T) {
 	require.Len(t, rows, 1)
 	require.NoError(t, g.Release(ctx))
 }
+
+// One corrupt record: `ledger ls` lists the rest and marks it, `ledger
+// snapshot` writes the rest and fails naming it, `ledger rm --force`
+// removes it.
+func TestLedgerCorruptRecordListedAndRemoved(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "b", "--seq", "1")
+	c.ok("ledger", "admit", "c", "--seq", "1")
+	ctx := natstest.Context(t, 10*time.Second)
+	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "task.b", []byte("garbage"))
+	require.NoError(t, err)
+
+	out := c.ok("ledger", "ls")
+	require.Regexp(t, `(?m)^a\s+pending\s`, out)
+	require.Regexp(t, `(?m)^c\s+pending\s`, out)
+	require.Regexp(t, `(?m)^b\s+!corrupt\s`, out)
+
+	r := c.run("ledger", "snapshot")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, `"task.b"`)
+	require.Contains(t, r.stderr, "ledger rm --force")
+	snap, err := kvledger.Decode([]byte(r.stdout))
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 2, "the valid records are in the snapshot")
+
+	require.Contains(t, c.fail("ledger", "rm", "b"), "--force")
+	require.Equal(t, "removed b from "+defaultLedgerBucket+"\n", c.ok("ledger", "rm", "b", "--force"))
+	require.Contains(t, c.fail("ledger", "rm", "b", "--force"), `no task "b"`)
+	snap, err = kvledger.Decode([]byte(c.ok("ledger", "snapshot")))
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 2)
+}
