@@ -84,4 +84,3 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "confirm removing the record without any ledger check")
 	return cmd
 }
-
