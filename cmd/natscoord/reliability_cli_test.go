@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -96,4 +97,14 @@ func TestLedgerCorruptRecordListedAndRemoved(t *testing.T) {
 	snap, err = kvledger.Decode([]byte(c.ok("ledger", "snapshot")))
 	require.NoError(t, err)
 	require.Len(t, snap.Tasks, 2)
+}
+
+// `serve` refuses a data dir that a running server uses.
+func TestServeRefusesDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	n := natstest.WithServer(t, func(o *embedded.Options) { o.DataDir = dir })
+	require.NotNil(t, n)
+	r := runCLI(t, "serve", "--data-dir", dir, "--port", "0")
+	msg := requireFailure(t, r, []string{"serve"})
+	require.Contains(t, msg, "data directory in use")
 }
