@@ -20,8 +20,8 @@ type Server struct {
 	opts    Options
 	ns      *server.Server
 	log     *serverLogger
-	dataDir string // the directory given to nats-server as StoreDir
-	tempDir string // removed on Shutdown when non-empty
+	dataDir string   // the directory given to nats-server as StoreDir
+	tempDir string   // removed on Shutdown when non-empty
 	lock    *dirLock // the data directory's lock, released by Shutdown
 
 	closing atomic.Bool // set by the first Shutdown call
