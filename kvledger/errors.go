@@ -51,6 +51,11 @@ var (
 	ErrCorruptRecord = errors.New("kvledger: corrupt record in store")
 	// ErrExists: Restore found a record already stored under a key.
 	ErrExists = errors.New("kvledger: key already has a record")
+	// ErrTooLarge: a record whose key or stored value the server would
+	// refuse (a key past the NATS control line, a value past max_payload).
+	// It is found before anything is sent, so the connection stays
+	// usable; the message names the limit.
+	ErrTooLarge = errors.New("kvledger: record too large")
 	// ErrInvalidConfig: a store or ledger option was refused up front.
 	ErrInvalidConfig = errors.New("kvledger: invalid configuration")
 	// ErrNoRelay: StartRelay needs a store with a change log (KVStore)

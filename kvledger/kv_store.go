@@ -206,6 +206,9 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 			rev, err = r, nil
 		}
 	}
+	if errors.Is(err, kvx.ErrKeyTooLong) || errors.Is(err, kvx.ErrValueTooLarge) {
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: %s: %w", ErrTooLarge, shortKey(key), err)
+	}
 	if err != nil {
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
 	}
@@ -267,6 +270,9 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 			return fmt.Errorf("%w: empty key in dependency %q -> %q", ErrInvalidState, string(dependent), string(n))
 		}
 		_, _, err := s.b.Acquire(ctx, rdepKey(n, dependent), []byte("1"), 0, 0)
+		if errors.Is(err, kvx.ErrKeyTooLong) {
+			return fmt.Errorf("%w: dependency %s -> %s: %w", ErrTooLarge, shortKey(dependent), shortKey(n), err)
+		}
 		if err != nil && !kvx.IsConflict(err) {
 			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), err)
 		}
@@ -315,4 +321,14 @@ func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(I
 		return fmt.Errorf("kvledger: dependents of %q: %w", string(need), err)
 	}
 	return ferr
+}
+
+// shortKey quotes a key for an error message, cut to its first bytes: the
+// key of a too-large record may itself be the thing that is too large.
+func shortKey(k IdempotencyKey) string {
+	const max = 64
+	if len(k) <= max {
+		return fmt.Sprintf("%q", string(k))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", string(k[:max]), len(k))
 }
