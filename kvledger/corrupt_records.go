@@ -74,3 +74,31 @@ func (s *KVStore) ForceDelete(ctx context.Context, key IdempotencyKey) (bool, er
 	}
 	return true, nil
 }
+
+// CheckRecord implements RecordChecker: rec encodes, and its key and value
+// fit the server's control line and max_payload.
+func (s *KVStore) CheckRecord(rec TaskState) error {
+	value, err := encodeRecord(rec, true)
+	if err != nil {
+		return err
+	}
+	if k := taskKey(rec.Key); len(k) > s.b.MaxKeyBytes() {
+		return fmt.Errorf("%w: key %s is %d bytes once escaped, the limit is %d", ErrTooLarge, shortKey(rec.Key), len(k), s.b.MaxKeyBytes())
+	}
+	if limit := s.b.MaxValueBytes(); len(value) > limit {
+		return fmt.Errorf("%w: record %s is %d bytes, the limit is %d (the server's max_payload less room for headers)",
+			ErrTooLarge, shortKey(rec.Key), len(value), limit)
+	}
+	return nil
+}
+
+// Undo implements Undoer: a delete conditioned on rec.Rev.
+func (s *KVStore) Undo(ctx context.Context, rec TaskState) error {
+	octx, cancel := s.ops.Bound(ctx)
+	defer cancel()
+	_, err := s.b.Delete(octx, taskKey(rec.Key), rec.Rev)
+	if err != nil && !kvx.IsConflict(err) {
+		return fmt.Errorf("kvledger: undo %q: %w", string(rec.Key), err)
+	}
+	return nil
+}

@@ -85,3 +85,20 @@ type namedStore interface {
 type inserter interface {
 	insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
 }
+
+// RecordChecker is an optional Store capability: CheckRecord reports,
+// without writing, whether the store could store rec (it encodes, and
+// its key and value fit the server's limits). Restore checks every record
+// with it before the first write. The KVStore implements it.
+type RecordChecker interface {
+	CheckRecord(rec TaskState) error
+}
+
+// Undoer is an optional Store capability: Undo removes the record rec
+// names, only while the store still holds exactly that version (rec as
+// returned by a Swap, Rev included); a record changed since is left alone
+// and is not an error. Restore uses it to remove what it inserted before
+// failing. Both stores here implement it.
+type Undoer interface {
+	Undo(ctx context.Context, rec TaskState) error
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +110,24 @@ func TestServeRefusesDataDirInUse(t *testing.T) {
 	r := runCLI(t, "serve", "--data-dir", dir, "--port", "0")
 	msg := requireFailure(t, r, []string{"serve"})
 	require.Contains(t, msg, "data directory in use")
+}
+
+// A restore that fails (a 2 MiB task) writes nothing and removes the
+// bucket it created.
+func TestLedgerRestoreFailsWhole(t *testing.T) {
+	c, n := newCLI(t)
+	tasks := []kvledger.TaskState{}
+	for i, k := range []string{"a", "b", "c"} {
+		tasks = append(tasks, kvledger.TaskState{Key: kvledger.IdempotencyKey(k), Status: kvledger.StatusPending, Sequence: kvledger.Sequence(i + 1)})
+	}
+	tasks = append(tasks, kvledger.TaskState{Key: "huge", Status: kvledger.StatusPending, Sequence: 1, Task: strings.Repeat("x", 2<<20)})
+	data, err := kvledger.Encode(kvledger.Snapshot{Tasks: tasks})
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "snap.json")
+	require.NoError(t, os.WriteFile(file, data, 0o600))
+
+	msg := c.fail("ledger", "--bucket", "fresh", "restore", file)
+	require.Contains(t, msg, "too large")
+	require.Contains(t, msg, `bucket "fresh" removed`)
+	require.False(t, bucketExists(t, n, "fresh"), "no bucket left behind")
 }
