@@ -66,4 +66,21 @@
 //     ledger must carry the fence token to be safe.
 //   - Store faults are returned as they are; they are never reported as
 //     contention (false) or as a missing key.
+//
+// # Events and availability
+//
+// With a bus, per-key event order beats availability: a write whose
+// record's previous event is not known to be published first publishes
+// that event, and when the events stream is unavailable (its leader gone,
+// no quorum) the write is refused with ErrEventsUnavailable and nothing
+// is written. So while the stream is down, the first write of a key
+// succeeds (its own event fails and is reported to
+// WithPublishErrorHandler; the write is the commit point), and the next
+// write of that key fails until the stream is back. Once it is, the
+// refused write can be retried and the key's events come out complete
+// and in write order. The other choice (write on, publish later) would
+// let consumers see a key's events out of order or with gaps for as long
+// as no relay caught up, which breaks every consumer that follows a
+// key's life from its events. Keep the events stream at least as
+// available as the ledger's bucket (same cluster, same replicas).
 package kvledger

@@ -61,6 +61,12 @@ var (
 	// ErrNoRelay: StartRelay needs a store with a change log (KVStore)
 	// and a bus.
 	ErrNoRelay = errors.New("kvledger: relay needs a KVStore and a bus")
+	// ErrEventsUnavailable: a write was refused, with nothing written,
+	// because the event of the record's previous write is not known to be
+	// published and publishing it failed (the events stream is
+	// unavailable). It is transient: retry once the stream is back. It is
+	// never contention.
+	ErrEventsUnavailable = errors.New("kvledger: events stream unavailable")
 	// ErrClosed: the Ledger was closed.
 	ErrClosed = errors.New("kvledger: ledger closed")
 )

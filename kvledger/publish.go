@@ -91,13 +91,16 @@ func (l *Ledger) cas(ctx context.Context, key IdempotencyKey, old, next TaskStat
 }
 
 // flushPrevious re-publishes the event of the record about to be
-// overwritten, unless it carries none or this Ledger published it.
+// overwritten, unless it carries none or this Ledger published it. When
+// that publish fails the write is refused (ErrEventsUnavailable) and
+// nothing is written: per-key event order is kept over the availability
+// of the ledger (see "Events and availability" in doc.go).
 func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
 	if l.bus == nil || cur.LastEvent == "" || l.pub.has(cur.Key, cur.Rev) {
 		return nil
 	}
 	if err := l.bus.Publish(ctx, l.eventOf(cur)); err != nil {
-		return fmt.Errorf("kvledger: publish pending event of %q revision %d: %w", string(cur.Key), cur.Rev, err)
+		return fmt.Errorf("%w: publish pending event of %q revision %d: %w", ErrEventsUnavailable, string(cur.Key), cur.Rev, err)
 	}
 	l.pub.add(cur.Key, cur.Rev)
 	return nil
