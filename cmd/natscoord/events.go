@@ -30,7 +30,10 @@ func (a *app) eventsCommand() *cobra.Command {
 			"nothing is stored or acknowledged). With --durable it reads through the named\n" +
 			"durable consumer of the event stream instead: from the stream's first event the\n" +
 			"first time, and from where that consumer stopped afterwards (an event is\n" +
-			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.",
+			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.\n" +
+			"When the server goes away, tail says so on stderr and reconnects until it is back\n" +
+			"(--durable then resumes where it stopped; a live tail misses what was published\n" +
+			"meanwhile and says so).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 0 {
@@ -58,7 +61,7 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	cctx, ccancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(cctx)
+	nc, js, err := a.conn.connect(cctx, a.tailReconnect(durable != "")...)
 	ccancel()
 	if err != nil {
 		return err

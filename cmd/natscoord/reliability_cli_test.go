@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -130,4 +133,52 @@ func TestLedgerRestoreFailsWhole(t *testing.T) {
 	require.Contains(t, msg, "too large")
 	require.Contains(t, msg, `bucket "fresh" removed`)
 	require.False(t, bucketExists(t, n, "fresh"), "no bucket left behind")
+}
+
+// `events tail --durable` says when the server goes away, and resumes
+// once it is back on the same data dir: the event published after the
+// restart is printed and the tail ends normally.
+func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := natstest.Context(t, 60*time.Second)
+	start := func(port int) *embedded.Server {
+		s, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Port: port})
+		require.NoError(t, err)
+		return s
+	}
+	s := start(0)
+	url := s.ClientURL()
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	c := &cli{t: t, url: url}
+	c.ok("ledger", "admit", "x", "--seq", "1")
+
+	res := make(chan result, 1)
+	go func() {
+		res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--durable", "resume", "--count", "2")
+	}()
+	js, err := s.JetStream()
+	require.NoError(t, err)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		info, err := js.Consumer(ctx, events.DefaultStream, "resume")
+		if err != nil {
+			return false
+		}
+		ci, err := info.Info(ctx)
+		return err == nil && ci.AckFloor.Consumer == 1 && ci.NumWaiting > 0
+	}, "the tail printed the first event and waits for more")
+
+	require.NoError(t, s.Shutdown(ctx))
+	s = start(port)
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	c.ok("ledger", "admit", "y", "--seq", "1")
+
+	r := natstest.Recv(t, res, 40*time.Second, "tail to end")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "connection to the server lost")
+	require.Contains(t, r.stderr, "reconnected")
+	require.Contains(t, r.stdout, `"key":"x"`)
+	require.Contains(t, r.stdout, `"key":"y"`)
 }
