@@ -71,7 +71,8 @@ var (
 	_ Store           = (*KVStore)(nil)
 	_ Swapper         = (*KVStore)(nil)
 	_ DependencyIndex = (*KVStore)(nil)
-	_ inserter        = (*KVStore)(nil)
+	_ Inserter        = (*KVStore)(nil)
+	_ UniqueRevisions = (*KVStore)(nil)
 )
 
 // NewKVStore creates or binds the bucket described by cfg.
@@ -152,11 +153,11 @@ func (s *KVStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 	return stored, ok, err
 }
 
-// insert implements inserter: an insert-if-absent that, when it loses
+// Insert implements Inserter: an insert-if-absent that, when it loses
 // because the key holds a live value, returns that value decoded (the
 // conflict path of kvx.Bucket.Acquire already read it from the stream
 // leader), so Admit of an existing key needs no further read.
-func (s *KVStore) insert(ctx context.Context, key IdempotencyKey, new TaskState) (TaskState, bool, TaskState, bool, error) {
+func (s *KVStore) Insert(ctx context.Context, key IdempotencyKey, new TaskState) (TaskState, bool, TaskState, bool, error) {
 	stored, ok, live, err := s.swap(ctx, key, TaskState{}, new)
 	if err != nil || ok || live.Revision == 0 || !live.Live() {
 		return stored, ok, TaskState{}, false, err

@@ -66,7 +66,7 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	}
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
-	_, l.remember = store.(uniqueRevs)
+	_, l.remember = store.(UniqueRevisions)
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -78,7 +78,11 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 // Store returns the ledger's store.
 func (l *Ledger) Store() Store { return l.store }
 
-// Close stops the relays started by StartRelay and waits for them. The
+// Close drains the relays started by StartRelay: each keeps publishing
+// until every record revision written before Close has its event
+// published (by it or by another relay of the same name, also revisions a
+// dead relay held, once their AckWait ran out), within its DrainTimeout,
+// and then stops. A drain that runs out is returned as an error. The
 // Ledger's other methods keep working (they own no goroutine). Close is
 // idempotent.
 func (l *Ledger) Close() error {

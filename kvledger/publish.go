@@ -45,12 +45,12 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 
 // insert is write for a key believed absent: insert-if-absent, then the
 // event. When the insert loses and the store reported the record it found
-// (inserter), that record comes back with found true; otherwise the
+// (Inserter), that record comes back with found true; otherwise the
 // caller must load the key. Nothing is overwritten, so there is no
 // previous event to flush.
 func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok bool, cur TaskState, found bool, err error) {
-	if ins, isIns := l.store.(inserter); isIns {
-		rec, ok, cur, found, err = ins.insert(ctx, next.Key, next)
+	if ins, isIns := l.store.(Inserter); isIns {
+		rec, ok, cur, found, err = ins.Insert(ctx, next.Key, next)
 	} else {
 		rec, ok, err = l.cas(ctx, next.Key, TaskState{}, next)
 	}

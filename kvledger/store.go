@@ -78,12 +78,14 @@ type namedStore interface {
 	Name() string
 }
 
-// inserter is an optional Store capability: insert-if-absent that, when
-// the key already holds a record, may return it (found true) so the caller
-// can decide without loading it again. found false with ok false means
-// the record is not known and must be loaded.
-type inserter interface {
-	insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
+// Inserter is an optional Store capability: insert-if-absent that, when
+// the key already holds a record, may return it (found true) so the
+// caller can decide without loading it again. ok true means new was
+// inserted and stored is the record as stored (Rev set, Fence maybe
+// raised); ok false with found false means the record is not known and
+// must be loaded. Admit uses it for its one-round-trip fast path.
+type Inserter interface {
+	Insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
 }
 
 // RecordChecker is an optional Store capability: CheckRecord reports,

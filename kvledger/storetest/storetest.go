@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"OwnerChecked", testOwnerChecked},
 		{"FenceNeverWraps", testFenceNeverWraps},
 		{"Revisions", testRevisions},
+		{"Capabilities", testCapabilities},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })
