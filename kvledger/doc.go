@@ -83,4 +83,21 @@
 // as no relay caught up, which breaks every consumer that follows a
 // key's life from its events. Keep the events stream at least as
 // available as the ledger's bucket (same cluster, same replicas).
+//
+// # Time bounds
+//
+// With T = KVStore.OperationTimeout (the JetStream handle's default
+// timeout, 5 s without one), every store operation and every event
+// publish takes at most T, whatever the caller's deadline. A call is a
+// bounded sequence of them: Claim and Takeover make a load, one read per
+// key of the needs closure, a flush publish, the write, a read-back of an
+// outcome-unknown write and its publish, so at most (5 + closure) × T;
+// Renew, Release and Complete at most 5T (Complete(failed) then walks the
+// dependents, one load and one write each); Admit one index write per
+// need, the needs reads (concurrent: T), the insert, a read-back, the
+// publish and the recheck. A lost compare-and-swap repeats the loop, which
+// is contention, not a stall. On a stalled connection a call fails at its
+// first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
+// Range and Snapshot stream the whole bucket and are bounded by the
+// caller's ctx only.
 package kvledger

@@ -70,18 +70,29 @@ func TestEventsStreamLeaderGoneKeepsOrder(t *testing.T) {
 	}, "claim once the events stream is back")
 	require.NotZero(t, fence)
 
-	// The stream holds the key's events once each, in write order.
-	str, err := js.Stream(ctx, "GATE")
-	require.NoError(t, err)
-	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
+	// The stream holds the key's events once each, in write order (the
+	// restarted stream may answer "no responders" for a moment: retry).
 	var names []string
-	for len(names) < 2 {
-		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
-		require.NoError(t, err)
-		e, err := events.Unmarshal(m.Data())
-		require.NoError(t, err)
-		names = append(names, string(e.Name))
-	}
+	natstest.Eventually(t, 30*time.Second, func() bool {
+		names = nil
+		str, err := js.Stream(ctx, "GATE")
+		if err != nil {
+			return false
+		}
+		cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return false
+		}
+		for len(names) < 2 {
+			m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				return false
+			}
+			e, err := events.Unmarshal(m.Data())
+			require.NoError(t, err)
+			names = append(names, string(e.Name))
+		}
+		return true
+	}, "read the event stream")
 	require.Equal(t, []string{string(kvledger.AdmittedEvent), string(kvledger.ClaimedEvent)}, names)
 }

@@ -64,7 +64,8 @@ type KVStore struct {
 	// ops bounds each write and read whose ctx has no deadline, like
 	// nats.go's default timeout would, without a timer per operation
 	// when the ctx cannot end (kvx.OpTimeout).
-	ops *kvx.OpTimeout
+	ops       *kvx.OpTimeout
+	opTimeout time.Duration
 }
 
 var (
@@ -101,7 +102,8 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(opTimeout(js))}, nil
+	d := opTimeout(js)
+	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(d), opTimeout: d}, nil
 }
 
 // opTimeout is the bound of one store operation: the JetStream
@@ -115,6 +117,13 @@ func opTimeout(js jetstream.JetStream) time.Duration {
 
 // Name returns the bucket name.
 func (s *KVStore) Name() string { return s.b.Name() }
+
+// OperationTimeout is the bound of one store operation (one read or one
+// write, each of its internal retries included): the JetStream handle's
+// default timeout, 5 s when it has none. A caller's longer deadline does
+// not lift it. A Ledger on this store bounds its event publishes by it
+// too.
+func (s *KVStore) OperationTimeout() time.Duration { return s.opTimeout }
 
 // Load implements Store.
 func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {
@@ -226,7 +235,7 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 
 // landed reads key back after an outcome-unknown write of value.
 func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64, bool) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
 	defer cancel()
 	e, err := s.b.Get(rctx, key)
 	if err != nil || !bytes.Equal(e.Value, value) {
@@ -270,7 +279,9 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 		if n == "" || dependent == "" {
 			return fmt.Errorf("%w: empty key in dependency %q -> %q", ErrInvalidState, string(dependent), string(n))
 		}
-		_, _, err := s.b.Acquire(ctx, rdepKey(n, dependent), []byte("1"), 0, 0)
+		octx, cancel := s.ops.Bound(ctx)
+		_, _, err := s.b.Acquire(octx, rdepKey(n, dependent), []byte("1"), 0, 0)
+		cancel()
 		if errors.Is(err, kvx.ErrKeyTooLong) {
 			return fmt.Errorf("%w: dependency %s -> %s: %w", ErrTooLarge, shortKey(dependent), shortKey(n), err)
 		}

@@ -9,7 +9,12 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/kvx"
 )
+
+// defaultPublishTimeout bounds an event publish on a store that states no
+// operation timeout of its own.
+const defaultPublishTimeout = 5 * time.Second
 
 // Ledger admits tasks once per idempotency key, hands them to workers
 // under fenced leases, and blocks the dependents of failed tasks, over one
@@ -32,6 +37,8 @@ type Ledger struct {
 	claims         claims
 	remember       bool // the store's revisions are unique: use claims
 	onPublishError func(key IdempotencyKey, rev uint64, err error)
+	// ops bounds each event publish like one store operation.
+	ops *kvx.OpTimeout
 
 	mu     sync.Mutex
 	relays []*relay
@@ -67,6 +74,11 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
 	_, l.remember = store.(UniqueRevisions)
+	d := defaultPublishTimeout
+	if t, ok := store.(interface{ OperationTimeout() time.Duration }); ok && t.OperationTimeout() > 0 {
+		d = t.OperationTimeout()
+	}
+	l.ops = kvx.NewOpTimeout(d)
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err

@@ -99,7 +99,10 @@ func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
 	if l.bus == nil || cur.LastEvent == "" || l.pub.has(cur.Key, cur.Rev) {
 		return nil
 	}
-	if err := l.bus.Publish(ctx, l.eventOf(cur)); err != nil {
+	pctx, cancel := l.ops.Bound(ctx)
+	err := l.bus.Publish(pctx, l.eventOf(cur))
+	cancel()
+	if err != nil {
 		return fmt.Errorf("%w: publish pending event of %q revision %d: %w", ErrEventsUnavailable, string(cur.Key), cur.Rev, err)
 	}
 	l.pub.add(cur.Key, cur.Rev)
@@ -110,7 +113,10 @@ func (l *Ledger) publish(ctx context.Context, rec TaskState) {
 	if l.bus == nil || rec.LastEvent == "" {
 		return
 	}
-	if err := l.bus.Publish(ctx, l.eventOf(rec)); err != nil {
+	pctx, cancel := l.ops.Bound(ctx)
+	err := l.bus.Publish(pctx, l.eventOf(rec))
+	cancel()
+	if err != nil {
 		if h := l.onPublishError; h != nil {
 			h(rec.Key, rec.Rev, err)
 		}
