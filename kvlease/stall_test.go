@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -17,12 +16,9 @@ import (
 // the caller's own (much later) deadline runs out.
 func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	n := natstest.WithServer(t)
-	p := natstest.NewDelayProxy(t, n.Server.ClientURL())
-	nc, err := nats.Connect(p.URL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	p, js := natstest.ThroughProxy(t, n)
 	const opTimeout = 500 * time.Millisecond
-	m := newManager(t, natstest.JetStream(t, nc), kvlease.Config{OperationTimeout: opTimeout})
+	m := newManager(t, js, kvlease.Config{OperationTimeout: opTimeout})
 	l := bind(t, jobs, m)
 	ctx := natstest.Context(t, 30*time.Second)
 	g, ok, err := l.TryAcquire(ctx, "held", 5*time.Second)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -19,13 +18,8 @@ import (
 // read-back), not at the caller's deadline.
 func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	n := natstest.WithServer(t)
-	p := natstest.NewDelayProxy(t, n.Server.ClientURL())
-	nc, err := nats.Connect(p.URL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
 	const opTimeout = 500 * time.Millisecond
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(opTimeout))
-	require.NoError(t, err)
+	p, js := natstest.ThroughProxy(t, n, jetstream.WithDefaultTimeout(opTimeout))
 	store := newKVStore(t, js, kvledger.KVStoreConfig{})
 	require.Equal(t, opTimeout, store.OperationTimeout())
 	ctx := natstest.Context(t, 60*time.Second)

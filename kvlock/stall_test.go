@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -16,12 +15,9 @@ import (
 // Config.CallCeiling (retries included), not at the caller's deadline.
 func TestStalledConnectionBoundedByCallCeiling(t *testing.T) {
 	n := natstest.WithServer(t)
-	p := natstest.NewDelayProxy(t, n.Server.ClientURL())
-	nc, err := nats.Connect(p.URL())
-	require.NoError(t, err)
-	t.Cleanup(nc.Close)
+	p, js := natstest.ThroughProxy(t, n)
 	cfg := kvlock.Config{OpTimeout: 300 * time.Millisecond}
-	l := newLocker(t, natstest.JetStream(t, nc), cfg)
+	l := newLocker(t, js, cfg)
 	ctx := natstest.Context(t, 60*time.Second)
 	k, ok, err := l.TryAcquire(ctx, "held")
 	require.NoError(t, err)

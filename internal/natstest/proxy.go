@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 )
 
@@ -160,4 +162,19 @@ func (p *DelayProxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// ThroughProxy connects to n through a new DelayProxy and returns the
+// proxy and a JetStream handle on that connection (jsOpts apply to the
+// handle); everything closes on t.Cleanup. The proxy's Stall and SetDelay
+// then act on that connection alone.
+func ThroughProxy(t testing.TB, n *Node, jsOpts ...jetstream.JetStreamOpt) (*DelayProxy, jetstream.JetStream) {
+	t.Helper()
+	p := NewDelayProxy(t, n.Server.ClientURL())
+	nc, err := nats.Connect(p.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jsOpts...)
+	require.NoError(t, err)
+	return p, js
 }
