@@ -7,11 +7,13 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
@@ -181,4 +183,50 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	require.Contains(t, r.stderr, "reconnected")
 	require.Contains(t, r.stdout, `"key":"x"`)
 	require.Contains(t, r.stdout, `"key":"y"`)
+}
+
+// A live `events tail` that loses its server says so, reconnects when the
+// server is back, and prints what is published then.
+func TestEventsTailLiveReconnects(t *testing.T) {
+	dir := t.TempDir()
+	ctx := natstest.Context(t, 60*time.Second)
+	s, err := embedded.Start(ctx, embedded.Options{DataDir: dir})
+	require.NoError(t, err)
+	url := s.ClientURL()
+	u, err := neturl.Parse(url)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	c := &cli{t: t, url: url}
+	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
+
+	res := make(chan result, 1)
+	go func() { res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--count", "1") }()
+	// The tail is subscribed when a connection of the CLI holds ledger.>.
+	subscribed := func() bool {
+		cz, err := s.NATS().Connz(&server.ConnzOptions{Subscriptions: true})
+		if err != nil {
+			return false
+		}
+		for _, ci := range cz.Conns {
+			if ci.Name == "natscoord-cli" && slices.Contains(ci.Subs, "ledger.>") {
+				return true
+			}
+		}
+		return false
+	}
+	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
+	require.NoError(t, s.Shutdown(ctx))
+	s, err = embedded.Start(ctx, embedded.Options{DataDir: dir, Port: port})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
+	c.ok("ledger", "admit", "after", "--seq", "1")
+
+	r := natstest.Recv(t, res, 30*time.Second, "tail to end")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "connection to the server lost")
+	require.Contains(t, r.stderr, "reconnected")
+	require.Contains(t, r.stderr, "not shown")
+	require.Contains(t, r.stdout, `"key":"after"`)
 }
