@@ -34,7 +34,13 @@ func (s *KVStore) StartRelay(ctx context.Context, cfg RelayConfig, publish func(
 	}
 	r := &kvRelay{s: s, cons: cons, cfg: cfg, publish: publish}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	r.cc, err = cons.Consume(r.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.report(err) }))
+	// One message at a time: a revision's AckWait runs from its delivery
+	// to the client, so revisions buffered behind a slow publish would
+	// run out (and go to another relay) while only the one in hand is
+	// kept alive with in-progress acks. The publish is a round trip
+	// anyway; pulling one by one at most doubles that.
+	r.cc, err = cons.Consume(r.handle, jetstream.PullMaxMessages(1),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.report(err) }))
 	if err != nil {
 		r.cancel()
 		return nil, fmt.Errorf("kvledger: relay consume: %w", err)
