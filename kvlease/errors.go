@@ -37,6 +37,11 @@ var (
 	// this error instead of waiting for a holder that does not exist, and
 	// ForceRelease removes it.
 	ErrCorruptValue = errors.New("kvlease: lease key holds a corrupt value")
+	// ErrTooLarge means a guarded write (Proof.Put) whose key or value the
+	// server would refuse (the NATS control line, max_payload). It is found
+	// before anything is sent, so the connection stays usable; the message
+	// names the limit. The lease is not affected.
+	ErrTooLarge = errors.New("kvlease: key or value too large")
 	// ErrPanicked means a With or WithProof callback panicked; the error
 	// carries the panic value and stack, and the lease was released.
 	ErrPanicked = errors.New("kvlease: callback panicked")
