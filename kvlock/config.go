@@ -44,9 +44,12 @@ type Config struct {
 	// window ends. Default TTL/3.
 	RenewInterval time.Duration
 	// OpTimeout bounds each single server operation whose context has no
-	// earlier deadline (and every cleanup: releases on Close). Default 5s.
+	// earlier deadline (and every cleanup: releases on Close). A caller's
+	// later deadline does not lift it. Default 5s.
 	OpTimeout time.Duration
-	// Retry bounds the retries of transient errors; see RetryPolicy.
+	// Retry bounds the retries of transient errors; see RetryPolicy. It
+	// is the only retry budget of the stack: CallCeiling states the
+	// longest a call can take with it (31.15 s with the defaults).
 	Retry RetryPolicy
 	// Fair makes waiters acquire in arrival order through a queue (see
 	// the package documentation). Default false: barging, which is

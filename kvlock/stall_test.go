@@ -41,3 +41,7 @@ func TestStalledConnectionBoundedByCallCeiling(t *testing.T) {
 		require.Less(t, took, ceiling+500*time.Millisecond, name)
 	}
 }
+
+func TestCallCeilingDefaults(t *testing.T) {
+	require.Equal(t, 3*2*5*time.Second+150*time.Millisecond, kvlock.Config{}.CallCeiling())
+}
