@@ -20,8 +20,9 @@ type Server struct {
 	opts    Options
 	ns      *server.Server
 	log     *serverLogger
-	dataDir string // the directory given to nats-server as StoreDir
-	tempDir string // removed on Shutdown when non-empty
+	dataDir string   // the directory given to nats-server as StoreDir
+	tempDir string   // removed on Shutdown when non-empty
+	lock    *dirLock // the data directory's lock, released by Shutdown
 
 	closing atomic.Bool // set by the first Shutdown call
 
@@ -70,8 +71,13 @@ func start(ctx context.Context, opts Options, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	ns, err := server.NewServer(so)
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	lg := &serverLogger{log: opts.Logger, name: opts.ServerName}
@@ -82,9 +88,10 @@ func start(ctx context.Context, opts Options, dir string) (*Server, error) {
 	if err := waitReady(ctx, ns, lg, opts.ReadyTimeout); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
+		lock.release()
 		return nil, err
 	}
-	return &Server{opts: opts, ns: ns, log: lg, dataDir: dir, done: make(chan struct{})}, nil
+	return &Server{opts: opts, ns: ns, log: lg, dataDir: dir, lock: lock, done: make(chan struct{})}, nil
 }
 
 // waitReady polls rather than calling ns.ReadyForConnections once with the
@@ -179,6 +186,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.js.close()
 			s.ns.Shutdown()
 			s.ns.WaitForShutdown()
+			s.lock.release()
 			if s.tempDir != "" {
 				if err := os.RemoveAll(s.tempDir); err != nil {
 					s.err = fmt.Errorf("embedded: remove temp dir: %w", err)

@@ -52,7 +52,10 @@ type Config struct {
 	// no earlier deadline, and every cleanup attempt (release on Close,
 	// on loss, after With). Operations whose context can never end share
 	// one deadline, so each of them is bounded by at least half of it
-	// and at most all of it. Default 5s.
+	// and at most all of it. A caller's later deadline does not lift it.
+	// Ceiling: TryAcquire, Renew, Release, Holder, Export and Restore take
+	// at most 2 × OperationTimeout, ForceRelease 4× (see bounds.go).
+	// Default 5s.
 	OperationTimeout time.Duration
 	// MaxWait bounds the wait argument of Acquire. Default 1h.
 	MaxWait time.Duration

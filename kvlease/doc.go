@@ -224,4 +224,16 @@
 //   - DecodeHolder, Manager.HolderOfKey and Manager.ReadKey to read leases
 //     and records kept next to them, and Manager.Ticket and LastTicket, a
 //     sequencer for queues (kvlock's fair mode).
+//
+// # Time bounds
+//
+// With T = Config.OperationTimeout, one operation (a round trip and the
+// retries kvx makes inside it, which share its deadline) takes at most T,
+// whatever the caller's deadline; a stalled connection therefore costs T,
+// not the caller's patience. TryAcquire, Renew, Release, Holder, Export
+// and Restore take at most 2T (an operation and the read-back that
+// settles an outcome-unknown write); Acquire and With the wait plus 2T;
+// ForceRelease at most 4T. kvlease retries nothing beyond that (see
+// bounds.go); TestStalledConnectionBoundedByOperationTimeout checks it
+// through a stalled proxy.
 package kvlease

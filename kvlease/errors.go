@@ -32,6 +32,19 @@ var (
 	ErrInvalidToken = errors.New("kvlease: invalid token")
 	// ErrClosed means the manager is closing or closed.
 	ErrClosed = errors.New("kvlease: manager closed")
+	// ErrCorruptValue means a lease key holds a value that is not a lease
+	// (written by another tool, or damaged): acquisitions of it fail with
+	// this error instead of waiting for a holder that does not exist, and
+	// ForceRelease removes it.
+	ErrCorruptValue = errors.New("kvlease: lease key holds a corrupt value")
+	// ErrTooLarge means a guarded write (Proof.Put) whose key or value the
+	// server would refuse (the NATS control line, max_payload). It is found
+	// before anything is sent, so the connection stays usable; the message
+	// names the limit. The lease is not affected.
+	ErrTooLarge = errors.New("kvlease: key or value too large")
+	// ErrPanicked means a With or WithProof callback panicked; the error
+	// carries the panic value and stack, and the lease was released.
+	ErrPanicked = errors.New("kvlease: callback panicked")
 	// ErrTooManyActive means the manager already holds Config.MaxActive
 	// guards.
 	ErrTooManyActive = errors.New("kvlease: too many active leases")

@@ -25,3 +25,6 @@ func (g *Guard) CorruptRevision(rev uint64) {
 
 // Scheduled is the number of guards in the renewal scheduler.
 func (m *Manager) Scheduled() int { return m.sched.len() }
+
+// CallBound is the stated bound of one call for tests.
+func CallBound(c Config) time.Duration { return callBound(c) }

@@ -34,6 +34,10 @@ type Manager struct {
 	sched  *scheduler
 	pool   *renewPool
 	wg     sync.WaitGroup // renewal and cleanup goroutines
+	// callbacks counts With callbacks running; Close waits for them.
+	// Added to only under mu while not closed (addCallback), so its Wait
+	// in shutdown never races an Add.
+	callbacks sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
@@ -95,12 +99,15 @@ func (m *Manager) Bucket() string { return m.b.Name() }
 func (m *Manager) Holder() string { return m.cfg.Holder }
 
 // Done is closed when Close has finished: every guard released (or its
-// cleanup attempt ended) and every goroutine of the manager stopped.
+// cleanup attempt ended), every With callback returned and every
+// goroutine of the manager stopped.
 func (m *Manager) Done() <-chan struct{} { return m.done }
 
 // Close refuses new acquisitions, ends waiting acquisitions with
 // ErrClosed, releases every guard the manager holds (each release bounded
-// by OperationTimeout), stops the scheduler and waits for all of it. If
+// by OperationTimeout), which cancels the contexts of running With
+// callbacks, waits for those callbacks to return, stops the scheduler and
+// waits for all of it. If
 // ctx ends first Close returns ctx's error and the shutdown completes in
 // the background (Done reports it). It is idempotent; later calls wait for
 // the same shutdown and return its result.
@@ -136,6 +143,7 @@ func (m *Manager) shutdown(gs []*Guard) {
 			errs = append(errs, g.releaseErr)
 		}
 	}
+	m.callbacks.Wait()
 	m.sched.close()
 	m.pool.close()
 	m.wg.Wait()
@@ -144,6 +152,18 @@ func (m *Manager) shutdown(gs []*Guard) {
 	}
 	m.closeErr = errors.Join(errs...)
 	close(m.done)
+}
+
+// addCallback counts a With callback that is about to run, or refuses it
+// when the manager is closing.
+func (m *Manager) addCallback() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.callbacks.Add(1)
+	return nil
 }
 
 // register adds a new guard in place of its admission's reservation, or

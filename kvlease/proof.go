@@ -2,6 +2,7 @@ package kvlease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -58,6 +59,8 @@ func (p Proof) Put(ctx context.Context, key string, value []byte) (uint64, error
 		cause := fmt.Errorf("%w: guarded write to %q refused: %q is no longer at revision %d", ErrLost, key, g.key, rev)
 		g.lose(cause, false)
 		return 0, cause
+	case errors.Is(err, kvx.ErrKeyTooLong) || errors.Is(err, kvx.ErrValueTooLarge):
+		return 0, fmt.Errorf("%w: guarded write to %q: %w", ErrTooLarge, key, err)
 	}
 	return 0, fmt.Errorf("kvlease: guarded write to %q: %w", key, err)
 }

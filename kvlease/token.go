@@ -16,9 +16,9 @@ import (
 
 // Token is a transferable handle to one held lease of a family with key
 // type K, made by Export and consumed by Restore. It carries the lease's
-// owner secret, so it is a credential: String, GoString and every fmt verb
-// print it with the secret redacted; only MarshalText reveals it (and so
-// does encoding/json, which uses MarshalText).
+// owner secret, so it is a credential: String, GoString, every fmt verb,
+// slog (LogValue) and encoding/json (MarshalJSON) show it with the secret
+// redacted; only MarshalText reveals it.
 type Token[K any] struct {
 	family Name
 	key    string

@@ -101,14 +101,6 @@ func appendValue(b, prefix []byte, acquired time.Time, ttl time.Duration, ownerH
 	return append(b, `"}`...)
 }
 
-func decodeValue(b []byte) (Holder, error) {
-	var h Holder
-	if err := json.Unmarshal(b, &h); err != nil {
-		return Holder{}, fmt.Errorf("kvlease: lease value: %w", err)
-	}
-	return h, nil
-}
-
 // valueTail reads the TTL and owner hash from the end of a value laid out
 // as appendValue writes it, without decoding the whole value (waiters look
 // at every holder's value on every acquisition they see). ok is false for

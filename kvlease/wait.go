@@ -66,6 +66,8 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, r *request,
 					m.unadmit()
 				}
 				return g, err
+			case e.Live() && corruptValue(e.Value):
+				return nil, corruptErr(e.Key, e.Revision)
 			case e.Live():
 				if pending == nil || e.Key == pending.key {
 					// Acquired or renewed by someone else: the re-check

@@ -103,8 +103,12 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 		}
 		return 0, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
 	}
+	fence, err := cur.nextFence()
+	if err != nil {
+		return 0, false, err
+	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence = StatusClaimed, owner, cur.Fence+1
+	next.Status, next.Owner, next.Fence = StatusClaimed, owner, fence
 	next.LeaseUntil = now.Add(lease)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
@@ -182,13 +186,20 @@ func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error
 	return cur, nil
 }
 
-// checkFence refuses a caller whose token is not the record's. The fence
-// alone decides: every claim of a key gets a token no other claim of that
-// key ever had, so the owner name adds nothing (it is reported only).
+// checkFence refuses a caller that does not hold the record's claim: its
+// token is not the record's, or the record names another owner. An owner
+// that does not hold the claim holds no valid fence, so both are
+// ErrFenced; a record with no owner (pending after a Release or a
+// rebase) is judged by the fence alone, so the status check that follows
+// reports ErrNotClaimed for it.
 func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 	if cur.Fence != fence {
 		return fmt.Errorf("%w: %q is at fence %d owned by %q, caller has %d as %q",
 			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), fence, string(owner))
+	}
+	if cur.Owner != "" && cur.Owner != owner {
+		return fmt.Errorf("%w: %q at fence %d is owned by %q, not by the caller %q",
+			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), string(owner))
 	}
 	return nil
 }

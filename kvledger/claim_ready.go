@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -158,8 +157,9 @@ func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) e
 // attempt; ok false means the compare-and-swap lost. Like Claim, it first
 // blocks cur when a key in its transitive needs failed or is blocked.
 func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
-	if cur.Fence == math.MaxUint64 {
-		return TaskState{}, false, fmt.Errorf("%w: %q", ErrFenceExhausted, string(cur.Key))
+	fence, err := cur.nextFence()
+	if err != nil {
+		return TaskState{}, false, err
 	}
 	blocker, err := l.blockingAncestor(ctx, cur)
 	if err != nil {
@@ -172,7 +172,7 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 		return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusClaimed, owner, cur.Fence+1, leaseUntil
+	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusClaimed, owner, fence, leaseUntil
 	next.Attempts = cur.Attempts + 1
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {

@@ -27,13 +27,19 @@ type claims struct {
 
 const claimsMax = 1 << 14
 
-// uniqueRevs is implemented by stores whose Rev is never reused for a key
-// (see claims).
-type uniqueRevs interface {
-	uniqueRevs()
+// UniqueRevisions is an optional Store capability, a promise with no
+// behaviour: the store never gives two stored versions of a key the same
+// Rev, also across deletion and re-admission (the KVStore: a KV revision
+// is never reused in a bucket). A Ledger on such a store remembers the
+// claims it wrote and compare-and-swaps Renew, Release and Complete
+// against them without reading first (see claims). storetest checks the
+// promise as far as it can see.
+type UniqueRevisions interface {
+	UniqueRevisions()
 }
 
-func (*KVStore) uniqueRevs() {}
+// UniqueRevisions implements UniqueRevisions.
+func (*KVStore) UniqueRevisions() {}
 
 // note records rec, the result of a successful write by this Ledger.
 func (c *claims) note(rec TaskState) {

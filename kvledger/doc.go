@@ -30,7 +30,12 @@
 //     KVStoreConfig.Retention the guarantee becomes a window on purpose.
 //   - Fencing: Claim and Takeover return a token larger than any earlier
 //     token of that key, also after the record was deleted and admitted
-//     again; Renew, Release and Complete refuse an older token.
+//     again; Renew, Release and Complete refuse an older token, and the
+//     right token presented under another owner's name (ErrFenced: an
+//     owner that does not hold the claim holds no valid fence). Fences
+//     never wrap: a record at MaxFence cannot be claimed again
+//     (ErrFenceExhausted), and a record above it is refused wherever it
+//     enters (Load, Decode, Restore).
 //   - Every write is a compare-and-swap on the record's revision; a lost
 //     race reloads and re-decides, so concurrent Ledgers never overwrite
 //     each other.
@@ -86,4 +91,38 @@
 // Events of these transitions carry the runtime fields too (Kind,
 // Attempts, LastError, RunAt). A Delete's event cannot be re-published
 // by a relay (no record remains to rebuild it from).
+//
+// # Events and availability
+//
+// With a bus, per-key event order beats availability: a write whose
+// record's previous event is not known to be published first publishes
+// that event, and when the events stream is unavailable (its leader gone,
+// no quorum) the write is refused with ErrEventsUnavailable and nothing
+// is written. So while the stream is down, the first write of a key
+// succeeds (its own event fails and is reported to
+// WithPublishErrorHandler; the write is the commit point), and the next
+// write of that key fails until the stream is back. Once it is, the
+// refused write can be retried and the key's events come out complete
+// and in write order. The other choice (write on, publish later) would
+// let consumers see a key's events out of order or with gaps for as long
+// as no relay caught up, which breaks every consumer that follows a
+// key's life from its events. Keep the events stream at least as
+// available as the ledger's bucket (same cluster, same replicas).
+//
+// # Time bounds
+//
+// With T = KVStore.OperationTimeout (the JetStream handle's default
+// timeout, 5 s without one), every store operation and every event
+// publish takes at most T, whatever the caller's deadline. A call is a
+// bounded sequence of them: Claim and Takeover make a load, one read per
+// key of the needs closure, a flush publish, the write, a read-back of an
+// outcome-unknown write and its publish, so at most (5 + closure) × T;
+// Renew, Release and Complete at most 5T (Complete(failed) then walks the
+// dependents, one load and one write each); Admit one index write per
+// need, the needs reads (concurrent: T), the insert, a read-back, the
+// publish and the recheck. A lost compare-and-swap repeats the loop, which
+// is contention, not a stall. On a stalled connection a call fails at its
+// first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
+// Range and Snapshot stream the whole bucket and are bounded by the
+// caller's ctx only.
 package kvledger

@@ -7,8 +7,17 @@ var (
 	// ErrEmptyOwner: Claim or Takeover got an empty owner.
 	ErrEmptyOwner = errors.New("kvledger: owner must not be empty")
 	// ErrFenced: Renew, Release or Complete presented a fence token that
-	// is not the record's: a newer claim exists, or never was the caller's.
+	// is not the record's (a newer claim exists, or it never was the
+	// caller's), or the right token with an owner that is not the
+	// record's: an owner that does not hold the claim holds no valid
+	// fence.
 	ErrFenced = errors.New("kvledger: fence token is stale")
+	// ErrFenceExhausted: Claim or Takeover found a record whose fence is
+	// MaxFence, so a new token would wrap; or a record entering the
+	// ledger (Load, Decode, Restore) carries a fence above MaxFence.
+	// Fences never wrap: the key must be deleted and admitted again under
+	// a new name to run once more.
+	ErrFenceExhausted = errors.New("kvledger: fence token has no room left")
 	// ErrInvalidLease: Claim, Renew or Takeover got a lease <= 0, which
 	// would be expired the moment it was written.
 	ErrInvalidLease = errors.New("kvledger: lease must be positive")
@@ -42,11 +51,22 @@ var (
 	ErrCorruptRecord = errors.New("kvledger: corrupt record in store")
 	// ErrExists: Restore found a record already stored under a key.
 	ErrExists = errors.New("kvledger: key already has a record")
+	// ErrTooLarge: a record whose key or stored value the server would
+	// refuse (a key past the NATS control line, a value past max_payload).
+	// It is found before anything is sent, so the connection stays
+	// usable; the message names the limit.
+	ErrTooLarge = errors.New("kvledger: record too large")
 	// ErrInvalidConfig: a store or ledger option was refused up front.
 	ErrInvalidConfig = errors.New("kvledger: invalid configuration")
 	// ErrNoRelay: StartRelay needs a store with a change log (KVStore)
 	// and a bus.
 	ErrNoRelay = errors.New("kvledger: relay needs a KVStore and a bus")
+	// ErrEventsUnavailable: a write was refused, with nothing written,
+	// because the event of the record's previous write is not known to be
+	// published and publishing it failed (the events stream is
+	// unavailable). It is transient: retry once the stream is back. It is
+	// never contention.
+	ErrEventsUnavailable = errors.New("kvledger: events stream unavailable")
 	// ErrClosed: the Ledger was closed.
 	ErrClosed = errors.New("kvledger: ledger closed")
 )

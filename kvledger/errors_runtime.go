@@ -13,9 +13,6 @@ var (
 	ErrNoReady = errors.New("kvledger: no task is ready")
 	// ErrNoLease: ClaimLeased got a nil lease or one that has ended.
 	ErrNoLease = errors.New("kvledger: claim needs a held lease")
-	// ErrFenceExhausted: the record's fence is at its maximum; it cannot
-	// be claimed or reopened again (fences never wrap).
-	ErrFenceExhausted = errors.New("kvledger: fence token exhausted")
 	// ErrNotFinal: Delete found a pending or claimed record.
 	ErrNotFinal = errors.New("kvledger: record is not final")
 	// ErrNotFailed: Reopen found a record that is not failed.

@@ -69,14 +69,16 @@ type KVStore struct {
 	// ops bounds each write and read whose ctx has no deadline, like
 	// nats.go's default timeout would, without a timer per operation
 	// when the ctx cannot end (kvx.OpTimeout).
-	ops *kvx.OpTimeout
+	ops       *kvx.OpTimeout
+	opTimeout time.Duration
 }
 
 var (
 	_ Store           = (*KVStore)(nil)
 	_ Swapper         = (*KVStore)(nil)
 	_ DependencyIndex = (*KVStore)(nil)
-	_ inserter        = (*KVStore)(nil)
+	_ Inserter        = (*KVStore)(nil)
+	_ UniqueRevisions = (*KVStore)(nil)
 )
 
 // NewKVStore creates or binds the bucket described by cfg.
@@ -105,7 +107,8 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(opTimeout(js))}, nil
+	d := opTimeout(js)
+	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(d), opTimeout: d}, nil
 }
 
 // opTimeout is the bound of one store operation: the JetStream
@@ -119,6 +122,13 @@ func opTimeout(js jetstream.JetStream) time.Duration {
 
 // Name returns the bucket name.
 func (s *KVStore) Name() string { return s.b.Name() }
+
+// OperationTimeout is the bound of one store operation (one read or one
+// write, each of its internal retries included): the JetStream handle's
+// default timeout, 5 s when it has none. A caller's longer deadline does
+// not lift it. A Ledger on this store bounds its event publishes by it
+// too.
+func (s *KVStore) OperationTimeout() time.Duration { return s.opTimeout }
 
 // Load implements Store.
 func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {
@@ -157,11 +167,11 @@ func (s *KVStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 	return stored, ok, err
 }
 
-// insert implements inserter: an insert-if-absent that, when it loses
+// Insert implements Inserter: an insert-if-absent that, when it loses
 // because the key holds a live value, returns that value decoded (the
 // conflict path of kvx.Bucket.Acquire already read it from the stream
 // leader), so Admit of an existing key needs no further read.
-func (s *KVStore) insert(ctx context.Context, key IdempotencyKey, new TaskState) (TaskState, bool, TaskState, bool, error) {
+func (s *KVStore) Insert(ctx context.Context, key IdempotencyKey, new TaskState) (TaskState, bool, TaskState, bool, error) {
 	stored, ok, live, err := s.swap(ctx, key, TaskState{}, new)
 	if err != nil || ok || live.Revision == 0 || !live.Live() {
 		return stored, ok, TaskState{}, false, err
@@ -211,6 +221,9 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 			rev, err = r, nil
 		}
 	}
+	if errors.Is(err, kvx.ErrKeyTooLong) || errors.Is(err, kvx.ErrValueTooLarge) {
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: %s: %w", ErrTooLarge, shortKey(key), err)
+	}
 	if err != nil {
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
 	}
@@ -227,7 +240,7 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 
 // landed reads key back after an outcome-unknown write of value.
 func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64, bool) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
 	defer cancel()
 	e, err := s.b.Get(rctx, key)
 	if err != nil || !bytes.Equal(e.Value, value) {
@@ -236,9 +249,11 @@ func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64,
 	return e.Revision, true
 }
 
-// Range implements Store: every record, in bucket (write) order.
+// Range implements Store: every record, in bucket (write) order. A value
+// that is not a valid record does not stop it: fn still sees every valid
+// record, and Range then returns a *CorruptRecordsError naming the others.
 func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
-	var ferr error
+	var bad []CorruptRecord
 	err := s.b.ScanLatest(ctx, taskPrefix+">", 0, func(e kvx.Entry) bool {
 		key, err := keyOfTask(e.Key)
 		if err == nil {
@@ -246,14 +261,19 @@ func (s *KVStore) Range(ctx context.Context, fn func(TaskState) bool) error {
 			if rec, err = decodeRecord(key, e.Value, e.Revision); err == nil {
 				return fn(rec)
 			}
+		} else {
+			err = fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 		}
-		ferr = err
-		return false
+		bad = append(bad, CorruptRecord{Key: key, BucketKey: e.Key, Revision: e.Revision, Err: err})
+		return true
 	})
 	if err != nil {
 		return fmt.Errorf("kvledger: range: %w", err)
 	}
-	return ferr
+	if len(bad) > 0 {
+		return &CorruptRecordsError{Records: bad}
+	}
+	return nil
 }
 
 // IndexNeeds implements DependencyIndex: one key per (need, dependent),
@@ -264,7 +284,12 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 		if n == "" || dependent == "" {
 			return fmt.Errorf("%w: empty key in dependency %q -> %q", ErrInvalidState, string(dependent), string(n))
 		}
-		_, _, err := s.b.Acquire(ctx, rdepKey(n, dependent), []byte("1"), 0, 0)
+		octx, cancel := s.ops.Bound(ctx)
+		_, _, err := s.b.Acquire(octx, rdepKey(n, dependent), []byte("1"), 0, 0)
+		cancel()
+		if errors.Is(err, kvx.ErrKeyTooLong) {
+			return fmt.Errorf("%w: dependency %s -> %s: %w", ErrTooLarge, shortKey(dependent), shortKey(n), err)
+		}
 		if err != nil && !kvx.IsConflict(err) {
 			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), err)
 		}
@@ -313,4 +338,14 @@ func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(I
 		return fmt.Errorf("kvledger: dependents of %q: %w", string(need), err)
 	}
 	return ferr
+}
+
+// shortKey quotes a key for an error message, cut to its first bytes: the
+// key of a too-large record may itself be the thing that is too large.
+func shortKey(k IdempotencyKey) string {
+	const max = 64
+	if len(k) <= max {
+		return fmt.Sprintf("%q", string(k))
+	}
+	return fmt.Sprintf("%q... (%d bytes)", string(k[:max]), len(k))
 }

@@ -9,7 +9,12 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/kvx"
 )
+
+// defaultPublishTimeout bounds an event publish on a store that states no
+// operation timeout of its own.
+const defaultPublishTimeout = 5 * time.Second
 
 // Ledger admits tasks once per idempotency key, hands them to workers
 // under fenced leases, and blocks the dependents of failed tasks, over one
@@ -32,6 +37,8 @@ type Ledger struct {
 	claims         claims
 	remember       bool // the store's revisions are unique: use claims
 	onPublishError func(key IdempotencyKey, rev uint64, err error)
+	// ops bounds each event publish like one store operation.
+	ops *kvx.OpTimeout
 
 	mu     sync.Mutex
 	relays []*relay
@@ -66,7 +73,12 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	}
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
-	_, l.remember = store.(uniqueRevs)
+	_, l.remember = store.(UniqueRevisions)
+	d := defaultPublishTimeout
+	if t, ok := store.(interface{ OperationTimeout() time.Duration }); ok && t.OperationTimeout() > 0 {
+		d = t.OperationTimeout()
+	}
+	l.ops = kvx.NewOpTimeout(d)
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -78,7 +90,11 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 // Store returns the ledger's store.
 func (l *Ledger) Store() Store { return l.store }
 
-// Close stops the relays started by StartRelay and waits for them. The
+// Close drains the relays started by StartRelay: each keeps publishing
+// until every record revision written before Close has its event
+// published (by it or by another relay of the same name, also revisions a
+// dead relay held, once their AckWait ran out), within its DrainTimeout,
+// and then stops. A drain that runs out is returned as an error. The
 // Ledger's other methods keep working (they own no goroutine). Close is
 // idempotent.
 func (l *Ledger) Close() error {

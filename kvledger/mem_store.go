@@ -51,6 +51,11 @@ type MemStore struct {
 	// raised to it, so a re-admitted key's next claim outbids every
 	// token its earlier life handed out.
 	fenceFloor FenceToken
+	// rev is the last revision handed out: every write of any key takes
+	// the next one, so a revision is never reused in this store, also
+	// for a key deleted by eviction and admitted again (its events keep
+	// de-duplication ids of their own).
+	rev uint64
 	// rdeps is the reverse dependency index: need -> dependents.
 	rdeps map[IdempotencyKey]map[IdempotencyKey]struct{}
 }
@@ -125,7 +130,8 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 			return TaskState{}, false, nil
 		}
 		new = new.clone()
-		new.Rev = 0
+		m.rev++
+		new.Rev = m.rev
 		new.Fence = max(new.Fence, m.fenceFloor)
 		m.tasks[key] = new
 		m.evictQueue = append(m.evictQueue, key)
@@ -135,7 +141,8 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 		return TaskState{}, false, nil
 	}
 	new = new.clone()
-	new.Rev = cur.Rev + 1
+	m.rev++
+	new.Rev = m.rev
 	m.tasks[key] = new
 	return new.clone(), true, nil
 }

@@ -1,5 +1,10 @@
 package kvledger
 
+import (
+	"context"
+	"slices"
+)
+
 // evictLocked deletes records, oldest insert first, until the store is
 // back at MaxEntries or only undeletable records are left. A record is
 // undeletable while it is claimed with a LeaseUntil after Now(): its
@@ -45,4 +50,20 @@ func (m *MemStore) deleteLocked(k IdempotencyKey, s TaskState) {
 			}
 		}
 	}
+}
+
+// Undo implements Undoer: the record leaves when it is still at rec.Rev.
+func (m *MemStore) Undo(ctx context.Context, rec TaskState) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.tasks[rec.Key]
+	if !ok || cur.Rev != rec.Rev {
+		return nil
+	}
+	m.deleteLocked(rec.Key, cur)
+	m.evictQueue = slices.DeleteFunc(m.evictQueue, func(k IdempotencyKey) bool { return k == rec.Key })
+	return nil
 }

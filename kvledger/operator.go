@@ -3,7 +3,6 @@ package kvledger
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -34,11 +33,12 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if cur.Status != StatusFailed {
 			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotFailed, string(key), cur.Status)
 		}
-		if cur.Fence == math.MaxUint64 {
-			return TaskState{}, fmt.Errorf("%w: %q", ErrFenceExhausted, string(key))
+		fence, err := cur.nextFence()
+		if err != nil {
+			return TaskState{}, err
 		}
 		next := cur.clone()
-		next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusPending, "", cur.Fence+1, time.Time{}
+		next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusPending, "", fence, time.Time{}
 		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }

@@ -7,57 +7,92 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // RelayConfig configures StartRelay.
 type RelayConfig struct {
-	// Durable is the name of the relay's consumer on the bucket's stream.
-	// Default "kvledger-relay". Every process of one ledger may run a
-	// relay with the same name: they share the work.
+	// Durable is the name of the relay's consumer on the store's change
+	// log. Default "kvledger-relay". Every process of one ledger may run
+	// a relay with the same name: they share the work.
 	Durable string
-	// AckWait is how long a record revision may stay unpublished before
-	// the server hands it to another relay. Default 30 s.
+	// AckWait is how long a record revision handed to a relay may stay
+	// unpublished before the server hands it to another relay: a relay
+	// that died (SIGKILL) holds its revisions this long. Default 2 s. A
+	// publish that takes longer keeps its revision with in-progress acks
+	// every AckWait/2, so a slow bus does not make relays publish twice.
 	AckWait time.Duration
+	// DrainTimeout bounds how long Ledger.Close waits for the relay to
+	// drain (see Relay.Drain). Default 10 s.
+	DrainTimeout time.Duration
 	// OnError receives publish failures and undecodable records. Default:
 	// ignore (failed publishes are retried).
 	OnError func(error)
 }
 
-// relay re-publishes the event of every record revision in the bucket.
-type relay struct {
-	cc     jetstream.ConsumeContext
-	cancel context.CancelFunc
-	once   sync.Once
+// Defaults of RelayConfig.
+const (
+	DefaultRelayAckWait      = 2 * time.Second
+	DefaultRelayDrainTimeout = 10 * time.Second
+)
+
+func (c RelayConfig) withDefaults() (RelayConfig, error) {
+	if c.Durable == "" {
+		c.Durable = "kvledger-relay"
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultRelayAckWait
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultRelayDrainTimeout
+	}
+	if c.AckWait < 100*time.Millisecond || c.DrainTimeout < 0 || strings.ContainsAny(c.Durable, ".*> \t") {
+		return c, fmt.Errorf("%w: relay durable %q, ack wait %v (at least 100ms), drain timeout %v",
+			ErrInvalidConfig, c.Durable, c.AckWait, c.DrainTimeout)
+	}
+	return c, nil
+}
+
+// Relayer is an optional Store capability: a store that keeps a change
+// log of every record revision (the KVStore: the bucket's stream) runs a
+// relay over it, handing every stored revision that names an event to
+// publish, in revision order, until publish succeeds for it. It is how
+// the event of a key's last write is recovered when its writer died
+// between the write and the publish.
+type Relayer interface {
+	StartRelay(ctx context.Context, cfg RelayConfig, publish func(context.Context, TaskState) error) (Relay, error)
+}
+
+// Relay is a running relay of a Relayer.
+type Relay interface {
+	// Drain waits until every revision up to the store's last revision
+	// at the call is published (by this relay or another of the same
+	// durable name), then stops the relay. It returns ctx's error, with
+	// the relay stopped, when ctx ends first.
+	Drain(ctx context.Context) error
+	// Stop stops the relay at once; revisions it held go to another
+	// relay after AckWait.
+	Stop()
 }
 
 // StartRelay starts a relay that publishes, for every record revision
-// written to the ledger's KVStore bucket, the event that revision names,
-// with the same de-duplication id the writer used. It recovers the event
-// of a key's last write when its writer died before publishing it (an
-// earlier write's lost event is recovered by the writer of the next one;
-// see write.go). The relay is a durable consumer on the bucket's stream,
-// so it resumes where it stopped; a newly created one starts at the
-// bucket's oldest record. Close stops it.
+// the ledger's store holds, the event that revision names, with the same
+// de-duplication id the writer used. The store must implement Relayer
+// (the KVStore does). A relay resumes where its durable consumer stopped;
+// a new one starts at the store's oldest record. Close drains it: it
+// returns once every revision written before Close is published.
 //
 // The guarantee is exactly once within the bus's duplicate window: a
 // relay that lags by more than the window (for example restarted after a
 // long outage) publishes events again that were already delivered, with
 // their original revision, which consumers can use to drop them.
 func (l *Ledger) StartRelay(ctx context.Context, cfg RelayConfig) error {
-	kvs, ok := l.store.(*KVStore)
+	rl, ok := l.store.(Relayer)
 	if !ok || l.bus == nil {
 		return ErrNoRelay
 	}
-	if cfg.Durable == "" {
-		cfg.Durable = "kvledger-relay"
-	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = 30 * time.Second
-	}
-	if cfg.AckWait < 0 || strings.ContainsAny(cfg.Durable, ".*> \t") {
-		return fmt.Errorf("%w: relay durable %q, ack wait %v", ErrInvalidConfig, cfg.Durable, cfg.AckWait)
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
 	}
 	l.mu.Lock()
 	closed := l.closed
@@ -65,83 +100,45 @@ func (l *Ledger) StartRelay(ctx context.Context, cfg RelayConfig) error {
 	if closed {
 		return ErrClosed
 	}
-	b := kvs.b
-	cons, err := b.JetStream().CreateOrUpdateConsumer(ctx, b.Stream(), jetstream.ConsumerConfig{
-		Durable:       cfg.Durable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		FilterSubject: b.Subject(taskPrefix + ">"),
+	r, err := rl.StartRelay(ctx, cfg, func(ctx context.Context, rec TaskState) error {
+		if err := l.bus.Publish(ctx, l.eventOf(rec)); err != nil {
+			return err
+		}
+		l.pub.add(rec.Key, rec.Rev)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("kvledger: relay consumer: %w", err)
+		return err
 	}
-	report := func(err error) {
-		if cfg.OnError != nil {
-			cfg.OnError(err)
-		}
-	}
-	rctx, cancel := context.WithCancel(context.Background())
-	prefix := b.Subject("")
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		l.relayOne(rctx, prefix, m, report)
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { report(err) }))
-	if err != nil {
-		cancel()
-		return fmt.Errorf("kvledger: relay consume: %w", err)
-	}
-	r := &relay{cc: cc, cancel: cancel}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		_ = r.stop()
+		r.Stop()
 		return ErrClosed
 	}
-	l.relays = append(l.relays, r)
+	l.relays = append(l.relays, &relay{r: r, drain: cfg.DrainTimeout})
 	return nil
 }
 
-func (l *Ledger) relayOne(ctx context.Context, prefix string, m jetstream.Msg, report func(error)) {
-	meta, err := m.Metadata()
-	if err != nil {
-		report(fmt.Errorf("kvledger: relay: %w", err))
-		_ = m.Term()
-		return
-	}
-	if len(m.Data()) == 0 || m.Headers().Get("KV-Operation") != "" || m.Headers().Get(jetstream.MarkerReasonHeader) != "" {
-		_ = m.Ack() // a marker: no event
-		return
-	}
-	key, err := keyOfTask(strings.TrimPrefix(m.Subject(), prefix))
-	var rec TaskState
-	if err == nil {
-		rec, err = decodeRecord(key, m.Data(), meta.Sequence.Stream)
-	}
-	if err != nil {
-		report(fmt.Errorf("kvledger: relay: %w", err))
-		_ = m.Term()
-		return
-	}
-	if rec.LastEvent == "" {
-		_ = m.Ack()
-		return
-	}
-	if err := l.bus.Publish(ctx, l.eventOf(rec)); err != nil {
-		if !errors.Is(err, context.Canceled) {
-			report(fmt.Errorf("kvledger: relay: %w", err))
-		}
-		_ = m.NakWithDelay(time.Second)
-		return
-	}
-	l.pub.add(rec.Key, rec.Rev)
-	_ = m.Ack()
+// relay is a started relay and its drain bound.
+type relay struct {
+	r     Relay
+	drain time.Duration
+	once  sync.Once
+	err   error
 }
 
+// stop drains the relay within its bound.
 func (r *relay) stop() error {
 	r.once.Do(func() {
-		r.cc.Stop()
-		r.cancel()
-		<-r.cc.Closed()
+		ctx, cancel := context.WithTimeout(context.Background(), r.drain)
+		defer cancel()
+		if err := r.r.Drain(ctx); err != nil {
+			r.err = fmt.Errorf("kvledger: relay drain: %w", err)
+		}
 	})
-	return nil
+	if errors.Is(r.err, context.Canceled) {
+		return nil
+	}
+	return r.err
 }

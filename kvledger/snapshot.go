@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -29,12 +30,21 @@ func (s Snapshot) Validate() error {
 // Snapshot copies every record through Store.Range. The KVStore streams
 // the bucket through one ordered consumer, so a snapshot of 100k records
 // costs one pass over the bucket, not a request per key.
+//
+// When the store holds records that are not valid, Snapshot returns the
+// valid ones together with the store's *CorruptRecordsError naming the
+// others (errors.Is ErrCorruptRecord), so an operator can save what is
+// intact and repair the rest. Any other error returns an empty Snapshot.
 func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 	var snap Snapshot
 	err := l.store.Range(ctx, func(s TaskState) bool {
 		snap.Tasks = append(snap.Tasks, s)
 		return true
 	})
+	var corrupt *CorruptRecordsError
+	if errors.As(err, &corrupt) {
+		return snap, err
+	}
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -42,32 +52,75 @@ func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 // Restore inserts every record of s into the store, for a cold start or a
-// test set-up. It validates all records first and writes nothing when one
-// fails (the error names it). It then inserts them one by one with an
-// insert-if-absent compare-and-swap and stops at the first key that
-// already has a record (ErrExists) or at a store error; records inserted
-// before that stay. The store may raise a restored Fence (see Store) and
-// assigns its own Rev. Restored records carry no LastEvent: restoring
-// publishes no event. The dependency index is rebuilt for them.
+// test set-up, all or nothing. It validates every record first, and on a
+// store that implements RecordChecker (the KVStore: encoding and the
+// server's size limits) checks every record against the store too, so a
+// record the server would refuse fails the restore before anything is
+// written (the error names it). It then inserts the records one by one
+// with an insert-if-absent compare-and-swap; at the first key that
+// already has a record (ErrExists) or a store error it removes the
+// records it inserted, on a store that implements Undoer (both stores
+// here), and returns the error. The store may raise a restored Fence (see
+// Store) and assigns its own Rev. Restored records carry no LastEvent:
+// restoring publishes no event. The dependency index is rebuilt for them
+// (entries left by an undone restore are stale and harmless).
 func (l *Ledger) Restore(ctx context.Context, s Snapshot) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	if c, ok := l.store.(RecordChecker); ok {
+		for i, t := range s.Tasks {
+			if err := c.CheckRecord(t); err != nil {
+				return fmt.Errorf("kvledger: restore: snapshot task %d: %w; nothing restored", i, err)
+			}
+		}
+	}
+	var done []TaskState
 	for _, t := range s.Tasks {
 		t = t.clone()
 		t.Rev, t.LastEvent = 0, ""
-		if l.index != nil && len(t.Needs) > 0 {
-			if err := l.index.IndexNeeds(ctx, t.Key, t.Needs); err != nil {
-				return fmt.Errorf("kvledger: restore %q: %w", string(t.Key), err)
-			}
-		}
-		ok, err := l.store.CompareAndSwap(ctx, t.Key, TaskState{}, t)
+		stored, err := l.restoreOne(ctx, t)
 		if err != nil {
-			return fmt.Errorf("kvledger: restore %q: %w", string(t.Key), err)
+			return l.undoRestore(ctx, done, err)
 		}
-		if !ok {
-			return fmt.Errorf("%w: restore %q", ErrExists, string(t.Key))
-		}
+		done = append(done, stored)
 	}
 	return nil
+}
+
+func (l *Ledger) restoreOne(ctx context.Context, t TaskState) (TaskState, error) {
+	if l.index != nil && len(t.Needs) > 0 {
+		if err := l.index.IndexNeeds(ctx, t.Key, t.Needs); err != nil {
+			return TaskState{}, fmt.Errorf("kvledger: restore %q: %w", string(t.Key), err)
+		}
+	}
+	stored, ok, err := l.cas(ctx, t.Key, TaskState{}, t)
+	if err != nil {
+		return TaskState{}, fmt.Errorf("kvledger: restore %q: %w", string(t.Key), err)
+	}
+	if !ok {
+		return TaskState{}, fmt.Errorf("%w: restore %q", ErrExists, string(t.Key))
+	}
+	return stored, nil
+}
+
+// undoRestore removes the records a failed Restore inserted, each only
+// while it is still the version Restore wrote, and returns cause (joined
+// with any undo failure).
+func (l *Ledger) undoRestore(ctx context.Context, done []TaskState, cause error) error {
+	u, ok := l.store.(Undoer)
+	if !ok || len(done) == 0 {
+		return cause
+	}
+	uctx := context.WithoutCancel(ctx)
+	var errs []error
+	for _, t := range done {
+		if err := u.Undo(uctx, t); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(cause, fmt.Errorf("kvledger: restore: undoing %d inserted records: %w", len(done), errors.Join(errs...)))
+	}
+	return fmt.Errorf("%w; the %d records inserted before were removed", cause, len(done))
 }

@@ -12,10 +12,24 @@ import "context"
 // no record, and for the KVStore also when its last entry is a delete or
 // expiry marker. A mismatch returns false and no error; an error means
 // the store could not tell (transient fault, corrupt record), never
-// contention. Every successful write gives the record a Rev different
-// from, and for every store here larger than, the previous one: the
-// MemStore counts from zero per record, the KVStore uses the bucket's
-// revision.
+// contention.
+//
+// Rev: every successful write gives the record a Rev larger than any Rev
+// that key had before, and a Store never hands the same Rev to two
+// versions of one key (events carry it as their revision and their
+// de-duplication id). How the Ledger learns the new Rev depends on the
+// Store:
+//
+//   - A Swapper returns the stored record, Rev included; its Revs may grow
+//     by any amount (the KVStore uses the bucket's revision, the MemStore
+//     one counter per store).
+//   - A Store without Swapper must give an inserted record Rev 0 and add
+//     exactly 1 on every further write of it: the Ledger computes the Rev
+//     of what it wrote by that rule, and a store that grows Rev otherwise
+//     makes the Ledger publish events under revisions no record has (so a
+//     later write publishes them again). Such a store cannot delete and
+//     re-admit a key without reusing its Revs: a store that deletes
+//     records implements Swapper. storetest checks both rules.
 //
 // On insert a Store may raise new.Fence so that fence tokens of a key
 // never decrease across deletion and re-admission.
@@ -64,10 +78,29 @@ type namedStore interface {
 	Name() string
 }
 
-// inserter is an optional Store capability: insert-if-absent that, when
-// the key already holds a record, may return it (found true) so the caller
-// can decide without loading it again. found false with ok false means
-// the record is not known and must be loaded.
-type inserter interface {
-	insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
+// Inserter is an optional Store capability: insert-if-absent that, when
+// the key already holds a record, may return it (found true) so the
+// caller can decide without loading it again. ok true means new was
+// inserted and stored is the record as stored (Rev set, Fence maybe
+// raised); ok false with found false means the record is not known and
+// must be loaded. Admit uses it for its one-round-trip fast path.
+type Inserter interface {
+	Insert(ctx context.Context, key IdempotencyKey, new TaskState) (stored TaskState, ok bool, cur TaskState, found bool, err error)
+}
+
+// RecordChecker is an optional Store capability: CheckRecord reports,
+// without writing, whether the store could store rec (it encodes, and
+// its key and value fit the server's limits). Restore checks every record
+// with it before the first write. The KVStore implements it.
+type RecordChecker interface {
+	CheckRecord(rec TaskState) error
+}
+
+// Undoer is an optional Store capability: Undo removes the record rec
+// names, only while the store still holds exactly that version (rec as
+// returned by a Swap, Rev included); a record changed since is left alone
+// and is not an error. Restore uses it to remove what it inserted before
+// failing. Both stores here implement it.
+type Undoer interface {
+	Undo(ctx context.Context, rec TaskState) error
 }

@@ -3,6 +3,7 @@ package kvledger
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -26,6 +27,22 @@ type Sequence uint64
 // than every earlier claim of that key, also across deletion and
 // re-admission, so a worker that lost its claim cannot write any more.
 type FenceToken uint64
+
+// MaxFence is the largest fence token a record may hold. A record at
+// MaxFence has no room left: the next claim could only wrap to zero and
+// hand out a token an earlier claim already had, so Claim and Takeover
+// refuse it with ErrFenceExhausted, and Validate refuses any record
+// above it wherever records enter (Load, Decode, Restore).
+const MaxFence FenceToken = math.MaxUint64 - 1
+
+// nextFence is the fence the next claim (or reopen) of s gets, or
+// ErrFenceExhausted when s has no room left: fences never wrap.
+func (s TaskState) nextFence() (FenceToken, error) {
+	if s.Fence >= MaxFence {
+		return 0, fmt.Errorf("%w: %q is at fence %d", ErrFenceExhausted, string(s.Key), s.Fence)
+	}
+	return s.Fence + 1, nil
+}
 
 // Actor is whoever performs a write (a user, service or agent id). The
 // ledger records it and puts it on the event; it never interprets it.
@@ -76,8 +93,9 @@ type TaskState struct {
 
 // Validate checks the record rules: a non-empty Key, one of the five
 // statuses, no Needs entry equal to Key, BlockedBy set exactly when the
-// record is blocked, and a claimed record with an Owner and a LeaseUntil.
-// Errors wrap ErrInvalidState.
+// record is blocked, a claimed record with an Owner and a LeaseUntil,
+// and a Fence at most MaxFence. Errors wrap ErrInvalidState (and
+// ErrFenceExhausted for a fence above MaxFence).
 func (s TaskState) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: key %q: %s", ErrInvalidState, string(s.Key), fmt.Sprintf(format, args...))
@@ -97,6 +115,8 @@ func (s TaskState) Validate() error {
 		return bad("claimed record without owner")
 	case s.Status == StatusClaimed && s.LeaseUntil.IsZero():
 		return bad("claimed record without lease_until")
+	case s.Fence > MaxFence:
+		return fmt.Errorf("%w: key %q: %w: fence %d is above %d", ErrInvalidState, string(s.Key), ErrFenceExhausted, s.Fence, MaxFence)
 	}
 	if slices.Contains(s.Needs, "") {
 		return bad("empty key in needs")

@@ -45,12 +45,12 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 
 // insert is write for a key believed absent: insert-if-absent, then the
 // event. When the insert loses and the store reported the record it found
-// (inserter), that record comes back with found true; otherwise the
+// (Inserter), that record comes back with found true; otherwise the
 // caller must load the key. Nothing is overwritten, so there is no
 // previous event to flush.
 func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok bool, cur TaskState, found bool, err error) {
-	if ins, isIns := l.store.(inserter); isIns {
-		rec, ok, cur, found, err = ins.insert(ctx, next.Key, next)
+	if ins, isIns := l.store.(Inserter); isIns {
+		rec, ok, cur, found, err = ins.Insert(ctx, next.Key, next)
 	} else {
 		rec, ok, err = l.cas(ctx, next.Key, TaskState{}, next)
 	}
@@ -91,13 +91,19 @@ func (l *Ledger) cas(ctx context.Context, key IdempotencyKey, old, next TaskStat
 }
 
 // flushPrevious re-publishes the event of the record about to be
-// overwritten, unless it carries none or this Ledger published it.
+// overwritten, unless it carries none or this Ledger published it. When
+// that publish fails the write is refused (ErrEventsUnavailable) and
+// nothing is written: per-key event order is kept over the availability
+// of the ledger (see "Events and availability" in doc.go).
 func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
 	if l.bus == nil || cur.LastEvent == "" || l.pub.has(cur.Key, cur.Rev) {
 		return nil
 	}
-	if err := l.bus.Publish(ctx, l.eventOf(cur)); err != nil {
-		return fmt.Errorf("kvledger: publish pending event of %q revision %d: %w", string(cur.Key), cur.Rev, err)
+	pctx, cancel := l.ops.Bound(ctx)
+	err := l.bus.Publish(pctx, l.eventOf(cur))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w: publish pending event of %q revision %d: %w", ErrEventsUnavailable, string(cur.Key), cur.Rev, err)
 	}
 	l.pub.add(cur.Key, cur.Rev)
 	return nil
@@ -107,7 +113,10 @@ func (l *Ledger) publish(ctx context.Context, rec TaskState) {
 	if l.bus == nil || rec.LastEvent == "" {
 		return
 	}
-	if err := l.bus.Publish(ctx, l.eventOf(rec)); err != nil {
+	pctx, cancel := l.ops.Bound(ctx)
+	err := l.bus.Publish(pctx, l.eventOf(rec))
+	cancel()
+	if err != nil {
 		if h := l.onPublishError; h != nil {
 			h(rec.Key, rec.Rev, err)
 		}

@@ -52,9 +52,12 @@ type Config struct {
 	// interval is an error.
 	RenewInterval time.Duration
 	// OpTimeout bounds each single server operation whose context has no
-	// earlier deadline (and every cleanup: releases on Close). Default 5s.
+	// earlier deadline (and every cleanup: releases on Close). A caller's
+	// later deadline does not lift it. Default 5s.
 	OpTimeout time.Duration
-	// Retry bounds the retries of transient errors; see RetryPolicy.
+	// Retry bounds the retries of transient errors; see RetryPolicy. It
+	// is the only retry budget of the stack: CallCeiling states the
+	// longest a call can take with it (31.15 s with the defaults).
 	Retry RetryPolicy
 	// Breaker is the circuit breaker in front of server operations; see
 	// BreakerPolicy. Default on: 5 consecutive transient failures open it

@@ -242,4 +242,15 @@
 // lock: check Lock.Err right before protected work (it checks the window
 // synchronously) and fence the resource with the token. Cancellation alone
 // cannot stop a write that was already on its way.
+//
+// # Time bounds
+//
+// RetryPolicy is the one retry budget of the stack: kvx's retries live
+// inside one operation's deadline and kvlease only reads back an
+// outcome-unknown write. So TryAcquire, Release and Renew take at most
+// Config.CallCeiling: Attempts × 2 × OpTimeout plus the backoffs between
+// attempts (3 × 2 × 5 s + 150 ms with the defaults), whatever the caller's
+// deadline; Acquire and Hold wait on top of it for as long as their ctx
+// allows. TestStalledConnectionBoundedByCallCeiling checks it through a
+// stalled proxy.
 package kvlock

@@ -75,15 +75,10 @@ func (c *connFlags) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// connect opens a connection and a JetStream handle. The caller closes the
-// connection.
-func (c *connFlags) connect(ctx context.Context) (*nats.Conn, jetstream.JetStream, error) {
-	return c.connectWith(ctx)
-}
-
-// connectWith is connect with options added after the flags' ones (a
-// long-running command allows reconnecting, for example).
-func (c *connFlags) connectWith(ctx context.Context, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+// connect opens a connection and a JetStream handle; extra options are
+// applied after the common ones (a long-running command may reconnect).
+// The caller closes the connection.
+func (c *connFlags) connect(ctx context.Context, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	if c.timeout <= 0 {
 		return nil, nil, errors.New("--timeout must be positive")
 	}
@@ -91,7 +86,7 @@ func (c *connFlags) connectWith(ctx context.Context, extra ...nats.Option) (*nat
 	if err != nil {
 		return nil, nil, err
 	}
-	opts = append(opts, extra...)
+	opts = append(opts, extra...) // later options win
 	nc, err := nats.Connect(c.url(), opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect %s: %w", c.url(), err)

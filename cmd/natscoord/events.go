@@ -34,7 +34,11 @@ func (a *app) eventsCommand() *cobra.Command {
 			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.\n" +
 			"--source and --key keep only the events of one ledger (its bucket name) and one\n" +
 			"task key; every ledger publishes on the same subjects, so these filter the event\n" +
-			"bodies (a durable consumer acknowledges the events it skips).",
+			"bodies (a durable consumer acknowledges the events it skips).\n" +
+
+			"When the server goes away, tail says so on stderr and reconnects until it is back\n" +
+			"(--durable then resumes where it stopped; a live tail misses what was published\n" +
+			"meanwhile and says so).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 0 {
@@ -64,7 +68,7 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	cctx, ccancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(cctx)
+	nc, js, err := a.conn.connect(cctx, a.tailReconnect(durable != "")...)
 	ccancel()
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,6 +30,8 @@ type leaseRow struct {
 	Acquired  time.Time `json:"acquired"`
 	Revision  uint64    `json:"revision"`
 	OwnerHash string    `json:"owner_hash"`
+	// Corrupt marks a key whose value is not a lease (see corruptRow).
+	Corrupt bool `json:"corrupt,omitempty"`
 }
 
 func (a *app) leaseCommand() *cobra.Command {
@@ -48,6 +51,8 @@ func (a *app) leaseCommand() *cobra.Command {
 				var rows []leaseRow
 				err := b.Scan(ctx, ">", func(e kvx.Entry) bool {
 					if r, ok := decodeLease(e); ok {
+						rows = append(rows, r)
+					} else if r, ok := corruptRow(e); ok {
 						rows = append(rows, r)
 					}
 					return true
@@ -95,6 +100,11 @@ func (a *app) leaseCommand() *cobra.Command {
 			}
 			return a.withBucket(cmd.Context(), bucket, func(ctx context.Context, b *kvx.Bucket) error {
 				r, err := readLease(ctx, b, args[0])
+				if errors.Is(err, errNotALease) {
+					// A corrupt value is exactly what a forced release is
+					// for: remove it, and say what it was.
+					r, err = leaseRow{Key: args[0], Holder: corruptHolder, Corrupt: true}, nil
+				}
 				if err != nil {
 					return err
 				}
@@ -111,7 +121,11 @@ func (a *app) leaseCommand() *cobra.Command {
 					return fmt.Errorf("lease %q: no lease held (it ended meanwhile)", args[0])
 				}
 				if a.json {
-					return writeJSON(a.stdout, map[string]any{"key": args[0], "released": true, "holder": r.Holder, "revision": r.Revision})
+					return writeJSON(a.stdout, map[string]any{"key": args[0], "released": true, "holder": r.Holder, "revision": r.Revision, "corrupt": r.Corrupt})
+				}
+				if r.Corrupt {
+					_, err = fmt.Fprintf(a.stdout, "released %s (it held a corrupt value, not a lease)\n", args[0])
+					return err
 				}
 				_, err = fmt.Fprintf(a.stdout, "released %s (held by %s at revision %d)\n", args[0], r.Holder, r.Revision)
 				return err
@@ -132,6 +146,10 @@ func (a *app) printLeases(rows []leaseRow) error {
 	}
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
+		if r.Corrupt {
+			out = append(out, []string{r.Key, r.Holder, "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10)})
+			continue
+		}
 		out = append(out, []string{r.Key, r.Holder, r.Host, strconv.Itoa(r.PID), r.TTL,
 			r.Acquired.Format(time.RFC3339), strconv.FormatUint(r.Revision, 10)})
 	}
@@ -180,9 +198,27 @@ func readLease(ctx context.Context, b *kvx.Bucket, key string) (leaseRow, error)
 	}
 	r, ok := decodeLease(e)
 	if !ok {
-		return leaseRow{}, fmt.Errorf("lease %q: the key holds data, not a lease", key)
+		return leaseRow{}, fmt.Errorf("lease %q: %w", key, errNotALease)
 	}
 	return r, nil
+}
+
+// errNotALease: the key holds a value that is not a lease.
+var errNotALease = errors.New("the key holds data, not a lease (remove a corrupt one with lease release --force)")
+
+// corruptHolder is what `lease ls` shows as the holder of a key whose
+// value is not a lease.
+const corruptHolder = "!corrupt"
+
+// corruptRow is the `lease ls` row of a key whose value is not a lease,
+// so that a corrupt lease is seen (and can be force-released) instead of
+// hidden. kvlock's own data keys (queue entries <name>.q.*, tickets
+// <name>.t.*, election values <name>.ev.*) are not leases and are left out.
+func corruptRow(e kvx.Entry) (leaseRow, bool) {
+	if parts := strings.SplitN(e.Key, ".", 3); len(parts) == 3 && (parts[1] == "q" || parts[1] == "t" || parts[1] == "ev") {
+		return leaseRow{}, false
+	}
+	return leaseRow{Key: e.Key, Holder: corruptHolder, Host: "-", TTL: "-", Revision: e.Revision, Corrupt: true}, true
 }
 
 // decodeLease reads a lease value; data keys written through a Proof and

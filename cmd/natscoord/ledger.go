@@ -36,7 +36,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
-		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf))
+		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }
@@ -86,17 +86,24 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
 				snap, err := l.Snapshot(ctx)
+				bad, err := splitCorrupt(err)
 				if err != nil {
 					return err
 				}
 				if a.json {
-					return writeJSON(a.stdout, snap.Tasks)
+					if err := writeJSON(a.stdout, snap.Tasks); err != nil || bad == nil {
+						return err
+					}
+					return corruptNote(lf.bucket, bad)
 				}
 				rows := make([][]string, 0, len(snap.Tasks))
 				for _, t := range snap.Tasks {
 					rows = append(rows, []string{string(t.Key), string(t.Status), strconv.FormatUint(uint64(t.Sequence), 10),
 						dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
 						dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
+				}
+				if bad != nil {
+					rows = append(rows, corruptRows(bad)...)
 				}
 				return writeTable(a.stdout, []string{"KEY", "STATUS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
 			})
@@ -238,7 +245,9 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 				if a.json {
 					return writeJSON(a.stdout, t)
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s %s by %s (fence %d)\n", t.Key, t.Status, t.Owner, t.Fence)
+				// Print who acted, from the call that succeeded, never the
+				// record's owner as read afterwards.
+				_, err = fmt.Fprintf(a.stdout, "%s %s by %s (fence %d)\n", args[0], st, owner, fence)
 				return err
 			})
 		},

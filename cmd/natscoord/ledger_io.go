@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -19,7 +21,11 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+				// With corrupt records, the valid ones are still written and
+				// the command then fails naming the others: the snapshot is
+				// incomplete, and a script must not take it for a full one.
 				snap, err := l.Snapshot(ctx)
+				bad, err := splitCorrupt(err)
 				if err != nil {
 					return err
 				}
@@ -29,16 +35,17 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 				}
 				if file == "" || file == "-" {
 					_, err = fmt.Fprintln(a.stdout, string(data))
+				} else if err = writeFileAtomic(file, append(data, '\n')); err == nil {
+					if a.json {
+						err = writeJSON(a.stdout, map[string]any{"file": file, "tasks": len(snap.Tasks)})
+					} else {
+						_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
+					}
+				}
+				if err != nil || bad == nil {
 					return err
 				}
-				if err := writeFileAtomic(file, append(data, '\n')); err != nil {
-					return err
-				}
-				if a.json {
-					return writeJSON(a.stdout, map[string]any{"file": file, "tasks": len(snap.Tasks)})
-				}
-				_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
-				return err
+				return corruptNote(lf.bucket, bad)
 			})
 		},
 	}
@@ -60,7 +67,11 @@ func (a *app) ledgerRestore(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
+			created, err := a.bucketMissing(cmd.Context(), lf.bucket)
+			if err != nil {
+				return err
+			}
+			err = a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
 				// Ledger.Restore stops at the first key that exists, keeping
 				// what it inserted before; check all keys first so that a
 				// conflicting file writes nothing.
@@ -82,8 +93,45 @@ func (a *app) ledgerRestore(lf *ledgerFlags) *cobra.Command {
 				_, err := fmt.Fprintf(a.stdout, "restored %d tasks into %s\n", len(snap.Tasks), lf.bucket)
 				return err
 			})
+			if err != nil && created {
+				// A failed restore leaves nothing behind, not even the
+				// bucket it created.
+				if derr := a.deleteBucket(cmd.Context(), lf.bucket); derr != nil {
+					return fmt.Errorf("%w (and removing the bucket it created: %v)", err, derr)
+				}
+				return fmt.Errorf("%w; bucket %q removed", err, lf.bucket)
+			}
+			return err
 		},
 	}
+}
+
+// bucketMissing reports whether bucket does not exist yet.
+func (a *app) bucketMissing(parent context.Context, bucket string) (bool, error) {
+	ctx, cancel := a.conn.opContext(parent)
+	defer cancel()
+	nc, js, err := a.conn.connect(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer nc.Close()
+	_, err = js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// deleteBucket removes bucket.
+func (a *app) deleteBucket(parent context.Context, bucket string) error {
+	ctx, cancel := a.conn.opContext(context.WithoutCancel(parent))
+	defer cancel()
+	nc, js, err := a.conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return js.DeleteKeyValue(ctx, bucket)
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames

@@ -41,7 +41,7 @@ var (
 func (a *app) openLocker(ctx context.Context, bucket string, hf *holdFlags) (*nats.Conn, *kvlock.Locker, error) {
 	cctx, cancel := a.conn.opContext(ctx)
 	defer cancel()
-	nc, js, err := a.conn.connectWith(cctx, nats.MaxReconnects(-1))
+	nc, js, err := a.conn.connect(cctx, nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // TestCorruptLeaseRecord: a lease key holding a value someone else wrote
-// (not a lease) gives a clear error from Holder, is never taken over by
-// TryAcquire (it counts as held), and stays as it was. (The ledger's
+// (not a lease) gives a clear error from Holder and ErrCorruptValue from
+// TryAcquire, which never overwrites it. (The ledger's
 // equivalent is kvledger's TestKVStoreCorruptRecord.)
 func TestCorruptLeaseRecord(t *testing.T) {
 	n := natstest.WithServer(t)
@@ -30,11 +30,11 @@ func TestCorruptLeaseRecord(t *testing.T) {
 		_, err := kv.Put(ctx, key, []byte(v))
 		require.NoError(t, err)
 		_, held, err := leases.Holder(ctx, "job")
-		require.Error(t, err, v)
+		require.ErrorIs(t, err, kvlease.ErrCorruptValue, v)
 		require.True(t, held, v)
 		require.Contains(t, err.Error(), "kvlease: ")
 		g, ok, err := leases.TryAcquire(ctx, "job", time.Second)
-		require.NoError(t, err)
+		require.ErrorIs(t, err, kvlease.ErrCorruptValue, v)
 		require.False(t, ok, "a foreign value is never overwritten by an acquisition")
 		require.Nil(t, g)
 		e, err := kv.Get(ctx, key)

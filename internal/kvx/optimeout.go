@@ -29,13 +29,19 @@ type OpTimeout struct {
 // NewOpTimeout returns an OpTimeout of d (> 0).
 func NewOpTimeout(d time.Duration) *OpTimeout { return &OpTimeout{d: d} }
 
-// Bound returns ctx bounded by the timeout: ctx itself when it already
-// has a deadline, the shared context when ctx cannot end (its values are
-// not carried: the result is for the I/O call only), else
-// context.WithTimeout(ctx, d). The cancel func must be called.
+// Bound returns ctx bounded by the timeout: ctx itself when its own
+// deadline comes within d, the shared context when ctx cannot end (its
+// values are not carried: the result is for the I/O call only), else
+// context.WithTimeout(ctx, d). A caller's later deadline never lifts the
+// bound: one operation takes at most d, so that a stalled connection
+// cannot hold a call for as long as the caller is willing to wait. The
+// cancel func must be called.
 func (o *OpTimeout) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
+	if dl, ok := ctx.Deadline(); ok {
+		if time.Until(dl) <= o.d {
+			return ctx, func() {}
+		}
+		return context.WithTimeout(ctx, o.d)
 	}
 	if ctx.Done() != nil {
 		return context.WithTimeout(ctx, o.d)

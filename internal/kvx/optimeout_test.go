@@ -25,12 +25,20 @@ func TestOpTimeoutBound(t *testing.T) {
 	require.True(t, ok)
 	require.WithinRange(t, dl, start.Add(time.Second/2), time.Now().Add(time.Second))
 
-	// A ctx with its own deadline is kept.
-	own, cancelOwn := context.WithTimeout(context.Background(), time.Hour)
+	// A ctx whose own deadline comes within d is kept; a later deadline
+	// does not lift the bound.
+	own, cancelOwn := context.WithTimeout(context.Background(), time.Second/2)
 	defer cancelOwn()
 	c, cancelC := o.Bound(own)
 	cancelC()
 	require.Same(t, own, c)
+	far, cancelFar := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelFar()
+	f, cancelF := o.Bound(far)
+	defer cancelF()
+	dl, ok = f.Deadline()
+	require.True(t, ok)
+	require.WithinDuration(t, time.Now().Add(time.Second), dl, 100*time.Millisecond, "bounded by d, not the caller's hour")
 
 	// A cancellable ctx without a deadline gets a timeout of its own that
 	// follows the ctx.

@@ -147,6 +147,9 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 var noResponderRetry = jetstream.WithRetryAttempts(10)
 
 func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
+	if err := b.checkSize(m); err != nil {
+		return 0, err
+	}
 	ack, err := b.js.PublishMsg(ctx, m, opts...)
 	if err != nil {
 		return 0, mapErr(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,9 +24,43 @@ type DelayProxy struct {
 	to    string
 	delay atomic.Int64 // nanoseconds, applied to server->client bytes
 
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+	resume  chan struct{} // non-nil while stalled; closed by Stall(false) and close
+	closing chan struct{}
+	wg      sync.WaitGroup
+}
+
+// Stall holds back every server->client byte (the connection stays open,
+// requests still reach the server, nothing is answered) until Stall(false)
+// or the proxy closes: a stalled connection, as a hung server, a full
+// socket buffer or a silent network path leaves it.
+func (p *DelayProxy) Stall(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.resume == nil:
+		p.resume = make(chan struct{})
+	case !on && p.resume != nil:
+		close(p.resume)
+		p.resume = nil
+	}
+}
+
+// waitUnstalled blocks while the proxy is stalled; false means it closed.
+func (p *DelayProxy) waitUnstalled() bool {
+	p.mu.Lock()
+	r := p.resume
+	p.mu.Unlock()
+	if r == nil {
+		return true
+	}
+	select {
+	case <-r:
+		return true
+	case <-p.closing:
+		return false
+	}
 }
 
 // NewDelayProxy starts a proxy to the server at url (nats://host:port),
@@ -33,7 +69,7 @@ func NewDelayProxy(t testing.TB, url string) *DelayProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &DelayProxy{ln: ln, to: strings.TrimPrefix(url, "nats://")}
+	p := &DelayProxy{ln: ln, to: strings.TrimPrefix(url, "nats://"), closing: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -91,6 +127,11 @@ func (p *DelayProxy) delayed(dst, src net.Conn) {
 				t := time.NewTimer(d)
 				<-t.C
 			}
+			if !p.waitUnstalled() {
+				for range q {
+				}
+				return
+			}
 			if _, err := dst.Write(ch.data); err != nil {
 				for range q { // drain: the reader stops when src closes
 				}
@@ -115,9 +156,25 @@ func (p *DelayProxy) delayed(dst, src net.Conn) {
 func (p *DelayProxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
+	close(p.closing)
 	for _, c := range p.conns {
 		_ = c.Close()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// ThroughProxy connects to n through a new DelayProxy and returns the
+// proxy and a JetStream handle on that connection (jsOpts apply to the
+// handle); everything closes on t.Cleanup. The proxy's Stall and SetDelay
+// then act on that connection alone.
+func ThroughProxy(t testing.TB, n *Node, jsOpts ...jetstream.JetStreamOpt) (*DelayProxy, jetstream.JetStream) {
+	t.Helper()
+	p := NewDelayProxy(t, n.Server.ClientURL())
+	nc, err := nats.Connect(p.URL())
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jsOpts...)
+	require.NoError(t, err)
+	return p, js
 }

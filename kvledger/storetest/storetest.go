@@ -44,6 +44,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"StaleOwner", testStaleOwner},
 		{"DeleteRecord", testDeleteRecord},
+		{"OwnerChecked", testOwnerChecked},
+		{"FenceNeverWraps", testFenceNeverWraps},
+		{"Revisions", testRevisions},
+		{"Capabilities", testCapabilities},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// corruptStatus is what `ledger ls` shows as the status of a stored value
+// that is not a valid record.
+const corruptStatus = "!corrupt"
+
+// splitCorrupt separates a Snapshot's corrupt-records error from the
+// others: with it, the snapshot holds every valid record and bad names
+// the rest; any other error is returned as it is.
+func splitCorrupt(err error) (bad *kvledger.CorruptRecordsError, other error) {
+	if errors.As(err, &bad) {
+		return bad, nil
+	}
+	return nil, err
+}
+
+// corruptNote is the one-line error naming corrupt records and the way to
+// remove them.
+func corruptNote(bucket string, bad *kvledger.CorruptRecordsError) error {
+	return fmt.Errorf("ledger %q: %w; remove one with: natscoord ledger rm --force KEY", bucket, bad)
+}
+
+// corruptRows are the `ledger ls` table rows of corrupt records, marked.
+func corruptRows(bad *kvledger.CorruptRecordsError) [][]string {
+	rows := make([][]string, 0, len(bad.Records))
+	for _, r := range bad.Records {
+		key := string(r.Key)
+		if key == "" {
+			key = r.BucketKey
+		}
+		rows = append(rows, []string{key, corruptStatus, "-", "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10)})
+	}
+	return rows
+}
+
+func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "rm KEY --force",
+		Short: "Remove one stored record whatever it holds (a repair tool: no event, any status)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !force {
+				return errors.New("ledger rm removes a record without any ledger check: add --force")
+			}
+			ctx, cancel := a.conn.opContext(cmd.Context())
+			defer cancel()
+			nc, js, err := a.conn.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			if _, err := bindExisting(ctx, js, lf.bucket); err != nil {
+				return err
+			}
+			store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: lf.bucket})
+			if err != nil {
+				return err
+			}
+			removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
+			if err != nil {
+				return err
+			}
+			if !removed {
+				return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+			}
+			if a.json {
+				return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})
+			}
+			_, err = fmt.Fprintf(a.stdout, "removed %s from %s\n", args[0], lf.bucket)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "confirm removing the record without any ledger check")
+	return cmd
+}

@@ -1,0 +1,29 @@
+package kvlease
+
+import "time"
+
+// How long a call can take, from Config.OperationTimeout (T). One
+// operation is one server round trip together with the retries kvx makes
+// inside it (no-responder retries, the create-over-marker steps of an
+// acquisition): they share the operation's deadline, so they add no time.
+// A caller's later deadline never lifts T.
+//
+//   - TryAcquire, Renew, Release, Holder, Export, Restore: at most 2T,
+//     one operation plus one read-back that settles an outcome-unknown
+//     write (a timeout may have landed: the key is read to find out).
+//   - Acquire and With: the wait, plus 2T.
+//   - ForceRelease: at most 4T (up to four read-and-delete rounds while
+//     the key keeps changing; a failing round returns at once).
+//
+// kvlease itself retries nothing else; a layer above that retries (kvlock's
+// RetryPolicy) multiplies these bounds by its attempts and adds its
+// backoffs, and states its own ceiling.
+
+// callBound is the bound of the 2T calls above.
+func callBound(c Config) time.Duration {
+	t := c.OperationTimeout
+	if t == 0 {
+		t = DefaultOperationTimeout
+	}
+	return 2 * t
+}

@@ -1,0 +1,85 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// testCapabilities checks the optional capabilities a store declares:
+// Inserter (insert once, report the record it found as Load shows it),
+// UniqueRevisions (no two versions share a Rev, across keys here, since
+// the suite cannot delete), RecordChecker (a valid record passes) and
+// Undoer (only the version written is removed).
+func testCapabilities(t *testing.T, newStore NewStore) {
+	ctx := ctxFor(t)
+	s := newStore(t)
+	rec := func(key kvledger.IdempotencyKey, seq kvledger.Sequence) kvledger.TaskState {
+		return kvledger.TaskState{Key: key, Status: kvledger.StatusPending, Sequence: seq, CreatedAt: t0, UpdatedAt: t0}
+	}
+	if ins, ok := s.(kvledger.Inserter); ok {
+		stored, ok, _, found, err := ins.Insert(ctx, "ins", rec("ins", 1))
+		require.NoError(t, err)
+		require.True(t, ok, "Insert of a new key")
+		require.False(t, found)
+		loaded, _, err := s.Load(ctx, "ins")
+		require.NoError(t, err)
+		require.Equal(t, loaded.Rev, stored.Rev, "Insert reports the stored Rev")
+		require.Equal(t, loaded.Fence, stored.Fence)
+		_, ok, cur, found, err := ins.Insert(ctx, "ins", rec("ins", 2))
+		require.NoError(t, err)
+		require.False(t, ok, "Insert never replaces a record")
+		if found {
+			require.Equal(t, loaded.Rev, cur.Rev, "the record Insert found is the stored one")
+			require.Equal(t, loaded.Sequence, cur.Sequence)
+		}
+		again, _, err := s.Load(ctx, "ins")
+		require.NoError(t, err)
+		require.Equal(t, kvledger.Sequence(1), again.Sequence)
+	}
+	if _, ok := s.(kvledger.UniqueRevisions); ok {
+		seen := map[uint64]kvledger.IdempotencyKey{}
+		for _, k := range []kvledger.IdempotencyKey{"u1", "u2", "u3"} {
+			require.NoError(t, insertOnce(t, s, rec(k, 1)))
+			got, _, err := s.Load(ctx, k)
+			require.NoError(t, err)
+			prev, dup := seen[got.Rev]
+			require.False(t, dup, "Rev %d of %s was %s's too", got.Rev, k, prev)
+			seen[got.Rev] = k
+		}
+	}
+	if c, ok := s.(kvledger.RecordChecker); ok {
+		require.NoError(t, c.CheckRecord(rec("checked", 1)))
+	}
+	if u, ok := s.(kvledger.Undoer); ok {
+		require.NoError(t, insertOnce(t, s, rec("undo", 1)))
+		v1, _, err := s.Load(ctx, "undo")
+		require.NoError(t, err)
+		next := v1
+		next.Sequence = 2
+		ok, err := s.CompareAndSwap(ctx, "undo", v1, next)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, u.Undo(ctx, v1), "an outdated version is not an error")
+		_, found, err := s.Load(ctx, "undo")
+		require.NoError(t, err)
+		require.True(t, found, "Undo of an outdated version removes nothing")
+		v2, _, err := s.Load(ctx, "undo")
+		require.NoError(t, err)
+		require.NoError(t, u.Undo(ctx, v2))
+		_, found, err = s.Load(ctx, "undo")
+		require.NoError(t, err)
+		require.False(t, found, "Undo removes the version it names")
+	}
+}
+
+func insertOnce(t *testing.T, s kvledger.Store, r kvledger.TaskState) error {
+	t.Helper()
+	ok, err := s.CompareAndSwap(ctxFor(t), r.Key, kvledger.TaskState{}, r)
+	if err == nil {
+		require.True(t, ok, "insert %s", r.Key)
+	}
+	return err
+}

@@ -1,0 +1,99 @@
+package kvledger_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/storetest"
+)
+
+// plainStore hides the MemStore's Swapper: its Revs come from one counter
+// per store, so they grow by more than 1 per write of a key, which only a
+// Swapper may do.
+type plainStore struct{ kvledger.Store }
+
+// storetest must fail a store that breaks the Rev rule. The suite runs in
+// a child process (this test binary again), because a failing subtest
+// would fail this test too.
+func TestStoretestCatchesBrokenRevisions(t *testing.T) {
+	if os.Getenv("NATSCOORD_BROKEN_STORE") == "1" {
+		storetest.Run(t, func(t *testing.T) kvledger.Store { return plainStore{kvledger.NewMemStore()} })
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStoretestCatchesBrokenRevisions$/^Revisions$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "NATSCOORD_BROKEN_STORE=1")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "storetest passed a store that breaks the Rev rule:\n%s", out)
+	require.Contains(t, string(out), "--- FAIL: TestStoretestCatchesBrokenRevisions/Revisions")
+	require.Contains(t, string(out), "a store without Swapper must")
+}
+
+// Eviction and re-admission never reuse a revision, so the events of the
+// key's second life are not dropped as duplicates of its first.
+func TestMemStoreRevisionsMonotonicAcrossEviction(t *testing.T) {
+	ctx := t.Context()
+	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 1})
+	require.NoError(t, err)
+	bus := &dedupBus{}
+	l, err := kvledger.New(s, bus)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	admitOK := func(key kvledger.IdempotencyKey) kvledger.TaskState {
+		t.Helper()
+		ok, err := l.Admit(ctx, "a", key, 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		st, found, err := l.State(ctx, key)
+		require.NoError(t, err)
+		require.True(t, found)
+		return st
+	}
+	first := admitOK("k")
+	admitOK("other") // evicts k
+	_, found, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.False(t, found, "k was evicted")
+	again := admitOK("k")
+	require.Greater(t, again.Rev, first.Rev, "a revision is never reused in one store")
+	require.Equal(t, 2, bus.count("k"), "both admissions of k published, none dropped as a duplicate")
+}
+
+// dedupBus keeps events, dropping a repeated (source, key, revision) as a
+// JetStream stream does within its duplicate window.
+type dedupBus struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	evs  []events.Event
+}
+
+func (b *dedupBus) Publish(_ context.Context, e events.Event) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = make(map[string]bool)
+	}
+	if id := events.MsgID(e); !b.seen[id] {
+		b.seen[id] = true
+		b.evs = append(b.evs, e)
+	}
+	return nil
+}
+
+func (b *dedupBus) count(key string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, e := range b.evs {
+		if e.Key == key {
+			n++
+		}
+	}
+	return n
+}

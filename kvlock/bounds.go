@@ -1,0 +1,26 @@
+package kvlock
+
+import "time"
+
+// CallCeiling is the longest a TryAcquire, Release or Renew can take with
+// this configuration (defaults applied), counting every retry: the one
+// layer that retries is RetryPolicy, around kvlease operations that each
+// take at most 2 × OpTimeout (one operation, whose internal kvx retries
+// share its deadline, plus one read-back of an outcome-unknown write).
+// So the ceiling is Attempts × 2 × OpTimeout plus the backoffs between
+// the attempts. Acquire and Hold wait on top of it for as long as their
+// ctx allows. A caller's later deadline never lifts it.
+func (c Config) CallCeiling() time.Duration {
+	c, err := c.withDefaults()
+	if err != nil {
+		return 0
+	}
+	r := c.Retry
+	total := time.Duration(r.Attempts) * 2 * c.OpTimeout
+	wait := r.Backoff
+	for range r.Attempts - 1 {
+		total += wait
+		wait = min(2*wait, r.MaxBackoff)
+	}
+	return total
+}
