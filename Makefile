@@ -14,8 +14,9 @@ FUZZTIME      ?= 10s
 SOAKTIME      ?= 5m
 # Nested modules: kept apart so that what importers of the core module read
 # in its go.mod holds no test-only or optional dependency (OpenTelemetry for
-# the observer; porcupine for the fault tests).
-SUBMODULES    := kvlock/otelobserver internal/chaos
+# the observer; porcupine for the fault tests; chromedp for the dashboard's
+# browser tests).
+SUBMODULES    := kvlock/otelobserver internal/chaos dashboard/browsertest
 
 .PHONY: help test bench fuzz lint demo soak tidy
 

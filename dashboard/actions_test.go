@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
+	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -44,32 +45,32 @@ func (a *ledgerActions) Reopen(_ context.Context, _ kvledger.Actor, key kvledger
 }
 
 func TestForceReleaseAction(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	s := e.openSSE(t)
-	g, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j-1", 10*time.Second)
+	e := dashtest.NewEnv(t, nil, nil)
+	s := e.OpenSSE(t)
+	g, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.j-1", 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, g.StartRenewing(200*time.Millisecond))
-	s.waitFor(t, "event: coord", `"ref":"jobs.j-1"`, `"what":"acquired"`)
+	s.WaitFor(t, "event: coord", `"ref":"jobs.j-1"`, `"what":"acquired"`)
 
-	body := e.page(t, "/coord")
+	body := e.Page(t, "/coord")
 	require.Contains(t, body, `data-lease="jobs.j-1"`)
 	require.Contains(t, body, `<td class="holder">holder-1</td>`)
 	require.Contains(t, body, "Force release…")
 	require.Regexp(t, `<td class="ttl" data-expires="\d+">`, body)
 	require.Contains(t, body, `<td>`+itoa(g.Fence())+`</td>`, "the fence the holder acquired at")
 
-	confirm := e.page(t, "/confirm?do=force-release&bucket=natscoord_leases&key=jobs.j-1")
+	confirm := e.Page(t, "/confirm?do=force-release&bucket=natscoord_leases&key=jobs.j-1")
 	require.Contains(t, confirm, "held by holder-1")
-	csrf := csrfOf(t, confirm)
+	csrf := dashtest.CSRFOf(t, confirm)
 	form := url.Values{"do": {"force-release"}, "bucket": {"natscoord_leases"}, "key": {"jobs.j-1"}}
 
-	resp := e.post(t, form, nil)
+	resp := e.Post(t, form, nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no CSRF token")
 	form.Set("csrf", csrf)
-	resp = e.post(t, form, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	resp = e.Post(t, form, map[string]string{"Sec-Fetch-Site": "cross-site"})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "cross-origin")
-	resp = e.post(t, form, map[string]string{"Origin": "https://evil.example"})
+	resp = e.Post(t, form, map[string]string{"Origin": "https://evil.example"})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "cross-origin by Origin")
 	select {
 	case <-g.Context().Done():
@@ -77,138 +78,138 @@ func TestForceReleaseAction(t *testing.T) {
 	default:
 	}
 
-	resp = e.post(t, form, nil)
+	resp = e.Post(t, form, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "/coord?done=")
-	waitClosed(t, g.Done(), "the holder learns it lost the lease")
+	dashtest.WaitClosed(t, g.Done(), "the holder learns it lost the lease")
 	require.ErrorIs(t, context.Cause(g.Context()), kvlease.ErrLost)
 
-	s.waitAll(t, []string{"event: action", `"action":"force-release"`, `"result":"ok"`},
+	s.WaitAll(t, []string{"event: action", `"action":"force-release"`, `"result":"ok"`},
 		[]string{"event: coord", `"ref":"jobs.j-1"`, `"what":"released"`})
-	body = e.page(t, "/coord")
+	body = e.Page(t, "/coord")
 	require.NotContains(t, body, `data-lease="jobs.j-1"`)
 	require.Contains(t, body, "<b>force-release</b> <code>jobs.j-1</code> by natscoord-ui (was held by holder-1")
 	require.Contains(t, body, "<b>released</b> lease <code>jobs.j-1</code>")
 
-	resp = e.post(t, form, nil)
+	resp = e.Post(t, form, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "failed", "releasing again reports that nothing was held")
 }
 
 func TestTaskActionsCancelAndReopen(t *testing.T) {
 	acts := &ledgerActions{}
-	e := newEnv(t, func(e *env) {
-		acts.l = e.ledger
-		admit(t, e.ledger, "c1", nil)
-		admit(t, e.ledger, "c2", nil, "c1")
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		acts.l = e.Ledger
+		dashtest.Admit(t, e.Ledger, "c1", nil)
+		dashtest.Admit(t, e.Ledger, "c2", nil, "c1")
 	}, func(c *dashboard.Config) { c.Tasks = acts })
-	s := e.openSSE(t)
+	s := e.OpenSSE(t)
 
-	body := e.page(t, "/task?key=c1")
+	body := e.Page(t, "/task?key=c1")
 	require.Contains(t, body, "Cancel…")
 	require.NotContains(t, body, "Reopen…", "a pending task cannot be reopened")
-	confirm := e.page(t, "/confirm?do=cancel&key=c1")
+	confirm := e.Page(t, "/confirm?do=cancel&key=c1")
 	require.Contains(t, confirm, "Cancel task c1")
-	form := url.Values{"do": {"cancel"}, "key": {"c1"}, "csrf": {csrfOf(t, confirm)}}
-	resp := e.post(t, form, nil)
+	form := url.Values{"do": {"cancel"}, "key": {"c1"}, "csrf": {dashtest.CSRFOf(t, confirm)}}
+	resp := e.Post(t, form, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "/task?")
 	require.Contains(t, resp.Header.Get("Location"), "key=c1")
-	s.waitAll(t, []string{"event: ledger", `"ref":"c2"`, `"status":"blocked"`},
+	s.WaitAll(t, []string{"event: ledger", `"ref":"c2"`, `"status":"blocked"`},
 		[]string{"event: action", `"action":"cancel"`, `"result":"ok"`})
 
-	body = e.page(t, "/task?key=c1")
+	body = e.Page(t, "/task?key=c1")
 	require.Contains(t, body, `data-field="status">failed<`)
 	require.Contains(t, body, "<b>ui.cancel</b>", "the action is in the timeline")
 	require.Contains(t, body, "by natscoord-ui")
 	require.Less(t, strings.Index(body, "<b>ui.cancel</b>"), strings.LastIndex(body, "<b>ledger.completed</b>"))
 	require.Contains(t, body, "Reopen…")
 
-	confirm = e.page(t, "/confirm?do=reopen&key=c1")
-	form = url.Values{"do": {"reopen"}, "key": {"c1"}, "csrf": {csrfOf(t, confirm)}}
-	require.Equal(t, http.StatusSeeOther, e.post(t, form, nil).StatusCode)
+	confirm = e.Page(t, "/confirm?do=reopen&key=c1")
+	form = url.Values{"do": {"reopen"}, "key": {"c1"}, "csrf": {dashtest.CSRFOf(t, confirm)}}
+	require.Equal(t, http.StatusSeeOther, e.Post(t, form, nil).StatusCode)
 	acts.mu.Lock()
 	require.Equal(t, []kvledger.IdempotencyKey{"c1"}, acts.reopens)
 	acts.mu.Unlock()
-	require.Contains(t, e.page(t, "/task?key=c1"), "<b>ui.reopen</b>")
+	require.Contains(t, e.Page(t, "/task?key=c1"), "<b>ui.reopen</b>")
 }
 
 func TestTaskActionErrorIsShown(t *testing.T) {
 	acts := &ledgerActions{}
-	e := newEnv(t, func(e *env) {
-		acts.l = e.ledger
-		admit(t, e.ledger, "d1", nil)
-		run(t, e.ledger, "d1", "w", kvledger.StatusCompleted)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		acts.l = e.Ledger
+		dashtest.Admit(t, e.Ledger, "d1", nil)
+		dashtest.RunTask(t, e.Ledger, "d1", "w", kvledger.StatusCompleted)
 	}, func(c *dashboard.Config) { c.Tasks = acts })
-	confirm := e.page(t, "/confirm?do=cancel&key=d1")
-	form := url.Values{"do": {"cancel"}, "key": {"d1"}, "csrf": {csrfOf(t, confirm)}}
-	resp := e.post(t, form, nil)
+	confirm := e.Page(t, "/confirm?do=cancel&key=d1")
+	form := url.Values{"do": {"cancel"}, "key": {"d1"}, "csrf": {dashtest.CSRFOf(t, confirm)}}
+	resp := e.Post(t, form, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	loc := resp.Header.Get("Location")
 	require.Contains(t, loc, "failed")
-	body := e.page(t, strings.TrimPrefix(loc, ""))
+	body := e.Page(t, strings.TrimPrefix(loc, ""))
 	require.Contains(t, body, `class="flash bad"`)
 	require.Contains(t, body, "record is not claimed")
 	require.Contains(t, body, "<b>ui.cancel</b>", "a failed action is recorded too")
 }
 
 func TestNoTaskRuntimeOffersNoTaskActions(t *testing.T) {
-	e := newEnv(t, func(e *env) { admit(t, e.ledger, "n1", nil) }, nil)
-	body := e.page(t, "/task?key=n1")
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.Admit(t, e.Ledger, "n1", nil) }, nil)
+	body := e.Page(t, "/task?key=n1")
 	require.NotContains(t, body, "Cancel…")
 	require.Contains(t, body, "need a task runtime")
-	code, _ := e.get(t, "/confirm?do=cancel&key=n1")
+	code, _ := e.Get(t, "/confirm?do=cancel&key=n1")
 	require.Equal(t, http.StatusForbidden, code)
 }
 
 func TestReadOnlyRemovesEveryAction(t *testing.T) {
 	acts := &ledgerActions{}
-	e := newEnv(t, func(e *env) {
-		acts.l = e.ledger
-		admit(t, e.ledger, "r1", nil)
-		_, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.r", 10*time.Second)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		acts.l = e.Ledger
+		dashtest.Admit(t, e.Ledger, "r1", nil)
+		_, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.r", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}, func(c *dashboard.Config) { c.ReadOnly, c.Tasks = true, acts })
-	require.Contains(t, e.page(t, "/"), "read-only")
-	require.NotContains(t, e.page(t, "/coord"), "Force release")
-	body := e.page(t, "/task?key=r1")
+	require.Contains(t, e.Page(t, "/"), "read-only")
+	require.NotContains(t, e.Page(t, "/coord"), "Force release")
+	body := e.Page(t, "/task?key=r1")
 	require.NotContains(t, body, "Cancel…")
 	require.NotContains(t, body, "need a task runtime")
 	for _, do := range []string{"force-release", "cancel", "reopen"} {
-		code, _ := e.get(t, "/confirm?do="+do+"&key=r1&bucket=natscoord_leases")
+		code, _ := e.Get(t, "/confirm?do="+do+"&key=r1&bucket=natscoord_leases")
 		require.Equal(t, http.StatusForbidden, code, do)
 	}
 	// Even with a valid-looking form, nothing happens.
-	resp := e.post(t, url.Values{"do": {"force-release"}, "bucket": {"natscoord_leases"}, "key": {"jobs.r"}}, nil)
+	resp := e.Post(t, url.Values{"do": {"force-release"}, "bucket": {"natscoord_leases"}, "key": {"jobs.r"}}, nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	require.Contains(t, e.page(t, "/coord"), `data-lease="jobs.r"`)
+	require.Contains(t, e.Page(t, "/coord"), `data-lease="jobs.r"`)
 }
 
 func TestTokenAuth(t *testing.T) {
-	e := newEnv(t, nil, func(c *dashboard.Config) { c.Token = "s3cret" })
-	code, _ := e.get(t, "/")
+	e := dashtest.NewEnv(t, nil, func(c *dashboard.Config) { c.Token = "s3cret" })
+	code, _ := e.Get(t, "/")
 	require.Equal(t, http.StatusUnauthorized, code)
-	code, _ = e.get(t, "/?token=wrong")
+	code, _ = e.Get(t, "/?token=wrong")
 	require.Equal(t, http.StatusUnauthorized, code)
 
-	req, _ := http.NewRequest(http.MethodGet, e.base+"/metrics", nil)
+	req, _ := http.NewRequest(http.MethodGet, e.Base+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
-	resp, err := e.srv.Client().Do(req)
+	resp, err := e.Server.Client().Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
 	// ?token= sets a cookie and redirects to the page without the token.
 	jar := newJar(t)
-	c := *e.srv.Client()
+	c := *e.Server.Client()
 	c.Jar = jar
-	resp, err = c.Get(e.base + "/tasks?token=s3cret")
+	resp, err = c.Get(e.Base + "/tasks?token=s3cret")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "/tasks", resp.Request.URL.RequestURI())
-	resp, err = c.Get(e.base + "/coord")
+	resp, err = c.Get(e.Base + "/coord")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -216,18 +217,18 @@ func TestTokenAuth(t *testing.T) {
 
 func TestBasicAuth(t *testing.T) {
 	acts := &ledgerActions{}
-	e := newEnv(t, func(e *env) {
-		acts.l = e.ledger
-		admit(t, e.ledger, "b1", nil)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		acts.l = e.Ledger
+		dashtest.Admit(t, e.Ledger, "b1", nil)
 	}, func(c *dashboard.Config) {
 		c.BasicAuth, c.Tasks = dashboard.BasicAuth{User: "ops", Password: "pw"}, acts
 	})
-	code, _ := e.get(t, "/")
+	code, _ := e.Get(t, "/")
 	require.Equal(t, http.StatusUnauthorized, code)
 	get := func(path, user, pass string) (*http.Response, string) {
-		req, _ := http.NewRequest(http.MethodGet, e.base+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, e.Base+path, nil)
 		req.SetBasicAuth(user, pass)
-		resp, err := e.srv.Client().Do(req)
+		resp, err := e.Server.Client().Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var b strings.Builder
@@ -238,10 +239,10 @@ func TestBasicAuth(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	resp, confirm := get("/confirm?do=cancel&key=b1", "ops", "pw")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	req, _ := http.NewRequest(http.MethodPost, e.base+"/act", strings.NewReader(url.Values{"do": {"cancel"}, "key": {"b1"}, "csrf": {csrfOf(t, confirm)}}.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, e.Base+"/act", strings.NewReader(url.Values{"do": {"cancel"}, "key": {"b1"}, "csrf": {dashtest.CSRFOf(t, confirm)}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("ops", "pw")
-	resp2, err := e.srv.Client().Do(req)
+	resp2, err := e.Server.Client().Do(req)
 	require.NoError(t, err)
 	resp2.Body.Close()
 	_, body := get("/task?key=b1", "ops", "pw")
@@ -255,14 +256,4 @@ func newJar(t testing.TB) http.CookieJar {
 	j, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	return j
-}
-
-// waitClosed waits a bounded time for ch to close.
-func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: not within 10s", what)
-	}
 }

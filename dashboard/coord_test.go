@@ -9,17 +9,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
 func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	s := e.openSSE(t)
+	e := dashtest.NewEnv(t, nil, nil)
+	s := e.OpenSSE(t)
 	ctx := natstest.Context(t, 10*time.Second)
 
-	lk, err := kvlock.New(ctx, e.node.NewJS(t), kvlock.Config{Name: "app", Holder: "locker-1"})
+	lk, err := kvlock.New(ctx, e.Node.NewJS(t), kvlock.Config{Name: "app", Holder: "locker-1"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = lk.Close(context.Background()) })
 	lock, ok, err := lk.TryAcquire(ctx, "orders.42")
@@ -29,23 +30,23 @@ func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, el.Campaign(ctx, "locker-1"))
 
-	sem, err := kvlease.DefineSemaphore("pool", 3, kvlease.StringCodec{}).Bind(e.leases)
+	sem, err := kvlease.DefineSemaphore("pool", 3, kvlease.StringCodec{}).Bind(e.Leases)
 	require.NoError(t, err)
-	slot, ok, err := sem.TryAcquire(holdCtx, "db", 5*time.Second)
+	slot, ok, err := sem.TryAcquire(dashtest.HoldCtx, "db", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 	n, err := sem.Slot(slot)
 	require.NoError(t, err)
 
-	lease, err := kvlease.Define("jobs", kvlease.StringCodec{}).Bind(e.leases)
+	lease, err := kvlease.Define("jobs", kvlease.StringCodec{}).Bind(e.Leases)
 	require.NoError(t, err)
-	g, ok, err := lease.TryAcquire(holdCtx, "a.b c", 5*time.Second)
+	g, ok, err := lease.TryAcquire(dashtest.HoldCtx, "a.b c", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
 
 	// A lease acquired while the page is open has a known fence.
-	s.waitFor(t, "event: coord", `"what":"acquired"`, `"ref":"`+url.QueryEscape(g.Key())+`"`)
-	body := e.page(t, "/coord")
+	s.WaitFor(t, "event: coord", `"what":"acquired"`, `"ref":"`+url.QueryEscape(g.Key())+`"`)
+	body := e.Page(t, "/coord")
 	for _, want := range []string{
 		`id="coord-lock"`, `<code>orders.42</code>`, `<td>` + itoa(lock.Token()) + `</td>`,
 		`id="coord-election"`, `<code>leader of things</code>`,
@@ -55,10 +56,10 @@ func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
 	} {
 		require.Contains(t, body, want)
 	}
-	overview := e.page(t, "/")
+	overview := e.Page(t, "/")
 	require.Contains(t, overview, "<td><code>natscoord_leases</code></td><td>1</td><td>1</td><td>1</td><td>1</td><td>0</td>")
 
 	require.NoError(t, lock.Release(ctx))
-	s.waitFor(t, "event: coord", `"what":"released"`, `"ref":"app.l.orders.42"`)
-	require.NotContains(t, e.page(t, "/fragment/coord"), `<code>orders.42</code>`)
+	s.WaitFor(t, "event: coord", `"what":"released"`, `"ref":"app.l.orders.42"`)
+	require.NotContains(t, e.Page(t, "/fragment/coord"), `<code>orders.42</code>`)
 }

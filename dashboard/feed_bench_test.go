@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
@@ -14,16 +15,16 @@ import (
 // long after the last admission the view counted them all
 // (catchup-ns/task): the lag a burst of admissions causes.
 func BenchmarkFeedAdmissions(b *testing.B) {
-	e := newEnv(b, nil, nil)
+	e := dashtest.NewEnv(b, nil, nil)
 	b.ResetTimer()
 	for i := range b.N {
-		admit(b, e.ledger, fmt.Sprintf("t-%d", i), nil)
+		dashtest.Admit(b, e.Ledger, fmt.Sprintf("t-%d", i), nil)
 	}
 	b.StopTimer()
 	start := time.Now()
 	want := fmt.Sprintf(`data-count="total">%d<`, b.N)
 	natstest.Eventually(b, time.Minute, func() bool {
-		_, body := e.get(b, "/fragment/overview")
+		_, body := e.Get(b, "/fragment/overview")
 		return strings.Contains(body, want)
 	})
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N), "catchup-ns/task")

@@ -11,42 +11,43 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
+	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
 func TestOverviewCountsOldestReadyAndThroughput(t *testing.T) {
-	e := newEnv(t, func(e *env) { buildGraph(t, e.ledger) }, nil)
-	body := e.page(t, "/")
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.BuildGraph(t, e.Ledger) }, nil)
+	body := e.Page(t, "/")
 	require.Contains(t, body, `data-count="pending">5<`)
 	require.Contains(t, body, `data-count="total">5<`)
 	require.Contains(t, body, `data-count="blocked">0<`)
 	require.Contains(t, body, "Oldest ready task")
 	require.Contains(t, body, `<code>fetch</code>`, "fetch is the only pending task with all needs done")
 
-	run(t, e.ledger, "fetch", "w1", kvledger.StatusCompleted)
-	run(t, e.ledger, "compile", "w1", kvledger.StatusFailed)
+	dashtest.RunTask(t, e.Ledger, "fetch", "w1", kvledger.StatusCompleted)
+	dashtest.RunTask(t, e.Ledger, "compile", "w1", kvledger.StatusFailed)
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		_, b := e.get(t, "/fragment/overview")
+		_, b := e.Get(t, "/fragment/overview")
 		return strings.Contains(b, `data-count="blocked">2<`) && strings.Contains(b, `data-count="completed">1<`) &&
 			strings.Contains(b, `data-count="failed">1<`)
 	}, "counts follow the events; test and package are blocked by compile")
-	b := e.page(t, "/fragment/overview")
+	b := e.Page(t, "/fragment/overview")
 	require.Contains(t, b, `<b id="tp1">2</b> finished in the last minute`)
 	require.Contains(t, b, `<code>lint</code>`, "lint is ready now")
 	require.NotContains(t, b, "<html", "a fragment is not a page")
 }
 
 func TestTaskListFiltersAndPaging(t *testing.T) {
-	e := newEnv(t, func(e *env) {
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		for i := range 7 {
-			admit(t, e.ledger, fmt.Sprintf("job-%d", i), map[string]any{"kind": []string{"a", "b"}[i%2]})
+			dashtest.Admit(t, e.Ledger, fmt.Sprintf("job-%d", i), map[string]any{"kind": []string{"a", "b"}[i%2]})
 		}
-		admit(t, e.ledger, "other-1", map[string]any{"kind": "a"})
-		run(t, e.ledger, "job-0", "w1", kvledger.StatusCompleted)
+		dashtest.Admit(t, e.Ledger, "other-1", map[string]any{"kind": "a"})
+		dashtest.RunTask(t, e.Ledger, "job-0", "w1", kvledger.StatusCompleted)
 	}, func(c *dashboard.Config) { c.PageSize = 3 })
 
-	body := e.page(t, "/tasks")
+	body := e.Page(t, "/tasks")
 	require.Contains(t, body, `data-ref="other-1"`)
 	require.Equal(t, 3, strings.Count(body, "<tr data-ref="))
 	require.Contains(t, body, `id="next"`)
@@ -55,7 +56,7 @@ func TestTaskListFiltersAndPaging(t *testing.T) {
 	var seen []string
 	next := "/tasks?prefix=job-"
 	for next != "" {
-		b := e.page(t, next)
+		b := e.Page(t, next)
 		for _, part := range strings.Split(b, `<tr data-ref="`)[1:] {
 			seen = append(seen, part[:strings.IndexByte(part, '"')])
 		}
@@ -68,29 +69,29 @@ func TestTaskListFiltersAndPaging(t *testing.T) {
 	}
 	require.Equal(t, []string{"job-6", "job-5", "job-4", "job-3", "job-2", "job-1", "job-0"}, seen)
 
-	b := e.page(t, "/tasks?kind=b")
+	b := e.Page(t, "/tasks?kind=b")
 	require.Equal(t, 3, strings.Count(b, "<tr data-ref="))
 	require.NotContains(t, b, `data-ref="job-0"`)
-	b = e.page(t, "/tasks?status=completed")
+	b = e.Page(t, "/tasks?status=completed")
 	require.Contains(t, b, `data-ref="job-0"`)
 	require.Equal(t, 1, strings.Count(b, "<tr data-ref="))
-	code, _ := e.get(t, "/tasks?status=bogus")
+	code, _ := e.Get(t, "/tasks?status=bogus")
 	require.Equal(t, http.StatusBadRequest, code)
 }
 
 func TestTaskDetailTimeline(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	admit(t, e.ledger, "t1", nil)
+	e := dashtest.NewEnv(t, nil, nil)
+	dashtest.Admit(t, e.Ledger, "t1", nil)
 	ctx := natstest.Context(t, 5*time.Second)
 	now := time.Now()
-	f, err := e.ledger.Claim(ctx, "sched", "t1", "w1", 50*time.Millisecond, now)
+	f, err := e.Ledger.Claim(ctx, "sched", "t1", "w1", 50*time.Millisecond, now)
 	require.NoError(t, err)
-	require.NoError(t, e.ledger.Renew(ctx, "sched", "t1", "w1", f, 50*time.Millisecond, now))
-	f2, err := e.ledger.Takeover(ctx, "sched", "t1", "w2", time.Minute, now.Add(time.Second))
+	require.NoError(t, e.Ledger.Renew(ctx, "sched", "t1", "w1", f, 50*time.Millisecond, now))
+	f2, err := e.Ledger.Takeover(ctx, "sched", "t1", "w2", time.Minute, now.Add(time.Second))
 	require.NoError(t, err)
-	require.NoError(t, e.ledger.Complete(ctx, "sched", "t1", "w2", f2, kvledger.StatusCompleted, now.Add(2*time.Second)))
+	require.NoError(t, e.Ledger.Complete(ctx, "sched", "t1", "w2", f2, kvledger.StatusCompleted, now.Add(2*time.Second)))
 
-	body := e.page(t, "/task?key=t1")
+	body := e.Page(t, "/task?key=t1")
 	for _, want := range []string{
 		"ledger.admitted", "ledger.claimed", fmt.Sprintf("claimed by w1 with fence %d", f),
 		"ledger.renewed", "ledger.taken_over", fmt.Sprintf("taken over by w2 with fence %d", f2),
@@ -100,22 +101,22 @@ func TestTaskDetailTimeline(t *testing.T) {
 	}
 	require.Less(t, strings.Index(body, "ledger.admitted"), strings.Index(body, "ledger.completed"), "in time order")
 	require.Contains(t, body, `data-field="status">completed<`)
-	frag := e.page(t, "/fragment/timeline?key=t1")
+	frag := e.Page(t, "/fragment/timeline?key=t1")
 	require.Contains(t, frag, "ledger.taken_over")
 
-	code, _ := e.get(t, "/task?key=nope")
+	code, _ := e.Get(t, "/task?key=nope")
 	require.Equal(t, http.StatusNotFound, code)
-	code, _ = e.get(t, "/task")
+	code, _ = e.Get(t, "/task")
 	require.Equal(t, http.StatusBadRequest, code)
 }
 
 func TestDependencyGraphSVG(t *testing.T) {
-	e := newEnv(t, func(e *env) {
-		buildGraph(t, e.ledger)
-		run(t, e.ledger, "fetch", "w1", kvledger.StatusCompleted)
-		run(t, e.ledger, "lint", "w1", kvledger.StatusFailed)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.BuildGraph(t, e.Ledger)
+		dashtest.RunTask(t, e.Ledger, "fetch", "w1", kvledger.StatusCompleted)
+		dashtest.RunTask(t, e.Ledger, "lint", "w1", kvledger.StatusFailed)
 	}, nil)
-	body := e.page(t, "/graph?key=test")
+	body := e.Page(t, "/graph?key=test")
 	require.Contains(t, body, `<svg xmlns="http://www.w3.org/2000/svg" class="graph"`)
 	// Upstream (compile, fetch) and downstream (package) of test.
 	for _, k := range []string{"fetch", "compile", "test", "package"} {
@@ -128,83 +129,83 @@ func TestDependencyGraphSVG(t *testing.T) {
 	require.Contains(t, body, "pending · waits on 1", "test waits on compile")
 	require.Contains(t, body, `class="node status-pending focus"`)
 
-	resp, err := e.srv.Client().Get(e.base + "/graph.svg?key=test")
+	resp, err := e.Server.Client().Get(e.Base + "/graph.svg?key=test")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, "image/svg+xml", resp.Header.Get("Content-Type"))
-	code, _ := e.get(t, "/graph?key=missing")
+	code, _ := e.Get(t, "/graph?key=missing")
 	require.Equal(t, http.StatusNotFound, code)
 }
 
 func TestEventsPageAndSSE(t *testing.T) {
-	e := newEnv(t, func(e *env) { admit(t, e.ledger, "before", nil) }, nil)
-	require.Contains(t, e.page(t, "/events"), `<code>before</code>`, "the page starts with recent events")
-	s := e.openSSE(t)
-	admit(t, e.ledger, "a b/c", nil)
-	data := s.waitFor(t, "event: ledger", `"ref":"a+b%2Fc"`)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.Admit(t, e.Ledger, "before", nil) }, nil)
+	require.Contains(t, e.Page(t, "/events"), `<code>before</code>`, "the page starts with recent events")
+	s := e.OpenSSE(t)
+	dashtest.Admit(t, e.Ledger, "a b/c", nil)
+	data := s.WaitFor(t, "event: ledger", `"ref":"a+b%2Fc"`)
 	require.Contains(t, data, `"name":"ledger.admitted"`)
 	require.Contains(t, data, `"status":"pending"`)
 	require.True(t, strings.HasPrefix(data, "data: {"), data)
-	run(t, e.ledger, "a b/c", "w9", kvledger.StatusCompleted)
-	data = s.waitFor(t, "event: ledger", `"name":"ledger.completed"`)
+	dashtest.RunTask(t, e.Ledger, "a b/c", "w9", kvledger.StatusCompleted)
+	data = s.WaitFor(t, "event: ledger", `"name":"ledger.completed"`)
 	require.Contains(t, data, `"owner":"w9"`)
 }
 
 func TestKeysWithAnyBytesAreEscaped(t *testing.T) {
 	nasty := "<script>alert(1)</script>\x00\u202e\n\"'&"
-	e := newEnv(t, func(e *env) { admit(t, e.ledger, nasty, nil) }, nil)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.Admit(t, e.Ledger, nasty, nil) }, nil)
 	ref := url.QueryEscape(nasty)
 	for _, path := range []string{"/tasks", "/task?key=" + ref, "/graph?key=" + ref, "/events", "/"} {
-		body := e.page(t, path)
+		body := e.Page(t, path)
 		require.NotContains(t, body, "<script>alert", path)
 		require.NotContains(t, body, "\xff", path)
 	}
-	body := e.page(t, "/task?key="+ref)
+	body := e.Page(t, "/task?key="+ref)
 	require.Contains(t, body, "&lt;script&gt;", "shown quoted and escaped")
 	require.Contains(t, body, `\x00\u202e\n`, "control bytes and invalid UTF-8 are visible")
 }
 
 func TestNoSecretReachesThePage(t *testing.T) {
 	var ownerHash string
-	e := newEnv(t, func(e *env) {
-		g, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j1", 10*time.Second)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		g, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.j1", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 		ownerHash = g.OwnerHash()
-		admit(t, e.ledger, "t", map[string]any{"kind": "k", "password": "hunter2"})
+		dashtest.Admit(t, e.Ledger, "t", map[string]any{"kind": "k", "password": "hunter2"})
 	}, nil)
 	for _, path := range []string{"/coord", "/", "/task?key=t", "/tasks", "/fragment/coord"} {
-		body := e.page(t, path)
+		body := e.Page(t, path)
 		require.NotContains(t, body, ownerHash, path)
 		require.NotContains(t, body, "hunter2", "payloads are not rendered: %s", path)
 	}
 }
 
 func TestPrefixMount(t *testing.T) {
-	e := newEnv(t, func(e *env) { admit(t, e.ledger, "p1", nil) }, func(c *dashboard.Config) { c.Prefix = "/ui" })
-	body := e.page(t, "/tasks")
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.Admit(t, e.Ledger, "p1", nil) }, func(c *dashboard.Config) { c.Prefix = "/ui" })
+	body := e.Page(t, "/tasks")
 	require.Contains(t, body, `href="/ui/task?key=p1"`)
 	require.Contains(t, body, `src="/ui/static/app.js"`)
-	require.Contains(t, e.page(t, "/static/app.js"), "EventSource")
-	resp, err := e.srv.Client().Get(e.srv.URL + "/tasks")
+	require.Contains(t, e.Page(t, "/static/app.js"), "EventSource")
+	resp, err := e.Server.Client().Get(e.Server.URL + "/tasks")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 func TestMetrics(t *testing.T) {
-	e := newEnv(t, func(e *env) {
-		buildGraph(t, e.ledger)
-		_, ok, err := e.leases.TryAcquireKey(holdCtx, "jobs.j1", 10*time.Second)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.BuildGraph(t, e.Ledger)
+		_, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.j1", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}, nil)
-	run(t, e.ledger, "fetch", "w1", kvledger.StatusCompleted)
+	dashtest.RunTask(t, e.Ledger, "fetch", "w1", kvledger.StatusCompleted)
 	natstest.Eventually(t, 10*time.Second, func() bool {
-		_, b := e.get(t, "/metrics")
+		_, b := e.Get(t, "/metrics")
 		return strings.Contains(b, `natscoord_ledger_events_total{event="ledger.completed"} 1`)
 	})
-	_, b := e.get(t, "/metrics")
+	_, b := e.Get(t, "/metrics")
 	for _, want := range []string{
 		`natscoord_ledger_tasks{status="pending"} 4`,
 		`natscoord_ledger_tasks{status="completed"} 1`,

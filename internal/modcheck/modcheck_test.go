@@ -21,11 +21,11 @@ const core = "github.com/natscoord/natscoord"
 
 // nested lists the nested modules (directories below the core module with a
 // go.mod of their own), which a zip of the core module must leave out.
-var nested = []string{"kvlock/otelobserver", "internal/chaos"}
+var nested = []string{"kvlock/otelobserver", "internal/chaos", "dashboard/browsertest"}
 
 // testOnly are modules that only natscoord's own tests use. None may appear
 // in the module graph of a program that imports natscoord.
-var testOnly = []string{"go.uber.org/goleak", "github.com/anishathalye/porcupine"}
+var testOnly = []string{"go.uber.org/goleak", "github.com/anishathalye/porcupine", "github.com/chromedp/chromedp"}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -236,5 +236,23 @@ func main() {
 	deps := run(t, user, env, "go", "list", "-deps", ".")
 	if strings.Contains(deps, "github.com/stretchr/testify") {
 		t.Errorf("building a program that imports the public store suite compiles testify")
+	}
+}
+
+// The core module's go.mod, as it stands in this tree, requires none of the
+// test-only modules: what a program that imports natscoord reads from it
+// (directly or as a pruned requirement) names only what the libraries need.
+func TestCoreGoModRequiresNoTestOnlyModule(t *testing.T) {
+	var mod struct{ Require []struct{ Path string } }
+	out := run(t, repoRoot(t), []string{"GOWORK=off"}, "go", "mod", "edit", "-json")
+	if err := json.Unmarshal([]byte(out), &mod); err != nil {
+		t.Fatalf("go mod edit -json: %v\n%s", err, out)
+	}
+	for _, r := range mod.Require {
+		for _, m := range testOnly {
+			if r.Path == m {
+				t.Errorf("the core go.mod requires the test-only module %s; move the tests that use it into a nested module", m)
+			}
+		}
 	}
 }

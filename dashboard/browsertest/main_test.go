@@ -1,0 +1,9 @@
+package browsertest
+
+import (
+	"testing"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }

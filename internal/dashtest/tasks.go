@@ -1,0 +1,58 @@
+package dashtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// Source is the ledger source the task helpers act as.
+const Source = "test"
+
+// Admit admits key with needs, failing the test on error or when the key
+// was already admitted.
+func Admit(t testing.TB, l *kvledger.Ledger, key string, task any, needs ...string) {
+	t.Helper()
+	ns := make([]kvledger.IdempotencyKey, len(needs))
+	for i, n := range needs {
+		ns[i] = kvledger.IdempotencyKey(n)
+	}
+	ok, err := l.Admit(natstest.Context(t, 5*time.Second), Source, kvledger.IdempotencyKey(key), 1, task, time.Now(), ns...)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// RunTask claims key for owner and completes it with status.
+func RunTask(t testing.TB, l *kvledger.Ledger, key, owner string, status kvledger.Status) {
+	t.Helper()
+	ctx := natstest.Context(t, 5*time.Second)
+	k := kvledger.IdempotencyKey(key)
+	f, err := l.Claim(ctx, Source, k, kvledger.OwnerID(owner), time.Minute, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, Source, k, kvledger.OwnerID(owner), f, status, time.Now()))
+}
+
+// BuildGraph admits a small pipeline: fetch → compile → test → package,
+// with lint beside compile; package needs test and lint.
+func BuildGraph(t testing.TB, l *kvledger.Ledger) {
+	t.Helper()
+	Admit(t, l, "fetch", map[string]any{"kind": "io"})
+	Admit(t, l, "compile", map[string]any{"kind": "build"}, "fetch")
+	Admit(t, l, "lint", map[string]any{"kind": "check"}, "fetch")
+	Admit(t, l, "test", map[string]any{"kind": "check"}, "compile")
+	Admit(t, l, "package", map[string]any{"kind": "build"}, "test", "lint")
+}
+
+// WaitClosed waits a bounded time for ch to close.
+func WaitClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10s", what)
+	}
+}
