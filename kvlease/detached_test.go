@@ -3,6 +3,7 @@ package kvlease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,12 +78,16 @@ func TestOnAutoRenewSeesRenewals(t *testing.T) {
 
 // DecodeHolder reads what a manager wrote, and refuses garbage.
 func TestDecodeHolder(t *testing.T) {
-	h, err := kvlease.DecodeHolder([]byte(`{"holder":"a","host":"h","pid":1,"acquired":"2026-01-01T00:00:00Z","ttl_ms":1000,"owner":"x"}`))
+	owner := strings.Repeat("ab", 32) // a hex SHA-256, as managers store it
+	h, err := kvlease.DecodeHolder([]byte(`{"holder":"a","host":"h","pid":1,"acquired":"2026-01-01T00:00:00Z","ttl_ms":1000,"owner":"` + owner + `"}`))
 	require.NoError(t, err)
+	require.Equal(t, owner, h.OwnerHash)
 	require.Equal(t, "a", h.ID)
 	require.Equal(t, time.Second, h.TTL())
-	_, err = kvlease.DecodeHolder([]byte("not json"))
-	require.Error(t, err)
+	for _, bad := range []string{"not json", `{"holder":"a","ttl_ms":1000,"owner":"x"}`, `{"holder":"a","owner":"` + owner + `"}`} {
+		_, err = kvlease.DecodeHolder([]byte(bad))
+		require.ErrorIs(t, err, kvlease.ErrCorruptValue, bad)
+	}
 }
 
 func errorsIsLost(err error) bool { return errors.Is(err, kvlease.ErrLost) }
