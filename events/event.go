@@ -41,6 +41,15 @@ type Event struct {
 	Fence     uint64    `json:"fence"`
 	BlockedBy string    `json:"blocked_by,omitempty"`
 	Time      time.Time `json:"time"`
+
+	// Task runtime fields: the task's kind, the attempts started so far,
+	// the last handler error and the time before which it will not run
+	// (set on a retry and on a delayed admission). Empty for ledgers
+	// that do not use them.
+	Kind      string    `json:"kind,omitempty"`
+	Attempts  int       `json:"attempts,omitempty"`
+	LastError string    `json:"last_error,omitempty"`
+	RunAt     time.Time `json:"run_at,omitzero"`
 }
 
 // Validate reports a missing or malformed required field.

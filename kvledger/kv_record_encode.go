@@ -95,6 +95,9 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 		b = append(b, `,"last_event":`...)
 		b = appendJSONString(b, string(s.LastEvent))
 	}
+	if b, ok = appendRuntimeFields(b, s); !ok {
+		return b, false
+	}
 	if insert {
 		b = append(b, `,"ins":true`...)
 	}

@@ -113,8 +113,14 @@ func (l *Ledger) Close() error {
 // The record is validated before any write: a key that needs itself, for
 // example, returns false and the Validate error.
 func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs ...IdempotencyKey) (bool, error) {
+	return l.admit(ctx, actor, key, seq, task, now, needs, runtimeFields{})
+}
+
+// admit is Admit with the runtime fields of a Submission.
+func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs []IdempotencyKey, rt runtimeFields) (bool, error) {
 	needs = slices.Clone(needs)
 	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
+	rt.apply(&probe)
 	if err := probe.Validate(); err != nil {
 		return false, err
 	}
@@ -132,6 +138,7 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 			CreatedBy: actor, CreatedAt: now, UpdatedBy: actor, UpdatedAt: now,
 			LastEvent: AdmittedEvent,
 		}
+		rt.apply(&next)
 		if found {
 			next.Fence, next.CreatedBy, next.CreatedAt = cur.Fence, cur.CreatedBy, cur.CreatedAt
 		}

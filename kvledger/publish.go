@@ -137,6 +137,10 @@ func EventOf(source string, rec TaskState) events.Event {
 		Fence:     uint64(rec.Fence),
 		BlockedBy: string(rec.BlockedBy),
 		Time:      rec.UpdatedAt,
+		Kind:      rec.Kind,
+		Attempts:  rec.Attempts,
+		LastError: rec.LastError,
+		RunAt:     rec.RunAt,
 	}
 }
 

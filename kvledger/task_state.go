@@ -61,6 +61,17 @@ type TaskState struct {
 	UpdatedBy  Actor            `json:"updated_by,omitempty"`
 	UpdatedAt  time.Time        `json:"updated_at,omitzero"`
 	LastEvent  events.Name      `json:"last_event,omitempty"`
+
+	// The task runtime's fields (see runtime_fields.go). All are
+	// optional: a record admitted by Admit leaves them zero and is
+	// stored exactly as before they existed.
+	Kind        string          `json:"kind,omitempty"`
+	RunAt       time.Time       `json:"run_at,omitzero"`
+	Attempts    int             `json:"attempts,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	Cancelled   bool            `json:"cancelled,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
 }
 
 // Validate checks the record rules: a non-empty Key, one of the five
@@ -90,7 +101,7 @@ func (s TaskState) Validate() error {
 	if slices.Contains(s.Needs, "") {
 		return bad("empty key in needs")
 	}
-	return nil
+	return s.validateRuntime()
 }
 
 // clone returns s with its own Needs slice, so a Store never shares
@@ -98,6 +109,7 @@ func (s TaskState) Validate() error {
 // mutates it).
 func (s TaskState) clone() TaskState {
 	s.Needs = slices.Clone(s.Needs)
+	s.Result = slices.Clone(s.Result)
 	return s
 }
 

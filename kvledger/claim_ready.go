@@ -1,0 +1,202 @@
+package kvledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
+)
+
+// ClaimIfReady is Claim for a record that is ready (see Ready): pending,
+// RunAt not after now, every need completed. It returns the record as
+// claimed, with Attempts counting this claim. Beyond Claim's checks it
+// returns ErrNotReady for a pending record that may not start yet; a
+// record claimed under a lease that ran out (LeaseUntil at or before now)
+// is taken over as by Claim. Needs are read from the store (one read
+// each).
+func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (TaskState, error) {
+	if owner == "" {
+		return TaskState{}, ErrEmptyOwner
+	}
+	if lease <= 0 {
+		return TaskState{}, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return TaskState{}, err
+		}
+		if cur.LeaseUntil.After(now) {
+			return TaskState{}, fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		}
+		ev := ClaimedEvent
+		switch cur.Status {
+		case StatusPending:
+			if err := l.checkReady(ctx, cur, now); err != nil {
+				return TaskState{}, err
+			}
+		case StatusClaimed:
+			ev = TakenOverEvent
+		default:
+			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease), now, ev)
+		if err != nil || ok {
+			return rec, err
+		}
+	}
+}
+
+// ClaimLeased is the runtime's claim: it claims key for owner while the
+// caller holds lease, the kvlease lease that goes with key's claims (the
+// runtime acquires it first, then calls ClaimLeased). Holding that lease
+// is what proves that no other claim of key is alive, since the server
+// expires a dead claimant's lease by its TTL; so a claimed record is
+// taken over whatever its LeaseUntil says, and no clock is compared with
+// another process's. The caller must use one lease key per record and
+// never claim without it; records claimed this way must not also be
+// claimed by Claim/Takeover, which judge by LeaseUntil.
+//
+// A pending record must be ready (ErrNotReady otherwise). The record is
+// written claimed with a new fence, LeaseUntil = now + lease TTL (for
+// operators; nothing judges it), and Attempts counting this claim.
+func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
+	if owner == "" {
+		return TaskState{}, ErrEmptyOwner
+	}
+	if lease == nil {
+		return TaskState{}, ErrNoLease
+	}
+	for {
+		if err := lease.Err(); err != nil {
+			return TaskState{}, fmt.Errorf("%w: %w", ErrNoLease, err)
+		}
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return TaskState{}, err
+		}
+		ev := ClaimedEvent
+		switch cur.Status {
+		case StatusPending:
+			if err := l.checkReady(ctx, cur, now); err != nil {
+				return TaskState{}, err
+			}
+		case StatusClaimed:
+			ev = TakenOverEvent
+		default:
+			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease.TTL()), now, ev)
+		if err != nil || ok {
+			return rec, err
+		}
+	}
+}
+
+// checkReady returns ErrNotReady when the pending record cur may not
+// start at now. A need that failed or is blocked is left to takeRuntime,
+// which blocks cur and returns ErrNotClaimed.
+func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) error {
+	if cur.RunAt.After(now) {
+		return fmt.Errorf("%w: %q runs at %s", ErrNotReady, string(cur.Key), cur.RunAt.Format(time.RFC3339Nano))
+	}
+	for _, n := range cur.Needs {
+		s, found, err := l.store.Load(ctx, n)
+		if err != nil {
+			return err
+		}
+		if found && s.Status.blocks() {
+			return nil // takeRuntime blocks cur
+		}
+		if !found || s.Status != StatusCompleted {
+			return fmt.Errorf("%w: %q needs %q, which is not completed", ErrNotReady, string(cur.Key), string(n))
+		}
+	}
+	return nil
+}
+
+// takeRuntime writes cur claimed by owner until leaseUntil, counting an
+// attempt; ok false means the compare-and-swap lost. Like Claim, it first
+// blocks cur when a key in its transitive needs failed or is blocked.
+func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
+	if cur.Fence == math.MaxUint64 {
+		return TaskState{}, false, fmt.Errorf("%w: %q", ErrFenceExhausted, string(cur.Key))
+	}
+	blocker, err := l.blockingAncestor(ctx, cur)
+	if err != nil {
+		return TaskState{}, false, err
+	}
+	if blocker != "" {
+		if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+			return TaskState{}, false, err
+		}
+		return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+	}
+	next := cur.clone()
+	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusClaimed, owner, cur.Fence+1, leaseUntil
+	next.Attempts = cur.Attempts + 1
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
+	if err := next.Validate(); err != nil {
+		return TaskState{}, false, err
+	}
+	return l.write(ctx, cur, true, next)
+}
+
+// ClaimNext claims the ready task (see Ready) of one of kinds (any kind
+// when kinds is empty) that has waited longest (earliest RunAt, else
+// CreatedAt), for callers that do not run the worker runtime. It reads
+// every record (one Range), so its cost grows with the ledger; the
+// runtime (package worker) keeps a ready set from the bucket's watch
+// instead. It returns ErrNoReady when nothing could be claimed.
+func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, lease time.Duration, now time.Time, kinds ...string) (TaskState, error) {
+	if owner == "" {
+		return TaskState{}, ErrEmptyOwner
+	}
+	if lease <= 0 {
+		return TaskState{}, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	}
+	status := make(map[IdempotencyKey]Status)
+	var cands []TaskState
+	err := l.store.Range(ctx, func(s TaskState) bool {
+		status[s.Key] = s.Status
+		if (len(kinds) == 0 || slices.Contains(kinds, s.Kind)) &&
+			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && !s.LeaseUntil.After(now)) {
+			cands = append(cands, s)
+		}
+		return true
+	})
+	if err != nil {
+		return TaskState{}, err
+	}
+	need := func(k IdempotencyKey) (Status, bool) { st, ok := status[k]; return st, ok }
+	cands = slices.DeleteFunc(cands, func(s TaskState) bool {
+		return s.Status == StatusPending && !Ready(s, now, need)
+	})
+	waited := func(s TaskState) time.Time {
+		if !s.RunAt.IsZero() {
+			return s.RunAt
+		}
+		return s.CreatedAt
+	}
+	slices.SortFunc(cands, func(a, b TaskState) int {
+		return cmp.Or(waited(a).Compare(waited(b)), cmp.Compare(a.Key, b.Key))
+	})
+	for _, c := range cands {
+		rec, err := l.ClaimIfReady(ctx, actor, c.Key, owner, lease, now)
+		switch {
+		case err == nil:
+			return rec, nil
+		case errors.Is(err, ErrLeaseActive), errors.Is(err, ErrNotReady), errors.Is(err, ErrNotClaimed), errors.Is(err, ErrNoKey):
+			continue // someone else took it, or it changed since the scan
+		default:
+			return TaskState{}, err
+		}
+	}
+	return TaskState{}, ErrNoReady
+}

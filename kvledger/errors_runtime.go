@@ -1,0 +1,31 @@
+package kvledger
+
+import "errors"
+
+// Sentinel errors of the task runtime's ledger operations.
+var (
+	// ErrNotReady: ClaimIfReady or ClaimLeased found a pending record
+	// that may not start yet: its RunAt is after now, or a need is not
+	// completed (a need that failed or is blocked gives ErrNotClaimed,
+	// as for Claim, after blocking the record).
+	ErrNotReady = errors.New("kvledger: task is not ready")
+	// ErrNoReady: ClaimNext found no ready task it could claim.
+	ErrNoReady = errors.New("kvledger: no task is ready")
+	// ErrNoLease: ClaimLeased got a nil lease or one that has ended.
+	ErrNoLease = errors.New("kvledger: claim needs a held lease")
+	// ErrFenceExhausted: the record's fence is at its maximum; it cannot
+	// be claimed or reopened again (fences never wrap).
+	ErrFenceExhausted = errors.New("kvledger: fence token exhausted")
+	// ErrNotFinal: Delete found a pending or claimed record.
+	ErrNotFinal = errors.New("kvledger: record is not final")
+	// ErrNotFailed: Reopen found a record that is not failed.
+	ErrNotFailed = errors.New("kvledger: record is not failed")
+	// ErrNotCancellable: Cancel found a completed, failed or blocked
+	// record.
+	ErrNotCancellable = errors.New("kvledger: record is not pending or claimed")
+	// ErrNoWatch: the store cannot push changes (it does not implement
+	// RecordWatcher): WaitFinal and the runtime need one.
+	ErrNoWatch = errors.New("kvledger: store has no record watch")
+	// ErrNoDelete: the store cannot delete records (no RecordDeleter).
+	ErrNoDelete = errors.New("kvledger: store cannot delete records")
+)

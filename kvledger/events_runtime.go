@@ -1,0 +1,23 @@
+package kvledger
+
+import "github.com/natscoord/natscoord/events"
+
+// Event names of the task runtime's transitions and operator actions.
+const (
+	// RetriedEvent: Finish gave a claim back to pending after a failed
+	// attempt; RunAt is when it may run again, LastError why it failed.
+	RetriedEvent events.Name = "ledger.retried"
+	// ReopenedEvent: Reopen returned a failed record to pending with a
+	// new fence.
+	ReopenedEvent events.Name = "ledger.reopened"
+	// UnblockedEvent: Reopen returned a record blocked by the reopened
+	// key (directly or through other unblocked records) to pending; one
+	// per record.
+	UnblockedEvent events.Name = "ledger.unblocked"
+	// CancelledEvent: Cancel failed a pending or claimed record
+	// (Cancelled is set); its dependents are then blocked.
+	CancelledEvent events.Name = "ledger.cancelled"
+	// DeletedEvent: Delete removed a final record. Its revision is the
+	// delete's; the event carries the deleted record's status and fence.
+	DeletedEvent events.Name = "ledger.deleted"
+)

@@ -1,0 +1,131 @@
+package kvledger
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Bounds of the runtime fields, checked by Validate. They keep a record
+// well inside a NATS message (1 MiB by default) whatever a handler
+// returns or fails with.
+const (
+	// MaxKindBytes bounds TaskState.Kind.
+	MaxKindBytes = 256
+	// MaxLastErrorBytes bounds TaskState.LastError; longer messages are
+	// cut (TruncateError) before they are stored.
+	MaxLastErrorBytes = 4096
+	// MaxResultBytes bounds TaskState.Result, the JSON a handler leaves
+	// for the tasks that need it.
+	MaxResultBytes = 256 << 10
+)
+
+// validateRuntime checks the runtime fields: a bounded Kind, counts that
+// are not negative, a bounded LastError, and a Result that is bounded,
+// valid JSON and set only on a completed record.
+func (s TaskState) validateRuntime() error {
+	bad := func(msg string) error {
+		return &stateError{key: s.Key, msg: msg}
+	}
+	switch {
+	case len(s.Kind) > MaxKindBytes:
+		return bad("kind is " + strconv.Itoa(len(s.Kind)) + " bytes, above MaxKindBytes")
+	case !utf8.ValidString(s.Kind):
+		return bad("kind is not valid UTF-8")
+	case s.Attempts < 0 || s.MaxAttempts < 0:
+		return bad("negative attempts or max_attempts")
+	case len(s.LastError) > MaxLastErrorBytes:
+		return bad("last_error above MaxLastErrorBytes")
+	case len(s.Result) > MaxResultBytes:
+		return bad("result is " + strconv.Itoa(len(s.Result)) + " bytes, above MaxResultBytes")
+	case len(s.Result) > 0 && s.Status != StatusCompleted:
+		return bad("result on a " + string(s.Status) + " record")
+	case len(s.Result) > 0 && !json.Valid(s.Result):
+		return bad("result is not valid JSON")
+	case s.Cancelled && s.Status != StatusFailed:
+		return bad("cancelled set on a " + string(s.Status) + " record")
+	}
+	return nil
+}
+
+// stateError is an ErrInvalidState with the key and rule.
+type stateError struct {
+	key IdempotencyKey
+	msg string
+}
+
+func (e *stateError) Error() string {
+	return ErrInvalidState.Error() + ": key " + strconv.Quote(string(e.key)) + ": " + e.msg
+}
+
+func (e *stateError) Unwrap() error { return ErrInvalidState }
+
+// TruncateError cuts msg to at most MaxLastErrorBytes, on a rune
+// boundary, so any error text can be stored as LastError.
+func TruncateError(msg string) string {
+	if len(msg) <= MaxLastErrorBytes {
+		return msg
+	}
+	cut := MaxLastErrorBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
+// appendRuntimeFields appends the runtime fields as encoding/json writes
+// them after last_event (their place in TaskState). The JSON of Result
+// goes through encoding/json, which compacts it exactly as Marshal does.
+func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
+	ok := true
+	if s.Kind != "" {
+		b = append(b, `,"kind":`...)
+		b = appendJSONString(b, s.Kind)
+	}
+	if !s.RunAt.IsZero() {
+		b = append(b, `,"run_at":`...)
+		if b, ok = appendJSONTime(b, s.RunAt); !ok {
+			return b, false
+		}
+	}
+	if s.Attempts != 0 {
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(s.Attempts), 10)
+	}
+	if s.MaxAttempts != 0 {
+		b = append(b, `,"max_attempts":`...)
+		b = strconv.AppendInt(b, int64(s.MaxAttempts), 10)
+	}
+	if s.LastError != "" {
+		b = append(b, `,"last_error":`...)
+		b = appendJSONString(b, s.LastError)
+	}
+	if s.Cancelled {
+		b = append(b, `,"cancelled":true`...)
+	}
+	if len(s.Result) > 0 {
+		b = append(b, `,"result":`...)
+		if b, ok = appendMarshaled(b, s.Result); !ok {
+			return b, false
+		}
+	}
+	return b, true
+}
+
+// Ready reports whether rec may start now: it is pending, its RunAt (if
+// any) is not after now, and every need is completed. need looks a need
+// up (found false: the need has no record, which is not completed).
+// Ready reads nothing itself; the runtime answers need from its watch,
+// ClaimIfReady from the store.
+func Ready(rec TaskState, now time.Time, need func(IdempotencyKey) (Status, bool)) bool {
+	if rec.Status != StatusPending || rec.RunAt.After(now) {
+		return false
+	}
+	for _, n := range rec.Needs {
+		if st, found := need(n); !found || st != StatusCompleted {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,49 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+var (
+	_ RecordDeleter = (*KVStore)(nil)
+	_ RecordDeleter = (*MemStore)(nil)
+)
+
+// DeleteRecord implements RecordDeleter: a delete marker written only
+// while the key is at old.Rev. Under a retention the marker expires after
+// it, like the final record would have. The record's dependency index
+// entries stay (the index tolerates stale entries).
+func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (uint64, bool, error) {
+	if old.Rev == 0 {
+		return 0, false, nil
+	}
+	octx, cancel := s.ops.Bound(ctx)
+	defer cancel()
+	rev, err := s.b.DeleteTTL(octx, taskKey(key), old.Rev, s.retention)
+	switch {
+	case kvx.IsConflict(err):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("kvledger: delete %q: %w", string(key), err)
+	}
+	return rev, true, nil
+}
+
+// DeleteRecord implements RecordDeleter. The deletion's revision is the
+// record's Rev plus one.
+func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (uint64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.tasks[key]
+	if !ok || !sameVersion(cur, old) {
+		return 0, false, nil
+	}
+	m.deleteLocked(key, cur)
+	return cur.Rev + 1, true, nil
+}

@@ -1,0 +1,163 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseBucket  = "natscoord_task_claims"
+	DefaultClaimTTL     = 10 * time.Second
+	DefaultConcurrency  = 8
+	DefaultMaxAttempts  = 3
+	DefaultDrainTimeout = 30 * time.Second
+	DefaultOpTimeout    = 5 * time.Second
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffMax   = time.Hour
+	// DefaultMaxResultBytes bounds a handler's result (Task.SetResult).
+	DefaultMaxResultBytes = 64 << 10
+)
+
+// Config configures a Worker. The zero value is valid: every field states
+// its default.
+type Config struct {
+	// Owner names this worker in claims (TaskState.Owner). Default: the
+	// lease manager's holder id ("<host>:<pid>:<nuid>").
+	Owner kvledger.OwnerID
+	// Actor is recorded on every write. Default: Owner.
+	Actor kvledger.Actor
+	// Leases is the lease manager whose leases go with claims. Default: a
+	// manager the worker creates on LeaseBucket (and closes on Close).
+	// Workers that share a ledger must use the same lease bucket.
+	Leases *kvlease.Manager
+	// LeaseBucket is the bucket of the worker's own lease manager (when
+	// Leases is nil). Default DefaultLeaseBucket; LeaseReplicas sets its
+	// replication when it is created (default 1).
+	LeaseBucket   string
+	LeaseReplicas int
+	// ClaimTTL is the TTL of a claim's lease: a worker that dies loses
+	// its claims this long after its last renewal, and another worker
+	// takes them over. MinTTL (1s) to MaxTTL (24h); default 10s. Leases
+	// renew every ClaimTTL/3 on the lease manager's one scheduler.
+	ClaimTTL time.Duration
+	// Concurrency bounds the handlers this worker runs at once. Default
+	// DefaultConcurrency (8).
+	Concurrency int
+	// KindConcurrency bounds, per kind, the handlers of that kind this
+	// worker runs at once (within Concurrency). Default: no bound.
+	KindConcurrency map[string]int
+	// MaxAttempts bounds the attempts of a task whose record leaves
+	// MaxAttempts at 0. Default DefaultMaxAttempts (3); 1 disables
+	// retries.
+	MaxAttempts int
+	// Backoff returns the pause before attempt n+1 after attempt n
+	// failed (n >= 1). Default: exponential from BackoffBase (1s),
+	// doubling, capped at BackoffMax (1h), with full jitter in
+	// [d/2, d].
+	Backoff func(attempt int) time.Duration
+	// BackoffBase and BackoffMax shape the default Backoff.
+	BackoffBase, BackoffMax time.Duration
+	// DrainTimeout is how long Close lets running handlers finish before
+	// it cancels them (cause ErrDraining) and releases their claims.
+	// Default 30s; negative means do not wait.
+	DrainTimeout time.Duration
+	// OpTimeout bounds each ledger write the worker makes. Default 5s.
+	OpTimeout time.Duration
+	// MaxResultBytes bounds a result's JSON (Task.SetResult). Default
+	// 64 KiB; at most kvledger.MaxResultBytes.
+	MaxResultBytes int
+	// Clock is the time written into records (UpdatedAt, LeaseUntil)
+	// and compared with RunAt. Default time.Now. Liveness never depends
+	// on it: leases are judged by the server and by the lease manager's
+	// monotonic clock.
+	Clock func() time.Time
+	// Logger receives one line per failed attempt, loss and drain.
+	// Default: discard.
+	Logger *slog.Logger
+	// Observer receives one call per handler start and finish. Default:
+	// none. See SlogObserver.
+	Observer Observer
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.LeaseBucket == "" {
+		c.LeaseBucket = DefaultLeaseBucket
+	}
+	if c.ClaimTTL == 0 {
+		c.ClaimTTL = DefaultClaimTTL
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.BackoffBase == 0 {
+		c.BackoffBase = DefaultBackoffBase
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = DefaultBackoffMax
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.OpTimeout == 0 {
+		c.OpTimeout = DefaultOpTimeout
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if err := kvlease.ValidateTTL(c.ClaimTTL); err != nil {
+		return bad("ClaimTTL: %v", err)
+	}
+	switch {
+	case c.Concurrency < 0:
+		return bad("Concurrency %d is negative", c.Concurrency)
+	case c.MaxAttempts < 0:
+		return bad("MaxAttempts %d is negative", c.MaxAttempts)
+	case c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase:
+		return bad("BackoffBase %v, BackoffMax %v", c.BackoffBase, c.BackoffMax)
+	case c.OpTimeout < 10*time.Millisecond:
+		return bad("OpTimeout %v below 10ms", c.OpTimeout)
+	case c.MaxResultBytes < 0 || c.MaxResultBytes > kvledger.MaxResultBytes:
+		return bad("MaxResultBytes %d outside 0..%d", c.MaxResultBytes, kvledger.MaxResultBytes)
+	}
+	for k, n := range c.KindConcurrency {
+		if n <= 0 {
+			return bad("KindConcurrency[%q] = %d must be positive", k, n)
+		}
+	}
+	if c.Backoff == nil {
+		base, ceil := c.BackoffBase, c.BackoffMax
+		c.Backoff = func(n int) time.Duration { return expBackoff(base, ceil, n) }
+	}
+	return c, nil
+}
+
+// expBackoff is base*2^(n-1), capped at ceil, jittered into [d/2, d].
+func expBackoff(base, ceil time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < ceil; i++ {
+		d *= 2
+	}
+	d = min(d, ceil)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}

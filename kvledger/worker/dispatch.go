@@ -1,0 +1,74 @@
+package worker
+
+import (
+	"time"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// dispatch is the worker's one loop: woken by the watches (a task became
+// ready) or by its one timer (the earliest RunAt or retry), it starts as
+// many ready tasks as the concurrency limits allow. With nothing ready
+// and no RunAt ahead it sleeps without a timer.
+func (w *Worker) dispatch() {
+	defer w.wg.Done()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	for {
+		w.mu.Lock()
+		now := w.now()
+		w.ix.dueTimers(now, func(k kvledger.IdempotencyKey) { w.considerLocked(k, now) })
+		if !w.draining {
+			w.startReadyLocked(now)
+		}
+		next, armed := w.ix.nextTimer()
+		w.mu.Unlock()
+		t.Stop()
+		var tc <-chan time.Time
+		if armed {
+			t.Reset(max(next.Sub(now), time.Millisecond))
+			tc = t.C
+		}
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-w.wake:
+		case <-tc:
+		}
+	}
+}
+
+// startReadyLocked starts ready tasks, kinds taken in turn, until the
+// worker's or every kind's limit is reached or nothing is ready.
+func (w *Worker) startReadyLocked(now time.Time) {
+	for len(w.running) < w.cfg.Concurrency {
+		progress := false
+		for kind, q := range w.ix.ready {
+			if n, ok := w.cfg.KindConcurrency[kind]; ok && w.perKind[kind] >= n {
+				continue
+			}
+			k, ok := q.pop()
+			if !ok {
+				delete(w.ix.ready, kind)
+				continue
+			}
+			progress = true
+			delete(w.ix.queued, k)
+			if w.running[k] != nil {
+				continue
+			}
+			if r, _ := w.ix.judge(k, now); r != candidate {
+				w.considerLocked(k, now)
+				continue
+			}
+			w.startLocked(k, kind)
+			if len(w.running) >= w.cfg.Concurrency {
+				return
+			}
+		}
+		if !progress {
+			return
+		}
+	}
+}

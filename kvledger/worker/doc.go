@@ -1,0 +1,138 @@
+// Package worker is the task runtime of kvledger: workers that find
+// ready tasks by push, run a handler per task kind under a claim that the
+// server judges, renew it on one shared scheduler, retry with backoff,
+// admit periodic tasks, and drain on shutdown.
+//
+// # Using it
+//
+//	w, _ := worker.New(ctx, js, ledger, worker.Config{Concurrency: 16})
+//	_ = w.Handle("resize", func(ctx context.Context, t *worker.Task) error {
+//		var img Image
+//		if err := t.Decode(&img); err != nil {
+//			return worker.Permanent(err) // never retried
+//		}
+//		return resize(ctx, img, t.Fence()) // error: retried with backoff
+//	})
+//	_ = w.Start(ctx)
+//	defer w.Close(context.Background()) // drain
+//
+// Tasks are admitted with kvledger.Ledger.Submit (kind, run-at or delay,
+// max attempts) or AdmitMany; WaitFinal waits, by push, for tasks to end.
+//
+// # Readiness
+//
+// A task is ready when its record is pending, its RunAt (if any) is not
+// after the worker's clock, and every need is completed. Only ready tasks
+// reach handlers: the claim itself (kvledger.Ledger.ClaimLeased) checks
+// readiness again against the store, so a worker whose picture is behind
+// the store claims nothing early. A need that failed blocks the task, as
+// everywhere in kvledger.
+//
+// # Discovery by push
+//
+// Each worker watches the ledger's records (one ordered consumer on
+// "task.*", kvledger.RecordWatcher) and its lease keys (one more on the
+// lease bucket) and keeps, in memory: every record's status, kind,
+// run-at time and needs; per need, the pending tasks waiting for it; per
+// kind, a queue of ready keys; one timer heap of run-at times. A change
+// costs O(1) plus the dependents of the changed key, so picking the next
+// task costs the same on 100k records as on 1k; the whole ledger is read
+// once, at Start, as the watch's initial values. When nothing is ready
+// and no run-at time is ahead the worker has no timer armed and sends
+// nothing: the only traffic is what the server pushes.
+//
+// # Liveness: leases judged by the server
+//
+// Every claim goes with a kvlease lease on "kvledger.<bucket>.<key>" in
+// the lease bucket (Config.Leases or LeaseBucket; all workers of a ledger
+// must share it). A worker first acquires the lease (create-if-absent
+// with a per-key TTL, Config.ClaimTTL), then claims the record with a new
+// fence; it then renews only the lease, every ClaimTTL/3, on the lease
+// manager's one scheduler (a heap, a fixed pool: 10k claims in flight
+// cost the same goroutines as 10). When a worker dies its lease expires
+// on the server; the expiry marker reaches every worker through the
+// lease watch, and the first whose acquisition succeeds takes the claim
+// over with a new fence: within ClaimTTL (rounded up to whole seconds)
+// plus the watch's delivery and one claim, measured below 1 s. Nobody
+// compares LeaseUntil (kept in the record for operators) with a clock.
+//
+// A handler's ctx is cancelled as soon as the claim can no longer be
+// confirmed, by kvlease's validity-window rule: the window ends at (send
+// time of the last confirmed renewal) + ClaimTTL - Margin, on the
+// worker's monotonic clock, which is before the server can expire the
+// lease. context.Cause says ErrClaimLost. It is also cancelled when the
+// record moves to another claim or is cancelled by an operator
+// (ErrCancelled), seen through the record watch.
+//
+// Completion is fenced: the outcome is one compare-and-set that presents
+// the claim's fence, and a worker whose claim was taken over gets
+// ErrFenced and writes nothing. The worker does not even try once its
+// lease has ended.
+//
+// # Retries
+//
+// A handler that returns an error is retried after Config.Backoff
+// (default exponential from 1s, doubling, capped at 1h, with jitter in
+// [d/2, d]) until the task's MaxAttempts (record, else
+// Config.MaxAttempts, default 3); then the task fails and its
+// dependents are blocked. Permanent(err) fails it at once. A panic is a
+// failed attempt and never reaches the worker's caller. Attempts count
+// claims: a takeover after a crash counts as one; a drain gives its
+// attempt back. The record and its events carry Attempts, LastError and
+// RunAt (the next attempt's time).
+//
+// # Time
+//
+// Delayed tasks (RunAt) wait on the worker's one timer heap: a task is
+// filed there when the watch delivers it and moved to the ready queue
+// when its time comes; the claim checks RunAt again. Periodic tasks
+// (Schedule: @every, @hourly..., five-field cron) are admitted by every
+// worker that registers the schedule, at the start of each period, under
+// the key PeriodKey(name, period start): the ledger's idempotency keeps
+// exactly one admission per period, with no elected scheduler.
+//
+// We use the watch and local timers rather than the server's message
+// schedules (Nats-Schedule): a schedule message fires into a stream,
+// which then needs a consumer per worker and a way to turn the fired
+// message into one admission; the idempotency key already gives
+// exactly-once admission, so the server schedule would add a stream, a
+// consumer and a dependency on nats-server >= 2.12 whose behaviour
+// across R3 leader changes is not yet measured, for no gain in
+// correctness. An idle worker with no schedules has no timer at all.
+//
+// # Drain
+//
+// Close (or the end of Run's ctx) stops claiming, lets running handlers
+// finish for up to DrainTimeout, then cancels the rest (ErrDraining) and
+// releases their claims: the record goes back to pending with its
+// attempt not counted and the lease is deleted, so another worker's
+// watch sees both and starts the task at once. Close then stops the
+// watches; every goroutine of the worker has ended when it returns.
+//
+// # Failure modes, partitions, skew and pauses
+//
+//   - Crash: the lease expires on the server after ClaimTTL; another
+//     worker takes over with a higher fence. The crashed attempt counts.
+//   - Partition from the server: renewals fail; the handler's ctx is
+//     cancelled at the end of the validity window, before the server
+//     can expire the lease; the worker then writes nothing. A minority
+//     side of an R3 cluster can neither claim nor renew.
+//   - Clock skew: liveness does not use wall clocks at all (the server
+//     measures the TTL, the holder its monotonic window), so a worker
+//     whose clock is off by any amount keeps its claim for as long as
+//     it renews and nobody takes it over early. Skew matters only for
+//     RunAt, which a worker compares with its own clock: a worker ahead
+//     by d starts delayed tasks up to d early; bound skew below the
+//     delays you need. The same holds for schedule periods.
+//   - Pauses (GC, SIGSTOP): a worker paused past its window finds its
+//     lease lost on waking (kvlease checks the window synchronously);
+//     if it was taken over its outcome write is fenced. Side effects
+//     outside the ledger must carry the fence (Task.Fence, FenceFrom).
+//   - Watch failure: the worker stops claiming (it would no longer see
+//     changes) and reports the failure from Close; running handlers
+//     finish.
+//   - Mixing: records claimed by workers must not be claimed with
+//     kvledger's Claim/Takeover, which judge by LeaseUntil and the
+//     caller's clock; ClaimNext/ClaimIfReady are for ledgers without
+//     workers.
+package worker

@@ -1,0 +1,285 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// run is one attempt: reserved by the dispatcher, then a lease, a claim,
+// the handler and the recorded outcome.
+type run struct {
+	w    *Worker
+	key  kvledger.IdempotencyKey
+	kind string
+
+	// Guarded by Worker.mu.
+	rev    uint64 // the claim's record revision; 0 until claimed
+	fence  kvledger.FenceToken
+	cancel context.CancelCauseFunc
+	cause  error // a cause seen before the handler's context existed
+	g      *kvlease.Guard
+	task   *Task
+
+	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
+}
+
+// startLocked reserves a slot for k and starts its attempt.
+func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
+	r := &run{w: w, key: k, kind: kind}
+	w.running[k] = r
+	w.perKind[kind]++
+	w.runs.Add(1)
+	go r.attempt()
+}
+
+// endRun frees r's slot and files its key again.
+func (w *Worker) endRun(r *run) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[r.key] == r {
+		delete(w.running, r.key)
+		w.perKind[r.kind]--
+	}
+	w.considerLocked(r.key, w.now())
+	w.poke()
+}
+
+// retryLater looks at k again after a transient failure.
+func (w *Worker) retryLater(k kvledger.IdempotencyKey) {
+	w.mu.Lock()
+	w.ix.addTimer(w.now().Add(time.Second), k)
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(w.values), w.cfg.OpTimeout)
+}
+
+func (r *run) attempt() {
+	w := r.w
+	defer w.runs.Done()
+	defer w.endRun(r)
+
+	// The lease's context must outlive this call: cancelling it would
+	// release the lease. kvlease bounds the acquisition itself.
+	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), w.leaseKey(r.key), w.cfg.ClaimTTL)
+	if err != nil {
+		w.cfg.Logger.Warn("worker: acquiring a claim lease", "key", string(r.key), "err", err)
+		w.retryLater(r.key)
+		return
+	}
+	if !ok {
+		w.stats.contended.Add(1)
+		w.mu.Lock()
+		w.ix.leased[r.key] = true // the lease watch reports its end
+		w.mu.Unlock()
+		return
+	}
+	octx, cancel := w.opCtx()
+	rec, err := w.l.ClaimLeased(octx, w.cfg.Actor, r.key, w.cfg.Owner, g, w.now())
+	cancel()
+	if err != nil {
+		w.releaseLease(g)
+		switch {
+		case errors.Is(err, kvledger.ErrNotReady), errors.Is(err, kvledger.ErrNotClaimed), errors.Is(err, kvledger.ErrNoKey):
+			w.stats.contended.Add(1)
+		default:
+			w.cfg.Logger.Warn("worker: claiming", "key", string(r.key), "err", err)
+			w.retryLater(r.key)
+		}
+		return
+	}
+	if rec.LastEvent == kvledger.TakenOverEvent {
+		w.stats.takenOver.Add(1)
+	}
+	if err := g.StartRenewing(0); err != nil {
+		w.cfg.Logger.Warn("worker: starting renewal", "key", string(r.key), "err", err)
+	}
+	t := &Task{w: w, rec: rec}
+	hctx, hcancel := context.WithCancelCause(context.WithValue(w.values, ctxKey{}, t))
+	defer hcancel(nil)
+	stopHook := g.AfterEnd(func() { hcancel(fmt.Errorf("%w: %w", ErrClaimLost, g.Err())) })
+	defer stopHook()
+
+	w.mu.Lock()
+	r.rev, r.fence, r.g, r.task, r.cancel = rec.Rev, rec.Fence, g, t, hcancel
+	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
+		r.cause = ErrClaimLost
+	}
+	if r.cause != nil {
+		hcancel(r.cause)
+	}
+	draining := w.draining
+	w.mu.Unlock()
+	if draining {
+		w.release(r)
+		return
+	}
+
+	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
+	w.stats.started.Add(1)
+	if o := w.cfg.Observer; o != nil {
+		o.OnStart(hctx, ev)
+	}
+	start := time.Now()
+	herr, panicked := call(hctx, w.handlers[rec.Kind], t)
+	ev.Duration = time.Since(start)
+	if panicked {
+		w.stats.panics.Add(1)
+	}
+	r.once.Do(func() { w.record(r, hctx, herr, ev) })
+}
+
+// call runs h, turning a panic into an error.
+func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			err, panicked = panicError(v), true
+		}
+	}()
+	return h(ctx, t), false
+}
+
+// record writes the attempt's outcome and ends the claim's lease.
+func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
+	g, t := r.g, r.task
+	defer w.releaseLease(g)
+	ev.Err = herr
+	cause := context.Cause(hctx)
+	switch {
+	case errors.Is(cause, ErrCancelled):
+		ev.Result = ResultCancelled
+		w.stats.cancelled.Add(1)
+		w.observe(hctx, ev)
+		return
+	case errors.Is(cause, ErrClaimLost) || g.Err() != nil:
+		ev.Result = ResultLost
+		w.stats.lost.Add(1)
+		w.observe(hctx, ev)
+		return
+	}
+	var o kvledger.Outcome
+	max := w.maxAttempts(t.rec)
+	switch {
+	case herr == nil:
+		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
+		ev.Result = ResultCompleted
+	case IsPermanent(herr) || t.rec.Attempts >= max:
+		o = kvledger.Outcome{Status: kvledger.StatusFailed, Error: herr.Error()}
+		ev.Result = ResultFailed
+	default:
+		ev.RunAt = w.now().Add(w.cfg.Backoff(t.rec.Attempts))
+		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
+		ev.Result = ResultRetried
+	}
+	if err := w.finish(r, o); err != nil {
+		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
+		w.stats.lost.Add(1)
+		w.observe(hctx, ev)
+		return
+	}
+	switch ev.Result {
+	case ResultCompleted:
+		w.stats.completed.Add(1)
+	case ResultFailed:
+		w.stats.failed.Add(1)
+	case ResultRetried:
+		w.stats.retried.Add(1)
+	}
+	w.observe(hctx, ev)
+}
+
+// finish writes o for r's claim, trying again briefly on a transient
+// error (the fence makes a repeated write harmless: a second try after a
+// write that landed finds the record no longer claimed).
+func (w *Worker) finish(r *run, o kvledger.Outcome) error {
+	var err error
+	for i := range 3 {
+		octx, cancel := w.opCtx()
+		_, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		cancel()
+		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
+			break
+		}
+		if r.g.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(50*(i+1)) * time.Millisecond)
+	}
+	if err != nil {
+		w.cfg.Logger.Warn("worker: recording an attempt", "key", string(r.key), "fence", uint64(r.fence), "err", err)
+	}
+	return err
+}
+
+// release gives r's claim back during a drain: the handler's context is
+// cancelled with ErrDraining and the record goes back to pending (this
+// attempt not counted), then the lease is deleted, so another worker
+// starts the task at once.
+func (w *Worker) release(r *run) {
+	w.mu.Lock()
+	claimed, cancel, g := r.fence != 0, r.cancel, r.g
+	w.mu.Unlock()
+	if !claimed {
+		return // not claimed yet: the attempt sees the drain itself
+	}
+	r.once.Do(func() {
+		if cancel != nil {
+			cancel(ErrDraining)
+		}
+		defer w.releaseLease(g)
+		if g.Err() != nil {
+			return
+		}
+		if err := w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}); err == nil {
+			w.stats.released.Add(1)
+		}
+	})
+}
+
+func (w *Worker) releaseLease(g *kvlease.Guard) {
+	octx, cancel := w.opCtx()
+	defer cancel()
+	if err := g.Release(octx); err != nil && !errors.Is(err, kvlease.ErrLost) {
+		w.cfg.Logger.Debug("worker: releasing a claim lease", "key", g.Key(), "err", err)
+	}
+}
+
+func (w *Worker) observe(ctx context.Context, ev Event) {
+	if o := w.cfg.Observer; o != nil {
+		o.OnFinish(ctx, ev)
+	}
+}
+
+// observeLocked reacts to a change of r's record made by someone else:
+// a cancellation or any other change of the claim ends the handler's
+// context.
+func (r *run) observeLocked(c kvledger.Change) {
+	if r.rev == 0 || c.Rev <= r.rev {
+		return
+	}
+	var cause error
+	switch {
+	case c.Deleted || c.Err != nil:
+		cause = ErrClaimLost
+	case c.Record.Status == kvledger.StatusClaimed && c.Record.Fence == r.fence:
+		return
+	case c.Record.Cancelled:
+		cause = ErrCancelled
+	default:
+		cause = ErrClaimLost
+	}
+	if r.cause == nil {
+		r.cause = cause
+	}
+	if r.cancel != nil {
+		r.cancel(cause)
+	}
+}

@@ -1,0 +1,29 @@
+package worker
+
+import "sync/atomic"
+
+// Stats counts a worker's activity since New.
+type Stats struct {
+	// Running is the number of handlers running now; Ready the tasks the
+	// worker knows to be ready and not yet started (its ready set).
+	Running int
+	Ready   int
+	// Started counts attempts started; Completed, Retried, Failed,
+	// Released, Cancelled and Lost count how they ended; Panics counts
+	// handler panics (also counted as Retried or Failed).
+	Started, Completed, Retried, Failed, Released, Cancelled, Lost, Panics uint64
+	// Contended counts claims that found the task's lease held or the
+	// record no longer ready (another worker was first).
+	Contended uint64
+	// TakenOver counts claims that took a task over from a worker whose
+	// lease had expired.
+	TakenOver uint64
+	// Scheduled counts periodic tasks this worker admitted (a period
+	// another process admitted first is not counted).
+	Scheduled uint64
+}
+
+type counters struct {
+	started, completed, retried, failed, released, cancelled, lost, panics atomic.Uint64
+	contended, takenOver, scheduled                                        atomic.Uint64
+}

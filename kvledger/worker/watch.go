@@ -1,0 +1,167 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// onRecord applies one change from the record watch (its goroutine).
+func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
+	if errors.Is(c.Err, kvledger.ErrWatchEnded) {
+		w.watchEnded("record", c.Err)
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c.Synced {
+		if !w.ix.recSynced {
+			w.ix.recSynced = true
+			close(synced)
+			w.considerAllLocked()
+		}
+		return
+	}
+	if c.Key == "" {
+		return
+	}
+	w.ix.apply(c)
+	if r := w.running[c.Key]; r != nil {
+		r.observeLocked(c)
+	}
+	if !w.ix.recSynced {
+		return // considerAllLocked runs at the end of the initial values
+	}
+	now := w.now()
+	w.considerLocked(c.Key, now)
+	e := w.ix.recs[c.Key]
+	if e == nil || e.status == kvledger.StatusPending || e.status == kvledger.StatusClaimed {
+		return
+	}
+	deps := w.ix.waiting[c.Key]
+	delete(w.ix.waiting, c.Key)
+	if e.status == kvledger.StatusCompleted {
+		for d := range deps {
+			w.considerLocked(d, now)
+		}
+	}
+}
+
+// watchLeases starts the watch of this ledger's lease keys in the lease
+// bucket; synced is closed once it has delivered the current leases.
+// Lease keys are this package's own namespace of the lease bucket (raw
+// kvlease keys), so watching them reads nothing kvlease owns.
+func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
+	b, err := kvx.Bind(ctx, w.js, w.leases.Bucket(), true)
+	if err != nil {
+		return fmt.Errorf("worker: lease bucket: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	kw, err := b.KV().Watch(wctx, w.prefix+"*")
+	if err != nil {
+		cancel()
+		return fmt.Errorf("worker: watch leases: %w", err)
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	stop := func() { once.Do(func() { _ = kw.Stop(); cancel() }) }
+	w.mu.Lock()
+	w.leaseStop, w.leaseDone = stop, done
+	w.mu.Unlock()
+	go func() {
+		defer close(done)
+		defer stop()
+		for e := range kw.Updates() {
+			if e == nil {
+				w.mu.Lock()
+				if !w.ix.leaseSynced {
+					w.ix.leaseSynced = true
+					close(synced)
+					w.considerAllLocked()
+				}
+				w.mu.Unlock()
+				continue
+			}
+			ent := kvx.FromWatch(e)
+			tok, ok := strings.CutPrefix(ent.Key, w.prefix)
+			if !ok {
+				continue
+			}
+			k, err := kvx.DecodeToken(tok)
+			if err != nil {
+				continue // not a key this package writes
+			}
+			w.onLease(kvledger.IdempotencyKey(k), ent.Live())
+		}
+		if wctx.Err() == nil {
+			w.watchEnded("lease", errors.New("watch closed"))
+		}
+	}()
+	return nil
+}
+
+func (w *Worker) onLease(k kvledger.IdempotencyKey, live bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if live {
+		w.ix.leased[k] = true
+		return
+	}
+	delete(w.ix.leased, k)
+	if w.ix.leaseSynced && w.ix.recSynced {
+		w.considerLocked(k, w.now())
+	}
+}
+
+// watchEnded records a watch that ended by itself. The worker stops
+// claiming (it would no longer see changes); running handlers finish.
+func (w *Worker) watchEnded(what string, err error) {
+	w.mu.Lock()
+	if w.fatal == nil && !w.closed {
+		w.fatal = fmt.Errorf("worker: %s watch ended: %w", what, err)
+		w.cfg.Logger.Error("worker: watch ended; no more tasks are claimed", "watch", what, "err", err)
+		w.draining = true
+	}
+	w.mu.Unlock()
+}
+
+// considerAllLocked judges every record once, when both watches have
+// delivered their initial values.
+func (w *Worker) considerAllLocked() {
+	if !w.ix.recSynced || !w.ix.leaseSynced {
+		return
+	}
+	now := w.now()
+	for k := range w.ix.recs {
+		w.considerLocked(k, now)
+	}
+}
+
+// considerLocked files k where it belongs: the ready queue, a timer, or
+// the waiting set of its first incomplete need.
+func (w *Worker) considerLocked(k kvledger.IdempotencyKey, now time.Time) {
+	e := w.ix.recs[k]
+	if e == nil || w.running[k] != nil {
+		return
+	}
+	if _, ok := w.handlers[e.kind]; !ok {
+		return
+	}
+	r, need := w.ix.judge(k, now)
+	switch r {
+	case waitTime:
+		w.ix.addTimer(e.runAt, k)
+		w.poke()
+	case waitNeed:
+		w.ix.wait(need, k)
+	case candidate:
+		w.ix.enqueue(k, e.kind)
+		w.poke()
+	}
+}

@@ -1,0 +1,314 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// Worker runs the handlers registered per kind on the ready tasks of one
+// ledger, each under a claim paired with a lease. See the package
+// documentation for what it guarantees. Its methods are safe for
+// concurrent use.
+type Worker struct {
+	l       *kvledger.Ledger
+	watcher kvledger.RecordWatcher
+	js      jetstream.JetStream
+	cfg     Config
+	leases  *kvlease.Manager
+	ownsMgr bool
+	prefix  string // lease key prefix: "kvledger.<bucket>."
+
+	handlers  map[string]Handler
+	schedules []*schedule
+
+	mu       sync.Mutex
+	ix       index
+	running  map[kvledger.IdempotencyKey]*run
+	perKind  map[string]int
+	started  bool
+	draining bool
+	closed   bool
+	fatal    error // a watch ended: reported by Close
+
+	wake      chan struct{} // buffered 1: the dispatcher has work to look at
+	ctx       context.Context
+	cancel    context.CancelFunc
+	values    context.Context // Start's ctx without its cancellation: handlers' values
+	wg        sync.WaitGroup  // dispatcher, schedule loop
+	runs      sync.WaitGroup  // attempt goroutines
+	recWatch  *kvledger.RecordWatch
+	leaseStop func()
+	leaseDone chan struct{}
+
+	stats     counters
+	closeOnce sync.Once
+	closeErr  error
+	done      chan struct{}
+}
+
+// New returns a worker for the ledger l, whose store must push changes
+// (kvledger.RecordWatcher: the KVStore does) and be named (its lease
+// keys are "kvledger.<bucket>.<key>"). js reaches the lease bucket. No
+// I/O happens except creating the lease manager when cfg.Leases is nil.
+func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Config) (*Worker, error) {
+	if js == nil || l == nil {
+		return nil, fmt.Errorf("%w: nil JetStream or Ledger", ErrInvalidConfig)
+	}
+	rw, ok := l.Store().(kvledger.RecordWatcher)
+	if !ok {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, kvledger.ErrNoWatch)
+	}
+	named, ok := l.Store().(interface{ Name() string })
+	if !ok || named.Name() == "" {
+		return nil, fmt.Errorf("%w: the ledger's store has no name", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
+		prefix:   "kvledger." + kvx.EncodeToken(named.Name()) + ".",
+		handlers: make(map[string]Handler),
+		ix:       newIndex(),
+		running:  make(map[kvledger.IdempotencyKey]*run),
+		perKind:  make(map[string]int),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	if w.leases == nil {
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("worker: lease manager: %w", err)
+		}
+		w.leases, w.ownsMgr = m, true
+	}
+	if w.cfg.Owner == "" {
+		w.cfg.Owner = kvledger.OwnerID(w.leases.Holder())
+	}
+	if w.cfg.Actor == "" {
+		w.cfg.Actor = kvledger.Actor(w.cfg.Owner)
+	}
+	return w, nil
+}
+
+// Owner returns the owner id this worker claims under.
+func (w *Worker) Owner() kvledger.OwnerID { return w.cfg.Owner }
+
+// Handle registers h for tasks of kind. It must be called before Start;
+// a kind has one handler.
+func (w *Worker) Handle(kind string, h Handler) error {
+	if h == nil {
+		return fmt.Errorf("%w: nil handler for kind %q", ErrInvalidConfig, kind)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return ErrStarted
+	}
+	if _, dup := w.handlers[kind]; dup {
+		return fmt.Errorf("%w: kind %q already has a handler", ErrInvalidConfig, kind)
+	}
+	w.handlers[kind] = h
+	return nil
+}
+
+// Start begins work: it watches the lease and record keys, returns once
+// both watches have delivered the current state (bounded by ctx), and
+// then claims ready tasks in the background until Close. ctx's values
+// (not its cancellation) reach the handlers' contexts; use Run to tie
+// the worker's life to a context.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started || w.closed {
+		w.mu.Unlock()
+		return ErrStarted
+	}
+	w.started = true
+	w.mu.Unlock()
+	w.values = context.WithoutCancel(ctx)
+	w.ctx, w.cancel = context.WithCancel(w.values)
+	leaseSynced := make(chan struct{})
+	if err := w.watchLeases(ctx, leaseSynced); err != nil {
+		return err
+	}
+	if err := waitSynced(ctx, leaseSynced, "lease"); err != nil {
+		w.stopWatches()
+		return err
+	}
+	recSynced := make(chan struct{})
+	rw, err := w.watcher.WatchRecords(ctx, func(c kvledger.Change) { w.onRecord(c, recSynced) })
+	if err != nil {
+		w.stopWatches()
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.mu.Lock()
+	w.recWatch = rw
+	w.mu.Unlock()
+	if err := waitSynced(ctx, recSynced, "record"); err != nil {
+		w.stopWatches()
+		return err
+	}
+	w.wg.Add(1)
+	go w.dispatch()
+	if len(w.schedules) > 0 {
+		w.wg.Add(1)
+		go w.scheduleLoop()
+	}
+	return nil
+}
+
+func waitSynced(ctx context.Context, ch <-chan struct{}, what string) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker: waiting for the %s watch: %w", what, context.Cause(ctx))
+	}
+}
+
+// Run is Start, then Close when ctx ends (the drain is bounded by
+// DrainTimeout plus the time to release claims). It returns Start's
+// error or Close's.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		_ = w.Close(context.WithoutCancel(ctx))
+		return err
+	}
+	<-ctx.Done()
+	return w.Close(context.WithoutCancel(ctx))
+}
+
+// Stats returns a snapshot of the worker's counters.
+func (w *Worker) Stats() Stats {
+	w.mu.Lock()
+	running, ready := len(w.running), len(w.ix.queued)
+	w.mu.Unlock()
+	c := &w.stats
+	return Stats{
+		Running: running, Ready: ready,
+		Started: c.started.Load(), Completed: c.completed.Load(), Retried: c.retried.Load(),
+		Failed: c.failed.Load(), Released: c.released.Load(), Cancelled: c.cancelled.Load(),
+		Lost: c.lost.Load(), Panics: c.panics.Load(), Contended: c.contended.Load(),
+		TakenOver: c.takenOver.Load(), Scheduled: c.scheduled.Load(),
+	}
+}
+
+// Done is closed when Close has finished.
+func (w *Worker) Done() <-chan struct{} { return w.done }
+
+// Close drains the worker: it stops claiming, lets running handlers
+// finish for up to DrainTimeout, then cancels the rest (cause
+// ErrDraining) and releases their claims (pending again, the attempt not
+// counted) so other workers start them at once; then it stops the
+// watches and, if it made it, the lease manager. ctx bounds the wait for
+// handlers that ignore their cancelled context. Close is idempotent.
+func (w *Worker) Close(ctx context.Context) error {
+	w.closeOnce.Do(func() {
+		w.mu.Lock()
+		w.draining, w.closed = true, true
+		started := w.started
+		w.mu.Unlock()
+		if started {
+			w.cancel() // dispatcher and schedules stop; handlers keep their own contexts
+			w.wg.Wait()
+			w.drain(ctx)
+			w.stopWatches()
+		}
+		var errs []error
+		if w.ownsMgr {
+			if err := w.leases.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		w.mu.Lock()
+		if w.fatal != nil {
+			errs = append(errs, w.fatal)
+		}
+		w.mu.Unlock()
+		w.closeErr = errors.Join(errs...)
+		close(w.done)
+	})
+	select {
+	case <-w.done:
+		return w.closeErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// drain waits for running handlers up to DrainTimeout, then releases
+// the claims of the rest and waits (bounded by ctx) for their handlers.
+func (w *Worker) drain(ctx context.Context) {
+	idle := make(chan struct{})
+	go func() { w.runs.Wait(); close(idle) }()
+	if w.cfg.DrainTimeout > 0 {
+		t := time.NewTimer(w.cfg.DrainTimeout)
+		select {
+		case <-idle:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	w.mu.Lock()
+	rs := make([]*run, 0, len(w.running))
+	for _, r := range w.running {
+		rs = append(rs, r)
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(func() { w.release(r) })
+	}
+	wg.Wait()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+func (w *Worker) stopWatches() {
+	w.mu.Lock()
+	rw, ls, ld := w.recWatch, w.leaseStop, w.leaseDone
+	w.recWatch, w.leaseStop = nil, nil
+	w.mu.Unlock()
+	if rw != nil {
+		rw.Stop()
+	}
+	if ls != nil {
+		ls()
+		<-ld
+	}
+}
+
+// poke wakes the dispatcher.
+func (w *Worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Worker) now() time.Time { return w.cfg.Clock() }
+
+func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
+	if rec.MaxAttempts > 0 {
+		return rec.MaxAttempts
+	}
+	return w.cfg.MaxAttempts
+}
+
+// leaseKey is the lease that goes with key's claims.
+func (w *Worker) leaseKey(key kvledger.IdempotencyKey) string {
+	return w.prefix + kvx.EncodeToken(string(key))
+}
