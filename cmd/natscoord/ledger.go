@@ -36,7 +36,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
-		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf))
+		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerWait(&lf))
 	return cmd
 }
 
@@ -148,9 +148,10 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	var (
 		seq         uint64
 		needs, task string
+		rt          admitRuntime
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY --seq N [--needs a,b] [--task JSON]",
+		Use:   "admit KEY --seq N [--needs a,b] [--task JSON] [--kind K] [--run-at T | --delay D]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -166,8 +167,12 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sub, err := rt.submission(key, seq, payload, ns)
+			if err != nil {
+				return err
+			}
 			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
-				ok, err := l.Admit(ctx, kvledger.Actor(lf.actor), kvledger.IdempotencyKey(key), kvledger.Sequence(seq), payload, time.Now(), ns...)
+				ok, err := l.Submit(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
@@ -191,6 +196,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
 	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs")
 	f.StringVar(&task, "task", "", "task payload as JSON")
+	rt.register(cmd)
 	_ = cmd.MarkFlagRequired("seq")
 	return cmd
 }
