@@ -130,7 +130,7 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 		}
 		return nil, false, e
 	}
-	res, cut := resultOf(out.Bytes())
+	res, cut := resultOf(out.Bytes(), r.limit)
 	return res, cut || out.dropped > 0, nil
 }
 
@@ -158,15 +158,15 @@ func exitText(err error) string {
 
 // resultOf turns a command's stdout into a task result: JSON output is
 // kept as it is; any other output becomes a JSON string, without its last
-// newline. The second value reports that it was cut to fit the ledger's
-// result bound.
-func resultOf(stdout []byte) (json.RawMessage, bool) {
+// newline. The result's JSON is at most limit bytes; the second value
+// reports that the text was cut to fit.
+func resultOf(stdout []byte, limit int) (json.RawMessage, bool) {
 	if len(bytes.TrimSpace(stdout)) == 0 {
 		return nil, false
 	}
 	if json.Valid(stdout) {
 		var b bytes.Buffer
-		if json.Compact(&b, stdout) == nil && b.Len() <= maxResultBytes() {
+		if json.Compact(&b, stdout) == nil && b.Len() <= limit {
 			return b.Bytes(), false
 		}
 	}
@@ -174,8 +174,11 @@ func resultOf(stdout []byte) (json.RawMessage, bool) {
 	cut := false
 	for {
 		enc, err := json.Marshal(s)
-		if err == nil && len(enc) <= maxResultBytes() {
+		if err == nil && len(enc) <= limit {
 			return enc, cut
+		}
+		if s == "" {
+			return nil, true
 		}
 		// Escaping made it too long: keep a shorter prefix, on a rune
 		// boundary.
