@@ -128,6 +128,8 @@ func runChild(role string) int {
 		err = childServer(ctx)
 	case "holder":
 		err = childHolder(ctx)
+	case "taskworker":
+		err = childTaskWorker(ctx)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -33,7 +33,7 @@ type dagOutcome struct {
 // earlier tasks. About 85% of the handlers succeed at once, 12% fail a
 // few times and then succeed, 2% fail every attempt, 1% fail
 // permanently; long tasks (the kill targets) take longLen and succeed at
-// once, so that being killed in one changes nothing about its outcome.
+// once, so that a kill in one leaves its outcome as predicted.
 func randomDAG(rng *rand.Rand, n, maxAttempts, longs, longMS int) []dagTask {
 	out := make([]dagTask, n)
 	for i := range out {
@@ -74,7 +74,12 @@ func randomDAG(rng *rand.Rand, n, maxAttempts, longs, longMS int) []dagTask {
 // failed after maxAttempts attempts (one for a permanent error) when every
 // need completed but the handler never succeeded; blocked iff a need
 // failed or was blocked.
-func predict(tasks []dagTask, maxAttempts int) map[kvledger.IdempotencyKey]dagOutcome {
+//
+// killed maps a task to the attempt a SIGKILLed worker held it in. That
+// attempt counts (the claim was made) but never ran to its end, so the
+// attempt that would have succeeded, or failed permanently, is the next
+// one, if any is left.
+func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKey]int) map[kvledger.IdempotencyKey]dagOutcome {
 	out := make(map[kvledger.IdempotencyKey]dagOutcome, len(tasks))
 	for _, t := range tasks {
 		blocked := false
@@ -83,19 +88,24 @@ func predict(tasks []dagTask, maxAttempts int) map[kvledger.IdempotencyKey]dagOu
 				blocked = true
 			}
 		}
+		// decisive is the attempt whose result ends the task: the first
+		// that succeeds, or the first for a permanent error.
+		decisive := t.FailFirst + 1
+		if t.Permanent {
+			decisive = 1
+		}
+		if a, ok := killed[t.Key]; ok && a >= decisive {
+			decisive = a + 1
+		}
 		switch {
 		case blocked:
 			out[t.Key] = dagOutcome{status: kvledger.StatusBlocked}
-		case t.Permanent:
-			out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: 1}
-		case t.FailFirst >= maxAttempts:
+		case decisive > maxAttempts:
 			out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: maxAttempts}
-		case t.Long:
-			// A killed attempt may or may not be counted; the outcome is
-			// the same.
-			out[t.Key] = dagOutcome{status: kvledger.StatusCompleted}
+		case t.Permanent:
+			out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: decisive}
 		default:
-			out[t.Key] = dagOutcome{status: kvledger.StatusCompleted, attempts: t.FailFirst + 1}
+			out[t.Key] = dagOutcome{status: kvledger.StatusCompleted, attempts: decisive}
 		}
 	}
 	return out
@@ -110,7 +120,7 @@ func TestPredictDAG(t *testing.T) {
 		{Key: "e", Needs: []kvledger.IdempotencyKey{"d", "c"}},
 		{Key: "f", Needs: []kvledger.IdempotencyKey{"c"}, Permanent: true},
 	}
-	got := predict(tasks, 3)
+	got := predict(tasks, 3, nil)
 	require.Equal(t, map[kvledger.IdempotencyKey]dagOutcome{
 		"a": {kvledger.StatusCompleted, 1},
 		"b": {kvledger.StatusFailed, 3},
@@ -120,8 +130,19 @@ func TestPredictDAG(t *testing.T) {
 		"f": {kvledger.StatusFailed, 1},
 	}, got)
 
+	// A kill in the attempt that would succeed moves success to the next
+	// attempt; in the last attempt it fails the task and blocks its
+	// dependents; in an attempt that fails anyway it changes nothing.
+	got = predict(tasks, 3, map[kvledger.IdempotencyKey]int{"a": 1, "c": 3})
+	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 2}, got["a"])
+	require.Equal(t, dagOutcome{kvledger.StatusFailed, 3}, got["c"])
+	require.Equal(t, dagOutcome{kvledger.StatusBlocked, 0}, got["e"])
+	got = predict(tasks, 3, map[kvledger.IdempotencyKey]int{"c": 2, "f": 1})
+	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 3}, got["c"])
+	require.Equal(t, dagOutcome{kvledger.StatusFailed, 2}, got["f"])
+
 	dag := randomDAG(rand.New(rand.NewPCG(1, 2)), 200, 3, 4, 1500)
-	p := predict(dag, 3)
+	p := predict(dag, 3, nil)
 	count := map[kvledger.Status]int{}
 	for _, o := range p {
 		count[o.status]++
