@@ -127,7 +127,7 @@ func (a *app) printTask(t kvledger.TaskState) error {
 	if a.json {
 		return writeJSON(a.stdout, t)
 	}
-	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, [][]string{
+	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, append([][]string{
 		{"key", string(t.Key)},
 		{"status", string(t.Status)},
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
@@ -141,7 +141,7 @@ func (a *app) printTask(t kvledger.TaskState) error {
 		{"created", dash(string(t.CreatedBy)) + " " + timeOrDash(t.CreatedAt)},
 		{"updated", dash(string(t.UpdatedBy)) + " " + timeOrDash(t.UpdatedAt)},
 		{"last event", dash(string(t.LastEvent))},
-	})
+	}, runtimeRows(t)...))
 }
 
 func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {

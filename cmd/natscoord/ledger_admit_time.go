@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,4 +52,34 @@ func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvle
 		sub.RunAt = t
 	}
 	return sub, nil
+}
+
+// runtimeRows are the task-runtime rows of `ledger show`, present only
+// when the record uses them.
+func runtimeRows(t kvledger.TaskState) [][]string {
+	var rows [][]string
+	add := func(name, v string) { rows = append(rows, []string{name, v}) }
+	if t.Kind != "" {
+		add("kind", t.Kind)
+	}
+	if t.Attempts > 0 || t.MaxAttempts > 0 {
+		limit := "worker default"
+		if t.MaxAttempts > 0 {
+			limit = strconv.Itoa(t.MaxAttempts)
+		}
+		add("attempts", strconv.Itoa(t.Attempts)+" of "+limit)
+	}
+	if !t.RunAt.IsZero() {
+		add("run at", timeOrDash(t.RunAt))
+	}
+	if t.LastError != "" {
+		add("last error", oneLineText(t.LastError))
+	}
+	if t.Cancelled {
+		add("cancelled", "yes")
+	}
+	if len(t.Result) > 0 {
+		add("result", string(t.Result))
+	}
+	return rows
 }

@@ -74,6 +74,11 @@ func TestWorkRunsCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "bad")), &rec))
 	require.Equal(t, 2, rec.Attempts)
 	require.Contains(t, rec.LastError, "command exited with status 3: no luck on attempt 2")
+	shown := c.ok("ledger", "show", "bad")
+	require.Regexp(t, `(?m)^kind\s+echo$`, shown)
+	require.Regexp(t, `(?m)^attempts\s+2 of 2$`, shown)
+	require.Regexp(t, `(?m)^last error\s+command exited with status 3: no luck on attempt 2$`, shown)
+	require.Regexp(t, `(?m)^result\s+\{"key":"hello","kind":"echo",`, c.ok("ledger", "show", "hello"))
 
 	// A kind nobody handles stays pending.
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "other")), &rec))
