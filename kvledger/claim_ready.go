@@ -35,16 +35,9 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if cur.LeaseUntil.After(now) {
 			return TaskState{}, fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
 		}
-		ev := ClaimedEvent
-		switch cur.Status {
-		case StatusPending:
-			if err := l.checkReady(ctx, cur, now); err != nil {
-				return TaskState{}, err
-			}
-		case StatusClaimed:
-			ev = TakenOverEvent
-		default:
-			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		ev, err := l.claimEvent(ctx, cur, now)
+		if err != nil {
+			return TaskState{}, err
 		}
 		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease), now, ev)
 		if err != nil || ok {
@@ -81,22 +74,28 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 		if err != nil {
 			return TaskState{}, err
 		}
-		ev := ClaimedEvent
-		switch cur.Status {
-		case StatusPending:
-			if err := l.checkReady(ctx, cur, now); err != nil {
-				return TaskState{}, err
-			}
-		case StatusClaimed:
-			ev = TakenOverEvent
-		default:
-			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		ev, err := l.claimEvent(ctx, cur, now)
+		if err != nil {
+			return TaskState{}, err
 		}
 		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease.TTL()), now, ev)
 		if err != nil || ok {
 			return rec, err
 		}
 	}
+}
+
+// claimEvent decides whether cur may be claimed at now and names the
+// transition: a ready pending record is claimed, a claimed one taken
+// over; anything else is ErrNotReady or ErrNotClaimed.
+func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, now time.Time) (events.Name, error) {
+	switch cur.Status {
+	case StatusPending:
+		return ClaimedEvent, l.checkReady(ctx, cur, now)
+	case StatusClaimed:
+		return TakenOverEvent, nil
+	}
+	return "", fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(cur.Key), cur.Status)
 }
 
 // checkReady returns ErrNotReady when the pending record cur may not

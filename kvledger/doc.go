@@ -61,4 +61,29 @@
 //     ledger must carry the fence token to be safe.
 //   - Store faults are returned as they are; they are never reported as
 //     contention (false) or as a missing key.
+//
+// # Task runtime
+//
+// Records may carry what a task runtime needs (all optional, omitted
+// from the stored JSON when zero): Kind, RunAt, Attempts, MaxAttempts,
+// LastError, Cancelled and a bounded JSON Result. Submit and AdmitMany
+// admit with them; a task is ready (Ready) when it is pending, its RunAt
+// has passed and every need is completed. Claim keeps its contract (it
+// does not look at needs' status beyond failures, nor at RunAt);
+// ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
+// reading the whole ledger. Package worker is the runtime: it keeps a
+// ready set from the bucket's watch (RecordWatcher) and claims with
+// ClaimLeased, a claim proven by a kvlease lease that the server
+// expires, so no clock decides that a worker is dead. Finish records an
+// attempt's outcome (completed with a result, failed, or pending again
+// for a retry). WaitFinal waits by push for tasks to end.
+//
+// Operator actions are compare-and-sets with their own events: Reopen
+// (a failed record back to pending with a new fence, and the records it
+// blocked unblocked transitively, one UnblockedEvent each), Cancel (a
+// pending or claimed record failed with Cancelled set; dependents are
+// blocked) and Delete (a final record removed; fences keep rising).
+// Events of these transitions carry the runtime fields too (Kind,
+// Attempts, LastError, RunAt). A Delete's event cannot be re-published
+// by a relay (no record remains to rebuild it from).
 package kvledger

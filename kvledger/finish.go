@@ -66,23 +66,34 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 		default:
 			next.Status, next.Result, next.LastEvent = o.Status, o.Result, CompletedEvent
 		}
-		if err := next.Validate(); err != nil {
-			return TaskState{}, err
-		}
-		rec, ok, err := l.write(ctx, cur, true, next)
-		if err != nil {
-			return TaskState{}, err
-		}
-		if !ok {
-			continue
-		}
+		var after func() error
 		if o.Status == StatusFailed {
-			if err := l.blockDependents(ctx, actor, key, now); err != nil {
-				return rec, fmt.Errorf("kvledger: %q failed, blocking its dependents: %w", string(key), err)
-			}
+			after = func() error { return l.blockDependents(ctx, actor, key, now) }
 		}
-		return rec, nil
+		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after); err != nil || ok {
+			return rec, err
+		}
 	}
+}
+
+// commit validates next and writes it over cur; when the write lands it
+// runs after (a dependency walk), whose error is returned with the
+// written record, labelled with what the walk was doing. ok false means
+// the compare-and-swap lost and nothing ran.
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
+	if err := next.Validate(); err != nil {
+		return TaskState{}, false, err
+	}
+	rec, ok, err := l.write(ctx, cur, true, next)
+	if err != nil || !ok {
+		return TaskState{}, false, err
+	}
+	if after != nil {
+		if err := after(); err != nil {
+			return rec, true, fmt.Errorf("kvledger: %q %s: %w", string(cur.Key), label, err)
+		}
+	}
+	return rec, true, nil
 }
 
 // Results returns the results of key's completed needs, by need. A need

@@ -41,20 +41,10 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusPending, "", cur.Fence+1, time.Time{}
 		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
-		if err := next.Validate(); err != nil {
-			return TaskState{}, err
+		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
+		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after); err != nil || ok {
+			return rec, err
 		}
-		rec, ok, err := l.write(ctx, cur, true, next)
-		if err != nil {
-			return TaskState{}, err
-		}
-		if !ok {
-			continue
-		}
-		if err := l.unblockDependents(ctx, actor, key, now); err != nil {
-			return rec, fmt.Errorf("kvledger: %q reopened, unblocking its dependents: %w", string(key), err)
-		}
-		return rec, nil
 	}
 }
 
@@ -147,20 +137,10 @@ func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, re
 		next.Status, next.LeaseUntil, next.Cancelled = StatusFailed, time.Time{}, true
 		next.LastError = TruncateError(reason)
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
-		if err := next.Validate(); err != nil {
-			return TaskState{}, err
+		after := func() error { return l.blockDependents(ctx, actor, key, now) }
+		if rec, ok, err := l.commit(ctx, cur, next, "cancelled, blocking its dependents", after); err != nil || ok {
+			return rec, err
 		}
-		rec, ok, err := l.write(ctx, cur, true, next)
-		if err != nil {
-			return TaskState{}, err
-		}
-		if !ok {
-			continue
-		}
-		if err := l.blockDependents(ctx, actor, key, now); err != nil {
-			return rec, fmt.Errorf("kvledger: %q cancelled, blocking its dependents: %w", string(key), err)
-		}
-		return rec, nil
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Submission is one task to admit with the runtime's options. Key, Seq,
@@ -83,12 +85,75 @@ func (l *Ledger) Submit(ctx context.Context, actor Actor, sub Submission) (bool,
 // admitted before it.
 func (l *Ledger) AdmitMany(ctx context.Context, actor Actor, subs []Submission) ([]bool, error) {
 	out := make([]bool, len(subs))
-	for i, sub := range subs {
-		ok, err := l.Submit(ctx, actor, sub)
-		if err != nil {
-			return out, err
+	bi, batched := l.store.(batchInserter)
+	batched = batched && len(subs) > 1 && bi.atomicBatches(ctx)
+	for start := 0; start < len(subs); {
+		one := 1 // how many to submit one by one from start
+		if batched {
+			n, refused, err := l.admitBatch(ctx, actor, bi, subs[start:], out[start:])
+			if err != nil {
+				return out, err
+			}
+			if n > 0 {
+				start += n
+				continue
+			}
+			one = max(one, refused)
 		}
-		out[i] = ok
+		for end := start + one; start < end; start++ {
+			ok, err := l.Submit(ctx, actor, subs[start])
+			if err != nil {
+				return out, err
+			}
+			out[start] = ok
+		}
 	}
 	return out, nil
+}
+
+// admitBatch inserts the longest run at the head of subs (at most
+// kvx.MaxBatch) of new tasks without needs as one atomic batch and
+// publishes their events. It returns how many it admitted; 0 when the
+// head cannot be batched, or when the batch was refused (a key exists:
+// refused then says how many submissions the batch held, which the
+// caller submits one by one).
+func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, subs []Submission, out []bool) (admitted, refused int, err error) {
+	var recs []TaskState
+	seen := make(map[IdempotencyKey]bool)
+	for _, sub := range subs {
+		if len(recs) == kvx.MaxBatch || len(sub.Needs) > 0 || seen[sub.Key] {
+			break
+		}
+		sub, rt, err := sub.resolve()
+		if err != nil {
+			break
+		}
+		rec := TaskState{
+			Key: sub.Key, Status: StatusPending, Sequence: sub.Seq, Task: sub.Task,
+			CreatedBy: actor, CreatedAt: sub.Now, UpdatedBy: actor, UpdatedAt: sub.Now, LastEvent: AdmittedEvent,
+		}
+		rt.apply(&rec)
+		if rec.Validate() != nil {
+			break
+		}
+		seen[sub.Key] = true
+		recs = append(recs, rec)
+	}
+	if len(recs) < 2 {
+		return 0, 0, nil
+	}
+	stored, ok, err := bi.insertBatch(ctx, recs)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return 0, len(recs), nil
+	}
+	for i, rec := range stored {
+		out[i] = true
+		if _, _, err := l.written(ctx, rec); err != nil {
+			return i + 1, 0, err
+		}
+	}
+	return len(stored), 0, nil
 }

@@ -1,0 +1,112 @@
+package kvx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// codeAtomicDisabled is the API error of a batch sent to a stream
+// without AllowAtomicPublish.
+const codeAtomicDisabled = 10174
+
+// MaxBatch is the most messages the server accepts in one atomic batch.
+const MaxBatch = 1000
+
+// ErrNoAtomic means the bucket's stream does not allow atomic batch
+// publishes (StreamConfig.AllowAtomicPublish, nats-server >= 2.12).
+var ErrNoAtomic = errors.New("kvx: stream does not allow atomic batches")
+
+// AtomicBatches reports whether the bucket's stream accepts atomic batch
+// publishes.
+func (b *Bucket) AtomicBatches(ctx context.Context) (bool, error) {
+	s, err := b.js.Stream(ctx, b.stream)
+	if err != nil {
+		return false, fmt.Errorf("kvx: stream %q: %w", b.stream, err)
+	}
+	return s.CachedInfo().Config.AllowAtomicPublish, nil
+}
+
+// EnableAtomicBatches sets AllowAtomicPublish on the bucket's stream (an
+// explicit operator choice: it changes the stream's configuration).
+func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
+	s, err := b.js.Stream(ctx, b.stream)
+	if err != nil {
+		return fmt.Errorf("kvx: stream %q: %w", b.stream, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.AllowAtomicPublish {
+		return nil
+	}
+	cfg.AllowAtomicPublish = true
+	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("kvx: enable atomic batches on %q: %w", b.stream, err)
+	}
+	return nil
+}
+
+// CreateBatch creates every key with its value in one atomic batch (at
+// most MaxBatch): all of them, or none when any key already has a live
+// value or marker-free history (ErrConflict) or the server refuses the
+// batch. It returns the revision of each key, in order. The messages go
+// out without replies; only the commit is answered, so the batch costs
+// one round trip. A commit whose answer is lost (OutcomeUnknown) may have
+// landed: the caller must read the keys back.
+func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte) ([]uint64, error) {
+	if len(keys) == 0 || len(keys) != len(values) || len(keys) > MaxBatch {
+		return nil, fmt.Errorf("kvx: batch of %d keys, %d values (max %d)", len(keys), len(values), MaxBatch)
+	}
+	for _, k := range keys {
+		if err := CheckKey(k); err != nil {
+			return nil, err
+		}
+	}
+	nc := b.js.Conn()
+	id := nuid.Next()
+	for i, k := range keys {
+		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: nats.Header{}}
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i < len(keys)-1 {
+			if err := nc.PublishMsg(m); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := nc.RequestMsgWithContext(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		var ack struct {
+			Seq   uint64              `json:"seq"`
+			Count int                 `json:"count"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return nil, fmt.Errorf("kvx: batch commit answer %q: %w", resp.Data, err)
+		}
+		if ack.Error != nil {
+			if ack.Error.ErrorCode == codeAtomicDisabled {
+				return nil, fmt.Errorf("%w: %w", ErrNoAtomic, ack.Error)
+			}
+			return nil, mapErr(ack.Error)
+		}
+		if ack.Count != len(keys) || ack.Seq < uint64(len(keys)) {
+			return nil, fmt.Errorf("kvx: batch commit stored %d of %d messages (seq %d)", ack.Count, len(keys), ack.Seq)
+		}
+		revs := make([]uint64, len(keys))
+		for j := range revs {
+			revs[j] = ack.Seq - uint64(len(keys)-1-j)
+		}
+		return revs, nil
+	}
+	return nil, nil // unreachable
+}

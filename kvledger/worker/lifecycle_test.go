@@ -1,0 +1,185 @@
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// Close lets a quick handler finish, cancels a slow one after
+// DrainTimeout and releases its claim: no claimed record is left, and
+// another worker starts the released task at once.
+func TestDrainLeavesNoClaimedTask(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	ncA := natstest.Connect(t, n.Server)
+	jsA := natstest.JetStream(t, ncA)
+	started := make(chan kvledger.IdempotencyKey, 2)
+	var slowCause atomic.Value
+	a := e.startOn(jsA, e.ledgerOn(jsA), worker.Config{Owner: "A", DrainTimeout: 300 * time.Millisecond}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("quick", func(ctx context.Context, task *worker.Task) error {
+			started <- task.Key()
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}))
+		require.NoError(t, w.Handle("slow", func(ctx context.Context, task *worker.Task) error {
+			started <- task.Key()
+			<-ctx.Done()
+			slowCause.Store(context.Cause(ctx))
+			return ctx.Err()
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "quick", Kind: "quick"})
+	e.submit(kvledger.Submission{Key: "slow", Kind: "slow"})
+	natstest.Recv(t, started, 10*time.Second, "first start")
+	natstest.Recv(t, started, 10*time.Second, "second start")
+
+	closed := time.Now()
+	require.NoError(t, closeWorker(a))
+	t.Logf("Close took %v", time.Since(closed))
+	require.ErrorIs(t, slowCause.Load().(error), worker.ErrDraining)
+	require.Equal(t, kvledger.StatusCompleted, e.state("quick").Status)
+	slow := e.state("slow")
+	require.Equal(t, kvledger.StatusPending, slow.Status, "released, not left claimed")
+	require.Equal(t, 0, slow.Attempts, "a drained attempt does not count")
+	require.EqualValues(t, 1, a.Stats().Released)
+
+	picked := make(chan time.Time, 1)
+	released := time.Now()
+	e.worker(worker.Config{Owner: "B"}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("slow", func(ctx context.Context, task *worker.Task) error {
+			picked <- time.Now()
+			return nil
+		}))
+	})
+	at := natstest.Recv(t, picked, 5*time.Second, "B starts the released task")
+	t.Logf("released task picked up %v after B started", at.Sub(released))
+	require.Equal(t, kvledger.StatusCompleted, e.waitFinal(5*time.Second, "slow")["slow"].Status)
+}
+
+// A started worker with nothing to do sends nothing on its connection.
+func TestIdleWorkerSendsNothing(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	nc := natstest.Connect(t, n.Server)
+	js := natstest.JetStream(t, nc)
+	w := e.startOn(js, e.ledgerOn(js), worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error { return nil }))
+	})
+	t.Cleanup(func() { require.NoError(t, closeWorker(w)) })
+	// One task first, so renewals, releases and acks have all happened.
+	e.submit(kvledger.Submission{Key: "warm", Kind: "job"})
+	e.waitFinal(5*time.Second, "warm")
+	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Running == 0 }, "idle")
+	time.Sleep(200 * time.Millisecond) // let the last release's answer arrive; not a condition wait
+
+	before := nc.Stats()
+	time.Sleep(time.Second) // the measurement interval itself
+	after := nc.Stats()
+	t.Logf("idle second: out %d msgs / %d bytes, in %d msgs", after.OutMsgs-before.OutMsgs, after.OutBytes-before.OutBytes, after.InMsgs-before.InMsgs)
+	require.Zero(t, after.OutMsgs-before.OutMsgs, "messages sent by an idle worker")
+}
+
+// Three workers running one @every schedule admit each period exactly
+// once, and each period's task runs once.
+func TestScheduleAdmitsEachPeriodOnce(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	var mu sync.Mutex
+	ran := map[kvledger.IdempotencyKey]int{}
+	var ws []*worker.Worker
+	for i := range 3 {
+		ws = append(ws, e.worker(worker.Config{Owner: kvledger.OwnerID(string(rune('A' + i)))}, func(w *worker.Worker) {
+			require.NoError(t, w.Schedule(worker.Schedule{Name: "tick", Spec: "@every 1s", Task: kvledger.Submission{Kind: "tick", Task: "hello"}}))
+			require.NoError(t, w.Handle("tick", func(ctx context.Context, task *worker.Task) error {
+				mu.Lock()
+				ran[task.Key()]++
+				mu.Unlock()
+				return nil
+			}))
+		}))
+	}
+	start := time.Now()
+	time.Sleep(3500 * time.Millisecond) // three or four periods go by; the measurement window
+	var keys []kvledger.IdempotencyKey
+	require.NoError(t, e.led.Store().Range(natstest.Context(t, 5*time.Second), func(s kvledger.TaskState) bool {
+		if strings.HasPrefix(string(s.Key), "schedule/tick/") {
+			keys = append(keys, s.Key)
+		}
+		return true
+	}))
+	e.waitFinal(5*time.Second, keys...)
+	var admitted uint64
+	for _, w := range ws {
+		admitted += w.Stats().Scheduled
+	}
+	t.Logf("%d periods in %v: %v", len(keys), time.Since(start), keys)
+	require.GreaterOrEqual(t, len(keys), 3)
+	require.EqualValues(t, len(keys), admitted, "one admission counted per period across the three workers")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		require.Equal(t, 1, ran[k], "period %q ran once", k)
+	}
+	for i := 1; i < len(keys); i++ {
+		require.NotEqual(t, keys[i-1], keys[i])
+	}
+}
+
+// Concurrency limits hold per worker and per kind.
+func TestConcurrencyLimits(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	var cur, peak, curA, peakA atomic.Int32
+	bump := func(c, p *atomic.Int32) func() {
+		v := c.Add(1)
+		for {
+			old := p.Load()
+			if v <= old || p.CompareAndSwap(old, v) {
+				break
+			}
+		}
+		return func() { c.Add(-1) }
+	}
+	h := func(ctx context.Context, task *worker.Task) error {
+		defer bump(&cur, &peak)()
+		if task.Kind() == "a" {
+			defer bump(&curA, &peakA)()
+		}
+		time.Sleep(30 * time.Millisecond)
+		return nil
+	}
+	e.worker(worker.Config{Concurrency: 3, KindConcurrency: map[string]int{"a": 1}}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("a", h))
+		require.NoError(t, w.Handle("b", h))
+	})
+	var keys []kvledger.IdempotencyKey
+	var subs []kvledger.Submission
+	for i := range 12 {
+		k := kvledger.IdempotencyKey("t" + string(rune('a'+i)))
+		kind := "b"
+		if i%2 == 0 {
+			kind = "a"
+		}
+		subs = append(subs, kvledger.Submission{Key: k, Kind: kind})
+		keys = append(keys, k)
+	}
+	oks, err := e.led.AdmitMany(natstest.Context(t, 10*time.Second), "test", subs)
+	require.NoError(t, err)
+	for _, ok := range oks {
+		require.True(t, ok)
+	}
+	e.waitFinal(20*time.Second, keys...)
+	require.LessOrEqual(t, peak.Load(), int32(3))
+	require.Equal(t, int32(1), peakA.Load())
+	require.GreaterOrEqual(t, peak.Load(), int32(2), "kinds run side by side")
+}

@@ -1,0 +1,143 @@
+package worker_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// A worker that stops renewing (its connection is gone, as when its
+// process dies) loses its task to another worker within ClaimTTL + 1s,
+// and the takeover fences it.
+func TestTakeoverWithinTTL(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const ttl = 2 * time.Second
+
+	ncA := natstest.Connect(t, n.Server)
+	jsA := natstest.JetStream(t, ncA)
+	ledA := e.ledgerOn(jsA)
+	startedA := make(chan struct{}, 1)
+	var causeA atomic.Value
+	a := e.startOn(jsA, ledA, worker.Config{ClaimTTL: ttl, Owner: "A"}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedA <- struct{}{}
+			<-ctx.Done()
+			causeA.Store(context.Cause(ctx))
+			return nil // would complete, but the claim is gone
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "job", Kind: "job"})
+	natstest.Recv(t, startedA, 10*time.Second, "A starts the job")
+	fenceA := e.state("job").Fence
+
+	var takenAt atomic.Int64
+	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B"}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			takenAt.CompareAndSwap(0, time.Now().UnixNano())
+			require.Greater(t, task.Fence(), fenceA)
+			require.Equal(t, 2, task.Attempt(), "the crashed attempt counts")
+			return nil
+		}))
+	})
+	killed := time.Now()
+	ncA.Close() // A can no longer renew, write or watch
+
+	final := e.waitFinal(ttl+5*time.Second, "job")
+	took := time.Duration(takenAt.Load() - killed.UnixNano())
+	t.Logf("takeover %v after the worker stopped renewing (TTL %v)", took, ttl)
+	require.Equal(t, kvledger.StatusCompleted, final["job"].Status)
+	require.Equal(t, kvledger.OwnerID("B"), final["job"].Owner)
+	require.Less(t, took, ttl+time.Second)
+	require.EqualValues(t, 1, b.Stats().TakenOver)
+
+	natstest.Eventually(t, 5*time.Second, func() bool { return causeA.Load() != nil }, "A's handler is cancelled")
+	require.ErrorIs(t, causeA.Load().(error), worker.ErrClaimLost)
+	_ = closeWorker(a) // its connection is closed: errors are expected
+	require.EqualValues(t, 0, a.Stats().Completed, "A never recorded a completion")
+}
+
+// A worker whose clock is off by half the TTL, either way, keeps its
+// claim for as long as it runs, and no other worker takes it over.
+func TestSkewedClockKeepsClaim(t *testing.T) {
+	n := natstest.WithServer(t)
+	const ttl = 2 * time.Second
+	for name, skew := range map[string]time.Duration{"ahead": ttl / 2, "behind": -ttl / 2} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, n.JS, 1)
+			started := make(chan struct{}, 1)
+			skewed := e.worker(worker.Config{ClaimTTL: ttl, Owner: "skewed", Clock: func() time.Time { return time.Now().Add(skew) }},
+				func(w *worker.Worker) {
+					require.NoError(t, w.Handle("long", func(ctx context.Context, task *worker.Task) error {
+						started <- struct{}{}
+						select {
+						case <-time.After(2 * ttl): // outlives two TTLs: renewals must carry it
+							return nil
+						case <-ctx.Done():
+							return context.Cause(ctx)
+						}
+					}))
+				})
+			e.submit(kvledger.Submission{Key: "long", Kind: "long"})
+			natstest.Recv(t, started, 10*time.Second, "the skewed worker starts")
+			other := e.worker(worker.Config{ClaimTTL: ttl, Owner: "other"}, func(w *worker.Worker) {
+				require.NoError(t, w.Handle("long", func(ctx context.Context, task *worker.Task) error {
+					t.Errorf("the other worker ran %q (attempt %d)", task.Key(), task.Attempt())
+					return nil
+				}))
+			})
+			final := e.waitFinal(4*ttl+5*time.Second, "long")
+			require.Equal(t, kvledger.StatusCompleted, final["long"].Status)
+			require.Equal(t, kvledger.OwnerID("skewed"), final["long"].Owner)
+			require.Equal(t, 1, final["long"].Attempts)
+			require.EqualValues(t, 0, other.Stats().TakenOver)
+			require.EqualValues(t, 0, skewed.Stats().Lost)
+		})
+	}
+}
+
+// Delayed tasks never start before their RunAt.
+func TestDelayedTasksNeverStartEarly(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	type start struct {
+		key kvledger.IdempotencyKey
+		at  time.Time
+	}
+	starts := make(chan start, 16)
+	e.worker(worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("later", func(ctx context.Context, task *worker.Task) error {
+			starts <- start{task.Key(), time.Now()}
+			return nil
+		}))
+	})
+	now := time.Now()
+	runAt := map[kvledger.IdempotencyKey]time.Time{}
+	for i, d := range []time.Duration{1200 * time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond, 0} {
+		k := kvledger.IdempotencyKey(rune('a' + i))
+		sub := kvledger.Submission{Key: k, Kind: "later", Now: now, Delay: d}
+		if d == 0 {
+			sub.RunAt = now.Add(-time.Second) // already due
+		}
+		e.submit(sub)
+		runAt[k] = now.Add(d)
+		if d == 0 {
+			runAt[k] = now.Add(-time.Second)
+		}
+	}
+	var order []kvledger.IdempotencyKey
+	for range runAt {
+		s := natstest.Recv(t, starts, 10*time.Second, "a delayed start")
+		require.False(t, s.at.Before(runAt[s.key]), "%q started %v before its RunAt", s.key, runAt[s.key].Sub(s.at))
+		t.Logf("%q started %v after its RunAt", s.key, s.at.Sub(runAt[s.key]))
+		order = append(order, s.key)
+	}
+	require.Equal(t, []kvledger.IdempotencyKey{"d", "b", "c", "a"}, order)
+}
