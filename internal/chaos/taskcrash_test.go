@@ -226,17 +226,81 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	require.True(t, slices.ContainsFunc(orphans, func(r kvledger.TaskState) bool { return string(r.Key) == first.key }),
 		"the victim was killed in %s's handler", first.key)
 
+	// Pause another worker (SIGSTOP) while it holds claims, until every
+	// one of them has started again elsewhere under a larger fence, then
+	// let it go on (SIGCONT): it wakes believing in claims that were taken
+	// over, and whatever it reports or completes late must be refused.
+	zombie, paused := -1, []kvledger.TaskState(nil)
+	natstest.Eventually(t, time.Minute, func() bool {
+		snap, err := l.Snapshot(ctx)
+		require.NoError(t, err)
+		for i := range workers {
+			if i == victim {
+				continue
+			}
+			var held []kvledger.TaskState
+			for _, rec := range snap.Tasks {
+				if rec.Status == kvledger.StatusClaimed && string(rec.Owner) == names[i] {
+					held = append(held, rec)
+				}
+			}
+			if len(held) > 0 {
+				require.NoError(t, workers[i].cmd.Process.Signal(syscall.SIGSTOP))
+				// Claims it made between the snapshot and the stop are
+				// found below, from the record.
+				zombie, paused = i, held
+				return true
+			}
+		}
+		return false
+	}, "a worker holding a claim to pause")
+	stopped := time.Now()
+	snap, err = l.Snapshot(ctx)
+	require.NoError(t, err)
+	paused = paused[:0]
+	for _, rec := range snap.Tasks {
+		if rec.Status == kvledger.StatusClaimed && string(rec.Owner) == names[zombie] {
+			paused = append(paused, rec)
+		}
+	}
+	takenOver := func(rec kvledger.TaskState) bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return takenOverLocked(tr, rec, names[zombie])
+	}
+	natstest.Eventually(t, crashTTL+5*time.Second, func() bool {
+		for _, rec := range paused {
+			if !takenOver(rec) {
+				if st, _, err := l.State(ctx, rec.Key); err == nil && st.Fence == rec.Fence && st.Status != kvledger.StatusClaimed {
+					continue // it finished before the stop took hold
+				}
+				return false
+			}
+		}
+		return true
+	}, "the paused worker's claims to be taken over")
+	pausedFor := time.Since(stopped)
+	require.NoError(t, workers[zombie].cmd.Process.Signal(syscall.SIGCONT))
+	t.Logf("paused %s for %v holding %d claims", names[zombie], pausedFor.Round(time.Millisecond), len(paused))
+
 	keys := make([]kvledger.IdempotencyKey, len(dag))
 	for i, d := range dag {
 		keys[i] = d.Key
 	}
-	killedIn := map[kvledger.IdempotencyKey]int{}
-	for _, o := range orphans {
-		killedIn[o.Key] = o.Attempts
+	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
+	final, err := l.WaitFinal(wctx, keys...)
+	wcancel()
+	if err != nil {
+		snap, _ := l.Snapshot(ctx)
+		for _, rec := range snap.Tasks {
+			if !kvledger.IsFinal(rec.Status) {
+				t.Logf("not final: %s %s owner %s fence %d attempts %d run_at %v last_error %q",
+					rec.Key, rec.Status, rec.Owner, rec.Fence, rec.Attempts, rec.RunAt, rec.LastError)
+			}
+		}
 	}
-	want := predict(dag, crashMaxAttempts, killedIn)
-	final, err := l.WaitFinal(ctx, keys...)
 	require.NoError(t, err, "%d of %d tasks final", len(final), len(keys))
+	want := predict(dag, crashMaxAttempts, killedAttempts(t, ctx, env.js, bucket))
 
 	// 1. Every task ended as the DAG predicts.
 	var wrong []string
@@ -266,6 +330,14 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		require.Empty(t, tr.res[string(d.Key)].Stats().Violations, d.Key)
 	}
 
+	// The paused worker's claims that were taken over never completed
+	// under its old fence.
+	for _, p := range paused {
+		rec := final[p.Key]
+		require.False(t, rec.Status == kvledger.StatusCompleted && rec.Fence == p.Fence && takenOverLocked(tr, p, names[zombie]),
+			"%s completed by the paused worker after a takeover", p.Key)
+	}
+
 	// 3. Every claim of the victim was taken over within TTL + 1 s of the
 	// kill, with a larger fence.
 	var worst time.Duration
@@ -288,9 +360,62 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		}
 	}
 	report(t, "taskcrash", fmt.Sprintf("%d tasks (%d completed, %d failed, %d blocked as predicted) on %d worker processes, R%d; "+
-		"SIGKILL mid-handler orphaned %d claims, all taken over within %v (bound %v); %d stale reports refused",
+		"SIGKILL mid-handler orphaned %d claims, all taken over within %v (bound %v); a worker paused %v holding %d claims; %d stale reports refused",
 		len(dag), counts[kvledger.StatusCompleted], counts[kvledger.StatusFailed], counts[kvledger.StatusBlocked],
-		crashWorkers, env.replicas, len(orphans), worst.Round(time.Millisecond), crashTTL+time.Second, tr.refused))
+		crashWorkers, env.replicas, len(orphans), worst.Round(time.Millisecond), crashTTL+time.Second,
+		pausedFor.Round(time.Millisecond), len(paused), tr.refused))
+}
+
+// killedAttempts reads the run's events from the LEDGER stream and
+// returns, per task, the attempts whose claim ended in a takeover.
+func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, bucket string) map[kvledger.IdempotencyKey][]int {
+	t.Helper()
+	cons, err := js.OrderedConsumer(ctx, events.DefaultStream, jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err)
+	info, err := cons.Info(ctx)
+	require.NoError(t, err)
+	pending := info.NumPending
+	claim := map[string]int{} // the attempt of each task's current claim
+	out := map[kvledger.IdempotencyKey][]int{}
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
+		require.NoError(t, err)
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			e, err := events.Unmarshal(m.Data())
+			require.NoError(t, err)
+			if e.Source != bucket {
+				continue
+			}
+			switch e.Name {
+			case kvledger.TakenOverEvent:
+				if a, ok := claim[e.Key]; ok {
+					out[kvledger.IdempotencyKey(e.Key)] = append(out[kvledger.IdempotencyKey(e.Key)], a)
+				}
+				claim[e.Key] = e.Attempts
+			case kvledger.ClaimedEvent:
+				claim[e.Key] = e.Attempts
+			default:
+				delete(claim, e.Key)
+			}
+		}
+		require.NoError(t, batch.Error())
+		require.Positive(t, got, "events stopped with %d pending", pending)
+		pending -= uint64(got)
+	}
+	return out
+}
+
+// takenOverLocked reports whether another worker than owner started rec's
+// task under a larger fence (tr.mu held).
+func takenOverLocked(tr *taskResources, rec kvledger.TaskState, owner string) bool {
+	for _, s := range tr.starts[string(rec.Key)] {
+		if s.worker != owner && s.fence > uint64(rec.Fence) {
+			return true
+		}
+	}
+	return false
 }
 
 // crashHandlerError is what a child's handler returns for an injected

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,11 +76,12 @@ func randomDAG(rng *rand.Rand, n, maxAttempts, longs, longMS int) []dagTask {
 // need completed but the handler never succeeded; blocked iff a need
 // failed or was blocked.
 //
-// killed maps a task to the attempt a SIGKILLed worker held it in. That
-// attempt counts (the claim was made) but never ran to its end, so the
-// attempt that would have succeeded, or failed permanently, is the next
-// one, if any is left.
-func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKey]int) map[kvledger.IdempotencyKey]dagOutcome {
+// killed holds, per task, the attempts whose claim was taken over (a
+// worker SIGKILLed or paused in them). Such an attempt counts (the claim
+// was made) but never produced a result, so the attempt that decides is
+// the first one that was not killed and whose handler succeeds (or, for a
+// permanent error, the first one not killed), if any is left.
+func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKey][]int) map[kvledger.IdempotencyKey]dagOutcome {
 	out := make(map[kvledger.IdempotencyKey]dagOutcome, len(tasks))
 	for _, t := range tasks {
 		blocked := false
@@ -88,14 +90,12 @@ func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKe
 				blocked = true
 			}
 		}
-		// decisive is the attempt whose result ends the task: the first
-		// that succeeds, or the first for a permanent error.
 		decisive := t.FailFirst + 1
 		if t.Permanent {
 			decisive = 1
 		}
-		if a, ok := killed[t.Key]; ok && a >= decisive {
-			decisive = a + 1
+		for slices.Contains(killed[t.Key], decisive) {
+			decisive++
 		}
 		switch {
 		case blocked:
@@ -133,13 +133,16 @@ func TestPredictDAG(t *testing.T) {
 	// A kill in the attempt that would succeed moves success to the next
 	// attempt; in the last attempt it fails the task and blocks its
 	// dependents; in an attempt that fails anyway it changes nothing.
-	got = predict(tasks, 3, map[kvledger.IdempotencyKey]int{"a": 1, "c": 3})
+	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"a": {1}, "c": {3}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 2}, got["a"])
 	require.Equal(t, dagOutcome{kvledger.StatusFailed, 3}, got["c"])
 	require.Equal(t, dagOutcome{kvledger.StatusBlocked, 0}, got["e"])
-	got = predict(tasks, 3, map[kvledger.IdempotencyKey]int{"c": 2, "f": 1})
+	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"c": {2}, "f": {1}, "b": {1, 2}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 3}, got["c"])
 	require.Equal(t, dagOutcome{kvledger.StatusFailed, 2}, got["f"])
+	require.Equal(t, dagOutcome{kvledger.StatusFailed, 3}, got["b"])
+	got = predict(tasks, 4, map[kvledger.IdempotencyKey][]int{"a": {1, 2}})
+	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 3}, got["a"])
 
 	dag := randomDAG(rand.New(rand.NewPCG(1, 2)), 200, 3, 4, 1500)
 	p := predict(dag, 3, nil)
