@@ -193,11 +193,23 @@ func TestWorkBadInput(t *testing.T) {
 func TestWorkMissingCommand(t *testing.T) {
 	c, _ := newCLI(t)
 	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "k")
-	stop := c.startWork("--kind", "k", "--", "/nonexistent/natscoord-test-binary")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	go func() {
+		done <- runCLICtx(ctx, "--server", c.url, "--json", "work", "--kind", "k", "--", "/nonexistent/natscoord-test-binary")
+	}()
 	r := c.run("ledger", "wait", "x")
 	require.Equal(t, waitFailed, r.code, r.stderr)
 	require.Regexp(t, `(?m)^x\s+failed\s+1\s+-\s+.*cannot start the command`, r.stdout)
-	require.Equal(t, 0, stop().code)
+	cancel()
+	out := natstest.Recv(t, done, 60*time.Second, "work to stop")
+	require.Equal(t, 0, out.code, out.stderr)
+	// With --json, one JSON line per finished attempt and nothing else.
+	var line map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out.stdout), &line), out.stdout)
+	require.Equal(t, "x", line["key"])
+	require.Equal(t, "failed", line["result"])
+	require.Contains(t, line["error"], "cannot start the command")
 }
 
 // Delayed admission: the worker starts the task only once its time came.

@@ -2,7 +2,9 @@
 // safety under injected faults on a 3-node cluster, linearizability of
 // lease, lock and ledger histories (checked with porcupine), durability of
 // acknowledged ledger writes across a SIGKILLed server process, lease
-// takeover after a SIGKILLed holder process, and the security checks
+// takeover after a SIGKILLed holder process, the task runtime's crash test
+// (a random DAG on worker processes, one SIGKILLed and one SIGSTOPped),
+// and the security checks
 // (TLS, auth, subject permissions, secrets kept out of logs).
 //
 // The only non-test code is Resource, the fence-checking resource every
