@@ -77,10 +77,12 @@ func randomDAG(rng *rand.Rand, n, maxAttempts, longs, longMS int) []dagTask {
 // failed or was blocked.
 //
 // killed holds, per task, the attempts whose claim was taken over (a
-// worker SIGKILLed or paused in them). Such an attempt counts (the claim
-// was made) but never produced a result, so the attempt that decides is
-// the first one that was not killed and whose handler succeeds (or, for a
-// permanent error, the first one not killed), if any is left.
+// worker SIGKILLed or paused in them). Such an attempt counts (the
+// runtime counts claims) but produces no result. The runtime judges the
+// attempt budget when a handler fails: a failure in attempt n >= the
+// maximum, or a permanent one, fails the task; a takeover starts the next
+// attempt even past the maximum. So the outcome is decided by the first
+// attempt that was not killed and either succeeds or fails for good.
 func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKey][]int) map[kvledger.IdempotencyKey]dagOutcome {
 	out := make(map[kvledger.IdempotencyKey]dagOutcome, len(tasks))
 	for _, t := range tasks {
@@ -90,22 +92,23 @@ func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKe
 				blocked = true
 			}
 		}
-		decisive := t.FailFirst + 1
-		if t.Permanent {
-			decisive = 1
-		}
-		for slices.Contains(killed[t.Key], decisive) {
-			decisive++
-		}
-		switch {
-		case blocked:
+		if blocked {
 			out[t.Key] = dagOutcome{status: kvledger.StatusBlocked}
-		case decisive > maxAttempts:
-			out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: maxAttempts}
-		case t.Permanent:
-			out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: decisive}
-		default:
-			out[t.Key] = dagOutcome{status: kvledger.StatusCompleted, attempts: decisive}
+			continue
+		}
+		for n := 1; ; n++ {
+			if slices.Contains(killed[t.Key], n) {
+				continue
+			}
+			fails := t.Permanent || n <= t.FailFirst
+			if !fails {
+				out[t.Key] = dagOutcome{status: kvledger.StatusCompleted, attempts: n}
+				break
+			}
+			if t.Permanent || n >= maxAttempts {
+				out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: n}
+				break
+			}
 		}
 	}
 	return out
@@ -131,11 +134,11 @@ func TestPredictDAG(t *testing.T) {
 	}, got)
 
 	// A kill in the attempt that would succeed moves success to the next
-	// attempt; in the last attempt it fails the task and blocks its
-	// dependents; in an attempt that fails anyway it changes nothing.
+	// attempt, also past the maximum; a kill in an attempt that fails
+	// anyway moves the failure on.
 	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"a": {1}, "c": {3}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 2}, got["a"])
-	require.Equal(t, dagOutcome{kvledger.StatusFailed, 3}, got["c"])
+	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 4}, got["c"])
 	require.Equal(t, dagOutcome{kvledger.StatusBlocked, 0}, got["e"])
 	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"c": {2}, "f": {1}, "b": {1, 2}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 3}, got["c"])
