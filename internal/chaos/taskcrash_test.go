@@ -230,39 +230,38 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	// one of them has started again elsewhere under a larger fence, then
 	// let it go on (SIGCONT): it wakes believing in claims that were taken
 	// over, and whatever it reports or completes late must be refused.
+	held := func(snap kvledger.Snapshot, owner string) []kvledger.TaskState {
+		var out []kvledger.TaskState
+		for _, rec := range snap.Tasks {
+			if rec.Status == kvledger.StatusClaimed && string(rec.Owner) == owner {
+				out = append(out, rec)
+			}
+		}
+		return out
+	}
 	zombie, paused := -1, []kvledger.TaskState(nil)
-	natstest.Eventually(t, time.Minute, func() bool {
+	var stopped time.Time
+	for try := 0; zombie < 0 && try < 200; try++ {
 		snap, err := l.Snapshot(ctx)
 		require.NoError(t, err)
 		for i := range workers {
-			if i == victim {
+			if i == victim || len(held(snap, names[i])) == 0 {
 				continue
 			}
-			var held []kvledger.TaskState
-			for _, rec := range snap.Tasks {
-				if rec.Status == kvledger.StatusClaimed && string(rec.Owner) == names[i] {
-					held = append(held, rec)
-				}
+			require.NoError(t, workers[i].cmd.Process.Signal(syscall.SIGSTOP))
+			stopped = time.Now()
+			// What it holds once stopped (its claims may have ended or
+			// begun since the first snapshot).
+			snap, err = l.Snapshot(ctx)
+			require.NoError(t, err)
+			if paused = held(snap, names[i]); len(paused) > 0 {
+				zombie = i
+				break
 			}
-			if len(held) > 0 {
-				require.NoError(t, workers[i].cmd.Process.Signal(syscall.SIGSTOP))
-				// Claims it made between the snapshot and the stop are
-				// found below, from the record.
-				zombie, paused = i, held
-				return true
-			}
-		}
-		return false
-	}, "a worker holding a claim to pause")
-	stopped := time.Now()
-	snap, err = l.Snapshot(ctx)
-	require.NoError(t, err)
-	paused = paused[:0]
-	for _, rec := range snap.Tasks {
-		if rec.Status == kvledger.StatusClaimed && string(rec.Owner) == names[zombie] {
-			paused = append(paused, rec)
+			require.NoError(t, workers[i].cmd.Process.Signal(syscall.SIGCONT))
 		}
 	}
+	require.GreaterOrEqual(t, zombie, 0, "no worker was caught holding a claim")
 	takenOver := func(rec kvledger.TaskState) bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
