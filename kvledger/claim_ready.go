@@ -66,15 +66,48 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 	if lease == nil {
 		return TaskState{}, ErrNoLease
 	}
+	return l.claimLeased(ctx, actor, TaskState{Key: key}, owner, lease, now)
+}
+
+// ClaimLeasedFrom is ClaimLeased starting from seen, the record as the
+// caller last saw it (from a RecordWatcher): the claim is one
+// compare-and-swap on seen's revision, without reading the record first.
+// The store refuses it when the record changed since, and ClaimLeased
+// then goes on from a fresh read, so the outcome is the same; only the
+// read is saved. seen's needs are still read from the store.
+func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
+	if owner == "" {
+		return TaskState{}, ErrEmptyOwner
+	}
+	if lease == nil {
+		return TaskState{}, ErrNoLease
+	}
+	if !l.remember || seen.Rev == 0 {
+		seen = TaskState{Key: seen.Key}
+	}
+	return l.claimLeased(ctx, actor, seen, owner, lease, now)
+}
+
+// claimLeased claims under lease, starting from cur when it carries a
+// revision, else from a read of cur.Key.
+func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
+	key := cur.Key
 	for {
 		if err := lease.Err(); err != nil {
 			return TaskState{}, fmt.Errorf("%w: %w", ErrNoLease, err)
 		}
-		cur, err := l.load(ctx, key)
-		if err != nil {
-			return TaskState{}, err
+		seen := cur.Rev != 0
+		if !seen {
+			var err error
+			if cur, err = l.load(ctx, key); err != nil {
+				return TaskState{}, err
+			}
 		}
 		ev, err := l.claimEvent(ctx, cur, now)
+		if err != nil && seen {
+			cur = TaskState{Key: key} // judged on what the caller saw: decide on the stored record
+			continue
+		}
 		if err != nil {
 			return TaskState{}, err
 		}
@@ -82,6 +115,7 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 		if err != nil || ok {
 			return rec, err
 		}
+		cur = TaskState{Key: key} // lost the swap: read again
 	}
 }
 

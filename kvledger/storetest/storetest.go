@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Events", testEvents},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"StaleOwner", testStaleOwner},
+		{"DeleteRecord", testDeleteRecord},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })

@@ -39,7 +39,13 @@
 // task costs the same on 100k records as on 1k; the whole ledger is read
 // once, at Start, as the watch's initial values. When nothing is ready
 // and no run-at time is ahead the worker has no timer armed and sends
-// nothing: the only traffic is what the server pushes.
+// nothing: the only traffic is what the server pushes (measured: 0
+// messages out, 0 in, over an idle second after a task had run).
+//
+// A claim starts from the record the watch delivered: one
+// compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
+// that changed meanwhile is refused by the server and read again. A task
+// costs four writes (lease create, claim, outcome, lease delete).
 //
 // # Liveness: leases judged by the server
 //
@@ -53,8 +59,10 @@
 // on the server; the expiry marker reaches every worker through the
 // lease watch, and the first whose acquisition succeeds takes the claim
 // over with a new fence: within ClaimTTL (rounded up to whole seconds)
-// plus the watch's delivery and one claim, measured below 1 s. Nobody
-// compares LeaseUntil (kept in the record for operators) with a clock.
+// after the last renewal, plus the watch's delivery and one claim
+// (TestTakeoverWithinTTL, ClaimTTL 2s: taken over 1.99 s after the
+// worker's connection was closed). Nobody compares LeaseUntil (kept in
+// the record for operators) with a clock.
 //
 // A handler's ctx is cancelled as soon as the claim can no longer be
 // confirmed, by kvlease's validity-window rule: the window ends at (send
@@ -107,7 +115,10 @@
 // releases their claims: the record goes back to pending with its
 // attempt not counted and the lease is deleted, so another worker's
 // watch sees both and starts the task at once. Close then stops the
-// watches; every goroutine of the worker has ended when it returns.
+// watches; every goroutine of the worker has ended when it returns
+// (a handler that ignores its cancelled context is waited for as long
+// as Close's ctx allows). Measured: another worker started a released
+// task 10 ms after it began watching.
 //
 // # Failure modes, partitions, skew and pauses
 //

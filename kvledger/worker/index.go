@@ -38,6 +38,10 @@ type entry struct {
 	fence  kvledger.FenceToken
 	owner  kvledger.OwnerID
 	rev    uint64
+	// rec is the whole record while it is pending or claimed (a claim
+	// starts from it without reading it again); final records keep only
+	// the fields above.
+	rec *kvledger.TaskState
 }
 
 func newIndex() index {
@@ -120,10 +124,14 @@ func (ix *index) apply(c kvledger.Change) *entry {
 		return old
 	}
 	r := c.Record
-	ix.recs[c.Key] = &entry{
+	e := &entry{
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
 		fence: r.Fence, owner: r.Owner, rev: c.Rev,
 	}
+	if r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed {
+		e.rec = &r
+	}
+	ix.recs[c.Key] = e
 	return old
 }
 

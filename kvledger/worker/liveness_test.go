@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -19,14 +20,28 @@ import (
 func TestTakeoverWithinTTL(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	const ttl = 2 * time.Second
-
 	ncA := natstest.Connect(t, n.Server)
-	jsA := natstest.JetStream(t, ncA)
+	testTakeover(t, e, natstest.JetStream(t, ncA), 1)
+}
+
+// The same on a 3-node cluster with R3 ledger and lease buckets.
+func TestTakeoverWithinTTLR3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster run")
+	}
+	c := natstest.WithCluster(t, 3)
+	e := newEnv(t, c.JS, 3)
+	testTakeover(t, e, c.NewJS(t), 3)
+}
+
+// testTakeover: worker A, on the connection of jsA, starts a task; then
+// jsA's connection closes and B must take the task over in time.
+func testTakeover(t *testing.T, e *env, jsA jetstream.JetStream, replicas int) {
+	const ttl = 2 * time.Second
 	ledA := e.ledgerOn(jsA)
 	startedA := make(chan struct{}, 1)
 	var causeA atomic.Value
-	a := e.startOn(jsA, ledA, worker.Config{ClaimTTL: ttl, Owner: "A"}, func(w *worker.Worker) {
+	a := e.startOn(jsA, ledA, worker.Config{ClaimTTL: ttl, Owner: "A", LeaseReplicas: replicas}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			startedA <- struct{}{}
 			<-ctx.Done()
@@ -39,7 +54,7 @@ func TestTakeoverWithinTTL(t *testing.T) {
 	fenceA := e.state("job").Fence
 
 	var takenAt atomic.Int64
-	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B"}, func(w *worker.Worker) {
+	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B", LeaseReplicas: replicas}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			takenAt.CompareAndSwap(0, time.Now().UnixNano())
 			require.Greater(t, task.Fence(), fenceA)
@@ -48,7 +63,7 @@ func TestTakeoverWithinTTL(t *testing.T) {
 		}))
 	})
 	killed := time.Now()
-	ncA.Close() // A can no longer renew, write or watch
+	jsA.Conn().Close() // A can no longer renew, write or watch
 
 	final := e.waitFinal(ttl+5*time.Second, "job")
 	took := time.Duration(takenAt.Load() - killed.UnixNano())

@@ -76,14 +76,24 @@ func (r *run) attempt() {
 		return
 	}
 	if !ok {
+		// Another worker holds the lease: the lease watch reports its put
+		// and its end (which files the key again). The one timer is a
+		// safety net for a put and delete the watch delivered before this
+		// answer, which would otherwise leave the key unfiled here.
 		w.stats.contended.Add(1)
 		w.mu.Lock()
-		w.ix.leased[r.key] = true // the lease watch reports its end
+		w.ix.addTimer(w.now().Add(w.cfg.ClaimTTL), r.key)
 		w.mu.Unlock()
 		return
 	}
+	seen := kvledger.TaskState{Key: r.key}
+	w.mu.Lock()
+	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
+		seen = *e.rec
+	}
+	w.mu.Unlock()
 	octx, cancel := w.opCtx()
-	rec, err := w.l.ClaimLeased(octx, w.cfg.Actor, r.key, w.cfg.Owner, g, w.now())
+	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.now())
 	cancel()
 	if err != nil {
 		w.releaseLease(g)

@@ -1,0 +1,58 @@
+package kvx_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// batchSuite: an atomic batch lands whole, or not at all when one key
+// exists; a stream without atomic publish refuses it with ErrNoAtomic.
+func batchSuite(t *testing.T, b *kvx.Bucket) {
+	ctx := natstest.Context(t, 30*time.Second)
+	_, err := b.CreateBatch(ctx, []string{"b1", "b2"}, [][]byte{[]byte("1"), []byte("2")})
+	require.ErrorIs(t, err, kvx.ErrNoAtomic)
+	on, err := b.AtomicBatches(ctx)
+	require.NoError(t, err)
+	require.False(t, on)
+	require.NoError(t, b.EnableAtomicBatches(ctx))
+	on, err = b.AtomicBatches(ctx)
+	require.NoError(t, err)
+	require.True(t, on)
+
+	keys := make([]string, 50)
+	values := make([][]byte, 50)
+	for i := range keys {
+		keys[i], values[i] = fmt.Sprintf("b%d", i), []byte(fmt.Sprint(i))
+	}
+	revs, err := b.CreateBatch(ctx, keys, values)
+	require.NoError(t, err)
+	for i, k := range keys {
+		e, err := b.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, revs[i], e.Revision, k)
+		require.Equal(t, values[i], e.Value)
+	}
+	_, err = b.CreateBatch(ctx, []string{"fresh1", "b7", "fresh2"}, [][]byte{[]byte("x"), []byte("x"), []byte("x")})
+	require.ErrorIs(t, err, kvx.ErrConflict)
+	_, err = b.Get(ctx, "fresh1")
+	require.ErrorIs(t, err, kvx.ErrNotFound, "nothing of a refused batch is written")
+}
+
+func TestCreateBatch(t *testing.T) {
+	n := natstest.WithServer(t)
+	batchSuite(t, openBucket(t, n.JS, 1))
+}
+
+func TestCreateBatchR3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster run")
+	}
+	c := natstest.WithCluster(t, 3)
+	batchSuite(t, openBucket(t, c.JS, 3))
+}

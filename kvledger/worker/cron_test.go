@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseSpecNext(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cases := []struct {
+		spec, from, want string
+	}{
+		{"@every 1m", "2026-12-01T10:00:30Z", "2026-12-01T10:01:00Z"},
+		{"@every 90s", "2026-12-01T10:00:00Z", "2026-12-01T10:01:30Z"},
+		{"@hourly", "2026-12-01T10:00:00Z", "2026-12-01T11:00:00Z"},
+		{"@daily", "2026-12-01T10:00:00Z", "2026-12-02T00:00:00Z"},
+		{"*/15 * * * *", "2026-12-01T10:07:00Z", "2026-12-01T10:15:00Z"},
+		{"0 9-17/4 * * *", "2026-12-01T10:00:00Z", "2026-12-01T13:00:00Z"},
+		{"30 2 1 * *", "2026-12-01T10:00:00Z", "2027-01-01T02:30:00Z"},
+		{"0 0 * * 0", "2026-12-01T10:00:00Z", "2026-12-06T00:00:00Z"}, // next Sunday
+		{"0 0 * * 7", "2026-12-01T10:00:00Z", "2026-12-06T00:00:00Z"},
+		{"0 0 13 * 5", "2026-12-01T10:00:00Z", "2026-12-04T00:00:00Z"}, // a Friday or the 13th
+		{"0 0 29 2 *", "2026-12-01T10:00:00Z", "2028-02-29T00:00:00Z"},
+	}
+	for _, c := range cases {
+		s, err := parseSpec(c.spec, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", c.spec, err)
+		}
+		if got := s.next(at(c.from)); !got.Equal(at(c.want)) {
+			t.Errorf("%q after %s: got %s, want %s", c.spec, c.from, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "* * *", "60 * * * *", "* 24 * * *", "*/0 * * * *", "5-1 * * * *", "@every 10ms", "@every x", "@sometimes"} {
+		if _, err := parseSpec(bad, nil); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzParseSpec: any input is refused with an error or gives a schedule
+// whose next firing is after its argument; nothing panics.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"@every 1s", "*/5 1,2 3-9 * 1-5", "0 0 31 2 *", "@weekly", "7 7 7 7 7"} {
+		f.Add(s)
+	}
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := parseSpec(s, nil)
+		if err != nil {
+			return
+		}
+		if n := sp.next(from); !n.IsZero() && !n.After(from) {
+			t.Fatalf("%q: next %s not after %s", s, n, from)
+		}
+	})
+}
