@@ -14,6 +14,7 @@ import (
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -34,11 +35,12 @@ func (a *app) demoCommand() *cobra.Command {
 		Short: "Run the main job: a task graph, leased workers with fencing, a failure, a leader",
 		Long: "demo starts an embedded NATS server (or uses --server), admits a dependency graph of\n" +
 			"12 tasks into a ledger, and runs several workers, each with its own connection, that\n" +
-			"elect a leader, claim tasks under fenced leases and complete them. integ-test fails,\n" +
-			"so the tasks that need it end blocked; the first worker on docs pauses past its lease,\n" +
-			"another takes it over, and the paused worker's late completion is refused by its\n" +
-			"stale fence. Events are shown live; a summary table ends the run. The exit code is\n" +
-			"0 when every task ended as predicted.",
+			"elect a leader and run the tasks on the task runtime (kvledger/worker): ready tasks are\n" +
+			"found by push and claimed under fenced, automatically renewed leases. integ-test fails,\n" +
+			"so the tasks that need it end blocked; the leader claims docs and pauses, no longer\n" +
+			"renewing its lease; once the server expires it another worker takes docs over, and the\n" +
+			"paused worker's late completion is refused by its stale fence. Events are shown live; a\n" +
+			"summary table ends the run. The exit code is 0 when every task ended as predicted.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.workers < 2 || o.workers > 16 {
@@ -182,13 +184,25 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	}
 	defer closeWorkers()
 
-	loopsDone := make(chan struct{})
 	errc := make(chan error, 2*o.workers)
-	var campWG, loopWG sync.WaitGroup
+	started := make(chan struct{}) // closed once the graph is admitted
+	var startOnce sync.Once
+	leadDone := make(chan struct{}) // closed when the first leader's part has ended
+	var leadOnce sync.Once
+	var campWG, startWG sync.WaitGroup
 	campCtx, stopCampaigns := context.WithCancel(ctx)
 	defer stopCampaigns()
-	wctx, stopWorkers := context.WithCancel(ctx)
-	defer stopWorkers()
+	note := func(s string) {
+		select {
+		case notes <- demoNote(s):
+		case <-campCtx.Done():
+		}
+	}
+	isLeader := func(name kvledger.OwnerID) bool {
+		run.mu.Lock()
+		defer run.mu.Unlock()
+		return run.leader == name
+	}
 	for _, w := range workers {
 		campWG.Go(func() {
 			term, err := w.cand.campaign(campCtx)
@@ -203,50 +217,53 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 			run.leader = w.name
 			run.term = term
 			run.mu.Unlock()
-			notes <- demoNote(fmt.Sprintf("%s was elected leader (term %d); it admits the graph", w.name, term))
-			if err := w.admit(campCtx); err != nil && campCtx.Err() == nil {
+			note(fmt.Sprintf("%s was elected leader (term %d); it admits the graph", w.name, term))
+			err = w.lead(campCtx, func() { startOnce.Do(func() { close(started) }) }, note)
+			leadOnce.Do(func() { close(leadDone) })
+			if err != nil && campCtx.Err() == nil {
 				errc <- err
 			}
 		})
-		loopWG.Go(func() {
-			if err := w.loop(wctx); err != nil && wctx.Err() == nil {
-				errc <- err
+		// Every other worker's runtime starts once the graph is admitted,
+		// so that who blocks whom does not depend on timing; the leader
+		// starts its own after its pause.
+		startWG.Go(func() {
+			select {
+			case <-started:
+			case <-campCtx.Done():
+				return
+			}
+			if isLeader(w.name) {
+				return
+			}
+			if err := w.rt.Start(campCtx); err != nil && campCtx.Err() == nil {
+				errc <- fmt.Errorf("%s: start: %w", w.name, err)
 			}
 		})
 	}
-	go func() { loopWG.Wait(); close(loopsDone) }()
-	// On every way out, stop the workers before waiting for them.
-	defer func() { stopWorkers(); stopCampaigns(); campWG.Wait(); loopWG.Wait() }()
+	// On every way out, stop the campaigns and starts before waiting for
+	// them (closeWorkers then drains the runtimes).
+	defer func() { stopCampaigns(); campWG.Wait(); startWG.Wait() }()
 
 	prog := newProgress(len(demoGraph))
 	var runErr error
-	grace := (<-chan time.Time)(nil)
+	stalling := (<-chan struct{})(leadDone)
 wait:
-	for {
+	for prog.final() < len(demoGraph) || stalling != nil {
 		select {
 		case e := <-evc:
 			prog.apply(e)
 			if human {
 				printDemoEvent(a.stdout, time.Since(start), e, prog)
 			}
-			if grace != nil && prog.final() == len(demoGraph) {
-				break wait
-			}
 		case n := <-notes:
 			if human {
 				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
 			}
+		case <-stalling:
+			stalling = nil
 		case err := <-errc:
 			runErr = err
-			break wait
-		case <-loopsDone:
-			loopsDone = nil
-			if prog.final() == len(demoGraph) {
-				break wait
-			}
-			// Events of the last writes may still be in flight.
-			grace = time.After(2 * time.Second)
-		case <-grace:
 			break wait
 		case <-ctx.Done():
 			runErr = fmt.Errorf("demo did not finish within --deadline %v", o.deadline)
@@ -296,22 +313,29 @@ wait:
 type demoWorkerSet struct {
 	*demoWorker
 	cand *candidate
-	live *events.Live
 }
 
 // startDemoWorkers gives each worker its own connection, ledger handle,
-// event subscription and candidacy. The returned function closes them all.
+// lease manager, task runtime (not started yet) and candidacy. The
+// returned function drains the runtimes and closes everything.
 func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, runID string) ([]demoWorkerSet, func(), error) {
 	var ws []demoWorkerSet
 	closeAll := func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			if w.rt != nil {
+				wg.Go(func() { _ = w.rt.Close(cctx) })
+			}
+		}
+		wg.Wait()
 		for _, w := range ws {
 			if w.cand != nil {
 				_ = w.cand.close(cctx)
 			}
-			if w.live != nil {
-				_ = w.live.Close()
+			if w.leases != nil {
+				_ = w.leases.Close(cctx)
 			}
 			if w.ledger != nil {
 				_ = w.ledger.Close()
@@ -326,7 +350,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 			closeAll()
 			return nil, nil, err
 		}
-		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, wake: make(chan struct{}, 1), run: run}}
+		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, run: run}}
 		ws = append(ws, w)
 		last := &ws[len(ws)-1]
 		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket})
@@ -338,7 +362,10 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 			}
 		}
 		if err == nil {
-			last.live, err = last.subscribe()
+			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: demoClaimsBucket, Holder: string(name)})
+		}
+		if err == nil {
+			err = last.newRuntime(ctx)
 		}
 		if err == nil {
 			last.cand, err = newCandidate(ctx, js, runID, string(name))

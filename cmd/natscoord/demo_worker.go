@@ -10,44 +10,48 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 const (
-	// demoLease is the claim lease of ordinary work: far longer than a task
-	// takes, so no ordinary claim is ever taken over.
+	// demoLease is the claim TTL of ordinary work: far longer than a task
+	// takes (claims renew every third of it), so no ordinary claim is
+	// ever taken over.
 	demoLease = 10 * time.Second
-	// demoStallLease is the lease of the claim whose worker pauses: short,
-	// so the takeover happens within the demo's few seconds.
-	demoStallLease = 400 * time.Millisecond
+	// demoStallLease is the lease TTL of the claim whose worker pauses:
+	// short, so the takeover happens within the demo's few seconds (the
+	// server's TTLs are whole seconds, at least one).
+	demoStallLease = time.Second
 	// demoWork is how long a task "runs".
 	demoWork = 40 * time.Millisecond
-	// demoRecheck bounds how long an idle worker waits without a wake-up,
-	// in case it missed one (the live subscription is core NATS).
-	demoRecheck = time.Second
+	// demoClaimsBucket holds the leases of the demo workers' claims; the
+	// keys name the run's ledger bucket, so runs do not meet.
+	demoClaimsBucket = "natscoord_demo_claims"
+	// demoKind is the kind of every demo task.
+	demoKind = "demo"
 )
 
 // demoWorker is one worker "process": its own NATS connection, ledger
-// handle, event subscription and election candidacy.
+// handle, lease manager, task-runtime worker and election candidacy.
 type demoWorker struct {
 	name   kvledger.OwnerID
 	index  int
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	ledger *kvledger.Ledger
-	wake   chan struct{}
+	leases *kvlease.Manager
+	rt     *worker.Worker
 	run    *demoRun
 }
 
 // demoRun is the state the workers share with the reporter: the outcome of
-// the stall-and-takeover and of the election, and the stall's one-shot.
+// the stall-and-takeover and of the election.
 type demoRun struct {
 	bucket string
 	runID  string
-
-	stallMu sync.Mutex // serializes claims of demoStalling until one stalls
-	stalled bool       // the first claim of demoStalling was taken (by the staller)
 
 	mu      sync.Mutex
 	stall   stallReport
@@ -68,235 +72,115 @@ type stallReport struct {
 
 func (w *demoWorker) actor() kvledger.Actor { return kvledger.Actor(w.name) }
 
-// loop claims ready work until every task of the graph is final. A task is
-// ready when all its needs completed; a claimed task whose lease has run out
-// (the paused worker's) is taken over. Between passes the worker sleeps until
-// an event wakes it, the earliest lease it saw runs out, or demoRecheck.
-func (w *demoWorker) loop(ctx context.Context) error {
-	order := rotate(demoGraph, w.index)
-	for {
-		snap, err := w.ledger.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		byKey := make(map[kvledger.IdempotencyKey]kvledger.TaskState, len(snap.Tasks))
-		for _, t := range snap.Tasks {
-			byKey[t.Key] = t
-		}
-		if allFinal(byKey) {
-			return nil
-		}
-		// Work starts once the leader has admitted the whole graph, so
-		// that every dependent exists before any task can fail and the
-		// outcome (who blocks whom) does not depend on timing.
-		did, admitted := false, len(byKey) >= len(demoGraph)
-		var next time.Time
-		for _, t := range order {
-			rec, ok := byKey[t.key]
-			if !ok || !admitted {
-				continue
-			}
-			now := time.Now()
-			switch {
-			case rec.Status == kvledger.StatusPending && needsDone(byKey, t.needs):
-				ran, err := w.claim(ctx, t)
-				if err != nil {
-					return err
-				}
-				did = did || ran
-			case rec.Status == kvledger.StatusClaimed && !rec.LeaseUntil.After(now):
-				ran, err := w.takeover(ctx, t)
-				if err != nil {
-					return err
-				}
-				did = did || ran
-			case rec.Status == kvledger.StatusClaimed:
-				if next.IsZero() || rec.LeaseUntil.Before(next) {
-					next = rec.LeaseUntil
-				}
-			}
-		}
-		if did {
-			continue
-		}
-		wait := demoRecheck
-		if !next.IsZero() {
-			wait = min(wait, time.Until(next)+5*time.Millisecond)
-		}
-		timer := time.NewTimer(max(wait, time.Millisecond))
-		select {
-		case <-w.wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-		timer.Stop()
-	}
-}
-
-// claim claims t and runs it; false means someone else got it first.
-func (w *demoWorker) claim(ctx context.Context, t demoTask) (bool, error) {
-	fence, stall, err := w.tryClaim(ctx, t)
-	if errors.Is(err, kvledger.ErrLeaseActive) || errors.Is(err, kvledger.ErrNotClaimed) {
-		return false, nil
+// newRuntime makes the worker's task runtime: it runs every ready task of
+// the demo ledger, one claim per task paired with a lease that the server
+// expires if the worker stops renewing it.
+func (w *demoWorker) newRuntime(ctx context.Context) error {
+	rt, err := worker.New(ctx, w.js, w.ledger, worker.Config{
+		Owner: w.name, Leases: w.leases, ClaimTTL: demoLease, Concurrency: 2, DrainTimeout: time.Second,
+	})
+	if err == nil {
+		err = rt.Handle(demoKind, w.handle)
 	}
 	if err != nil {
-		return false, fmt.Errorf("%s: claim %s: %w", w.name, t.key, err)
+		return err
 	}
-	if stall {
-		return true, w.pause(ctx, t, fence)
-	}
-	return true, w.finish(ctx, t, fence)
+	w.rt = rt
+	return nil
 }
 
-// tryClaim claims t. The first successful claim of demoStalling is made
-// with a short lease by a worker that will then pause (stall is true);
-// stallMu makes "first" exact.
-func (w *demoWorker) tryClaim(ctx context.Context, t demoTask) (kvledger.FenceToken, bool, error) {
-	if t.key != demoStalling {
-		fence, err := w.ledger.Claim(ctx, w.actor(), t.key, w.name, demoLease, time.Now())
-		return fence, false, err
-	}
-	w.run.stallMu.Lock()
-	defer w.run.stallMu.Unlock()
-	stall, lease := !w.run.stalled, demoLease
-	if stall {
-		lease = demoStallLease
-	}
-	fence, err := w.ledger.Claim(ctx, w.actor(), t.key, w.name, lease, time.Now())
-	if err == nil && stall {
-		w.run.stalled = true
-	}
-	return fence, stall, err
-}
-
-// takeover takes a claim whose lease ran out and runs the task.
-func (w *demoWorker) takeover(ctx context.Context, t demoTask) (bool, error) {
-	fence, err := w.ledger.Takeover(ctx, w.actor(), t.key, w.name, demoLease, time.Now())
-	if errors.Is(err, kvledger.ErrNotStale) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrLeaseActive) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s: take over %s: %w", w.name, t.key, err)
-	}
-	return true, w.finish(ctx, t, fence)
-}
-
-// finish "runs" the task and records its outcome under fence.
-func (w *demoWorker) finish(ctx context.Context, t demoTask, fence kvledger.FenceToken) error {
+// handle "runs" a task: integ-test fails for good (a permanent error is
+// not retried), everything else succeeds.
+func (w *demoWorker) handle(ctx context.Context, t *worker.Task) error {
 	if err := sleepCtx(ctx, demoWork); err != nil {
 		return err
 	}
-	status := kvledger.StatusCompleted
-	if t.key == demoFailing {
-		status = kvledger.StatusFailed
-	}
-	if err := w.ledger.Complete(ctx, w.actor(), t.key, w.name, fence, status, time.Now()); err != nil {
-		return fmt.Errorf("%s: complete %s: %w", w.name, t.key, err)
+	if t.Key() == demoFailing {
+		return worker.Permanent(errors.New("integration tests failed"))
 	}
 	return nil
 }
 
-// pause plays a worker that stops (a GC pause, SIGSTOP, a partition) while
-// holding a claim: it neither renews nor completes until another worker
-// has taken the task over, then tries its late Complete with the old fence,
-// which the ledger must refuse.
-func (w *demoWorker) pause(ctx context.Context, t demoTask, fence kvledger.FenceToken) error {
-	for {
-		rec, _, err := w.ledger.State(ctx, t.key)
-		if err != nil {
-			return err
-		}
-		if rec.Fence != fence {
-			late := w.ledger.Complete(ctx, w.actor(), t.key, w.name, fence, kvledger.StatusCompleted, time.Now())
-			w.run.mu.Lock()
-			w.run.stall = stallReport{
-				Worker: w.name, Fence: uint64(fence), TakenBy: rec.Owner, TakenFence: uint64(rec.Fence),
-				LateRefused: errors.Is(late, kvledger.ErrFenced),
-			}
-			if late != nil {
-				w.run.stall.LateError = late.Error()
-			}
-			w.run.mu.Unlock()
-			return nil
-		}
-		timer := time.NewTimer(demoRecheck)
-		select {
-		case <-w.wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		}
-		timer.Stop()
+// lead is what the elected leader does. It takes the lease of
+// demoStalling before anything can run it, admits the graph, lets the
+// other workers start (started), and then plays a worker that pauses
+// (a GC pause, SIGSTOP, a partition) while holding a claim: it claims
+// demoStalling once its need completed, stops renewing the claim's lease,
+// waits until another worker has taken the task over and finished it,
+// and tries a late Complete with its old fence, which the ledger must
+// refuse. Only then does its own runtime start: a paused process runs
+// nothing.
+func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)) error {
+	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(ctx), demoLeaseKey(w.run.bucket, demoStalling), demoStallLease)
+	if err != nil {
+		return fmt.Errorf("%s: lease of %s: %w", w.name, demoStalling, err)
 	}
+	if !ok {
+		return fmt.Errorf("%s: the lease of %s is held by someone else", w.name, demoStalling)
+	}
+	defer func() { _ = g.Release(context.WithoutCancel(ctx)) }()
+	if err := g.StartRenewing(0); err != nil {
+		return err
+	}
+	if err := w.admit(ctx); err != nil {
+		return err
+	}
+	started()
+	if _, err := w.ledger.WaitFinal(ctx, needsOf(demoStalling)...); err != nil {
+		return err
+	}
+	rec, err := w.ledger.ClaimLeased(ctx, w.actor(), demoStalling, w.name, g, time.Now())
+	if err != nil {
+		return fmt.Errorf("%s: claim %s: %w", w.name, demoStalling, err)
+	}
+	g.StopRenewing()
+	note(fmt.Sprintf("%s claimed %s (fence %d) and pauses: its lease (TTL %v) is no longer renewed", w.name, demoStalling, rec.Fence, demoStallLease))
+	final, err := w.ledger.WaitFinal(ctx, demoStalling)
+	if err != nil {
+		return err
+	}
+	now := final[demoStalling]
+	late := w.ledger.Complete(ctx, w.actor(), demoStalling, w.name, rec.Fence, kvledger.StatusCompleted, time.Now())
+	w.run.mu.Lock()
+	w.run.stall = stallReport{
+		Worker: w.name, Fence: uint64(rec.Fence), TakenBy: now.Owner, TakenFence: uint64(now.Fence),
+		LateRefused: errors.Is(late, kvledger.ErrFenced),
+	}
+	if late != nil {
+		w.run.stall.LateError = late.Error()
+	}
+	w.run.mu.Unlock()
+	note(fmt.Sprintf("%s woke up; its late Complete of %s with fence %d: %v", w.name, demoStalling, rec.Fence, late))
+	return w.rt.Start(ctx)
 }
 
-// admit is what the leader does: admit the whole graph. Admission is
-// idempotent, so a second leader (after a failover) admitting again is
-// harmless.
+// admit admits the whole graph. Admission is idempotent, so a second
+// leader (after a failover) admitting again is harmless.
 func (w *demoWorker) admit(ctx context.Context) error {
 	for _, t := range demoGraph {
-		task := map[string]any{"step": string(t.key), "layer": t.layer}
-		if _, err := w.ledger.Admit(ctx, w.actor(), t.key, 1, task, time.Now(), t.needs...); err != nil {
+		sub := kvledger.Submission{Key: t.key, Seq: 1, Kind: demoKind, Needs: t.needs,
+			Task: map[string]any{"step": string(t.key), "layer": t.layer}}
+		if _, err := w.ledger.Submit(ctx, w.actor(), sub); err != nil {
 			return fmt.Errorf("%s: admit %s: %w", w.name, t.key, err)
 		}
 	}
 	return nil
 }
 
-// subscribe wakes the worker on every event of its ledger.
-func (w *demoWorker) subscribe() (*events.Live, error) {
-	return events.SubscribeLive(w.nc, w.run.subject(), func(e events.Event) {
-		if e.Source != w.run.bucket {
-			return
-		}
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
-	}, nil)
-}
-
-func allFinal(byKey map[kvledger.IdempotencyKey]kvledger.TaskState) bool {
+// needsOf returns the needs of a task of the graph.
+func needsOf(k kvledger.IdempotencyKey) []kvledger.IdempotencyKey {
 	for _, t := range demoGraph {
-		rec, ok := byKey[t.key]
-		if !ok || !(rec.Status.Terminal() || rec.Status == kvledger.StatusBlocked) {
-			return false
+		if t.key == k {
+			return t.needs
 		}
 	}
-	return true
+	return nil
 }
 
-func needsDone(byKey map[kvledger.IdempotencyKey]kvledger.TaskState, needs []kvledger.IdempotencyKey) bool {
-	for _, n := range needs {
-		if byKey[n].Status != kvledger.StatusCompleted {
-			return false
-		}
-	}
-	return true
-}
-
-// rotate starts worker i's scan of the graph at a different task of each
-// layer's neighbourhood, so workers spread over ready tasks instead of all
-// racing for the first one.
-func rotate(g []demoTask, i int) []demoTask {
-	out := make([]demoTask, 0, len(g))
-	for layer := 0; ; layer++ {
-		var l []demoTask
-		for _, t := range g {
-			if t.layer == layer {
-				l = append(l, t)
-			}
-		}
-		if len(l) == 0 {
-			return out
-		}
-		k := i % len(l)
-		out = append(out, l[k:]...)
-		out = append(out, l[:k]...)
-	}
+// demoLeaseKey is the lease key the runtime pairs with key's claims in
+// the ledger bucket: the paused worker takes it as a runtime worker would.
+func demoLeaseKey(bucket string, key kvledger.IdempotencyKey) string {
+	return "kvledger." + kvx.EncodeToken(bucket) + "." + kvx.EncodeToken(string(key))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -306,6 +190,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 }

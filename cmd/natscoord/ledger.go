@@ -36,7 +36,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
-		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf))
+		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }
@@ -135,7 +135,7 @@ func (a *app) printTask(t kvledger.TaskState) error {
 	if a.json {
 		return writeJSON(a.stdout, t)
 	}
-	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, [][]string{
+	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, append([][]string{
 		{"key", string(t.Key)},
 		{"status", string(t.Status)},
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
@@ -149,16 +149,17 @@ func (a *app) printTask(t kvledger.TaskState) error {
 		{"created", dash(string(t.CreatedBy)) + " " + timeOrDash(t.CreatedAt)},
 		{"updated", dash(string(t.UpdatedBy)) + " " + timeOrDash(t.UpdatedAt)},
 		{"last event", dash(string(t.LastEvent))},
-	})
+	}, runtimeRows(t)...))
 }
 
 func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	var (
 		seq         uint64
 		needs, task string
+		rt          admitRuntime
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-]",
+		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-] [--kind K] [--run-at T | --delay D]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -174,13 +175,18 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sub, err := rt.submission(key, seq, payload, ns)
+			if err != nil {
+				return err
+			}
 			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
 				rb, err := prepareRebase(ctx, l, kvledger.IdempotencyKey(key), kvledger.Sequence(seq),
 					!cmd.Flags().Changed("task"), !cmd.Flags().Changed("needs"), payload, ns)
 				if err != nil {
 					return err
 				}
-				ok, err := l.Admit(ctx, kvledger.Actor(lf.actor), kvledger.IdempotencyKey(key), kvledger.Sequence(seq), rb.task, time.Now(), rb.needs...)
+				sub.Task, sub.Needs = rb.task, rb.needs
+				ok, err := l.Submit(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
@@ -204,6 +210,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
 	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs (a rebase without it keeps the stored ones)")
 	f.StringVar(&task, "task", "", "task payload: JSON, @FILE or - (stdin); null for none (a rebase without it keeps the stored one)")
+	rt.register(cmd)
 	_ = cmd.MarkFlagRequired("seq")
 	return cmd
 }

@@ -1,7 +1,8 @@
-// Command taskqueue is a small tour of kvledger and events: it admits a
-// dependency graph of tasks, two workers claim them under leases, one task
-// fails, the tasks that need it are blocked, and every transition is
-// printed live from the "ledger.>" subjects.
+// Command taskqueue is a small tour of kvledger's task runtime and events:
+// it admits a dependency graph of tasks, two workers (package
+// kvledger/worker) run them as they become ready, one task fails, the
+// tasks that need it are blocked, and every transition is printed live
+// from the "ledger.>" subjects.
 //
 // It runs on an embedded nats-server, or against NATS_URL when set:
 //
@@ -16,7 +17,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,6 +26,7 @@ import (
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/examples/internal/exampleenv"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 func main() {
@@ -52,14 +53,17 @@ var graph = []struct {
 	{"publish", []kvledger.IdempotencyKey{"package"}},
 }
 
-const lease = 5 * time.Second
-
 func run(ctx context.Context, out io.Writer) error {
-	nc, js, stop, err := connect(ctx)
+	dial, stop, err := exampleenv.Connector(ctx)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	nc, js, err := open(dial)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
 
 	bucket := "taskqueue_" + nuid.Next()
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
@@ -97,25 +101,31 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	defer func() { _ = live.Close() }()
 
+	// The whole graph is admitted before the workers start, so that who
+	// blocks whom does not depend on timing.
 	for _, n := range graph {
-		if _, err := ledger.Admit(ctx, "scheduler", n.key, 1, map[string]any{"step": string(n.key)}, time.Now(), n.needs...); err != nil {
+		sub := kvledger.Submission{Key: n.key, Seq: 1, Kind: "step", Needs: n.needs, Task: map[string]any{"step": string(n.key)}}
+		if _, err := ledger.Submit(ctx, "scheduler", sub); err != nil {
 			return err
 		}
 	}
 
-	wctx, stopWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wakes := []chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
-	errc := make(chan error, len(wakes))
-	for i, wake := range wakes {
-		owner := kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1))
-		wg.Go(func() {
-			if err := work(wctx, ledger, owner, wake); err != nil && !errors.Is(err, context.Canceled) {
-				errc <- err
-			}
-		})
+	// Two workers, each on its own connection as two processes would be.
+	// They find ready tasks by push (the bucket's watch), claim each under
+	// a lease the server expires if the worker dies, and renew it for as
+	// long as the handler runs.
+	for i := range 2 {
+		wnc, wjs, err := open(dial)
+		if err != nil {
+			return err
+		}
+		defer wnc.Close()
+		w, err := startWorker(ctx, wjs, bucket, kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1)))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = w.Close(context.WithoutCancel(ctx)) }()
 	}
-	defer func() { stopWorkers(); wg.Wait() }()
 
 	final := map[string]bool{}
 	for len(final) < len(graph) {
@@ -129,14 +139,6 @@ func run(ctx context.Context, out io.Writer) error {
 			if s := kvledger.Status(e.Status); s.Terminal() || s == kvledger.StatusBlocked {
 				final[e.Key] = true
 			}
-			for _, w := range wakes {
-				select {
-				case w <- struct{}{}:
-				default:
-				}
-			}
-		case err := <-errc:
-			return err
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -158,78 +160,54 @@ func run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// work claims every task whose needs are completed, "runs" it (lint
-// fails), and waits for the next event when nothing is ready.
-func work(ctx context.Context, l *kvledger.Ledger, owner kvledger.OwnerID, wake <-chan struct{}) error {
-	actor := kvledger.Actor(owner)
-	for {
-		did := false
-		for _, n := range graph {
-			if ok, err := ready(ctx, l, n.needs); err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			fence, err := l.Claim(ctx, actor, n.key, owner, lease, time.Now())
-			if errors.Is(err, kvledger.ErrLeaseActive) || errors.Is(err, kvledger.ErrNotClaimed) {
-				continue // someone else has it, or it is done or blocked
-			}
-			if err != nil {
-				return err
-			}
-			did = true
-			// A long task renews well before its lease runs out.
-			if err := l.Renew(ctx, actor, n.key, owner, fence, lease, time.Now()); err != nil {
-				return err
-			}
-			status := kvledger.StatusCompleted
-			if n.key == "lint" {
-				status = kvledger.StatusFailed
-			}
-			if err := l.Complete(ctx, actor, n.key, owner, fence, status, time.Now()); err != nil {
-				return err
-			}
-		}
-		if !did {
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-}
-
-// ready reports whether every need is completed. (The ledger itself only
-// refuses claims behind failed or blocked needs; ordering the work is the
-// worker's choice.)
-func ready(ctx context.Context, l *kvledger.Ledger, needs []kvledger.IdempotencyKey) (bool, error) {
-	for _, n := range needs {
-		s, found, err := l.State(ctx, n)
-		if err != nil || !found || s.Status != kvledger.StatusCompleted {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// connect uses NATS_URL when set, else an in-process embedded server.
-func connect(ctx context.Context) (*nats.Conn, jetstream.JetStream, func(), error) {
-	dial, stop, err := exampleenv.Connector(ctx)
+// startWorker starts a runtime worker on its own connection. Its handler
+// "runs" a step: lint fails for good (a permanent error is not retried),
+// every other step completes and leaves a result that the steps needing
+// it can read.
+func startWorker(ctx context.Context, js jetstream.JetStream, bucket string, owner kvledger.OwnerID) (*worker.Worker, error) {
+	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+	if err != nil {
+		return nil, err
+	}
+	l, err := kvledger.New(store, bus)
+	if err != nil {
+		return nil, err
+	}
+	w, err := worker.New(ctx, js, l, worker.Config{Owner: owner, Concurrency: 2, LeaseBucket: "taskqueue_claims_" + bucket})
+	if err != nil {
+		return nil, err
+	}
+	err = worker.HandleJSON(w, "step", func(ctx context.Context, t *worker.Task, p struct{ Step string }) error {
+		if p.Step == "lint" {
+			return worker.Permanent(errors.New("lint: 3 problems"))
+		}
+		return t.SetResult(map[string]any{"step": p.Step, "by": string(owner)})
+	})
+	if err == nil {
+		err = w.Start(ctx)
+	}
+	if err != nil {
+		_ = w.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return w, nil
+}
+
+// open dials one connection (NATS_URL, or the embedded server) and its
+// JetStream handle.
+func open(dial exampleenv.Dialer) (*nats.Conn, jetstream.JetStream, error) {
 	nc, err := dial()
 	if err != nil {
-		stop()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		stop()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return nc, js, func() { nc.Close(); stop() }, nil
+	return nc, js, nil
 }

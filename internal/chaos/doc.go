@@ -4,7 +4,9 @@
 // checkers through partitions of the cluster itself (routes through
 // proxies that a test cuts per direction), durability of
 // acknowledged ledger writes across a SIGKILLed server process, lease
-// takeover after a SIGKILLed holder process, and the security checks
+// takeover after a SIGKILLed holder process, the task runtime's crash test
+// (a random DAG on worker processes, one SIGKILLed and one SIGSTOPped),
+// and the security checks
 // (TLS, auth, subject permissions, secrets kept out of logs).
 //
 // The only non-test code is Resource, the fence-checking resource every

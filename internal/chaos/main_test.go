@@ -130,6 +130,8 @@ func runChild(role string) int {
 		err = childHolder(ctx)
 	case "ledgerwriter":
 		err = childLedgerWriter(ctx)
+	case "taskworker":
+		err = childTaskWorker(ctx)
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// admitRuntime holds the task-runtime flags of `ledger admit`: the kind a
+// worker runs the task as, when it may start, and its attempt bound.
+type admitRuntime struct {
+	kind        string
+	runAt       string
+	delay       time.Duration
+	maxAttempts int
+}
+
+func (r *admitRuntime) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&r.kind, "kind", "", "task kind: the workers with a handler for it run it (natscoord work --kind)")
+	f.StringVar(&r.runAt, "run-at", "", "earliest start, RFC 3339 (2026-12-01T15:04:05Z)")
+	f.DurationVar(&r.delay, "delay", 0, "earliest start as a delay from now (e.g. 30s); not with --run-at")
+	f.IntVar(&r.maxAttempts, "max-attempts", 0, "attempts before the task fails (default: the worker's)")
+}
+
+// submission builds the admission from the flags, checked before any I/O.
+func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvledger.IdempotencyKey) (kvledger.Submission, error) {
+	sub := kvledger.Submission{
+		Key: kvledger.IdempotencyKey(key), Seq: kvledger.Sequence(seq), Task: task, Needs: needs,
+		Kind: r.kind, Delay: r.delay, MaxAttempts: r.maxAttempts, Now: time.Now(),
+	}
+	switch {
+	case r.delay < 0:
+		return sub, errors.New("--delay must not be negative")
+	case r.delay > 0 && r.runAt != "":
+		return sub, errors.New("--run-at and --delay exclude each other")
+	case r.maxAttempts < 0:
+		return sub, errors.New("--max-attempts must not be negative")
+	case len(r.kind) > kvledger.MaxKindBytes:
+		return sub, fmt.Errorf("--kind is longer than %d bytes", kvledger.MaxKindBytes)
+	}
+	if r.runAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, r.runAt)
+		if err != nil {
+			return sub, fmt.Errorf("--run-at: %q is not an RFC 3339 time", r.runAt)
+		}
+		sub.RunAt = t
+	}
+	return sub, nil
+}
+
+// runtimeRows are the task-runtime rows of `ledger show`, present only
+// when the record uses them.
+func runtimeRows(t kvledger.TaskState) [][]string {
+	var rows [][]string
+	add := func(name, v string) { rows = append(rows, []string{name, v}) }
+	if t.Kind != "" {
+		add("kind", t.Kind)
+	}
+	if t.Attempts > 0 || t.MaxAttempts > 0 {
+		limit := "worker default"
+		if t.MaxAttempts > 0 {
+			limit = strconv.Itoa(t.MaxAttempts)
+		}
+		add("attempts", strconv.Itoa(t.Attempts)+" of "+limit)
+	}
+	if !t.RunAt.IsZero() {
+		add("run at", timeOrDash(t.RunAt))
+	}
+	if t.LastError != "" {
+		add("last error", oneLineText(t.LastError))
+	}
+	if t.Cancelled {
+		add("cancelled", "yes")
+	}
+	if len(t.Result) > 0 {
+		add("result", string(t.Result))
+	}
+	return rows
+}

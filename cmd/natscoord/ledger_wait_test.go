@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// openTestLedger opens the CLI's default ledger on n, as a worker would.
+func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
+	t.Helper()
+	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// finish claims key and completes it with status.
+func finish(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, status kvledger.Status) {
+	t.Helper()
+	ctx := natstest.Context(t, 10*time.Second)
+	f, err := l.Claim(ctx, "test", key, "w", time.Minute, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "test", key, "w", f, status, time.Now()))
+}
+
+// waitAsync starts `ledger wait` with args and returns its result channel.
+func (c *cli) waitAsync(args ...string) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- runCLICtx(ctx, append([]string{"--server", c.url, "ledger", "wait"}, args...)...)
+	}()
+	return done
+}
+
+// The exit code of `ledger wait` says how the tasks ended; it is woken by
+// the transitions, whether they happen before or while it waits.
+func TestLedgerWait(t *testing.T) {
+	c, n := newCLI(t)
+	for _, a := range [][]string{
+		{"a"}, {"b", "--needs", "a"}, {"c"}, {"d", "--needs", "c"}, {"e"},
+	} {
+		c.ok(append([]string{"ledger", "admit", a[0], "--seq", "1"}, a[1:]...)...)
+	}
+	l := openTestLedger(t, n)
+
+	// Completed while waiting.
+	w := c.waitAsync("a", "b")
+	finish(t, l, "a", kvledger.StatusCompleted)
+	finish(t, l, "b", kvledger.StatusCompleted)
+	r := natstest.Recv(t, w, 30*time.Second, "wait a b")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Regexp(t, `(?m)^KEY\s+OUTCOME\s+ATTEMPTS\s+BLOCKED-BY\s+LAST-ERROR$`, r.stdout)
+	require.Regexp(t, `(?m)^b\s+completed\s+`, r.stdout)
+
+	// Already final before the wait: it returns at once.
+	r = c.run("ledger", "wait", "a")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+
+	// A failure and the dependent it blocks: failed decides.
+	w = c.waitAsync("d", "c")
+	finish(t, l, "c", kvledger.StatusFailed)
+	r = natstest.Recv(t, w, 30*time.Second, "wait d c")
+	require.Equal(t, waitFailed, r.code, r.stderr)
+	require.Contains(t, r.stderr, "1 of 2 tasks failed (first: c)")
+	require.Regexp(t, `(?m)^d\s+blocked\s+\d+\s+c\s`, r.stdout)
+
+	r = c.run("--json", "ledger", "wait", "d")
+	require.Equal(t, waitBlocked, r.code, r.stderr)
+	var rows []struct {
+		Key     string             `json:"key"`
+		Outcome string             `json:"outcome"`
+		Final   bool               `json:"final"`
+		Task    kvledger.TaskState `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, "blocked", rows[0].Outcome)
+	require.Equal(t, kvledger.IdempotencyKey("c"), rows[0].Task.BlockedBy)
+
+	// Still pending when --for runs out.
+	r = c.run("ledger", "wait", "e", "a", "--for", "300ms")
+	require.Equal(t, waitGaveUp, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--for elapsed with 1 of 2 tasks final")
+	require.Regexp(t, `(?m)^e\s+-\s+-`, r.stdout)
+}
+
+func TestLedgerWaitBadInput(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+	require.Contains(t, c.fail("ledger", "wait", "a", "missing"), `no task "missing"`)
+	require.Contains(t, c.fail("ledger", "wait", "a", "a"), `"a" is listed twice`)
+	require.Contains(t, c.fail("ledger", "wait", ""), "empty key")
+	require.Contains(t, c.fail("ledger", "wait", "a", "--for", "-1s"), "--for must not be negative")
+	c.fail("ledger", "wait")
+	c.fail("ledger", "--bucket", "nobucket", "wait", "a")
+	for _, args := range [][]string{{"ledger", "wait", "a", "missing"}, {"ledger", "wait"}} {
+		require.Equal(t, 1, c.run(args...).code, args)
+	}
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Environment variables a command run by `natscoord work` finds set.
+const (
+	envTaskKey         = "NATSCOORD_TASK_KEY"
+	envTaskKind        = "NATSCOORD_TASK_KIND"
+	envTaskFence       = "NATSCOORD_TASK_FENCE"
+	envTaskAttempt     = "NATSCOORD_TASK_ATTEMPT"
+	envTaskMaxAttempts = "NATSCOORD_TASK_MAX_ATTEMPTS"
+	envTaskBucket      = "NATSCOORD_TASK_BUCKET"
+)
+
+// stderrTail is how much of a command's stderr a failed attempt keeps as
+// its error text (the end, where the reason usually is).
+const stderrTail = 512
+
+// execTask is what one run of the command gets to know about its task.
+type execTask struct {
+	key, kind, bucket string
+	fence             uint64
+	attempt, max      int
+	payload           []byte // the task's JSON payload; nil: none
+}
+
+// env is the task's part of the command's environment.
+func (t execTask) env() []string {
+	return []string{
+		envTaskKey + "=" + t.key,
+		envTaskKind + "=" + t.kind,
+		envTaskFence + "=" + strconv.FormatUint(t.fence, 10),
+		envTaskAttempt + "=" + strconv.Itoa(t.attempt),
+		envTaskMaxAttempts + "=" + strconv.Itoa(t.max),
+		envTaskBucket + "=" + t.bucket,
+	}
+}
+
+// commandRunner runs a task as a child process: the payload on its stdin,
+// the task in its environment, its stdout (up to limit bytes) kept as the
+// result and its stderr passed through. When the run's context ends (the
+// claim was lost, the task cancelled, or the worker drains), the child's
+// process group gets SIGTERM, and SIGKILL grace later if it is still
+// running.
+type commandRunner struct {
+	argv   []string
+	grace  time.Duration
+	limit  int       // bytes of stdout kept
+	stderr io.Writer // where the child's stderr goes (shared: lines from concurrent tasks interleave)
+	env    []string  // the worker's environment
+}
+
+// exitCodeError is a command that ran and exited non-zero (or was killed
+// by a signal: code -1).
+type exitCodeError struct {
+	code   int
+	signal string
+	tail   string
+}
+
+func (e *exitCodeError) Error() string {
+	var s string
+	if e.signal != "" {
+		s = "command killed by " + e.signal
+	} else {
+		s = "command exited with status " + strconv.Itoa(e.code)
+	}
+	if e.tail != "" {
+		s += ": " + e.tail
+	}
+	return s
+}
+
+// errStart marks a command that could not be started at all (missing
+// binary, no permission): every attempt would fail the same way.
+var errStart = errors.New("natscoord work: cannot start the command")
+
+// run runs the command once for t. It returns the result (nil when stdout
+// was empty) and nil when the command exited 0; an *exitCodeError when it
+// exited otherwise; errStart wrapped when it could not start; ctx's error
+// when ctx ended first (the child has been stopped by then).
+func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, bool, error) {
+	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd.Env = append(append([]string(nil), r.env...), t.env()...)
+	cmd.Stdin = bytes.NewReader(t.payload)
+	out := &boundedBuffer{limit: r.limit}
+	cmd.Stdout = out
+	tail := &tailWriter{w: r.stderr, max: stderrTail}
+	cmd.Stderr = tail
+	// Its own process group, so that a shell's children get the signals
+	// too; WaitDelay bounds the wait for pipes a leftover grandchild
+	// still holds open after the command itself exited.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, false, fmt.Errorf("%w %q: %v", errStart, r.argv[0], err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-ctx.Done():
+		werr = r.stop(cmd.Process.Pid, waited)
+		return nil, false, fmt.Errorf("%w (command stopped: %v)", context.Cause(ctx), exitText(werr))
+	}
+	if werr != nil && !errors.Is(werr, exec.ErrWaitDelay) {
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) {
+			return nil, false, werr
+		}
+		e := &exitCodeError{code: ee.ExitCode(), tail: tail.String()}
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.signal = ws.Signal().String()
+		}
+		return nil, false, e
+	}
+	res, cut := resultOf(out.Bytes(), r.limit)
+	return res, cut || out.dropped > 0, nil
+}
+
+// stop sends SIGTERM to the command's process group, SIGKILL after the
+// grace period, and returns the command's wait error.
+func (r *commandRunner) stop(pid int, waited <-chan error) error {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	t := time.NewTimer(r.grace)
+	defer t.Stop()
+	select {
+	case err := <-waited:
+		return err
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	return <-waited
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// resultOf turns a command's stdout into a task result: JSON output is
+// kept as it is; any other output becomes a JSON string, without its last
+// newline. The result's JSON is at most limit bytes; the second value
+// reports that the text was cut to fit.
+func resultOf(stdout []byte, limit int) (json.RawMessage, bool) {
+	if len(bytes.TrimSpace(stdout)) == 0 {
+		return nil, false
+	}
+	if json.Valid(stdout) {
+		var b bytes.Buffer
+		if json.Compact(&b, stdout) == nil && b.Len() <= limit {
+			return b.Bytes(), false
+		}
+	}
+	s := strings.TrimSuffix(string(stdout), "\n")
+	cut := false
+	for {
+		enc, err := json.Marshal(s)
+		if err == nil && len(enc) <= limit {
+			return enc, cut
+		}
+		if s == "" {
+			return nil, true
+		}
+		// Escaping made it too long: keep a shorter prefix, on a rune
+		// boundary.
+		n := len(s) * 3 / 4
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s, cut = s[:n], true
+	}
+}
+
+// boundedBuffer keeps the first limit bytes written and counts the rest,
+// so a chatty command never blocks on a full pipe nor fills memory.
+type boundedBuffer struct {
+	buf     bytes.Buffer
+	limit   int
+	dropped int64
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - b.buf.Len()
+	if room >= len(p) {
+		return b.buf.Write(p)
+	}
+	if room > 0 {
+		b.buf.Write(p[:room])
+	}
+	b.dropped += int64(len(p) - max(room, 0))
+	return len(p), nil
+}
+
+func (b *boundedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// tailWriter passes everything to w (under a lock shared by every
+// tailWriter on w, so concurrent commands' writes do not tear) and keeps
+// the last max bytes.
+type tailWriter struct {
+	w    io.Writer
+	max  int
+	tail []byte
+}
+
+var stderrMu sync.Mutex
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	if t.w != nil {
+		stderrMu.Lock()
+		_, _ = t.w.Write(p)
+		stderrMu.Unlock()
+	}
+	t.tail = append(t.tail, p...)
+	if len(t.tail) > t.max {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// String is the kept tail on one line, cut at a rune boundary.
+func (t *tailWriter) String() string {
+	b := t.tail
+	for len(b) > 0 && !utf8.RuneStart(b[0]) {
+		b = b[1:]
+	}
+	return strings.Join(strings.Fields(string(b)), " ")
+}
+
+// workerEnv is the environment the worker passes on to its commands.
+func workerEnv() []string { return os.Environ() }

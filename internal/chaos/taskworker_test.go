@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// Settings of the "taskworker" child role (besides envURL, envBucket and
+// envTTL).
+const (
+	envWorker   = "NATSCOORD_CHAOS_WORKER"   // the worker's owner id
+	envSubject  = "NATSCOORD_CHAOS_SUBJECT"  // where handlers report to the parent
+	envReplicas = "NATSCOORD_CHAOS_REPLICAS" // replicas of the claim-lease bucket
+)
+
+// childTaskWorker runs a task-runtime worker on the ledger bucket until
+// ctx ends, announcing "ready" once it is started. Its handler does what
+// the task's payload (a dagTask) says and reports to the parent when it
+// starts and before it succeeds.
+func childTaskWorker(ctx context.Context) error {
+	ttl, err := time.ParseDuration(os.Getenv(envTTL))
+	if err != nil {
+		return err
+	}
+	replicas, _ := strconv.Atoi(os.Getenv(envReplicas))
+	name, subject := os.Getenv(envWorker), os.Getenv(envSubject)
+	nc, err := nats.Connect(os.Getenv(envURL), nats.MaxReconnects(-1))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := kvledger.NewKVStore(octx, js, kvledger.KVStoreConfig{Bucket: os.Getenv(envBucket), Replicas: max(replicas, 1)})
+	if err != nil {
+		return err
+	}
+	bus, err := events.NewJetStreamBus(octx, js, events.JetStreamBusConfig{})
+	if err != nil {
+		return err
+	}
+	l, err := kvledger.New(store, bus)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	w, err := worker.New(octx, js, l, worker.Config{
+		Owner: kvledger.OwnerID(name), ClaimTTL: ttl, Concurrency: crashConcurrency, MaxAttempts: crashMaxAttempts,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, DrainTimeout: time.Second,
+		LeaseReplicas: max(replicas, 1),
+	})
+	if err != nil {
+		return err
+	}
+	reportTo := func(phase string, t *worker.Task) error {
+		b, _ := json.Marshal(taskReport{Phase: phase, Worker: name, Key: string(t.Key()), Fence: uint64(t.Fence()), Attempt: t.Attempt()})
+		m, err := nc.Request(subject, b, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		if string(m.Data) != "ok" {
+			return fmt.Errorf("resource refused %s of %s with fence %d: %s", phase, t.Key(), t.Fence(), m.Data)
+		}
+		return nil
+	}
+	err = worker.HandleJSON(w, "dag", func(ctx context.Context, t *worker.Task, d dagTask) error {
+		if err := reportTo("start", t); err != nil {
+			return err
+		}
+		timer := time.NewTimer(time.Duration(d.SleepMS) * time.Millisecond)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return context.Cause(ctx)
+		}
+		switch {
+		case d.Permanent:
+			return worker.Permanent(errors.New("injected permanent failure"))
+		case t.Attempt() <= d.FailFirst:
+			return crashHandlerError(string(t.Key()), t.Attempt())
+		}
+		return reportTo("done", t)
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(octx); err != nil {
+		_ = w.Close(context.Background())
+		return err
+	}
+	say("ready")
+	<-ctx.Done()
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	return w.Close(cctx)
+}
