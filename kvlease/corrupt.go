@@ -3,6 +3,8 @@ package kvlease
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // A lease key whose value is not a lease (written with `nats kv put`, or
@@ -35,6 +37,13 @@ func corruptValue(b []byte) bool {
 	}
 	_, err := decodeValue(b)
 	return err != nil
+}
+
+// corruptEntry reports whether e is a stored live value that is not a
+// lease. A zero Entry (revision 0: no entry at all, as kvx returns with a
+// conflict it lost to unseen writers) is never corrupt.
+func corruptEntry(e kvx.Entry) bool {
+	return e.Revision != 0 && e.Live() && corruptValue(e.Value)
 }
 
 // corruptErr is the acquisition error for key holding a value that is not

@@ -63,7 +63,14 @@ func TestSemaphoreReleaseCostsOneTryPerWaiter(t *testing.T) {
 	g2 := natstest.Recv(t, got, 10*time.Second, "another waiter takes the second freed slot")
 	// 4 waiters try the first freed slot, the 3 left try the second.
 	natstest.Eventually(t, 5*time.Second, func() bool { return tries()-before >= waiters+waiters-1 }, "tries")
-	require.EqualValues(t, waiters+waiters-1, tries()-before, "one try per waiter per release")
+	// Exactly 7 on a quiet machine. Under load a waiter's short re-check
+	// timer may fire once before the winner's write reaches its watch and
+	// add one try of the same slot, so the bound allows one per waiter: the
+	// point is a try per waiter, not one per slot (64 slots cost 192 tries
+	// per release before).
+	spent := tries() - before
+	require.GreaterOrEqual(t, spent, uint64(waiters+waiters-1), "every waiter tries the freed slot")
+	require.LessOrEqual(t, spent, uint64(waiters+waiters-1+waiters), "tries per release do not grow with the slots")
 	require.NoError(t, g1.Release(ctx))
 	require.NoError(t, g2.Release(ctx))
 	for range waiters - 2 {

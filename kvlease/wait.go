@@ -66,7 +66,7 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, r *request,
 					m.unadmit()
 				}
 				return g, err
-			case e.Live() && corruptValue(e.Value):
+			case corruptEntry(e):
 				return nil, corruptErr(e.Key, e.Revision)
 			case e.Live():
 				if pending == nil || e.Key == pending.key {
