@@ -144,3 +144,11 @@ func suffix(msg []any) string {
 	}
 	return ": " + fmt.Sprint(msg...)
 }
+
+// Zero fails t unless v is its type's zero value.
+func Zero(t testing.TB, v any, msg ...any) {
+	t.Helper()
+	if v != nil && !reflect.ValueOf(v).IsZero() {
+		t.Fatalf("want the zero value, got %#v%s", v, suffix(msg))
+	}
+}

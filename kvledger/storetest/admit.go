@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -14,86 +13,86 @@ func testAdmit(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 
 	ok, err := l.Admit(ctx, "alice", "a", 5, "payload", t0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	check.NoError(t, err)
+	check.True(t, ok)
 	s := state(t, l, "a")
-	require.Equal(t, kvledger.StatusPending, s.Status)
-	require.Equal(t, kvledger.Sequence(5), s.Sequence)
-	require.Equal(t, "payload", s.Task)
-	require.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
-	require.Equal(t, kvledger.Actor("alice"), s.UpdatedBy)
-	require.True(t, s.CreatedAt.Equal(t0))
+	check.Equal(t, kvledger.StatusPending, s.Status)
+	check.Equal(t, kvledger.Sequence(5), s.Sequence)
+	check.Equal(t, "payload", s.Task)
+	check.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
+	check.Equal(t, kvledger.Actor("alice"), s.UpdatedBy)
+	check.True(t, s.CreatedAt.Equal(t0))
 
 	for _, seq := range []kvledger.Sequence{5, 4, 0} {
 		ok, err = l.Admit(ctx, "bob", "a", seq, "other", t0)
-		require.NoError(t, err, "a duplicate is not an error")
-		require.False(t, ok, "sequence %d at or below the stored one", seq)
+		check.NoError(t, err, "a duplicate is not an error")
+		check.False(t, ok, "sequence %d at or below the stored one", seq)
 	}
-	require.Equal(t, "payload", state(t, l, "a").Task)
+	check.Equal(t, "payload", state(t, l, "a").Task)
 	// Even with a payload a store could not encode: the stored record
 	// decides first.
 	ok, err = l.Admit(ctx, "bob", "a", 1, func() {}, t0)
-	require.NoError(t, err, "a duplicate is not an error")
-	require.False(t, ok)
+	check.NoError(t, err, "a duplicate is not an error")
+	check.False(t, ok)
 
 	// A terminal record is never rebased.
 	admit(t, l, "done")
 	f := claim(t, l, "done", "w", t0)
-	require.NoError(t, l.Complete(ctx, "w", "done", "w", f, kvledger.StatusCompleted, t0))
+	check.NoError(t, l.Complete(ctx, "w", "done", "w", f, kvledger.StatusCompleted, t0))
 	ok, err = l.Admit(ctx, "bob", "done", 99, "again", t0)
-	require.NoError(t, err)
-	require.False(t, ok)
-	require.Equal(t, kvledger.StatusCompleted, state(t, l, "done").Status)
+	check.NoError(t, err)
+	check.False(t, ok)
+	check.Equal(t, kvledger.StatusCompleted, state(t, l, "done").Status)
 
 	// Validation before any write.
 	ok, err = l.Admit(ctx, "bob", "self", 1, nil, t0, "self")
-	require.ErrorIs(t, err, kvledger.ErrInvalidState)
-	require.False(t, ok)
+	check.ErrorIs(t, err, kvledger.ErrInvalidState)
+	check.False(t, ok)
 	_, found, err := l.State(ctx, "self")
-	require.NoError(t, err)
-	require.False(t, found)
+	check.NoError(t, err)
+	check.False(t, found)
 	_, err = l.Admit(ctx, "bob", "", 1, nil, t0)
-	require.ErrorIs(t, err, kvledger.ErrInvalidState)
+	check.ErrorIs(t, err, kvledger.ErrInvalidState)
 
 	// Blocked reports false for a missing and for a pending key.
 	_, blocked, err := l.Blocked(ctx, "nope")
-	require.NoError(t, err)
-	require.False(t, blocked)
+	check.NoError(t, err)
+	check.False(t, blocked)
 	_, blocked, err = l.Blocked(ctx, "a")
-	require.NoError(t, err)
-	require.False(t, blocked)
+	check.NoError(t, err)
+	check.False(t, blocked)
 }
 
 func testRebase(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	l, _ := newLedger(t, newStore)
 	ok, err := l.Admit(ctx, "alice", "r", 1, "v1", t0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	check.NoError(t, err)
+	check.True(t, ok)
 	f1 := claim(t, l, "r", "w1", t0)
 
 	later := t0.Add(time.Minute)
 	ok, err = l.Admit(ctx, "bob", "r", 2, "v2", later, "n")
-	require.NoError(t, err)
-	require.True(t, ok, "a higher sequence rebases a claimed record")
+	check.NoError(t, err)
+	check.True(t, ok, "a higher sequence rebases a claimed record")
 	s := state(t, l, "r")
-	require.Equal(t, kvledger.StatusPending, s.Status)
-	require.Equal(t, kvledger.Sequence(2), s.Sequence)
-	require.Equal(t, "v2", s.Task)
-	require.Equal(t, []kvledger.IdempotencyKey{"n"}, s.Needs)
-	require.Empty(t, s.Owner)
-	require.True(t, s.LeaseUntil.IsZero())
-	require.Equal(t, f1, s.Fence, "fence carries over")
-	require.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
-	require.True(t, s.CreatedAt.Equal(t0))
-	require.Equal(t, kvledger.Actor("bob"), s.UpdatedBy)
-	require.True(t, s.UpdatedAt.Equal(later))
+	check.Equal(t, kvledger.StatusPending, s.Status)
+	check.Equal(t, kvledger.Sequence(2), s.Sequence)
+	check.Equal(t, "v2", s.Task)
+	check.Equal(t, []kvledger.IdempotencyKey{"n"}, s.Needs)
+	check.Empty(t, s.Owner)
+	check.True(t, s.LeaseUntil.IsZero())
+	check.Equal(t, f1, s.Fence, "fence carries over")
+	check.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
+	check.True(t, s.CreatedAt.Equal(t0))
+	check.Equal(t, kvledger.Actor("bob"), s.UpdatedBy)
+	check.True(t, s.UpdatedAt.Equal(later))
 
 	// The dispossessed owner can no longer finish; the next claim outbids it.
-	require.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrNotClaimed)
 	f2 := claim(t, l, "r", "w2", later)
-	require.Greater(t, f2, f1)
-	require.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrFenced)
+	check.Greater(t, f2, f1)
+	check.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrFenced)
 }
 
 func testLateAdmission(t *testing.T, newStore NewStore) {
@@ -101,35 +100,35 @@ func testLateAdmission(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "p")
 	f := claim(t, l, "p", "w", t0)
-	require.NoError(t, l.Complete(ctx, "w", "p", "w", f, kvledger.StatusFailed, t0))
+	check.NoError(t, l.Complete(ctx, "w", "p", "w", f, kvledger.StatusFailed, t0))
 
 	ok, err := l.Admit(ctx, "late", "c", 1, nil, t0, "other", "p")
-	require.NoError(t, err)
-	require.True(t, ok, "a late dependent is admitted")
+	check.NoError(t, err)
+	check.True(t, ok, "a late dependent is admitted")
 	requireBlocked(t, l, "c", "p")
 
 	ok, err = l.Admit(ctx, "late", "gc", 1, nil, t0, "c")
-	require.NoError(t, err)
-	require.True(t, ok)
+	check.NoError(t, err)
+	check.True(t, ok)
 	requireBlocked(t, l, "gc", "c")
 	_, err = l.Claim(ctx, "w", "gc", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
 
 	// Several blocking needs: the first in Needs order is named.
 	ok, err = l.Admit(ctx, "late", "multi", 1, nil, t0, "other", "gc", "p")
-	require.NoError(t, err)
-	require.True(t, ok)
+	check.NoError(t, err)
+	check.True(t, ok)
 	requireBlocked(t, l, "multi", "gc")
 
 	// A rebase onto a failed need lands blocked too.
 	admit(t, l, "rb")
 	ok, err = l.Admit(ctx, "late", "rb", 2, nil, t0, "p")
-	require.NoError(t, err)
-	require.True(t, ok)
+	check.NoError(t, err)
+	check.True(t, ok)
 	requireBlocked(t, l, "rb", "p")
 	ok, err = l.Admit(ctx, "late", "rb", 3, nil, t0)
-	require.NoError(t, err)
-	require.False(t, ok, "blocked is final")
+	check.NoError(t, err)
+	check.False(t, ok, "blocked is final")
 }
 
 func testTransitiveBlocking(t *testing.T, newStore NewStore) {
@@ -148,19 +147,19 @@ func testTransitiveBlocking(t *testing.T, newStore NewStore) {
 	fa := claim(t, l, "a", "wa", t0)
 	fb := claim(t, l, "b", "wb", t0)
 	fm := claim(t, l, "m", "wm", t0)
-	require.NoError(t, l.Complete(ctx, "wm", "m", "wm", fm, kvledger.StatusCompleted, t0))
+	check.NoError(t, l.Complete(ctx, "wm", "m", "wm", fm, kvledger.StatusCompleted, t0))
 
-	require.NoError(t, l.Complete(ctx, "wa", "a", "wa", fa, kvledger.StatusFailed, t0))
+	check.NoError(t, l.Complete(ctx, "wa", "a", "wa", fa, kvledger.StatusFailed, t0))
 	for _, k := range []kvledger.IdempotencyKey{"b", "c", "d", "e", "n"} {
 		requireBlocked(t, l, k, "a")
 	}
-	require.Equal(t, kvledger.StatusPending, state(t, l, "x").Status)
-	require.Equal(t, kvledger.StatusCompleted, state(t, l, "m").Status, "a finished record stays finished")
-	require.Equal(t, kvledger.StatusFailed, state(t, l, "a").Status)
+	check.Equal(t, kvledger.StatusPending, state(t, l, "x").Status)
+	check.Equal(t, kvledger.StatusCompleted, state(t, l, "m").Status, "a finished record stays finished")
+	check.Equal(t, kvledger.StatusFailed, state(t, l, "a").Status)
 	// The blocked claimant cannot finish.
-	require.ErrorIs(t, l.Complete(ctx, "wb", "b", "wb", fb, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, l.Complete(ctx, "wb", "b", "wb", fb, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
 	_, err := l.Claim(ctx, "w", "c", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
 }
 
 func testClaimClosure(t *testing.T, newStore NewStore) {
@@ -169,7 +168,7 @@ func testClaimClosure(t *testing.T, newStore NewStore) {
 	// A state the failure walk never saw (restored): a failed, b and c
 	// pending behind it.
 	claimed := kvledger.TaskState{Key: "t", Status: kvledger.StatusClaimed, Sequence: 1, Owner: "old", Fence: 3, LeaseUntil: t0, Needs: []kvledger.IdempotencyKey{"c"}}
-	require.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
+	check.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
 		{Key: "a", Status: kvledger.StatusFailed, Sequence: 1, Fence: 1},
 		{Key: "b", Status: kvledger.StatusPending, Sequence: 1, Needs: []kvledger.IdempotencyKey{"a"}},
 		{Key: "c", Status: kvledger.StatusPending, Sequence: 1, Needs: []kvledger.IdempotencyKey{"missing", "b"}},
@@ -177,10 +176,10 @@ func testClaimClosure(t *testing.T, newStore NewStore) {
 		claimed,
 	}}))
 	_, err := l.Claim(ctx, "w", "c", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
 	requireBlocked(t, l, "c", "a")
 	_, err = l.Takeover(ctx, "w", "t", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
 	requireBlocked(t, l, "t", "c")
 	// A need without a record blocks nothing.
 	claim(t, l, "ok", "w", t0)
@@ -191,34 +190,34 @@ func testFencing(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "f")
 	f1 := claim(t, l, "f", "w1", t0)
-	require.NoError(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, t0.Add(time.Second)))
-	require.True(t, state(t, l, "f").LeaseUntil.Equal(t0.Add(time.Second+lease)))
+	check.NoError(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, t0.Add(time.Second)))
+	check.True(t, state(t, l, "f").LeaseUntil.Equal(t0.Add(time.Second+lease)))
 
 	stale := t0.Add(time.Hour)
 	f2, err := l.Takeover(ctx, "w2", "f", "w2", lease, stale)
-	require.NoError(t, err)
-	require.Greater(t, f2, f1)
-	require.ErrorIs(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, stale), kvledger.ErrFenced)
-	require.ErrorIs(t, l.Release(ctx, "w1", "f", "w1", f1, stale), kvledger.ErrFenced)
-	require.ErrorIs(t, l.Complete(ctx, "w1", "f", "w1", f1, kvledger.StatusCompleted, stale), kvledger.ErrFenced)
+	check.NoError(t, err)
+	check.Greater(t, f2, f1)
+	check.ErrorIs(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, stale), kvledger.ErrFenced)
+	check.ErrorIs(t, l.Release(ctx, "w1", "f", "w1", f1, stale), kvledger.ErrFenced)
+	check.ErrorIs(t, l.Complete(ctx, "w1", "f", "w1", f1, kvledger.StatusCompleted, stale), kvledger.ErrFenced)
 	s := state(t, l, "f")
-	require.Equal(t, kvledger.OwnerID("w2"), s.Owner)
-	require.Equal(t, f2, s.Fence)
+	check.Equal(t, kvledger.OwnerID("w2"), s.Owner)
+	check.Equal(t, f2, s.Fence)
 
 	// Release keeps the fence; the next claim outbids everyone.
-	require.NoError(t, l.Release(ctx, "w2", "f", "w2", f2, stale))
+	check.NoError(t, l.Release(ctx, "w2", "f", "w2", f2, stale))
 	s = state(t, l, "f")
-	require.Equal(t, kvledger.StatusPending, s.Status)
-	require.Empty(t, s.Owner)
-	require.Equal(t, f2, s.Fence)
-	require.ErrorIs(t, l.Release(ctx, "w2", "f", "w2", f2, stale), kvledger.ErrNotClaimed)
+	check.Equal(t, kvledger.StatusPending, s.Status)
+	check.Empty(t, s.Owner)
+	check.Equal(t, f2, s.Fence)
+	check.ErrorIs(t, l.Release(ctx, "w2", "f", "w2", f2, stale), kvledger.ErrNotClaimed)
 	f3 := claim(t, l, "f", "w3", stale)
-	require.Greater(t, f3, f2)
-	require.NoError(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale))
-	require.ErrorIs(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale), kvledger.ErrNotClaimed, "a second Complete never rewrites")
+	check.Greater(t, f3, f2)
+	check.NoError(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale))
+	check.ErrorIs(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale), kvledger.ErrNotClaimed, "a second Complete never rewrites")
 	s = state(t, l, "f")
-	require.Equal(t, kvledger.StatusCompleted, s.Status)
-	require.Equal(t, kvledger.OwnerID("w3"), s.Owner)
+	check.Equal(t, kvledger.StatusCompleted, s.Status)
+	check.Equal(t, kvledger.OwnerID("w3"), s.Owner)
 }
 
 func testTakeover(t *testing.T, newStore NewStore) {
@@ -226,22 +225,22 @@ func testTakeover(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "t")
 	_, err := l.Takeover(ctx, "w", "t", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed, "takeover never claims a pending record")
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed, "takeover never claims a pending record")
 	f1 := claim(t, l, "t", "w1", t0)
 	_, err = l.Takeover(ctx, "w2", "t", "w2", lease, t0.Add(lease-time.Nanosecond))
-	require.ErrorIs(t, err, kvledger.ErrNotStale)
+	check.ErrorIs(t, err, kvledger.ErrNotStale)
 	_, err = l.Claim(ctx, "w2", "t", "w2", lease, t0.Add(lease-time.Nanosecond))
-	require.ErrorIs(t, err, kvledger.ErrLeaseActive)
+	check.ErrorIs(t, err, kvledger.ErrLeaseActive)
 	_, err = l.Claim(ctx, "w1", "t", "w1", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrLeaseActive, "the holder renews, it does not re-claim")
+	check.ErrorIs(t, err, kvledger.ErrLeaseActive, "the holder renews, it does not re-claim")
 	f2, err := l.Takeover(ctx, "w2", "t", "w2", lease, t0.Add(lease))
-	require.NoError(t, err, "stale exactly at LeaseUntil")
-	require.Equal(t, f1+1, f2)
+	check.NoError(t, err, "stale exactly at LeaseUntil")
+	check.Equal(t, f1+1, f2)
 	// Claim also takes a stale claim.
 	f3, err := l.Claim(ctx, "w3", "t", "w3", lease, t0.Add(2*lease))
-	require.NoError(t, err)
-	require.Equal(t, f2+1, f3)
-	require.NoError(t, l.Complete(ctx, "w3", "t", "w3", f3, kvledger.StatusFailed, t0.Add(2*lease)))
+	check.NoError(t, err)
+	check.Equal(t, f2+1, f3)
+	check.NoError(t, l.Complete(ctx, "w3", "t", "w3", f3, kvledger.StatusFailed, t0.Add(2*lease)))
 	_, err = l.Takeover(ctx, "w4", "t", "w4", lease, t0.Add(time.Hour))
-	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
 }

@@ -3,8 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -21,57 +20,57 @@ func testCapabilities(t *testing.T, newStore NewStore) {
 	}
 	if ins, ok := s.(kvledger.Inserter); ok {
 		stored, ok, _, found, err := ins.Insert(ctx, "ins", rec("ins", 1))
-		require.NoError(t, err)
-		require.True(t, ok, "Insert of a new key")
-		require.False(t, found)
+		check.NoError(t, err)
+		check.True(t, ok, "Insert of a new key")
+		check.False(t, found)
 		loaded, _, err := s.Load(ctx, "ins")
-		require.NoError(t, err)
-		require.Equal(t, loaded.Rev, stored.Rev, "Insert reports the stored Rev")
-		require.Equal(t, loaded.Fence, stored.Fence)
+		check.NoError(t, err)
+		check.Equal(t, loaded.Rev, stored.Rev, "Insert reports the stored Rev")
+		check.Equal(t, loaded.Fence, stored.Fence)
 		_, ok, cur, found, err := ins.Insert(ctx, "ins", rec("ins", 2))
-		require.NoError(t, err)
-		require.False(t, ok, "Insert never replaces a record")
+		check.NoError(t, err)
+		check.False(t, ok, "Insert never replaces a record")
 		if found {
-			require.Equal(t, loaded.Rev, cur.Rev, "the record Insert found is the stored one")
-			require.Equal(t, loaded.Sequence, cur.Sequence)
+			check.Equal(t, loaded.Rev, cur.Rev, "the record Insert found is the stored one")
+			check.Equal(t, loaded.Sequence, cur.Sequence)
 		}
 		again, _, err := s.Load(ctx, "ins")
-		require.NoError(t, err)
-		require.Equal(t, kvledger.Sequence(1), again.Sequence)
+		check.NoError(t, err)
+		check.Equal(t, kvledger.Sequence(1), again.Sequence)
 	}
 	if _, ok := s.(kvledger.UniqueRevisions); ok {
 		seen := map[uint64]kvledger.IdempotencyKey{}
 		for _, k := range []kvledger.IdempotencyKey{"u1", "u2", "u3"} {
-			require.NoError(t, insertOnce(t, s, rec(k, 1)))
+			check.NoError(t, insertOnce(t, s, rec(k, 1)))
 			got, _, err := s.Load(ctx, k)
-			require.NoError(t, err)
+			check.NoError(t, err)
 			prev, dup := seen[got.Rev]
-			require.False(t, dup, "Rev %d of %s was %s's too", got.Rev, k, prev)
+			check.False(t, dup, "Rev %d of %s was %s's too", got.Rev, k, prev)
 			seen[got.Rev] = k
 		}
 	}
 	if c, ok := s.(kvledger.RecordChecker); ok {
-		require.NoError(t, c.CheckRecord(rec("checked", 1)))
+		check.NoError(t, c.CheckRecord(rec("checked", 1)))
 	}
 	if u, ok := s.(kvledger.Undoer); ok {
-		require.NoError(t, insertOnce(t, s, rec("undo", 1)))
+		check.NoError(t, insertOnce(t, s, rec("undo", 1)))
 		v1, _, err := s.Load(ctx, "undo")
-		require.NoError(t, err)
+		check.NoError(t, err)
 		next := v1
 		next.Sequence = 2
 		ok, err := s.CompareAndSwap(ctx, "undo", v1, next)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.NoError(t, u.Undo(ctx, v1), "an outdated version is not an error")
+		check.NoError(t, err)
+		check.True(t, ok)
+		check.NoError(t, u.Undo(ctx, v1), "an outdated version is not an error")
 		_, found, err := s.Load(ctx, "undo")
-		require.NoError(t, err)
-		require.True(t, found, "Undo of an outdated version removes nothing")
+		check.NoError(t, err)
+		check.True(t, found, "Undo of an outdated version removes nothing")
 		v2, _, err := s.Load(ctx, "undo")
-		require.NoError(t, err)
-		require.NoError(t, u.Undo(ctx, v2))
+		check.NoError(t, err)
+		check.NoError(t, u.Undo(ctx, v2))
 		_, found, err = s.Load(ctx, "undo")
-		require.NoError(t, err)
-		require.False(t, found, "Undo removes the version it names")
+		check.NoError(t, err)
+		check.False(t, found, "Undo removes the version it names")
 	}
 }
 
@@ -79,7 +78,7 @@ func insertOnce(t *testing.T, s kvledger.Store, r kvledger.TaskState) error {
 	t.Helper()
 	ok, err := s.CompareAndSwap(ctxFor(t), r.Key, kvledger.TaskState{}, r)
 	if err == nil {
-		require.True(t, ok, "insert %s", r.Key)
+		check.True(t, ok, "insert %s", r.Key)
 	}
 	return err
 }

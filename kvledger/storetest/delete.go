@@ -3,8 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -19,36 +18,36 @@ func testDeleteRecord(t *testing.T, newStore NewStore) {
 	}
 	ctx := ctxFor(t)
 	l, err := kvledger.New(s, nil)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	f, err := l.Claim(ctx, "t", "k", "w", lease, t0)
-	require.NoError(t, err)
-	require.NoError(t, l.Complete(ctx, "t", "k", "w", f, kvledger.StatusCompleted, t0))
+	check.NoError(t, err)
+	check.NoError(t, l.Complete(ctx, "t", "k", "w", f, kvledger.StatusCompleted, t0))
 	cur, found, err := s.Load(ctx, "k")
-	require.NoError(t, err)
-	require.True(t, found)
+	check.NoError(t, err)
+	check.True(t, found)
 
 	stale := cur
 	stale.Rev++ // no stored version has it
 	_, ok, err = del.DeleteRecord(ctx, "k", stale)
-	require.NoError(t, err)
-	require.False(t, ok, "a delete against another version is refused")
+	check.NoError(t, err)
+	check.False(t, ok, "a delete against another version is refused")
 
 	rev, ok, err := del.DeleteRecord(ctx, "k", cur)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Greater(t, rev, cur.Rev)
+	check.NoError(t, err)
+	check.True(t, ok)
+	check.Greater(t, rev, cur.Rev)
 	_, found, err = s.Load(ctx, "k")
-	require.NoError(t, err)
-	require.False(t, found)
+	check.NoError(t, err)
+	check.False(t, found)
 	_, ok, err = del.DeleteRecord(ctx, "k", cur)
-	require.NoError(t, err)
-	require.False(t, ok, "deleting twice is refused")
+	check.NoError(t, err)
+	check.False(t, ok, "deleting twice is refused")
 
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	f2, err := l.Claim(ctx, "t", "k", "w", lease, t0)
-	require.NoError(t, err)
-	require.Greater(t, f2, f, "fences rise across deletion")
+	check.NoError(t, err)
+	check.Greater(t, f2, f, "fences rise across deletion")
 }

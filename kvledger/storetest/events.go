@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -17,34 +16,34 @@ func testEvents(t *testing.T, newStore NewStore) {
 	admit(t, l, "p")
 	admit(t, l, "q", "p")
 	f := claim(t, l, "p", "w", t0)
-	require.NoError(t, l.Renew(ctx, "w", "p", "w", f, lease, t0))
-	require.NoError(t, l.Release(ctx, "w", "p", "w", f, t0))
+	check.NoError(t, l.Renew(ctx, "w", "p", "w", f, lease, t0))
+	check.NoError(t, l.Release(ctx, "w", "p", "w", f, t0))
 	claim(t, l, "p", "w", t0)
 	f, err := l.Takeover(ctx, "w2", "p", "w2", lease, t0.Add(time.Hour))
-	require.NoError(t, err)
-	require.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
+	check.NoError(t, err)
+	check.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
 
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
+	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
 		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.CompletedEvent}, rec.names("p"))
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
+	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	last := map[string]uint64{}
 	for _, e := range rec.evs {
-		require.NoError(t, e.Validate())
+		check.NoError(t, e.Validate())
 		if r, ok := last[e.Key]; ok {
-			require.Greater(t, e.Revision, r, "revisions rise per key")
+			check.Greater(t, e.Revision, r, "revisions rise per key")
 		}
 		last[e.Key] = e.Revision
 		if e.Key == "q" && e.Name == kvledger.BlockedEvent {
-			require.Equal(t, "p", e.BlockedBy)
-			require.Equal(t, string(kvledger.StatusBlocked), e.Status)
-			require.Equal(t, "w2", e.Actor)
+			check.Equal(t, "p", e.BlockedBy)
+			check.Equal(t, string(kvledger.StatusBlocked), e.Status)
+			check.Equal(t, "w2", e.Actor)
 		}
 		if e.Name == kvledger.CompletedEvent {
-			require.Equal(t, string(kvledger.StatusFailed), e.Status)
-			require.Equal(t, uint64(f), e.Fence)
+			check.Equal(t, string(kvledger.StatusFailed), e.Status)
+			check.Equal(t, uint64(f), e.Fence)
 		}
 	}
 }
@@ -56,7 +55,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	store := newStore(t)
 	const keys, workers = 5, 4
 	l0, err := kvledger.New(store, nil)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for i := range keys {
 		admit(t, l0, kvledger.IdempotencyKey(rune('a'+i)))
 	}
@@ -65,7 +64,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		l, err := kvledger.New(store, nil)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		owner := kvledger.OwnerID(rune('A' + w))
 		wg.Go(func() {
 			for i := range keys {
@@ -82,9 +81,9 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 		})
 	}
 	wg.Wait()
-	require.Len(t, won, keys)
+	check.Len(t, won, keys)
 	for k, owners := range won {
-		require.Len(t, owners, 1, "key %s claimed by %v", k, owners)
+		check.Len(t, owners, 1, "key %s claimed by %v", k, owners)
 	}
 }
 

@@ -3,8 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -16,25 +15,25 @@ func testFenceNeverWraps(t *testing.T, newStore NewStore) {
 	rec := func(key kvledger.IdempotencyKey, fence kvledger.FenceToken) kvledger.TaskState {
 		return kvledger.TaskState{Key: key, Status: kvledger.StatusPending, Sequence: 1, Fence: fence}
 	}
-	require.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
+	check.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
 		rec("last", kvledger.MaxFence-1), rec("full", kvledger.MaxFence),
 	}}))
 
 	// One token left: it is handed out, and then there is none.
 	f, err := l.Claim(ctx, "w", "last", "w", lease, t0)
-	require.NoError(t, err)
-	require.Equal(t, kvledger.MaxFence, f)
+	check.NoError(t, err)
+	check.Equal(t, kvledger.MaxFence, f)
 	_, err = l.Takeover(ctx, "w2", "last", "w2", lease, t0.Add(2*lease))
-	require.ErrorIs(t, err, kvledger.ErrFenceExhausted)
+	check.ErrorIs(t, err, kvledger.ErrFenceExhausted)
 
 	_, err = l.Claim(ctx, "w", "full", "w", lease, t0)
-	require.ErrorIs(t, err, kvledger.ErrFenceExhausted)
-	require.Equal(t, kvledger.StatusPending, state(t, l, "full").Status, "the refused claim wrote nothing")
+	check.ErrorIs(t, err, kvledger.ErrFenceExhausted)
+	check.Equal(t, kvledger.StatusPending, state(t, l, "full").Status, "the refused claim wrote nothing")
 
 	err = l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{rec("wrap", kvledger.MaxFence+1)}})
-	require.ErrorIs(t, err, kvledger.ErrFenceExhausted)
-	require.ErrorIs(t, err, kvledger.ErrInvalidState)
+	check.ErrorIs(t, err, kvledger.ErrFenceExhausted)
+	check.ErrorIs(t, err, kvledger.ErrInvalidState)
 	_, found, err := l.State(ctx, "wrap")
-	require.NoError(t, err)
-	require.False(t, found)
+	check.NoError(t, err)
+	check.False(t, found)
 }

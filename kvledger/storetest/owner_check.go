@@ -3,8 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -18,18 +17,18 @@ func testOwnerChecked(t *testing.T, newStore NewStore) {
 	f := claim(t, l, "build", "w1", t0)
 	before := state(t, l, "build")
 
-	require.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrFenced)
-	require.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrFenced)
-	require.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusCompleted, t0), kvledger.ErrFenced)
+	check.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrFenced)
+	check.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrFenced)
+	check.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusCompleted, t0), kvledger.ErrFenced)
 	after := state(t, l, "build")
-	require.Equal(t, before.Rev, after.Rev, "a refused owner wrote nothing")
-	require.Equal(t, kvledger.OwnerID("w1"), after.Owner)
+	check.Equal(t, before.Rev, after.Rev, "a refused owner wrote nothing")
+	check.Equal(t, kvledger.OwnerID("w1"), after.Owner)
 
 	// The holder itself still succeeds, and a finished record refuses
 	// another owner too.
-	require.NoError(t, l.Complete(ctx, "w1", "build", "w1", f, kvledger.StatusCompleted, t0))
-	require.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusFailed, t0), kvledger.ErrFenced)
-	require.Equal(t, kvledger.OwnerID("w1"), state(t, l, "build").Owner)
-	require.Equal(t, kvledger.StatusCompleted, state(t, l, "build").Status)
-	require.Equal(t, 3, len(bus.names("build")), "admitted, claimed, completed and nothing else")
+	check.NoError(t, l.Complete(ctx, "w1", "build", "w1", f, kvledger.StatusCompleted, t0))
+	check.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusFailed, t0), kvledger.ErrFenced)
+	check.Equal(t, kvledger.OwnerID("w1"), state(t, l, "build").Owner)
+	check.Equal(t, kvledger.StatusCompleted, state(t, l, "build").Status)
+	check.Equal(t, 3, len(bus.names("build")), "admitted, claimed, completed and nothing else")
 }

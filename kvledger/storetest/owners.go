@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -19,48 +18,48 @@ func testStaleOwner(t *testing.T, newStore NewStore) {
 	store := newStore(t)
 	bus := &recorder{}
 	a, err := kvledger.New(store, bus, kvledger.WithSource("s"))
-	require.NoError(t, err)
+	check.NoError(t, err)
 	b, err := kvledger.New(store, bus, kvledger.WithSource("s"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()); require.NoError(t, b.Close()) })
+	check.NoError(t, err)
+	t.Cleanup(func() { check.NoError(t, a.Close()); check.NoError(t, b.Close()) })
 	late := t0.Add(time.Hour)
 
 	// Taken over by b: a's token is fenced for every owner operation.
 	admit(t, a, "k")
 	f1 := claim(t, a, "k", "wa", t0)
 	f2, err := b.Takeover(ctx, "wb", "k", "wb", lease, late)
-	require.NoError(t, err)
-	require.ErrorIs(t, a.Renew(ctx, "wa", "k", "wa", f1, lease, late), kvledger.ErrFenced)
-	require.ErrorIs(t, a.Release(ctx, "wa", "k", "wa", f1, late), kvledger.ErrFenced)
-	require.ErrorIs(t, a.Complete(ctx, "wa", "k", "wa", f1, kvledger.StatusCompleted, late), kvledger.ErrFenced)
+	check.NoError(t, err)
+	check.ErrorIs(t, a.Renew(ctx, "wa", "k", "wa", f1, lease, late), kvledger.ErrFenced)
+	check.ErrorIs(t, a.Release(ctx, "wa", "k", "wa", f1, late), kvledger.ErrFenced)
+	check.ErrorIs(t, a.Complete(ctx, "wa", "k", "wa", f1, kvledger.StatusCompleted, late), kvledger.ErrFenced)
 	// b renews through a: a sees the renewed record, not its own claim.
-	require.NoError(t, a.Renew(ctx, "wb", "k", "wb", f2, lease, late))
-	require.NoError(t, b.Complete(ctx, "wb", "k", "wb", f2, kvledger.StatusCompleted, late))
-	require.ErrorIs(t, a.Complete(ctx, "wb", "k", "wb", f2, kvledger.StatusCompleted, late), kvledger.ErrNotClaimed)
-	require.Equal(t, kvledger.StatusCompleted, state(t, a, "k").Status)
+	check.NoError(t, a.Renew(ctx, "wb", "k", "wb", f2, lease, late))
+	check.NoError(t, b.Complete(ctx, "wb", "k", "wb", f2, kvledger.StatusCompleted, late))
+	check.ErrorIs(t, a.Complete(ctx, "wb", "k", "wb", f2, kvledger.StatusCompleted, late), kvledger.ErrNotClaimed)
+	check.Equal(t, kvledger.StatusCompleted, state(t, a, "k").Status)
 
 	// Rebased by b (same fence, record pending): a's Renew and Complete
 	// see a record that is no longer claimed, Release the same token.
 	admit(t, a, "r")
 	f := claim(t, a, "r", "wa", t0)
 	ok, err := b.Admit(ctx, "admin", "r", 2, "v2", t0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.ErrorIs(t, a.Renew(ctx, "wa", "r", "wa", f, lease, t0), kvledger.ErrNotClaimed)
-	require.ErrorIs(t, a.Complete(ctx, "wa", "r", "wa", f, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
-	require.ErrorIs(t, a.Release(ctx, "wa", "r", "wa", f, t0), kvledger.ErrNotClaimed)
+	check.NoError(t, err)
+	check.True(t, ok)
+	check.ErrorIs(t, a.Renew(ctx, "wa", "r", "wa", f, lease, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Complete(ctx, "wa", "r", "wa", f, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Release(ctx, "wa", "r", "wa", f, t0), kvledger.ErrNotClaimed)
 
 	// Blocked by b's failure walk while a holds it.
 	admit(t, a, "p")
 	admit(t, a, "c", "p")
 	fc := claim(t, a, "c", "wa", t0)
 	fp := claim(t, b, "p", "wb", t0)
-	require.NoError(t, b.Complete(ctx, "wb", "p", "wb", fp, kvledger.StatusFailed, t0))
+	check.NoError(t, b.Complete(ctx, "wb", "p", "wb", fp, kvledger.StatusFailed, t0))
 	requireBlocked(t, a, "c", "p")
-	require.ErrorIs(t, a.Complete(ctx, "wa", "c", "wa", fc, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Complete(ctx, "wa", "c", "wa", fc, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
 
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent,
+	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent,
 		kvledger.RenewedEvent, kvledger.CompletedEvent}, bus.names("k"))
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.AdmittedEvent}, bus.names("r"))
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.BlockedEvent}, bus.names("c"))
+	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.AdmittedEvent}, bus.names("r"))
+	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.BlockedEvent}, bus.names("c"))
 }

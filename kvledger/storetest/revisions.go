@@ -3,8 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -31,21 +30,21 @@ func testRevisions(t *testing.T, newStore NewStore) {
 		} else {
 			ok, err = s.CompareAndSwap(ctx, key, old, next)
 		}
-		require.NoError(t, err)
-		require.True(t, ok, "write %s", key)
+		check.NoError(t, err)
+		check.True(t, ok, "write %s", key)
 		got, found, err := s.Load(ctx, key)
-		require.NoError(t, err)
-		require.True(t, found)
+		check.NoError(t, err)
+		check.True(t, found)
 		switch {
 		case isSwapper:
-			require.Equal(t, got.Rev, stored.Rev, "%s: Swap must report the Rev it stored", key)
+			check.Equal(t, got.Rev, stored.Rev, "%s: Swap must report the Rev it stored", key)
 		case old.Key == "":
-			require.Zero(t, got.Rev, "%s: a store without Swapper must insert at Rev 0", key)
+			check.Zero(t, got.Rev, "%s: a store without Swapper must insert at Rev 0", key)
 		default:
-			require.Equal(t, old.Rev+1, got.Rev, "%s: a store without Swapper must add exactly 1 per write", key)
+			check.Equal(t, old.Rev+1, got.Rev, "%s: a store without Swapper must add exactly 1 per write", key)
 		}
 		if old.Key != "" {
-			require.Greater(t, got.Rev, old.Rev, "%s: Rev must grow", key)
+			check.Greater(t, got.Rev, old.Rev, "%s: Rev must grow", key)
 		}
 		return got
 	}
@@ -62,19 +61,19 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	// Through a Ledger: interleaved writes of two keys.
 	bus := &recorder{}
 	l, err := kvledger.New(newStore(t), bus, kvledger.WithSource("revs"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	check.NoError(t, err)
+	t.Cleanup(func() { check.NoError(t, l.Close()) })
 	admit(t, l, "x")
 	admit(t, l, "y")
 	fx := claim(t, l, "x", "w", t0)
 	fy := claim(t, l, "y", "w", t0)
-	require.NoError(t, l.Renew(ctx, "w", "x", "w", fx, lease, t0))
-	require.NoError(t, l.Renew(ctx, "w", "y", "w", fy, lease, t0))
-	require.NoError(t, l.Complete(ctx, "w", "x", "w", fx, kvledger.StatusCompleted, t0))
-	require.NoError(t, l.Complete(ctx, "w", "y", "w", fy, kvledger.StatusCompleted, t0))
+	check.NoError(t, l.Renew(ctx, "w", "x", "w", fx, lease, t0))
+	check.NoError(t, l.Renew(ctx, "w", "y", "w", fy, lease, t0))
+	check.NoError(t, l.Complete(ctx, "w", "x", "w", fx, kvledger.StatusCompleted, t0))
+	check.NoError(t, l.Complete(ctx, "w", "y", "w", fy, kvledger.StatusCompleted, t0))
 	want := []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent, kvledger.CompletedEvent}
 	for _, k := range []kvledger.IdempotencyKey{"x", "y"} {
-		require.Equal(t, want, bus.names(string(k)), "%s: each write's event once", k)
+		check.Equal(t, want, bus.names(string(k)), "%s: each write's event once", k)
 		bus.mu.Lock()
 		var last uint64
 		for _, e := range bus.evs {
@@ -83,6 +82,6 @@ func testRevisions(t *testing.T, newStore NewStore) {
 			}
 		}
 		bus.mu.Unlock()
-		require.Equal(t, state(t, l, k).Rev, last, "%s: the last event names the stored revision", k)
+		check.Equal(t, state(t, l, k).Rev, last, "%s: the last event names the stored revision", k)
 	}
 }

@@ -4,8 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -18,33 +17,33 @@ func testSnapshotRoundTrip(t *testing.T, newStore NewStore) {
 	admit(t, l, "d", "c")
 	fa := claim(t, l, "a", "w", t0)
 	claim(t, l, "c", "w", t0)
-	require.NoError(t, l.Complete(ctx, "w", "a", "w", fa, kvledger.StatusFailed, t0))
+	check.NoError(t, l.Complete(ctx, "w", "a", "w", fa, kvledger.StatusFailed, t0))
 
 	snap, err := l.Snapshot(ctx)
-	require.NoError(t, err)
-	require.Len(t, snap.Tasks, 4)
+	check.NoError(t, err)
+	check.Len(t, snap.Tasks, 4)
 	data, err := kvledger.Encode(snap)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	decoded, err := kvledger.Decode(data)
-	require.NoError(t, err)
+	check.NoError(t, err)
 
 	l2, _ := newLedger(t, newStore)
-	require.NoError(t, l2.Restore(ctx, decoded))
+	check.NoError(t, l2.Restore(ctx, decoded))
 	snap2, err := l2.Snapshot(ctx)
-	require.NoError(t, err)
-	require.Equal(t, byKey(t, snap), byKey(t, snap2))
+	check.NoError(t, err)
+	check.Equal(t, byKey(t, snap), byKey(t, snap2))
 	requireBlocked(t, l2, "b", "a")
 	// The restored claim keeps working.
 	_, err = l2.Claim(ctx, "w2", "c", "w2", lease, t0.Add(time.Second))
-	require.ErrorIs(t, err, kvledger.ErrLeaseActive)
+	check.ErrorIs(t, err, kvledger.ErrLeaseActive)
 	// Restoring over existing records stops with ErrExists.
-	require.ErrorIs(t, l2.Restore(ctx, decoded), kvledger.ErrExists)
+	check.ErrorIs(t, l2.Restore(ctx, decoded), kvledger.ErrExists)
 	// A snapshot that does not validate restores nothing.
 	bad := kvledger.Snapshot{Tasks: []kvledger.TaskState{{Key: "z", Status: kvledger.StatusPending}, {Key: "y", Status: "bogus"}}}
-	require.ErrorIs(t, l2.Restore(ctx, bad), kvledger.ErrInvalidState)
+	check.ErrorIs(t, l2.Restore(ctx, bad), kvledger.ErrInvalidState)
 	_, found, err := l2.State(ctx, "z")
-	require.NoError(t, err)
-	require.False(t, found)
+	check.NoError(t, err)
+	check.False(t, found)
 }
 
 // byKey normalises a snapshot for comparison: store-assigned fields
