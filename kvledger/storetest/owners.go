@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 

@@ -3,8 +3,8 @@ package storetest
 import (
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/check"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
