@@ -64,6 +64,13 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 		all = append(all, summarize(s, h.cfg.KindOf(s)))
 		return true
 	})
+	if corrupt := (*kvledger.CorruptRecordsError)(nil); errors.As(err, &corrupt) {
+		// Range passed every valid record: show those, and say which
+		// values are not records (an operator removes them with
+		// `natscoord ledger rm --force`).
+		h.cfg.Logger.Warn("dashboard: ledger holds values that are not records", "ledger", h.cfg.Ledger, "err", err)
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("dashboard: read ledger %q: %w", h.cfg.Ledger, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is the envelope of one ledger transition. Its JSON form is the
@@ -52,7 +53,10 @@ type Event struct {
 	RunAt     time.Time `json:"run_at,omitzero"`
 }
 
-// Validate reports a missing or malformed required field.
+// Validate reports a missing or malformed required field. Source, Key
+// and BlockedBy must be valid UTF-8: the wire form is JSON, which would
+// deliver other bytes (U+FFFD) than were published, so the event would
+// name another task and de-duplicate under another MsgID.
 func (e Event) Validate() error {
 	switch {
 	case !e.Name.Valid():
@@ -61,6 +65,8 @@ func (e Event) Validate() error {
 		return fmt.Errorf("%w: empty source", ErrInvalidEvent)
 	case e.Key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidEvent)
+	case !utf8.ValidString(e.Source) || !utf8.ValidString(e.Key) || !utf8.ValidString(e.BlockedBy):
+		return fmt.Errorf("%w: source %q, key %q or blocked_by %q is not valid UTF-8", ErrInvalidEvent, e.Source, e.Key, e.BlockedBy)
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ func FuzzUnmarshal(f *testing.F) {
 	f.Add([]byte(`{"name":"ledger.completed","source":"s","key":"k","revision":18446744073709551615,"time":"2026-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"name":"..","source":"s","key":"k"}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte("{\"name\":\"ledger.admitted\",\"source\":\"s\",\"key\":\"a\xffb\",\"blocked_by\":\"\xc3\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := events.Unmarshal(data)
 		if err != nil {

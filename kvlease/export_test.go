@@ -1,6 +1,9 @@
 package kvlease
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetClock replaces the clock of validity windows (simulates a pause or a
 // clock that runs ahead). Tests only.
@@ -28,3 +31,11 @@ func (m *Manager) Scheduled() int { return m.sched.len() }
 
 // CallBound is the stated bound of one call for tests.
 func CallBound(c Config) time.Duration { return callBound(c) }
+
+// EndThenDelete ends g as a release does and returns its delete without
+// running it, so a test can close the manager between the guard leaving
+// the manager and its delete starting.
+func (g *Guard) EndThenDelete() (deleteLease func()) {
+	_, cleanup := g.finish(ErrReleased, true, true)
+	return func() { cleanup(context.Background()) }
+}

@@ -66,13 +66,14 @@ func (g *Guard) lose(cause error, cleanup bool) {
 func (g *Guard) end(cause error, del, release bool) bool {
 	ended, cleanup := g.finish(cause, del, release)
 	if cleanup != nil {
-		g.m.goOwned(func() { cleanup(context.Background()) })
+		go cleanup(context.Background()) // owned: finish counted it in the manager's goroutines
 	}
 	return ended
 }
 
 // finish is end without running the delete: it returns it (nil when there
-// is none) for the caller to run, closing done when it completes. The
+// is none) for the caller to run, closing done when it completes; the
+// caller must run it (it is counted in the manager's goroutines). The
 // cleanup's argument is the context of a caller waiting for it
 // (context.Background: none);
 // when that context ends with the delete in flight, the cleanup hands the
@@ -100,12 +101,20 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 		stop()
 	}
 	g.runHooks(hooks)
+	if del {
+		// The delete joins the manager's goroutines before the guard leaves
+		// the manager: a Close that no longer finds the guard among its
+		// guards still waits for the delete (and for a settle it hands on),
+		// and no goroutine is added once Close has stopped counting.
+		g.m.wg.Add(1)
+	}
 	g.m.unregister(g)
 	if !del {
 		close(g.done)
 		return true, nil
 	}
 	cleanup := func(wait context.Context) {
+		defer g.m.wg.Done()
 		abandoned, err := g.deleteOwn(wait)
 		if abandoned {
 			g.m.goOwned(func() { g.closeRelease(release, g.settleDelete()) })

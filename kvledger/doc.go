@@ -28,6 +28,15 @@
 //   - Idempotency: a key is admitted once; a duplicate or older submission
 //     returns false, nil. With MemStoreOptions.MaxEntries or
 //     KVStoreConfig.Retention the guarantee becomes a window on purpose.
+//   - Keys: an IdempotencyKey is any non-empty valid UTF-8 string. A key,
+//     a need or an owner that is not valid UTF-8 is refused with
+//     ErrInvalidState before anything is written: records, snapshots and
+//     events carry them as JSON strings, which replace invalid bytes with
+//     U+FFFD, so the key would be stored as another one. A stored value
+//     that is not a valid record (one written that way by an earlier
+//     version, or by hand) is one bad record, not a failed listing: Range
+//     and Snapshot return every other record and name it, with its key, in
+//     a *CorruptRecordsError; KVStore.ForceDelete removes it.
 //   - Fencing: Claim and Takeover return a token larger than any earlier
 //     token of that key, also after the record was deleted and admitted
 //     again; Renew, Release and Complete refuse an older token, and the

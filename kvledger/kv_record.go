@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Bucket key layout. Idempotency keys are escaped with kvx.EncodeToken
-// into one key token, so any string is a valid key and two keys never
-// collide:
+// into one key token, so every key fits one token and two keys never
+// collide (the escaping keeps any bytes; the record's JSON does not, which
+// is why keys must be valid UTF-8):
 //
 //	task.<key>          the record of <key> (JSON, below)
 //	rdep.<need>.<key>   <key> names <need> in its Needs (value "1")
@@ -62,8 +64,14 @@ type kvRecord struct {
 
 // encodeRecord returns the stored form of s. appendRecord writes it
 // directly; encoding/json is the fallback for the values appendRecord
-// leaves to it, and reports the errors.
+// leaves to it, and reports the errors. A key that is not valid UTF-8 is
+// refused here too, for writers that use the store without a Ledger:
+// JSON would store another key than the bucket key, a record no read
+// accepts.
 func encodeRecord(s TaskState, insert bool) ([]byte, error) {
+	if !utf8.ValidString(string(s.Key)) {
+		return nil, fmt.Errorf("%w: key %q is not valid UTF-8", ErrInvalidState, string(s.Key))
+	}
 	s.Rev = 0
 	if b, ok := appendRecord(make([]byte, 0, recordSizeHint(s)), s, insert); ok {
 		return b, nil

@@ -24,6 +24,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"key":"other","status":"pending"}`), uint64(1))
 	f.Add([]byte(`not json`), uint64(1))
 	f.Add([]byte{}, uint64(0))
+	f.Add([]byte("{\"key\":\"k\xff\",\"status\":\"pending\"}"), uint64(3)) // raw invalid UTF-8 decodes as U+FFFD: another key
 	f.Fuzz(func(t *testing.T, data []byte, rev uint64) {
 		s, err := decodeRecord("k", data, rev)
 		if err != nil {
@@ -54,6 +55,7 @@ func FuzzKeyOfTask(f *testing.F) {
 	f.Add("task.a=2Eb")
 	f.Add("task.")
 	f.Add("rdep.a.b")
+	f.Add("task.a=FFb") // a key that is not valid UTF-8
 	f.Fuzz(func(t *testing.T, bucketKey string) {
 		k, err := keyOfTask(bucketKey)
 		if err != nil {
@@ -75,6 +77,7 @@ func FuzzAppendRecord(f *testing.F) {
 	f.Add("a.b c", "claimed", uint64(0), "", uint64(0), int64(0), int32(3600), "", "", `[1,"x",null,true,{"z":{}}]`, 1e21, false)
 	f.Add("<&>\"\\\n\t\x01", "blocked", uint64(1<<63), "ü\u2028\xff", uint64(9), int64(math.MinInt64), int32(-5400), "\u2029", "\x7f", `"\u003c\ud800"`, 1e-7, true)
 	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(math.MaxInt64), int32(86400), "n", "x", `1e400`, math.Copysign(0, -1), false)
+	f.Add("a\xffb\xc3", "pending", uint64(1), "w\xfe", uint64(2), int64(7), int32(0), "\x80n", "\xed\xa0\x80", "\"\xff\"", 2.5, true) // invalid UTF-8 everywhere
 	f.Fuzz(func(t *testing.T, key, status string, seq uint64, owner string, fence uint64, nanos int64, offset int32, need, actor, taskJSON string, num float64, insert bool) {
 		var decoded any
 		if json.Unmarshal([]byte(taskJSON), &decoded) != nil {

@@ -6,13 +6,18 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/events"
 )
 
 // IdempotencyKey is the caller's name for a task. Submitting the same key
-// twice admits the task once. Any non-empty string works; the KVStore
-// escapes it into a bucket key.
+// twice admits the task once. Any non-empty valid UTF-8 string works
+// (spaces, dots, any script); the KVStore escapes it into a bucket key.
+// A key that is not valid UTF-8 is refused (ErrInvalidState) before
+// anything is written: records, snapshots and events carry the key as a
+// JSON string, which would store such a key as another one (invalid bytes
+// replaced by U+FFFD) that no longer matches its bucket key.
 type IdempotencyKey string
 
 // OwnerID names the worker holding a claim.
@@ -94,7 +99,9 @@ type TaskState struct {
 // Validate checks the record rules: a non-empty Key, one of the five
 // statuses, no Needs entry equal to Key, BlockedBy set exactly when the
 // record is blocked, a claimed record with an Owner and a LeaseUntil,
-// and a Fence at most MaxFence. Errors wrap ErrInvalidState (and
+// Key, Needs and Owner valid UTF-8 (they are compared byte for byte, and
+// JSON would store other bytes), and a Fence at most MaxFence. Errors
+// wrap ErrInvalidState (and
 // ErrFenceExhausted for a fence above MaxFence).
 func (s TaskState) Validate() error {
 	bad := func(format string, args ...any) error {
@@ -103,6 +110,8 @@ func (s TaskState) Validate() error {
 	switch {
 	case s.Key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidState)
+	case !utf8.ValidString(string(s.Key)):
+		return bad("key is not valid UTF-8")
 	case !s.Status.Valid():
 		return bad("unknown status %q", string(s.Status))
 	case slices.Contains(s.Needs, s.Key):
@@ -115,11 +124,18 @@ func (s TaskState) Validate() error {
 		return bad("claimed record without owner")
 	case s.Status == StatusClaimed && s.LeaseUntil.IsZero():
 		return bad("claimed record without lease_until")
+	case !utf8.ValidString(string(s.Owner)):
+		return bad("owner %q is not valid UTF-8", string(s.Owner))
 	case s.Fence > MaxFence:
 		return fmt.Errorf("%w: key %q: %w: fence %d is above %d", ErrInvalidState, string(s.Key), ErrFenceExhausted, s.Fence, MaxFence)
 	}
-	if slices.Contains(s.Needs, "") {
-		return bad("empty key in needs")
+	for _, n := range s.Needs {
+		switch {
+		case n == "":
+			return bad("empty key in needs")
+		case !utf8.ValidString(string(n)):
+			return bad("need %q is not valid UTF-8", string(n))
+		}
 	}
 	return s.validateRuntime()
 }
