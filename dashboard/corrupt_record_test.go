@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
@@ -14,13 +15,13 @@ import (
 // KVStore once wrote them) does not keep the dashboard from starting;
 // every other task is shown.
 func TestStartsAroundCorruptRecord(t *testing.T) {
-	e := newEnv(t, func(e *env) {
-		admit(t, e.ledger, "job-ok", nil)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.Admit(t, e.Ledger, "job-ok", nil)
 		ctx := natstest.Context(t, 10*time.Second)
-		kv, err := e.node.JS.KeyValue(ctx, ledgerBucket)
+		kv, err := e.Node.JS.KeyValue(ctx, dashtest.LedgerBucket)
 		require.NoError(t, err)
 		_, err = kv.Put(ctx, "task.b=FF", []byte(`{"key":"b\ufffd","status":"pending","sequence":1,"fence":0,"ins":true}`))
 		require.NoError(t, err)
 	}, nil)
-	require.Contains(t, e.page(t, "/"), `data-count="total">1<`)
+	require.Contains(t, e.Page(t, "/"), `data-count="total">1<`)
 }
