@@ -76,8 +76,6 @@ func (q *fifo) pop() (kvledger.IdempotencyKey, bool) {
 	return k, true
 }
 
-func (q *fifo) len() int { return len(q.keys) - q.head }
-
 // timerHeap orders keys by the time to look at them again.
 type timerHeap []timer
 

@@ -19,7 +19,6 @@ package locktest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -208,5 +207,3 @@ func (s suite) eventually(t *testing.T, cond func() bool, what string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-func errf(format string, a ...any) error { return fmt.Errorf(format, a...) }
