@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // TTL bounds. The server counts per-key TTLs in whole seconds with a
@@ -18,11 +20,11 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultBucket           = "natscoord_leases"
-	DefaultMaxActive        = 65536
-	DefaultMaxKeyBytes      = 512
-	DefaultOperationTimeout = 5 * time.Second
-	DefaultMaxWait          = time.Hour
+	DefaultBucket      = "natscoord_leases"
+	DefaultMaxActive   = 65536
+	DefaultMaxKeyBytes = 512
+	DefaultOpTimeout   = kvx.DefaultOpTimeout
+	DefaultMaxWait     = time.Hour
 )
 
 // markerTTL is how long the server keeps the marker it writes when a lease
@@ -48,15 +50,15 @@ type Config struct {
 	// MaxKeyBytes bounds a lease key ("<family>.<encoded key>", slot
 	// suffix included) in bytes. Default DefaultMaxKeyBytes (512).
 	MaxKeyBytes int
-	// OperationTimeout bounds every single KV operation whose context has
+	// OpTimeout bounds every single KV operation whose context has
 	// no earlier deadline, and every cleanup attempt (release on Close,
 	// on loss, after With). Operations whose context can never end share
 	// one deadline, so each of them is bounded by at least half of it
 	// and at most all of it. A caller's later deadline does not lift it.
 	// Ceiling: TryAcquire, Renew, Release, Holder, Export and Restore take
-	// at most 2 × OperationTimeout, ForceRelease 4× (see bounds.go).
+	// at most 2 × OpTimeout, ForceRelease 4× (see bounds.go).
 	// Default 5s.
-	OperationTimeout time.Duration
+	OpTimeout time.Duration
 	// MaxWait bounds the wait argument of Acquire. Default 1h.
 	MaxWait time.Duration
 	// Holder is the public holder id stored in every lease value so
@@ -76,8 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Bucket == "" {
 		c.Bucket = DefaultBucket
 	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
+	r, rerr := kvx.CheckReplicas(c.Replicas)
+	if rerr == nil {
+		c.Replicas = r
 	}
 	if c.MaxActive == 0 {
 		c.MaxActive = DefaultMaxActive
@@ -85,8 +88,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxKeyBytes == 0 {
 		c.MaxKeyBytes = DefaultMaxKeyBytes
 	}
-	if c.OperationTimeout == 0 {
-		c.OperationTimeout = DefaultOperationTimeout
+	if c.OpTimeout == 0 {
+		c.OpTimeout = DefaultOpTimeout
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
@@ -100,14 +103,14 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case !validName(c.Bucket):
 		return c, fmt.Errorf("%w: Bucket %q must be one token of [A-Za-z0-9_-]", ErrInvalidConfig, c.Bucket)
-	case c.Replicas < 1 || c.Replicas > 5:
-		return c, fmt.Errorf("%w: Replicas %d outside 1..5", ErrInvalidConfig, c.Replicas)
+	case rerr != nil:
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, rerr)
 	case c.MaxActive < 0:
 		return c, fmt.Errorf("%w: MaxActive %d is negative", ErrInvalidConfig, c.MaxActive)
 	case c.MaxKeyBytes < 16 || c.MaxKeyBytes > 4096:
 		return c, fmt.Errorf("%w: MaxKeyBytes %d outside 16..4096", ErrInvalidConfig, c.MaxKeyBytes)
-	case c.OperationTimeout < 10*time.Millisecond:
-		return c, fmt.Errorf("%w: OperationTimeout %v below 10ms", ErrInvalidConfig, c.OperationTimeout)
+	case c.OpTimeout < 10*time.Millisecond:
+		return c, fmt.Errorf("%w: OpTimeout %v below 10ms", ErrInvalidConfig, c.OpTimeout)
 	case c.MaxWait < 0:
 		return c, fmt.Errorf("%w: MaxWait %v is negative", ErrInvalidConfig, c.MaxWait)
 	case len(c.Holder) > 256:

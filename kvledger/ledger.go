@@ -12,10 +12,6 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// defaultPublishTimeout bounds an event publish on a store that states no
-// operation timeout of its own.
-const defaultPublishTimeout = 5 * time.Second
-
 // Ledger admits tasks once per idempotency key, hands them to workers
 // under fenced leases, and blocks the dependents of failed tasks, over one
 // Store. It is safe for concurrent use; every method is a sequence of
@@ -74,9 +70,9 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
 	_, l.remember = store.(UniqueRevisions)
-	d := defaultPublishTimeout
-	if t, ok := store.(interface{ OperationTimeout() time.Duration }); ok && t.OperationTimeout() > 0 {
-		d = t.OperationTimeout()
+	d := kvx.DefaultOpTimeout // a store that states no operation timeout
+	if t, ok := store.(interface{ OpTimeout() time.Duration }); ok && t.OpTimeout() > 0 {
+		d = t.OpTimeout()
 	}
 	l.ops = kvx.NewOpTimeout(d)
 	for _, o := range opts {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -13,7 +14,7 @@ import (
 const (
 	DefaultName      = "lock"
 	DefaultTTL       = 10 * time.Second
-	DefaultOpTimeout = 5 * time.Second
+	DefaultOpTimeout = kvlease.DefaultOpTimeout
 	// DefaultRetryAttempts counts the first try: 3 means up to two retries.
 	DefaultRetryAttempts = 3
 	DefaultRetryBackoff  = 50 * time.Millisecond
@@ -111,9 +112,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.OpTimeout < 0 {
 		return c, fmt.Errorf("%w: negative OpTimeout %v", ErrInvalidConfig, c.OpTimeout)
 	}
-	if c.Replicas < 0 || c.Replicas > 5 {
-		return c, fmt.Errorf("%w: Replicas %d outside 0..5", ErrInvalidConfig, c.Replicas)
+	replicas, err := kvx.CheckReplicas(c.Replicas)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	c.Replicas = replicas
 	r := &c.Retry
 	if r.Attempts == 0 {
 		r.Attempts = DefaultRetryAttempts

@@ -211,7 +211,7 @@ func (f *fencing) lockClient(ctx context.Context, name string) {
 			f.cc.pause(ctx, 100*time.Millisecond)
 			continue
 		}
-		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OperationTimeout: 2 * time.Second})
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OpTimeout: 2 * time.Second})
 		if err == nil {
 			var leases kvlease.Leases[string]
 			if leases, err = lockFamily.Bind(m); err == nil {

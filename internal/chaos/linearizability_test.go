@@ -150,7 +150,7 @@ type lockBackend struct {
 }
 
 var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OperationTimeout: 2 * time.Second})
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OpTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -67,7 +67,7 @@ func exerciseComponents(t *testing.T, js jetstream.JetStream, prefix string) {
 }
 
 func exerciseLease(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OperationTimeout: time.Second})
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OpTimeout: time.Second})
 	if err != nil {
 		return err
 	}
