@@ -47,7 +47,7 @@ func newLedger(t testing.TB, n *natstest.Node) *kvledger.Ledger {
 	require.NoError(t, err)
 	l, err := kvledger.New(store, bus)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

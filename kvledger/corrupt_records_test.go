@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestSnapshotListsAroundCorruptRecords(t *testing.T) {
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	l, err := kvledger.New(s, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	for _, k := range []kvledger.IdempotencyKey{"a", "b", "c"} {
 		ok, err := l.Admit(ctx, "x", k, 1, nil, t0)
 		require.NoError(t, err)

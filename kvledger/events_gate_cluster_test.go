@@ -33,7 +33,7 @@ func TestEventsStreamLeaderGoneKeepsOrder(t *testing.T) {
 	var publishErrs atomic.Int64
 	l, err := kvledger.New(store, bus, kvledger.WithPublishErrorHandler(func(kvledger.IdempotencyKey, uint64, error) { publishErrs.Add(1) }))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 
 	leader := c.StreamLeader("GATE")
 	require.GreaterOrEqual(t, leader, 0)

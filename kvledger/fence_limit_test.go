@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -32,7 +33,7 @@ func TestFenceAboveMaxRefusedOnEntry(t *testing.T) {
 
 	l, err := kvledger.New(s, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	_, err = l.Claim(ctx, "w", "k", "w", time.Minute, time.Now())
 	require.ErrorIs(t, err, kvledger.ErrFenceExhausted, "never a wrapped fence 0")
 }

@@ -66,6 +66,7 @@ func TestKVStoreConfig(t *testing.T) {
 		{Bucket: "b", Retention: 500 * time.Millisecond},
 		{Bucket: "b", Retention: -time.Second},
 		{Bucket: "b", Replicas: -1},
+		{Bucket: "b", Replicas: 6},
 	} {
 		_, err := kvledger.NewKVStore(ctx, n.JS, cfg)
 		require.ErrorIs(t, err, kvledger.ErrInvalidConfig, "%+v", cfg)

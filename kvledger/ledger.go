@@ -89,18 +89,19 @@ func (l *Ledger) Store() Store { return l.store }
 // Close drains the relays started by StartRelay: each keeps publishing
 // until every record revision written before Close has its event
 // published (by it or by another relay of the same name, also revisions a
-// dead relay held, once their AckWait ran out), within its DrainTimeout,
-// and then stops. A drain that runs out is returned as an error. The
-// Ledger's other methods keep working (they own no goroutine). Close is
-// idempotent.
-func (l *Ledger) Close() error {
+// dead relay held, once their AckWait ran out), within its DrainTimeout
+// and ctx, and then stops. A drain that runs out is returned as an error,
+// as is ctx's end before a drain finished. The Ledger's other methods
+// keep working (they own no goroutine). Close is idempotent: a later
+// call returns the first one's result.
+func (l *Ledger) Close(ctx context.Context) error {
 	l.mu.Lock()
 	rs := l.relays
 	l.relays, l.closed = nil, true
 	l.mu.Unlock()
 	var errs []error
 	for _, r := range rs {
-		errs = append(errs, r.stop())
+		errs = append(errs, r.stop(ctx))
 	}
 	return errors.Join(errs...)
 }

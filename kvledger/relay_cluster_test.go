@@ -33,14 +33,14 @@ func TestRelayAcrossLeaderChangesR3(t *testing.T) {
 		})
 		l, err := kvledger.New(store, bus)
 		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 		return l
 	}
 	log := &eventLog{c: make(chan events.Event, 1000)}
 	p1 := ledger()
 	d, err := events.SubscribeDurable(ctx, c.JS, events.DurableConfig{Durable: "audit-r3"}, log.handle, func(err error) { t.Log(err) })
 	require.NoError(t, err)
-	t.Cleanup(d.Stop)
+	t.Cleanup(func() { _ = d.Close() })
 
 	dieAfterEachClaim(p1)
 	keys := make([]kvledger.IdempotencyKey, 6)

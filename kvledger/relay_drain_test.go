@@ -49,7 +49,7 @@ func TestRelayDrainCoversADeadRelay(t *testing.T) {
 	bus1 := &stallBus{next: jsBus1}
 	p1, err := kvledger.New(store1, bus1)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = p1.Close() }) // its connection is gone: the drain fails fast
+	t.Cleanup(func() { _ = p1.Close(context.Background()) }) // its connection is gone: the drain fails fast
 	require.NoError(t, p1.StartRelay(ctx, kvledger.RelayConfig{DrainTimeout: 100 * time.Millisecond}))
 
 	keys := make([]kvledger.IdempotencyKey, 5)
@@ -81,7 +81,7 @@ func TestRelayDrainCoversADeadRelay(t *testing.T) {
 	p2 := process(t, n, bucket)
 	require.NoError(t, p2.StartRelay(ctx, kvledger.RelayConfig{}))
 	start := time.Now()
-	require.NoError(t, p2.Close())
+	require.NoError(t, p2.Close(context.Background()))
 	t.Logf("survivor's Close drained in %v", time.Since(start))
 
 	// Right after Close, not later: every key's claim event is stored.
@@ -136,7 +136,7 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 	const bucket = "slowrelay"
 	writer, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket}), nil) // publishes nothing itself
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, writer.Close()) })
+	t.Cleanup(func() { require.NoError(t, writer.Close(context.Background())) })
 	jsBus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	bus := &countingBus{next: jsBus, delay: 700 * time.Millisecond}
@@ -144,7 +144,7 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 	for range 2 {
 		l, err := kvledger.New(newKVStore(t, n.NewJS(t), kvledger.KVStoreConfig{Bucket: bucket}), bus)
 		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 		require.NoError(t, l.StartRelay(ctx, cfg))
 	}
 	for i := range 3 {

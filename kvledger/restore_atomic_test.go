@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestRestoreAllOrNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, err := kvledger.New(mk(), nil)
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, l.Close()) })
+			t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 			count := func() int {
 				snap, err := l.Snapshot(ctx)
 				require.NoError(t, err)

@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestAdmitRefusesOversizedRecords(t *testing.T) {
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	l, err := kvledger.New(s, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 
 	long := kvledger.IdempotencyKey(strings.Repeat("k", 4096))
 	_, err = l.Admit(ctx, "a", long, 1, nil, t0)

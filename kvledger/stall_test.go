@@ -27,7 +27,7 @@ func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	require.NoError(t, err)
 	l, err := kvledger.New(store, bus)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	ok, err := l.Admit(ctx, "a", "held", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)

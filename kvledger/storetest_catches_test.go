@@ -44,7 +44,7 @@ func TestMemStoreRevisionsMonotonicAcrossEviction(t *testing.T) {
 	bus := &dedupBus{}
 	l, err := kvledger.New(s, bus)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	admitOK := func(key kvledger.IdempotencyKey) kvledger.TaskState {
 		t.Helper()
 		ok, err := l.Admit(ctx, "a", key, 1, nil, t0)

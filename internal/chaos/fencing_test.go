@@ -302,7 +302,7 @@ func (f *fencing) ledgerWorker(ctx context.Context, name string) {
 			var l *kvledger.Ledger
 			if l, err = kvledger.New(store, nil); err == nil {
 				f.workLoop(ctx, name, js.Conn().IsClosed, l)
-				_ = l.Close()
+				_ = l.Close(context.Background())
 			}
 		}
 		if err != nil {

@@ -331,7 +331,7 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		require.NoError(t, err)
 		l, err := kvledger.New(store, nil)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		owner := fmt.Sprintf("w%d", w)
 		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {

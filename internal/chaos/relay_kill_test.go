@@ -101,7 +101,7 @@ func childLedgerWriter(ctx context.Context) error {
 			say("wrote 20")
 		}
 	}
-	if err := l.Close(); err != nil {
+	if err := l.Close(context.Background()); err != nil {
 		say("closed %v", err)
 	} else {
 		say("closed ok")

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,10 @@ func testStaleOwner(t *testing.T, newStore NewStore) {
 	require.NoError(t, err)
 	b, err := kvledger.New(store, bus, kvledger.WithSource("s"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()); require.NoError(t, b.Close()) })
+	t.Cleanup(func() {
+		require.NoError(t, a.Close(context.Background()))
+		require.NoError(t, b.Close(context.Background()))
+	})
 	late := t0.Add(time.Hour)
 
 	// Taken over by b: a's token is fenced for every owner operation.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,7 +64,7 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	bus := &recorder{}
 	l, err := kvledger.New(newStore(t), bus, kvledger.WithSource("revs"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	admit(t, l, "x")
 	admit(t, l, "y")
 	fx := claim(t, l, "x", "w", t0)

@@ -103,7 +103,7 @@ func newLedger(t *testing.T, newStore NewStore) (*kvledger.Ledger, *recorder) {
 	rec := &recorder{}
 	l, err := kvledger.New(newStore(t), rec)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	return l, rec
 }
 
