@@ -91,7 +91,8 @@ func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed Idempo
 }
 
 // dependents lists the keys naming need, from the index when the store
-// has one, else by a full Range (the reference behaviour).
+// has one, else by a full Range: a store without an index still blocks
+// every dependent, at the cost of reading every record.
 func (l *Ledger) dependents(ctx context.Context, need IdempotencyKey) ([]IdempotencyKey, error) {
 	var out []IdempotencyKey
 	if l.index != nil {

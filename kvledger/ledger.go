@@ -168,12 +168,12 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 
 	// Fast path, the common case of a new key: insert first, in one round
 	// trip on a KVStore, and decide on the stored record only when the key
-	// turns out to hold one. This is the reference's decision for an absent
-	// key: the needs are read before the write (they pick pending or
+	// turns out to hold one. It decides an absent key as the loop below
+	// does: the needs are read before the write (they pick pending or
 	// blocked), and the recheck after it covers a need failing in between.
 	// Any doubt (a need read failing, a record that does not validate)
-	// drops to the loop below, which reads the key first and so reports
-	// exactly what the reference reports.
+	// drops to the loop below, which reads the key first and so returns
+	// the same result and error as a ledger without the fast path.
 	var (
 		cur     TaskState
 		found   bool
