@@ -1,6 +1,7 @@
 package kvlease
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
@@ -75,25 +76,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Bucket == "" {
-		c.Bucket = DefaultBucket
-	}
+	c.Bucket = cmp.Or(c.Bucket, DefaultBucket)
 	r, rerr := kvx.CheckReplicas(c.Replicas)
 	if rerr == nil {
 		c.Replicas = r
 	}
-	if c.MaxActive == 0 {
-		c.MaxActive = DefaultMaxActive
-	}
-	if c.MaxKeyBytes == 0 {
-		c.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultOpTimeout
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
+	c.MaxActive = cmp.Or(c.MaxActive, DefaultMaxActive)
+	c.MaxKeyBytes = cmp.Or(c.MaxKeyBytes, DefaultMaxKeyBytes)
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	if c.Holder == "" {
 		c.Holder = fmt.Sprintf("%s:%d:%s", hostname(), os.Getpid(), nuid.Next())
 	}

@@ -1,6 +1,7 @@
 package kvlock
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -97,18 +98,14 @@ type RetryPolicy struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
+	c.Name = cmp.Or(c.Name, DefaultName)
 	if err := kvlease.Name(c.Name).Validate(); err != nil {
 		return c, fmt.Errorf("%w: Name %q: 1..64 bytes of [A-Za-z0-9_-]", ErrInvalidConfig, c.Name)
 	}
 	if err := c.checkTimings(); err != nil {
 		return c, err
 	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultOpTimeout
-	}
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
 	if c.OpTimeout < 0 {
 		return c, fmt.Errorf("%w: negative OpTimeout %v", ErrInvalidConfig, c.OpTimeout)
 	}
@@ -118,12 +115,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Replicas = replicas
 	r := &c.Retry
-	if r.Attempts == 0 {
-		r.Attempts = DefaultRetryAttempts
-	}
-	if r.Backoff == 0 {
-		r.Backoff = DefaultRetryBackoff
-	}
+	r.Attempts = cmp.Or(r.Attempts, DefaultRetryAttempts)
+	r.Backoff = cmp.Or(r.Backoff, DefaultRetryBackoff)
 	if r.MaxBackoff == 0 {
 		r.MaxBackoff = max(DefaultRetryMax, r.Backoff)
 	}
@@ -150,9 +143,7 @@ func (c *Config) checkTimings() error {
 	case c.RenewInterval < 0:
 		return fmt.Errorf("%w: negative RenewInterval %v (zero means TTL/3)", ErrInvalidConfig, c.RenewInterval)
 	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	if c.TTL < kvlease.MinTTL {
 		return fmt.Errorf("%w: TTL %v is below the %v floor: the NATS server keeps per-key TTLs in whole seconds, at least one", ErrInvalidConfig, c.TTL, kvlease.MinTTL)
 	}
