@@ -22,7 +22,7 @@ type RelayConfig struct {
 	// every AckWait/2, so a slow bus does not make relays publish twice.
 	AckWait time.Duration
 	// DrainTimeout bounds how long Ledger.Close waits for the relay to
-	// drain (see Relay.Drain). Default 10 s.
+	// drain (see Relay.Drain), whatever Close's ctx allows. Default 10 s.
 	DrainTimeout time.Duration
 	// OnError receives publish failures and undecodable records. Default:
 	// ignore (failed publishes are retried).
