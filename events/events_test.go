@@ -115,8 +115,9 @@ func TestJetStreamBus(t *testing.T) {
 	for range 2 {
 		natstest.Recv(t, recv, 5*time.Second, "durable")
 	}
-	d.Close()
-	d.Close()
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	natstest.WaitClosed(t, d.Done(), 5*time.Second, "Done after Close")
 	require.NoError(t, bus.Publish(ctx, ev("ledger.claimed", "a", 3)))
 	d, err = events.SubscribeDurable(ctx, n.NewJS(t), cfg, handler, nil)
 	require.NoError(t, err, "resume after restart")

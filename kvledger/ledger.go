@@ -93,7 +93,7 @@ func (l *Ledger) Store() Store { return l.store }
 // and ctx, and then stops. A drain that runs out is returned as an error,
 // as is ctx's end before a drain finished. The Ledger's other methods
 // keep working (they own no goroutine). Close is idempotent: a later
-// call returns the first one's result.
+// call has no relay left to drain and returns nil.
 func (l *Ledger) Close(ctx context.Context) error {
 	l.mu.Lock()
 	rs := l.relays

@@ -168,3 +168,30 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 		require.Equal(t, 1, c, "%s published once", id)
 	}
 }
+
+// Close's ctx bounds the relay drain: with a stalled bus and a ctx that
+// ends long before DrainTimeout, Close returns the ctx's error at once;
+// the relay is stopped all the same, so a second Close has nothing left.
+func TestCloseCtxBoundsRelayDrain(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "closectx"})
+	jsBus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{})
+	require.NoError(t, err)
+	bus := &stallBus{next: jsBus}
+	l, err := kvledger.New(store, bus)
+	require.NoError(t, err)
+	require.NoError(t, l.StartRelay(ctx, kvledger.RelayConfig{Durable: "closectx", DrainTimeout: time.Minute}))
+	bus.stalled.Store(true) // every publish, the writer's and the relay's, now hangs
+	pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, _ = l.Admit(pctx, "t", "k", 1, nil, t0) // the record lands; its event does not
+	pcancel()
+
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = l.Close(cctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 10*time.Second, "Close waited for DrainTimeout, not its ctx")
+	require.NoError(t, l.Close(context.Background()), "a later Close has no relay left")
+}
