@@ -64,9 +64,7 @@ func process(t *testing.T, n *natstest.Node, bucket string) *kvledger.Ledger {
 	store := newKVStore(t, js, kvledger.KVStoreConfig{Bucket: bucket})
 	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+	l := newLedger(t, store, bus)
 	return l
 }
 

@@ -31,9 +31,7 @@ func TestRelayAcrossLeaderChangesR3(t *testing.T) {
 		bus := natstest.Open(t, "R3 event stream", func(ctx context.Context) (*events.JetStreamBus, error) {
 			return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: 3})
 		})
-		l, err := kvledger.New(store, bus)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+		l := newLedger(t, store, bus)
 		return l
 	}
 	log := &eventLog{c: make(chan events.Event, 1000)}

@@ -134,17 +134,13 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)
 	const bucket = "slowrelay"
-	writer, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket}), nil) // publishes nothing itself
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, writer.Close(context.Background())) })
+	writer := newLedger(t, newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket}), nil) // publishes nothing itself
 	jsBus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	bus := &countingBus{next: jsBus, delay: 700 * time.Millisecond}
 	cfg := kvledger.RelayConfig{AckWait: 200 * time.Millisecond}
 	for range 2 {
-		l, err := kvledger.New(newKVStore(t, n.NewJS(t), kvledger.KVStoreConfig{Bucket: bucket}), bus)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+		l := newLedger(t, newKVStore(t, n.NewJS(t), kvledger.KVStoreConfig{Bucket: bucket}), bus)
 		require.NoError(t, l.StartRelay(ctx, cfg))
 	}
 	for i := range 3 {

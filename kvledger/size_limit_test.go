@@ -1,7 +1,6 @@
 package kvledger_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +18,10 @@ func TestAdmitRefusesOversizedRecords(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 20*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+	l := newLedger(t, s, nil)
 
 	long := kvledger.IdempotencyKey(strings.Repeat("k", 4096))
-	_, err = l.Admit(ctx, "a", long, 1, nil, t0)
+	_, err := l.Admit(ctx, "a", long, 1, nil, t0)
 	require.ErrorIs(t, err, kvledger.ErrTooLarge)
 	require.Contains(t, err.Error(), "the limit is")
 	_, err = l.Admit(ctx, "a", "dep", 1, nil, t0, long)
