@@ -11,8 +11,8 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// FuzzKeyForms checks the two forms a key takes on a page: the reference
-// round-trips exactly and is ASCII, and the display form is valid UTF-8,
+// FuzzKeyForms checks the two forms a key takes on a page: the form in
+// links round-trips exactly and is ASCII, and the display form is valid UTF-8,
 // shows the key unchanged when it is plain, and quotes it otherwise.
 func FuzzKeyForms(f *testing.F) {
 	for _, s := range []string{"", "a", "build-42", "a b", "<script>", "\x00\xff", " lead", `"q"`, "\u202e", "ünï"} {

@@ -135,7 +135,7 @@ func (h *Handler) Close() error {
 			_ = m.Close(ctx)
 		}
 		if h.ledger != nil {
-			_ = h.ledger.Close()
+			_ = h.ledger.Close(context.Background())
 		}
 	})
 	return nil

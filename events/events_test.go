@@ -116,13 +116,14 @@ func TestJetStreamBus(t *testing.T) {
 	for range 2 {
 		natstest.Recv(t, recv, 5*time.Second, "durable")
 	}
-	d.Stop()
-	d.Stop()
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	natstest.WaitClosed(t, d.Done(), 5*time.Second, "Done after Close")
 	require.NoError(t, bus.Publish(ctx, ev("ledger.claimed", "a", 3)))
 	d, err = events.SubscribeDurable(ctx, n.NewJS(t), cfg, handler, nil)
 	require.NoError(t, err, "resume after restart")
 	natstest.Recv(t, recv, 5*time.Second, "durable after restart")
-	d.Stop()
+	d.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []uint64{1, 2, 3}, got, "each stored event once, in stream order, resumed after the last ack")
@@ -152,7 +153,7 @@ func TestDurableRedeliversOnError(t *testing.T) {
 		return nil
 	}, func(err error) { errs <- err })
 	require.NoError(t, err)
-	defer d.Stop()
+	defer d.Close()
 	require.Error(t, natstest.Recv(t, errs, 5*time.Second, "handler error reported"))
 	require.Equal(t, events.Name("ev.one"), natstest.Recv(t, done, 5*time.Second, "redelivered"))
 	require.Error(t, natstest.Recv(t, errs, 5*time.Second, "junk reported"))

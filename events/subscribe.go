@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Live is a core NATS subscription to events: no storage, no acks, only
@@ -113,14 +115,12 @@ type DurableConfig struct {
 // redelivered) and reported to onErr. Events are handled one at a time in
 // stream order (see DurableConfig.MaxAckPending).
 type Durable struct {
-	cc     jetstream.ConsumeContext
-	cancel context.CancelFunc
-	once   sync.Once
+	c *kvx.Consuming
 }
 
 // SubscribeDurable creates or updates the consumer described by cfg and
 // starts consuming. ctx bounds the set-up only; the handler's context is
-// cancelled by Stop.
+// cancelled by Close.
 func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableConfig, fn func(context.Context, Event) error, onErr func(error)) (*Durable, error) {
 	if js == nil || fn == nil || cfg.Durable == "" {
 		return nil, fmt.Errorf("%w: SubscribeDurable needs JetStream, a durable name and a handler", ErrInvalidConfig)
@@ -149,13 +149,12 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableCo
 	if err != nil {
 		return nil, fmt.Errorf("events: consumer %q on %q: %w", cfg.Durable, cfg.Stream, err)
 	}
-	hctx, cancel := context.WithCancel(context.Background())
 	report := func(err error) {
 		if onErr != nil {
 			onErr(err)
 		}
 	}
-	consume, err := cons.Consume(func(m jetstream.Msg) {
+	consume, err := kvx.Consume(cons, func(hctx context.Context, m jetstream.Msg) {
 		e, err := Unmarshal(m.Data())
 		if err != nil {
 			report(fmt.Errorf("events: %s: %w", m.Subject(), err))
@@ -167,28 +166,29 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableCo
 			_ = m.NakWithDelay(time.Second)
 			return
 		}
-		// The ack outlives Stop's cancel: a handled event should not be
-		// redelivered just because Stop came in between.
+		// The ack outlives Close's cancel: a handled event should not be
+		// redelivered just because Close came in between.
 		actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer acancel()
 		if err := m.DoubleAck(actx); err != nil {
 			report(fmt.Errorf("events: ack %s %q revision %d: %w", e.Name, e.Key, e.Revision, err))
 		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { report(err) }))
+	}, report)
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("events: consume %q: %w", cfg.Durable, err)
 	}
-	return &Durable{cc: consume, cancel: cancel}, nil
+	return &Durable{c: consume}, nil
 }
 
-// Stop stops consuming and waits until the handler has returned. Events
+// Close stops consuming and waits until the handler has returned. Events
 // not yet acknowledged are redelivered to the next consumer with the same
-// name. It is idempotent.
-func (d *Durable) Stop() {
-	d.once.Do(func() {
-		d.cc.Stop()
-		d.cancel()
-		<-d.cc.Closed()
-	})
+// name. It is idempotent and returns nil; the error makes Durable an
+// io.Closer like Live.
+func (d *Durable) Close() error {
+	d.c.Stop()
+	return nil
 }
+
+// Done is closed once the Durable has stopped consuming (after Close):
+// no handler runs after it.
+func (d *Durable) Done() <-chan struct{} { return d.c.Done() }

@@ -2,7 +2,7 @@ package kvlease
 
 import "time"
 
-// How long a call can take, from Config.OperationTimeout (T). One
+// How long a call can take, from Config.OpTimeout (T). One
 // operation is one server round trip together with the retries kvx makes
 // inside it (no-responder retries, the create-over-marker steps of an
 // acquisition): they share the operation's deadline, so they add no time.
@@ -21,9 +21,9 @@ import "time"
 
 // callBound is the bound of the 2T calls above.
 func callBound(c Config) time.Duration {
-	t := c.OperationTimeout
+	t := c.OpTimeout
 	if t == 0 {
-		t = DefaultOperationTimeout
+		t = DefaultOpTimeout
 	}
 	return 2 * t
 }

@@ -1,12 +1,15 @@
 package kvlease
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // TTL bounds. The server counts per-key TTLs in whole seconds with a
@@ -18,11 +21,11 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultBucket           = "natscoord_leases"
-	DefaultMaxActive        = 65536
-	DefaultMaxKeyBytes      = 512
-	DefaultOperationTimeout = 5 * time.Second
-	DefaultMaxWait          = time.Hour
+	DefaultBucket      = "natscoord_leases"
+	DefaultMaxActive   = 65536
+	DefaultMaxKeyBytes = 512
+	DefaultOpTimeout   = kvx.DefaultOpTimeout
+	DefaultMaxWait     = time.Hour
 )
 
 // markerTTL is how long the server keeps the marker it writes when a lease
@@ -48,15 +51,15 @@ type Config struct {
 	// MaxKeyBytes bounds a lease key ("<family>.<encoded key>", slot
 	// suffix included) in bytes. Default DefaultMaxKeyBytes (512).
 	MaxKeyBytes int
-	// OperationTimeout bounds every single KV operation whose context has
+	// OpTimeout bounds every single KV operation whose context has
 	// no earlier deadline, and every cleanup attempt (release on Close,
 	// on loss, after With). Operations whose context can never end share
 	// one deadline, so each of them is bounded by at least half of it
 	// and at most all of it. A caller's later deadline does not lift it.
 	// Ceiling: TryAcquire, Renew, Release, Holder, Export and Restore take
-	// at most 2 × OperationTimeout, ForceRelease 4× (see bounds.go).
+	// at most 2 × OpTimeout, ForceRelease 4× (see bounds.go).
 	// Default 5s.
-	OperationTimeout time.Duration
+	OpTimeout time.Duration
 	// MaxWait bounds the wait argument of Acquire. Default 1h.
 	MaxWait time.Duration
 	// Holder is the public holder id stored in every lease value so
@@ -73,24 +76,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Bucket == "" {
-		c.Bucket = DefaultBucket
+	c.Bucket = cmp.Or(c.Bucket, DefaultBucket)
+	r, rerr := kvx.CheckReplicas(c.Replicas)
+	if rerr == nil {
+		c.Replicas = r
 	}
-	if c.Replicas == 0 {
-		c.Replicas = 1
-	}
-	if c.MaxActive == 0 {
-		c.MaxActive = DefaultMaxActive
-	}
-	if c.MaxKeyBytes == 0 {
-		c.MaxKeyBytes = DefaultMaxKeyBytes
-	}
-	if c.OperationTimeout == 0 {
-		c.OperationTimeout = DefaultOperationTimeout
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultMaxWait
-	}
+	c.MaxActive = cmp.Or(c.MaxActive, DefaultMaxActive)
+	c.MaxKeyBytes = cmp.Or(c.MaxKeyBytes, DefaultMaxKeyBytes)
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
 	if c.Holder == "" {
 		c.Holder = fmt.Sprintf("%s:%d:%s", hostname(), os.Getpid(), nuid.Next())
 	}
@@ -100,14 +94,14 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case !validName(c.Bucket):
 		return c, fmt.Errorf("%w: Bucket %q must be one token of [A-Za-z0-9_-]", ErrInvalidConfig, c.Bucket)
-	case c.Replicas < 1 || c.Replicas > 5:
-		return c, fmt.Errorf("%w: Replicas %d outside 1..5", ErrInvalidConfig, c.Replicas)
+	case rerr != nil:
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, rerr)
 	case c.MaxActive < 0:
 		return c, fmt.Errorf("%w: MaxActive %d is negative", ErrInvalidConfig, c.MaxActive)
 	case c.MaxKeyBytes < 16 || c.MaxKeyBytes > 4096:
 		return c, fmt.Errorf("%w: MaxKeyBytes %d outside 16..4096", ErrInvalidConfig, c.MaxKeyBytes)
-	case c.OperationTimeout < 10*time.Millisecond:
-		return c, fmt.Errorf("%w: OperationTimeout %v below 10ms", ErrInvalidConfig, c.OperationTimeout)
+	case c.OpTimeout < 10*time.Millisecond:
+		return c, fmt.Errorf("%w: OpTimeout %v below 10ms", ErrInvalidConfig, c.OpTimeout)
 	case c.MaxWait < 0:
 		return c, fmt.Errorf("%w: MaxWait %v is negative", ErrInvalidConfig, c.MaxWait)
 	case len(c.Holder) > 256:

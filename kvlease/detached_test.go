@@ -32,7 +32,7 @@ func TestAcquireKeyDetachedOutlivesContext(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	cancel()
-	waitClosed(t, att.Done(), 5*time.Second, "attached lease released with its context")
+	natstest.WaitClosed(t, att.Done(), 5*time.Second, "attached lease released with its context")
 	require.ErrorIs(t, context.Cause(att.Context()), context.Canceled)
 	require.NoError(t, g.Err(), "detached lease still held")
 	require.NoError(t, g.Context().Err())
@@ -72,7 +72,7 @@ func TestOnAutoRenewSeesRenewals(t *testing.T) {
 	forced, err := m.ForceReleaseKey(ctx, "raw.hooked")
 	require.NoError(t, err)
 	require.True(t, forced)
-	waitClosed(t, g.Context().Done(), 5*time.Second, "loss")
+	natstest.WaitClosed(t, g.Context().Done(), 5*time.Second, "loss")
 	natstest.Eventually(t, 5*time.Second, func() bool { return lost.Load() == 1 }, "loss reported")
 }
 

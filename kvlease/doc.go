@@ -227,7 +227,7 @@
 //
 // # Time bounds
 //
-// With T = Config.OperationTimeout, one operation (a round trip and the
+// With T = Config.OpTimeout, one operation (a round trip and the
 // retries kvx makes inside it, which share its deadline) takes at most T,
 // whatever the caller's deadline; a stalled connection therefore costs T,
 // not the caller's patience. TryAcquire, Renew, Release, Holder, Export

@@ -224,7 +224,7 @@ func (g *Guard) autoRenew() {
 	// publish may still land, and reading the key at once to find out can
 	// race the publish itself; the release that follows would then delete
 	// at a stale revision and fail. Release waits for the renewal instead
-	// (opMu), which OperationTimeout bounds.
+	// (opMu), which OpTimeout bounds.
 	hook := g.renewHookOf()
 	var start time.Time
 	if hook != nil {

@@ -45,16 +45,6 @@ func bind[K any](t *testing.T, d kvlease.Declaration[K], m *kvlease.Manager) kvl
 	return l
 }
 
-// waitClosed waits up to d for ch to be closed.
-func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		require.FailNow(t, "timed out waiting for "+what)
-	}
-}
-
 func jetstreamKV(bucket string) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{Bucket: bucket}
 }

@@ -24,7 +24,7 @@ func TestInvalidConfig(t *testing.T) {
 		"replicas":  {Replicas: 7},
 		"maxactive": {MaxActive: -1},
 		"keybytes":  {MaxKeyBytes: 8},
-		"timeout":   {OperationTimeout: time.Millisecond},
+		"timeout":   {OpTimeout: time.Millisecond},
 		"maxwait":   {MaxWait: -time.Second},
 		"holder":    {Holder: strings.Repeat("h", 300)},
 	} {

@@ -34,7 +34,7 @@ func (m *Manager) HolderOfKey(ctx context.Context, key string) (Holder, bool, er
 // no two are equal (they are revisions of the bucket), so they order the
 // arrivals of a queue the way etcd's revisions do. key must be a raw key
 // outside every lease family (it holds no lease). The publish is bounded
-// by OperationTimeout when ctx has no deadline.
+// by OpTimeout when ctx has no deadline.
 func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
 	if err := m.checkDataKey(key); err != nil {
 		return 0, err

@@ -39,7 +39,7 @@ func TestContentionBetweenManagers(t *testing.T) {
 	require.NoError(t, g1.Release(ctx))
 	require.ErrorIs(t, g1.Err(), kvlease.ErrReleased)
 	require.ErrorIs(t, context.Cause(g1.Context()), kvlease.ErrReleased)
-	waitClosed(t, g1.Done(), time.Second, "released guard done")
+	natstest.WaitClosed(t, g1.Done(), time.Second, "released guard done")
 
 	g2, ok, err = l2.TryAcquire(ctx, "a.b c", 5*time.Second)
 	require.NoError(t, err)
@@ -167,7 +167,7 @@ func TestForceReleaseCancelsHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, forced)
 	forcedAt := time.Now()
-	waitClosed(t, g.Context().Done(), every+500*time.Millisecond, "holder's context cancelled within one renew interval")
+	natstest.WaitClosed(t, g.Context().Done(), every+500*time.Millisecond, "holder's context cancelled within one renew interval")
 	require.Less(t, time.Since(forcedAt), every+500*time.Millisecond)
 	require.ErrorIs(t, context.Cause(g.Context()), kvlease.ErrLost)
 	require.ErrorIs(t, g.Err(), kvlease.ErrLost)
@@ -198,7 +198,7 @@ func TestPausedHolderSeesLoss(t *testing.T) {
 	require.ErrorIs(t, g.Err(), kvlease.ErrLost)
 	require.ErrorIs(t, context.Cause(g.Context()), kvlease.ErrLost)
 	require.ErrorIs(t, g.Renew(ctx), kvlease.ErrLost)
-	waitClosed(t, g.Done(), 5*time.Second, "cleanup after loss")
+	natstest.WaitClosed(t, g.Done(), 5*time.Second, "cleanup after loss")
 	m1.SetClock(time.Now)
 
 	// The loss cleanup deleted the key it still held at the server.
@@ -250,7 +250,7 @@ func TestCallerContextCancelReleases(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	cancel()
-	waitClosed(t, g.Done(), 5*time.Second, "released on caller cancel")
+	natstest.WaitClosed(t, g.Done(), 5*time.Second, "released on caller cancel")
 	require.ErrorIs(t, g.Err(), kvlease.ErrReleased)
 	g2, ok, err := l2.TryAcquire(ctx, "c", 5*time.Second)
 	require.NoError(t, err)
@@ -310,7 +310,7 @@ func TestCloseReleasesAll(t *testing.T) {
 	}
 	require.EqualValues(t, len(keys), m1.Stats().Active)
 	require.NoError(t, m1.Close(ctx))
-	waitClosed(t, m1.Done(), time.Second, "manager done")
+	natstest.WaitClosed(t, m1.Done(), time.Second, "manager done")
 	for _, g := range gs {
 		require.ErrorIs(t, g.Err(), kvlease.ErrReleased)
 		require.ErrorIs(t, g.Err(), kvlease.ErrClosed)

@@ -85,7 +85,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 		done: make(chan struct{}),
 	}
 	m.prefix = valuePrefix(cfg.Holder, m.host, m.pid)
-	m.opTimeout = kvx.NewOpTimeout(cfg.OperationTimeout)
+	m.opTimeout = kvx.NewOpTimeout(cfg.OpTimeout)
 	m.hints.init(4096)
 	m.sched = newScheduler(m.due)
 	m.pool = newRenewPool()
@@ -105,7 +105,7 @@ func (m *Manager) Done() <-chan struct{} { return m.done }
 
 // Close refuses new acquisitions, ends waiting acquisitions with
 // ErrClosed, releases every guard the manager holds (each release bounded
-// by OperationTimeout), which cancels the contexts of running With
+// by OpTimeout), which cancels the contexts of running With
 // callbacks, waits for those callbacks to return, stops the scheduler and
 // waits for all of it. If
 // ctx ends first Close returns ctx's error and the shutdown completes in
@@ -222,7 +222,7 @@ func (m *Manager) unadmit() {
 	m.mu.Unlock()
 }
 
-// opCtx bounds ctx by OperationTimeout unless it already has a deadline
+// opCtx bounds ctx by OpTimeout unless it already has a deadline
 // (see kvx.OpTimeout: a ctx that cannot end shares one context).
 func (m *Manager) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return m.opTimeout.Bound(ctx)
@@ -249,33 +249,27 @@ func (m *Manager) goOwned(f func()) {
 // expiry) this manager last saw, so the next acquisition of that key is
 // one publish instead of three. Bounded: when full an arbitrary entry goes.
 type hintCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]uint64
+	mu sync.Mutex
+	m  kvx.BoundedMap[uint64]
 }
 
-func (h *hintCache) init(n int) { h.max, h.m = n, make(map[string]uint64) }
+func (h *hintCache) init(n int) { h.m = kvx.NewBoundedMap[uint64](n) }
 
 func (h *hintCache) get(key string) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.m[key]
+	v, _ := h.m.Get(key)
+	return v
 }
 
 func (h *hintCache) put(key string, rev uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.m[key]; !ok && len(h.m) >= h.max {
-		for k := range h.m {
-			delete(h.m, k)
-			break
-		}
-	}
-	h.m[key] = rev
+	h.m.Put(key, rev)
 }
 
 func (h *hintCache) drop(key string) {
 	h.mu.Lock()
-	delete(h.m, key)
+	h.m.Delete(key)
 	h.mu.Unlock()
 }

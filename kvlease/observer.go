@@ -47,19 +47,10 @@ type Observer interface {
 }
 
 // clock is time.Now when an observer will see durations, else zero.
-func (m *Manager) clock() time.Time {
-	if m.cfg.Observer == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
+func (m *Manager) clock() time.Time { return opstats.Start(m.cfg.Observer != nil) }
 
-func since(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
-}
+// since is opstats.Since: the duration since a time from clock.
+func since(t time.Time) time.Duration { return opstats.Since(t) }
 
 func (m *Manager) observe(ctx context.Context, e Event) {
 	o := m.cfg.Observer

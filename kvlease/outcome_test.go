@@ -45,7 +45,7 @@ func TestAcquireOutcomeUnknownLanded(t *testing.T) {
 		require.Equal(t, g.Fence(), h.Revision)
 	}
 	p.SetDelay(0)
-	waitClosed(t, g.Done(), 10*time.Second, "guard of an expired ctx released")
+	natstest.WaitClosed(t, g.Done(), 10*time.Second, "guard of an expired ctx released")
 	require.ErrorIs(t, g.Err(), kvlease.ErrReleased)
 	g2, ok, err := lo.TryAcquire(ctx, "unknown", 10*time.Second)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 // lease on condition that the key is still at the guard's revision: a late
 // release never deletes a newer holder's lease. It is idempotent and
 // concurrent calls share one attempt; ctx only bounds the waiting (the
-// attempt itself is bounded by OperationTimeout). It returns an error
+// attempt itself is bounded by OpTimeout). It returns an error
 // matching ErrLost when the lease had already been taken over, and nil
 // when the guard had already ended by loss or export (Err says why).
 //

@@ -35,7 +35,7 @@ func TestReleaseCtxEndsMidDelete(t *testing.T) {
 		if err != nil {
 			require.ErrorIs(t, err, context.Canceled)
 		}
-		waitClosed(t, g.Done(), 10*time.Second, "settled release")
+		natstest.WaitClosed(t, g.Done(), 10*time.Second, "settled release")
 		require.NoError(t, g.Release(context.Background()), "the settled release's result")
 		require.ErrorIs(t, g.Err(), kvlease.ErrReleased)
 
@@ -58,7 +58,7 @@ func TestReleaseCancellableCtx(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, g.Release(ctx))
-	waitClosed(t, g.Done(), time.Second, "done after Release returned")
+	natstest.WaitClosed(t, g.Done(), time.Second, "done after Release returned")
 
 	// Released after being taken over: ErrLost.
 	g, ok, err = l1.TryAcquire(ctx, "cancellable", 5*time.Second)

@@ -34,7 +34,7 @@ func (g *Guard) renewOnce(ctx context.Context) error {
 		wctx   context.Context
 		cancel context.CancelFunc
 	)
-	if left := vu.Sub(m.now()); left < m.cfg.OperationTimeout {
+	if left := vu.Sub(m.now()); left < m.cfg.OpTimeout {
 		wctx, cancel = context.WithTimeout(ctx, left)
 	} else {
 		wctx, cancel = m.opCtx(ctx)

@@ -12,13 +12,13 @@ import (
 )
 
 // On a connection that stalls (TCP open, nothing answered), every call
-// returns within the bound doc.go states from OperationTimeout, not when
+// returns within the bound doc.go states from OpTimeout, not when
 // the caller's own (much later) deadline runs out.
 func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	n := natstest.WithServer(t)
 	p, js := natstest.ThroughProxy(t, n)
 	const opTimeout = 500 * time.Millisecond
-	m := newManager(t, js, kvlease.Config{OperationTimeout: opTimeout})
+	m := newManager(t, js, kvlease.Config{OpTimeout: opTimeout})
 	l := bind(t, jobs, m)
 	ctx := natstest.Context(t, 30*time.Second)
 	g, ok, err := l.TryAcquire(ctx, "held", 5*time.Second)
@@ -27,7 +27,7 @@ func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 
 	p.Stall(true)
 	t.Cleanup(func() { p.Stall(false) }) // before the manager's Close
-	bound := kvlease.CallBound(kvlease.Config{OperationTimeout: opTimeout}) + 500*time.Millisecond
+	bound := kvlease.CallBound(kvlease.Config{OpTimeout: opTimeout}) + 500*time.Millisecond
 	long, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for name, call := range map[string]func() error{
@@ -44,6 +44,6 @@ func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 		took := time.Since(start)
 		t.Logf("%s on a stalled connection: %v after %v (bound %v)", name, err, took, bound)
 		require.Error(t, err, name)
-		require.Less(t, took, bound, "%s must be bounded by OperationTimeout", name)
+		require.Less(t, took, bound, "%s must be bounded by OpTimeout", name)
 	}
 }

@@ -17,17 +17,8 @@ import (
 // and inside a struct) or marshalled inside a struct never shows its
 // secret; MarshalText still carries it for a hand-over.
 func TestTokenRedactedInSlogAndJSON(t *testing.T) {
-	m1, _ := pair(t)
-	l1 := bind(t, jobs, m1)
 	ctx := natstest.Context(t, 20*time.Second)
-	g, ok, err := l1.TryAcquire(ctx, "slog", 5*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	tok, err := l1.Export(g)
-	require.NoError(t, err)
-	text, err := tok.MarshalText()
-	require.NoError(t, err)
-	secretHex := secretOf(t, text)
+	l1, tok, text, secretHex := exportedToken(t, ctx, "slog")
 
 	type request struct {
 		ID    string

@@ -95,17 +95,8 @@ func TestConcurrentRestoreHasOneWinner(t *testing.T) {
 }
 
 func TestTokenRedactsSecret(t *testing.T) {
-	m1, _ := pair(t)
-	l1 := bind(t, jobs, m1)
 	ctx := natstest.Context(t, 20*time.Second)
-	g, ok, err := l1.TryAcquire(ctx, "secret", 5*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	tok, err := l1.Export(g)
-	require.NoError(t, err)
-	text, err := tok.MarshalText()
-	require.NoError(t, err)
-	secretHex := secretOf(t, text)
+	l1, tok, text, secretHex := exportedToken(t, ctx, "secret")
 
 	for _, s := range []string{
 		tok.String(), tok.GoString(), fmt.Sprint(tok), fmt.Sprintf("%v %+v %#v %s %q %x", tok, tok, tok, tok, tok, tok),
@@ -122,6 +113,22 @@ func TestTokenRedactsSecret(t *testing.T) {
 	g2, err := l1.Restore(ctx, tok)
 	require.NoError(t, err)
 	require.NoError(t, g2.Release(ctx))
+}
+
+// exportedToken holds jobs lease key on a fresh manager and exports its
+// token: the leases, the token, its text form and the secret in hex.
+func exportedToken(t *testing.T, ctx context.Context, key string) (kvlease.Leases[string], kvlease.Token[string], []byte, string) {
+	t.Helper()
+	m1, _ := pair(t)
+	l1 := bind(t, jobs, m1)
+	g, ok, err := l1.TryAcquire(ctx, key, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	tok, err := l1.Export(g)
+	require.NoError(t, err)
+	text, err := tok.MarshalText()
+	require.NoError(t, err)
+	return l1, tok, text, secretOf(t, text)
 }
 
 // secretOf digs the hex secret out of a marshalled token.

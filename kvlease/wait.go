@@ -98,8 +98,8 @@ func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, r *request,
 
 // waitErr maps the end of a wait: the caller's context ending is its
 // error; Close is ErrClosed; the wait running out with the key still held
-// is context.DeadlineExceeded (as in the library kvlease replaces), so a
-// caller can tell "gave up waiting" from "tried once and it was held".
+// is context.DeadlineExceeded, never ErrHeld, so a caller can tell "gave
+// up waiting" from "tried once and it was held".
 func (m *Manager) waitErr(ctx, wctx context.Context, err error) error {
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, kvx.ErrHubClosed):

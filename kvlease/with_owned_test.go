@@ -35,7 +35,7 @@ func TestCloseWaitsForWithCallbacks(t *testing.T) {
 		})
 		res <- result{ran, err}
 	}()
-	waitClosed(t, started, 10*time.Second, "callback start")
+	natstest.WaitClosed(t, started, 10*time.Second, "callback start")
 
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -46,7 +46,7 @@ func TestCloseWaitsForWithCallbacks(t *testing.T) {
 	default:
 	}
 	close(proceed)
-	waitClosed(t, m.Done(), 10*time.Second, "Done after the callback returned")
+	natstest.WaitClosed(t, m.Done(), 10*time.Second, "Done after the callback returned")
 	require.NoError(t, m.Close(ctx))
 	r := <-res
 	require.True(t, r.ran)

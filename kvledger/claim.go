@@ -29,28 +29,15 @@ import (
 //
 // A lost compare-and-swap reloads and runs the checks again.
 func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
-	if owner == "" {
-		return 0, ErrEmptyOwner
-	}
-	if lease <= 0 {
-		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
-	}
-	for {
-		cur, err := l.load(ctx, key)
-		if err != nil {
-			return 0, err
-		}
+	return l.claim(ctx, actor, key, owner, lease, now, ClaimedEvent, func(cur TaskState) error {
 		if cur.LeaseUntil.After(now) {
-			return 0, fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+			return fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
 		}
 		if cur.Status != StatusPending && cur.Status != StatusClaimed {
-			return 0, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, ClaimedEvent)
-		if err != nil || ok {
-			return fence, err
-		}
-	}
+		return nil
+	})
 }
 
 // Takeover gives owner a claimed record whose lease is stale (LeaseUntil
@@ -66,6 +53,21 @@ func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 //     the record is written blocked first, as in Claim,
 //  7. the Validate error of the record it would write.
 func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
+	return l.claim(ctx, actor, key, owner, lease, now, TakenOverEvent, func(cur TaskState) error {
+		if cur.Status != StatusClaimed {
+			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		}
+		if cur.LeaseUntil.After(now) {
+			return fmt.Errorf("%w: %q held by %q until %s", ErrNotStale, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		}
+		return nil
+	})
+}
+
+// claim is Claim and Takeover: the checks that touch no store, then, per
+// compare-and-swap attempt, a fresh load, the caller's own checks
+// (check) and take.
+func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time, ev events.Name, check func(TaskState) error) (FenceToken, error) {
 	if owner == "" {
 		return 0, ErrEmptyOwner
 	}
@@ -77,13 +79,10 @@ func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, 
 		if err != nil {
 			return 0, err
 		}
-		if cur.Status != StatusClaimed {
-			return 0, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+		if err := check(cur); err != nil {
+			return 0, err
 		}
-		if cur.LeaseUntil.After(now) {
-			return 0, fmt.Errorf("%w: %q held by %q until %s", ErrNotStale, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
-		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, TakenOverEvent)
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, ev)
 		if err != nil || ok {
 			return fence, err
 		}

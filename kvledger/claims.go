@@ -84,8 +84,9 @@ func (l *Ledger) loadOwned(ctx context.Context, key IdempotencyKey, fence FenceT
 }
 
 // loadClaim is the start of Release and Complete: the caller's claim of
-// key, checked in the reference's order (ErrNoKey, then ErrFenced, then
-// ErrNotClaimed).
+// key, checked in a fixed order so that every store reports the same
+// error for the same record: ErrNoKey, then ErrFenced, then
+// ErrNotClaimed.
 func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
 	cur, err := l.loadOwned(ctx, key, fence)
 	if err != nil {

@@ -60,8 +60,27 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 // walked through but not written (a completed record's dependents still
 // depend on failed transitively).
 func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed IdempotencyKey, now time.Time) error {
-	visited := map[IdempotencyKey]bool{failed: true}
-	queue := []IdempotencyKey{failed}
+	return l.walkDependents(ctx, failed, func(parent, d IdempotencyKey, _ map[IdempotencyKey]bool) (bool, error) {
+		rec, found, err := l.store.Load(ctx, d)
+		if err != nil {
+			return false, err
+		}
+		if !found || !slices.Contains(rec.Needs, parent) {
+			return false, nil // stale index entry
+		}
+		return true, l.blockOne(ctx, actor, rec, failed, now)
+	})
+}
+
+// walkDependents walks breadth first from root through the dependents of
+// every key it follows: visit(parent, d, followed) reports whether d is
+// followed (its own dependents visited in turn). A key is followed once;
+// one not followed may be visited again from another parent. followed
+// holds root and every key followed so far. An error from visit or from
+// listing dependents ends the walk.
+func (l *Ledger) walkDependents(ctx context.Context, root IdempotencyKey, visit func(parent, d IdempotencyKey, followed map[IdempotencyKey]bool) (bool, error)) error {
+	followed := map[IdempotencyKey]bool{root: true}
+	queue := []IdempotencyKey{root}
 	for len(queue) > 0 {
 		parent := queue[0]
 		queue = queue[1:]
@@ -70,20 +89,16 @@ func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed Idempo
 			return err
 		}
 		for _, d := range deps {
-			if visited[d] {
+			if followed[d] {
 				continue
 			}
-			rec, found, err := l.store.Load(ctx, d)
+			ok, err := visit(parent, d, followed)
 			if err != nil {
 				return err
 			}
-			if !found || !slices.Contains(rec.Needs, parent) {
-				continue // stale index entry
-			}
-			visited[d] = true
-			queue = append(queue, d)
-			if err := l.blockOne(ctx, actor, rec, failed, now); err != nil {
-				return err
+			if ok {
+				followed[d] = true
+				queue = append(queue, d)
 			}
 		}
 	}
@@ -91,7 +106,8 @@ func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed Idempo
 }
 
 // dependents lists the keys naming need, from the index when the store
-// has one, else by a full Range (the reference behaviour).
+// has one, else by a full Range: a store without an index still blocks
+// every dependent, at the cost of reading every record.
 func (l *Ledger) dependents(ctx context.Context, need IdempotencyKey) ([]IdempotencyKey, error) {
 	var out []IdempotencyKey
 	if l.index != nil {

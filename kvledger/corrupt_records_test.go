@@ -17,9 +17,7 @@ func TestSnapshotListsAroundCorruptRecords(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, s, nil)
 	for _, k := range []kvledger.IdempotencyKey{"a", "b", "c"} {
 		ok, err := l.Admit(ctx, "x", k, 1, nil, t0)
 		require.NoError(t, err)

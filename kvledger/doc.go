@@ -120,7 +120,7 @@
 //
 // # Time bounds
 //
-// With T = KVStore.OperationTimeout (the JetStream handle's default
+// With T = KVStore.OpTimeout (the JetStream handle's default
 // timeout, 5 s without one), every store operation and every event
 // publish takes at most T, whatever the caller's deadline. A call is a
 // bounded sequence of them: Claim and Takeover make a load, one read per

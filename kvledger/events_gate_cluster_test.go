@@ -31,9 +31,7 @@ func TestEventsStreamLeaderGoneKeepsOrder(t *testing.T) {
 		return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Stream: "GATE", Replicas: 1})
 	})
 	var publishErrs atomic.Int64
-	l, err := kvledger.New(store, bus, kvledger.WithPublishErrorHandler(func(kvledger.IdempotencyKey, uint64, error) { publishErrs.Add(1) }))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, store, bus, kvledger.WithPublishErrorHandler(func(kvledger.IdempotencyKey, uint64, error) { publishErrs.Add(1) }))
 
 	leader := c.StreamLeader("GATE")
 	require.GreaterOrEqual(t, leader, 0)

@@ -64,9 +64,7 @@ func process(t *testing.T, n *natstest.Node, bucket string) *kvledger.Ledger {
 	store := newKVStore(t, js, kvledger.KVStoreConfig{Bucket: bucket})
 	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, store, bus)
 	return l
 }
 
@@ -109,7 +107,7 @@ func TestEventsSurviveWriterDeath(t *testing.T) {
 	p1 := process(t, n, bucket)
 	d, err := events.SubscribeDurable(ctx, n.JS, events.DurableConfig{Durable: "audit"}, log.handle, func(err error) { t.Error(err) })
 	require.NoError(t, err)
-	t.Cleanup(d.Stop)
+	t.Cleanup(func() { _ = d.Close() })
 
 	// p1 dies right after writing each claim (its next call would be
 	// from a new process).
@@ -180,6 +178,6 @@ func TestRelayErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, l.StartRelay(ctx, kvledger.RelayConfig{Durable: "a.b"}), kvledger.ErrInvalidConfig)
 	require.NoError(t, l.StartRelay(ctx, kvledger.RelayConfig{}))
-	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(context.Background()))
 	require.ErrorIs(t, l.StartRelay(ctx, kvledger.RelayConfig{}), kvledger.ErrClosed)
 }

@@ -30,9 +30,7 @@ func TestFenceAboveMaxRefusedOnEntry(t *testing.T) {
 	require.ErrorIs(t, err, kvledger.ErrCorruptRecord)
 	require.ErrorIs(t, err, kvledger.ErrFenceExhausted)
 
-	l, err := kvledger.New(s, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, s, nil)
 	_, err = l.Claim(ctx, "w", "k", "w", time.Minute, time.Now())
 	require.ErrorIs(t, err, kvledger.ErrFenceExhausted, "never a wrapped fence 0")
 }

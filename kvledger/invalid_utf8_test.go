@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestAdmitRefusesInvalidUTF8Key(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l, err := kvledger.New(s, nil)
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, l.Close()) })
+			t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 
 			ok, err := l.Admit(ctx, "x", "a\xffb", 1, nil, t0)
 			require.ErrorIs(t, err, kvledger.ErrInvalidState)
@@ -76,7 +77,7 @@ func TestRangeNamesMangledRecord(t *testing.T) {
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	l, err := kvledger.New(s, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	for _, k := range []kvledger.IdempotencyKey{"a", "c"} {
 		ok, err := l.Admit(ctx, "x", k, 1, nil, t0)
 		require.NoError(t, err)

@@ -157,34 +157,30 @@ func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
 		}
 		return appendJSONStrings(b, v), true
 	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendJSONValue(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendJSONArray(b, v, func(b []byte, e any) ([]byte, bool) { return appendJSONValue(b, e, depth+1) })
 	case []string:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, e)
-		}
-		return append(b, ']'), true
+		return appendJSONArray(b, v, func(b []byte, e string) ([]byte, bool) { return appendJSONString(b, e), true })
 	}
 	return appendMarshaled(b, v)
+}
+
+// appendJSONArray appends v as encoding/json writes a slice (null when
+// nil), each element by elem; ok is false as soon as one element fails.
+func appendJSONArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)) ([]byte, bool) {
+	if v == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = elem(b, e); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // appendJSONObject appends m with its keys in sorted order, as

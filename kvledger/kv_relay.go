@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 var _ Relayer = (*KVStore)(nil)
@@ -33,16 +35,13 @@ func (s *KVStore) StartRelay(ctx context.Context, cfg RelayConfig, publish func(
 		return nil, fmt.Errorf("kvledger: relay consumer: %w", err)
 	}
 	r := &kvRelay{s: s, cons: cons, cfg: cfg, publish: publish}
-	r.ctx, r.cancel = context.WithCancel(context.Background())
 	// One message at a time: a revision's AckWait runs from its delivery
 	// to the client, so revisions buffered behind a slow publish would
 	// run out (and go to another relay) while only the one in hand is
 	// kept alive with in-progress acks. The publish is a round trip
 	// anyway; pulling one by one at most doubles that.
-	r.cc, err = cons.Consume(r.handle, jetstream.PullMaxMessages(1),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { r.report(err) }))
+	r.c, err = kvx.Consume(cons, r.handle, r.report, jetstream.PullMaxMessages(1))
 	if err != nil {
-		r.cancel()
 		return nil, fmt.Errorf("kvledger: relay consume: %w", err)
 	}
 	return r, nil
@@ -54,10 +53,7 @@ type kvRelay struct {
 	cons    jetstream.Consumer
 	cfg     RelayConfig
 	publish func(context.Context, TaskState) error
-	cc      jetstream.ConsumeContext
-	ctx     context.Context
-	cancel  context.CancelFunc
-	once    sync.Once
+	c       *kvx.Consuming
 }
 
 func (r *kvRelay) report(err error) {
@@ -66,7 +62,7 @@ func (r *kvRelay) report(err error) {
 	}
 }
 
-func (r *kvRelay) handle(m jetstream.Msg) {
+func (r *kvRelay) handle(ctx context.Context, m jetstream.Msg) {
 	e, err := r.s.b.EntryOfMsg(m)
 	if err != nil {
 		r.report(fmt.Errorf("kvledger: relay: %w", err))
@@ -94,7 +90,7 @@ func (r *kvRelay) handle(m jetstream.Msg) {
 	// Keep the revision while a slow publish runs, so the short AckWait
 	// does not hand it to another relay meanwhile.
 	stop := keepInProgress(m, r.cfg.AckWait/2)
-	err = r.publish(r.ctx, rec)
+	err = r.publish(ctx, rec)
 	stop()
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
@@ -139,13 +135,7 @@ func (r *kvRelay) Drain(ctx context.Context) error {
 }
 
 // Stop implements Relay.
-func (r *kvRelay) Stop() {
-	r.once.Do(func() {
-		r.cc.Stop()
-		r.cancel()
-		<-r.cc.Closed()
-	})
-}
+func (r *kvRelay) Stop() { r.c.Stop() }
 
 // keepInProgress sends an in-progress ack for m every interval until the
 // returned stop is called. It holds a timer, not a goroutine.

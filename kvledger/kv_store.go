@@ -92,13 +92,14 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if cfg.Retention < 0 || (cfg.Retention > 0 && cfg.Retention < time.Second) {
 		return nil, fmt.Errorf("%w: Retention %v must be 0 or at least 1s", ErrInvalidConfig, cfg.Retention)
 	}
-	if cfg.Replicas < 0 {
-		return nil, fmt.Errorf("%w: Replicas %d", ErrInvalidConfig, cfg.Replicas)
+	replicas, err := kvx.CheckReplicas(cfg.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	b, err := kvx.Open(ctx, js, kvx.Config{
 		Bucket:         cfg.Bucket,
 		Description:    cmp.Or(cfg.Description, defaultDescription),
-		Replicas:       cfg.Replicas,
+		Replicas:       replicas,
 		Storage:        cfg.Storage,
 		MaxBytes:       cfg.MaxBytes,
 		LimitMarkerTTL: cfg.Retention,
@@ -107,28 +108,19 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	d := opTimeout(js)
+	d := kvx.OpTimeoutOf(js)
 	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(d), opTimeout: d}, nil
-}
-
-// opTimeout is the bound of one store operation: the JetStream
-// context's default timeout, as for calls made without a deadline.
-func opTimeout(js jetstream.JetStream) time.Duration {
-	if d := js.Options().DefaultTimeout; d > 0 {
-		return d
-	}
-	return 5 * time.Second
 }
 
 // Name returns the bucket name.
 func (s *KVStore) Name() string { return s.b.Name() }
 
-// OperationTimeout is the bound of one store operation (one read or one
+// OpTimeout is the bound of one store operation (one read or one
 // write, each of its internal retries included): the JetStream handle's
 // default timeout, 5 s when it has none. A caller's longer deadline does
 // not lift it. A Ledger on this store bounds its event publishes by it
 // too.
-func (s *KVStore) OperationTimeout() time.Duration { return s.opTimeout }
+func (s *KVStore) OpTimeout() time.Duration { return s.opTimeout }
 
 // Load implements Store.
 func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {

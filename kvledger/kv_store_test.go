@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/storetest"
@@ -66,6 +67,7 @@ func TestKVStoreConfig(t *testing.T) {
 		{Bucket: "b", Retention: 500 * time.Millisecond},
 		{Bucket: "b", Retention: -time.Second},
 		{Bucket: "b", Replicas: -1},
+		{Bucket: "b", Replicas: 6},
 	} {
 		_, err := kvledger.NewKVStore(ctx, n.JS, cfg)
 		require.ErrorIs(t, err, kvledger.ErrInvalidConfig, "%+v", cfg)
@@ -264,4 +266,14 @@ func TestKVStoreRetentionRemovesIndex(t *testing.T) {
 	st, _, err = l.State(ctx, "dep")
 	require.NoError(t, err)
 	require.Equal(t, kvledger.StatusBlocked, st.Status)
+}
+
+// newLedger is kvledger.New(store, bus, opts...), closed (and its relays
+// drained without error) when the test ends.
+func newLedger(t testing.TB, store kvledger.Store, bus events.Bus, opts ...kvledger.Option) *kvledger.Ledger {
+	t.Helper()
+	l, err := kvledger.New(store, bus, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+	return l
 }

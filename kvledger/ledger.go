@@ -12,10 +12,6 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// defaultPublishTimeout bounds an event publish on a store that states no
-// operation timeout of its own.
-const defaultPublishTimeout = 5 * time.Second
-
 // Ledger admits tasks once per idempotency key, hands them to workers
 // under fenced leases, and blocks the dependents of failed tasks, over one
 // Store. It is safe for concurrent use; every method is a sequence of
@@ -74,9 +70,9 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
 	_, l.remember = store.(UniqueRevisions)
-	d := defaultPublishTimeout
-	if t, ok := store.(interface{ OperationTimeout() time.Duration }); ok && t.OperationTimeout() > 0 {
-		d = t.OperationTimeout()
+	d := kvx.DefaultOpTimeout // a store that states no operation timeout
+	if t, ok := store.(interface{ OpTimeout() time.Duration }); ok && t.OpTimeout() > 0 {
+		d = t.OpTimeout()
 	}
 	l.ops = kvx.NewOpTimeout(d)
 	for _, o := range opts {
@@ -93,18 +89,19 @@ func (l *Ledger) Store() Store { return l.store }
 // Close drains the relays started by StartRelay: each keeps publishing
 // until every record revision written before Close has its event
 // published (by it or by another relay of the same name, also revisions a
-// dead relay held, once their AckWait ran out), within its DrainTimeout,
-// and then stops. A drain that runs out is returned as an error. The
-// Ledger's other methods keep working (they own no goroutine). Close is
-// idempotent.
-func (l *Ledger) Close() error {
+// dead relay held, once their AckWait ran out), within its DrainTimeout
+// and ctx, and then stops. A drain that runs out is returned as an error,
+// as is ctx's end before a drain finished. The Ledger's other methods
+// keep working (they own no goroutine). Close is idempotent: a later
+// call has no relay left to drain and returns nil.
+func (l *Ledger) Close(ctx context.Context) error {
 	l.mu.Lock()
 	rs := l.relays
 	l.relays, l.closed = nil, true
 	l.mu.Unlock()
 	var errs []error
 	for _, r := range rs {
-		errs = append(errs, r.stop())
+		errs = append(errs, r.stop(ctx))
 	}
 	return errors.Join(errs...)
 }
@@ -171,12 +168,12 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 
 	// Fast path, the common case of a new key: insert first, in one round
 	// trip on a KVStore, and decide on the stored record only when the key
-	// turns out to hold one. This is the reference's decision for an absent
-	// key: the needs are read before the write (they pick pending or
+	// turns out to hold one. It decides an absent key as the loop below
+	// does: the needs are read before the write (they pick pending or
 	// blocked), and the recheck after it covers a need failing in between.
 	// Any doubt (a need read failing, a record that does not validate)
-	// drops to the loop below, which reads the key first and so reports
-	// exactly what the reference reports.
+	// drops to the loop below, which reads the key first and so returns
+	// the same result and error as a ledger without the fast path.
 	var (
 		cur     TaskState
 		found   bool

@@ -112,8 +112,8 @@ func TestLedgerNilStoreAndBus(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.IsType(t, &kvledger.MemStore{}, l.Store())
-	require.NoError(t, l.Close())
-	require.NoError(t, l.Close())
+	require.NoError(t, l.Close(context.Background()))
+	require.NoError(t, l.Close(context.Background()))
 	_, err = kvledger.New(nil, nil, kvledger.WithSource(""))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
 }

@@ -52,30 +52,9 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 // the dependency index and returns to pending every blocked record whose
 // BlockedBy is the reopened key or a record unblocked on the way.
 func (l *Ledger) unblockDependents(ctx context.Context, actor Actor, reopened IdempotencyKey, now time.Time) error {
-	cleared := map[IdempotencyKey]bool{reopened: true}
-	queue := []IdempotencyKey{reopened}
-	for len(queue) > 0 {
-		parent := queue[0]
-		queue = queue[1:]
-		deps, err := l.dependents(ctx, parent)
-		if err != nil {
-			return err
-		}
-		for _, d := range deps {
-			if cleared[d] {
-				continue
-			}
-			ok, err := l.unblockOne(ctx, actor, d, parent, cleared, now)
-			if err != nil {
-				return err
-			}
-			if ok {
-				cleared[d] = true
-				queue = append(queue, d)
-			}
-		}
-	}
-	return nil
+	return l.walkDependents(ctx, reopened, func(parent, d IdempotencyKey, cleared map[IdempotencyKey]bool) (bool, error) {
+		return l.unblockOne(ctx, actor, d, parent, cleared, now)
+	})
 }
 
 // unblockOne returns d to pending when it is blocked by a cleared key and

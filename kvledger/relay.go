@@ -22,7 +22,7 @@ type RelayConfig struct {
 	// every AckWait/2, so a slow bus does not make relays publish twice.
 	AckWait time.Duration
 	// DrainTimeout bounds how long Ledger.Close waits for the relay to
-	// drain (see Relay.Drain). Default 10 s.
+	// drain (see Relay.Drain), whatever Close's ctx allows. Default 10 s.
 	DrainTimeout time.Duration
 	// OnError receives publish failures and undecodable records. Default:
 	// ignore (failed publishes are retried).
@@ -128,17 +128,15 @@ type relay struct {
 	err   error
 }
 
-// stop drains the relay within its bound.
-func (r *relay) stop() error {
+// stop drains the relay within its bound and ctx. A drain cancelled
+// other than by the caller (the relay already stopped) is no error.
+func (r *relay) stop(ctx context.Context) error {
 	r.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), r.drain)
+		dctx, cancel := context.WithTimeout(ctx, r.drain)
 		defer cancel()
-		if err := r.r.Drain(ctx); err != nil {
+		if err := r.r.Drain(dctx); err != nil && (ctx.Err() != nil || !errors.Is(err, context.Canceled)) {
 			r.err = fmt.Errorf("kvledger: relay drain: %w", err)
 		}
 	})
-	if errors.Is(r.err, context.Canceled) {
-		return nil
-	}
 	return r.err
 }

@@ -31,16 +31,14 @@ func TestRelayAcrossLeaderChangesR3(t *testing.T) {
 		bus := natstest.Open(t, "R3 event stream", func(ctx context.Context) (*events.JetStreamBus, error) {
 			return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: 3})
 		})
-		l, err := kvledger.New(store, bus)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		l := newLedger(t, store, bus)
 		return l
 	}
 	log := &eventLog{c: make(chan events.Event, 1000)}
 	p1 := ledger()
 	d, err := events.SubscribeDurable(ctx, c.JS, events.DurableConfig{Durable: "audit-r3"}, log.handle, func(err error) { t.Log(err) })
 	require.NoError(t, err)
-	t.Cleanup(d.Stop)
+	t.Cleanup(func() { _ = d.Close() })
 
 	dieAfterEachClaim(p1)
 	keys := make([]kvledger.IdempotencyKey, 6)

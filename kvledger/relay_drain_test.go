@@ -49,7 +49,7 @@ func TestRelayDrainCoversADeadRelay(t *testing.T) {
 	bus1 := &stallBus{next: jsBus1}
 	p1, err := kvledger.New(store1, bus1)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = p1.Close() }) // its connection is gone: the drain fails fast
+	t.Cleanup(func() { _ = p1.Close(context.Background()) }) // its connection is gone: the drain fails fast
 	require.NoError(t, p1.StartRelay(ctx, kvledger.RelayConfig{DrainTimeout: 100 * time.Millisecond}))
 
 	keys := make([]kvledger.IdempotencyKey, 5)
@@ -81,7 +81,7 @@ func TestRelayDrainCoversADeadRelay(t *testing.T) {
 	p2 := process(t, n, bucket)
 	require.NoError(t, p2.StartRelay(ctx, kvledger.RelayConfig{}))
 	start := time.Now()
-	require.NoError(t, p2.Close())
+	require.NoError(t, p2.Close(context.Background()))
 	t.Logf("survivor's Close drained in %v", time.Since(start))
 
 	// Right after Close, not later: every key's claim event is stored.
@@ -134,17 +134,13 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)
 	const bucket = "slowrelay"
-	writer, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket}), nil) // publishes nothing itself
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, writer.Close()) })
+	writer := newLedger(t, newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket}), nil) // publishes nothing itself
 	jsBus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	bus := &countingBus{next: jsBus, delay: 700 * time.Millisecond}
 	cfg := kvledger.RelayConfig{AckWait: 200 * time.Millisecond}
 	for range 2 {
-		l, err := kvledger.New(newKVStore(t, n.NewJS(t), kvledger.KVStoreConfig{Bucket: bucket}), bus)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		l := newLedger(t, newKVStore(t, n.NewJS(t), kvledger.KVStoreConfig{Bucket: bucket}), bus)
 		require.NoError(t, l.StartRelay(ctx, cfg))
 	}
 	for i := range 3 {
@@ -167,4 +163,31 @@ func TestRelaySlowPublishKeepsItsRevision(t *testing.T) {
 	for id, c := range bus.n {
 		require.Equal(t, 1, c, "%s published once", id)
 	}
+}
+
+// Close's ctx bounds the relay drain: with a stalled bus and a ctx that
+// ends long before DrainTimeout, Close returns the ctx's error at once;
+// the relay is stopped all the same, so a second Close has nothing left.
+func TestCloseCtxBoundsRelayDrain(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "closectx"})
+	jsBus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{})
+	require.NoError(t, err)
+	bus := &stallBus{next: jsBus}
+	l, err := kvledger.New(store, bus)
+	require.NoError(t, err)
+	require.NoError(t, l.StartRelay(ctx, kvledger.RelayConfig{Durable: "closectx", DrainTimeout: time.Minute}))
+	bus.stalled.Store(true) // every publish, the writer's and the relay's, now hangs
+	pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, _ = l.Admit(pctx, "t", "k", 1, nil, t0) // the record lands; its event does not
+	pcancel()
+
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = l.Close(cctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 10*time.Second, "Close waited for DrainTimeout, not its ctx")
+	require.NoError(t, l.Close(context.Background()), "a later Close has no relay left")
 }

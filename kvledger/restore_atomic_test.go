@@ -25,9 +25,7 @@ func TestRestoreAllOrNothing(t *testing.T) {
 	}
 	for name, mk := range stores {
 		t.Run(name, func(t *testing.T) {
-			l, err := kvledger.New(mk(), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, l.Close()) })
+			l := newLedger(t, mk(), nil)
 			count := func() int {
 				snap, err := l.Snapshot(ctx)
 				require.NoError(t, err)
@@ -35,7 +33,7 @@ func TestRestoreAllOrNothing(t *testing.T) {
 			}
 			if name == "kv" {
 				huge := strings.Repeat("x", 2<<20)
-				err = l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
+				err := l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
 					pending("a", 1), pending("b", 2), pending("c", 3), pending("d", huge)}})
 				require.ErrorIs(t, err, kvledger.ErrTooLarge)
 				require.Contains(t, err.Error(), "nothing restored")

@@ -14,20 +14,18 @@ import (
 )
 
 // On a stalled connection, Ledger calls return within the bound doc.go
-// states from the store's OperationTimeout (one operation plus a
+// states from the store's OpTimeout (one operation plus a
 // read-back), not at the caller's deadline.
 func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	n := natstest.WithServer(t)
 	const opTimeout = 500 * time.Millisecond
 	p, js := natstest.ThroughProxy(t, n, jetstream.WithDefaultTimeout(opTimeout))
 	store := newKVStore(t, js, kvledger.KVStoreConfig{})
-	require.Equal(t, opTimeout, store.OperationTimeout())
+	require.Equal(t, opTimeout, store.OpTimeout())
 	ctx := natstest.Context(t, 60*time.Second)
 	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, store, bus)
 	ok, err := l.Admit(ctx, "a", "held", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)

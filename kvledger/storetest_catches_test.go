@@ -42,9 +42,7 @@ func TestMemStoreRevisionsMonotonicAcrossEviction(t *testing.T) {
 	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 1})
 	require.NoError(t, err)
 	bus := &dedupBus{}
-	l, err := kvledger.New(s, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	l := newLedger(t, s, bus)
 	admitOK := func(key kvledger.IdempotencyKey) kvledger.TaskState {
 		t.Helper()
 		ok, err := l.Admit(ctx, "a", key, 1, nil, t0)

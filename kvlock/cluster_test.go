@@ -59,7 +59,7 @@ func TestClusterR3CASPaths(t *testing.T) {
 		}
 	}()
 	require.NoError(t, ea.Resign(ctx))
-	waitClosed(t, won, 10*time.Second, "b elected")
+	natstest.WaitClosed(t, won, 10*time.Second, "b elected")
 	require.NoError(t, k2.Release(ctx))
 
 	// A fair queue on R3: waiters on their own connections (so their

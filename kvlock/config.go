@@ -1,11 +1,13 @@
 package kvlock
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -13,7 +15,7 @@ import (
 const (
 	DefaultName      = "lock"
 	DefaultTTL       = 10 * time.Second
-	DefaultOpTimeout = 5 * time.Second
+	DefaultOpTimeout = kvlease.DefaultOpTimeout
 	// DefaultRetryAttempts counts the first try: 3 means up to two retries.
 	DefaultRetryAttempts = 3
 	DefaultRetryBackoff  = 50 * time.Millisecond
@@ -96,31 +98,25 @@ type RetryPolicy struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
+	c.Name = cmp.Or(c.Name, DefaultName)
 	if err := kvlease.Name(c.Name).Validate(); err != nil {
 		return c, fmt.Errorf("%w: Name %q: 1..64 bytes of [A-Za-z0-9_-]", ErrInvalidConfig, c.Name)
 	}
 	if err := c.checkTimings(); err != nil {
 		return c, err
 	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultOpTimeout
-	}
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
 	if c.OpTimeout < 0 {
 		return c, fmt.Errorf("%w: negative OpTimeout %v", ErrInvalidConfig, c.OpTimeout)
 	}
-	if c.Replicas < 0 || c.Replicas > 5 {
-		return c, fmt.Errorf("%w: Replicas %d outside 0..5", ErrInvalidConfig, c.Replicas)
+	replicas, err := kvx.CheckReplicas(c.Replicas)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	c.Replicas = replicas
 	r := &c.Retry
-	if r.Attempts == 0 {
-		r.Attempts = DefaultRetryAttempts
-	}
-	if r.Backoff == 0 {
-		r.Backoff = DefaultRetryBackoff
-	}
+	r.Attempts = cmp.Or(r.Attempts, DefaultRetryAttempts)
+	r.Backoff = cmp.Or(r.Backoff, DefaultRetryBackoff)
 	if r.MaxBackoff == 0 {
 		r.MaxBackoff = max(DefaultRetryMax, r.Backoff)
 	}
@@ -147,9 +143,7 @@ func (c *Config) checkTimings() error {
 	case c.RenewInterval < 0:
 		return fmt.Errorf("%w: negative RenewInterval %v (zero means TTL/3)", ErrInvalidConfig, c.RenewInterval)
 	}
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	if c.TTL < kvlease.MinTTL {
 		return fmt.Errorf("%w: TTL %v is below the %v floor: the NATS server keeps per-key TTLs in whole seconds, at least one", ErrInvalidConfig, c.TTL, kvlease.MinTTL)
 	}

@@ -67,7 +67,7 @@ func TestElectionHandoverWhenLeaderStops(t *testing.T) {
 	// The leader stops without resigning: its process loses the server.
 	stopped := time.Now()
 	leaderNC.Close()
-	waitClosed(t, e1.Done(), ttl, "the old leader stops leading within its window")
+	natstest.WaitClosed(t, e1.Done(), ttl, "the old leader stops leading within its window")
 	require.ErrorIs(t, context.Cause(e1.Context()), kvlock.ErrLost)
 	at := natstest.Recv(t, won, 5*time.Second, "new leader")
 	t.Logf("handover took %v (TTL %v)", at.Sub(stopped), ttl)
@@ -84,7 +84,7 @@ func TestElectionHandoverWhenLeaderStops(t *testing.T) {
 
 	require.NoError(t, e2.Resign(ctx))
 	require.True(t, recvEvent(t, events).Vacant, "resignation is a vacancy")
-	waitClosed(t, e2.Done(), time.Second, "resigned")
+	natstest.WaitClosed(t, e2.Done(), time.Second, "resigned")
 	require.ErrorIs(t, e2.Resign(ctx), kvlock.ErrNotLeader)
 	require.ErrorIs(t, e2.Proclaim(ctx, "late"), kvlock.ErrNotLeader)
 	_, err = ew.Leader(ctx)

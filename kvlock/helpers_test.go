@@ -25,19 +25,9 @@ func newLocker(t *testing.T, js jetstream.JetStream, cfg kvlock.Config) *kvlock.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = l.Close(ctx) // may fail for lockers whose connection a test closed
-		waitClosed(t, l.Done(), 10*time.Second, "locker close")
+		natstest.WaitClosed(t, l.Done(), 10*time.Second, "locker close")
 	})
 	return l
-}
-
-// waitClosed waits up to d for ch to be closed.
-func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(d):
-		require.FailNow(t, "timed out waiting for "+what)
-	}
 }
 
 // queueLen counts the queue entries of a lock key in the default bucket.

@@ -67,7 +67,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 		return nil, err
 	}
 	m, err := kvlease.NewManager(ctx, js, kvlease.Config{
-		Bucket: cfg.Bucket, Replicas: cfg.Replicas, OperationTimeout: cfg.OpTimeout,
+		Bucket: cfg.Bucket, Replicas: cfg.Replicas, OpTimeout: cfg.OpTimeout,
 		Holder: cfg.Holder, Logger: cfg.Logger,
 	})
 	if err != nil {

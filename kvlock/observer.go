@@ -101,20 +101,10 @@ func (o SlogObserver) OnLost(ctx context.Context, e Event) { o.log(ctx, e) }
 
 // clock is time.Now when an observer will see durations, else the zero
 // time: a lock cycle reads the clock several times only to report them.
-func (l *Locker) clock() time.Time {
-	if l.cfg.Observer == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
+func (l *Locker) clock() time.Time { return opstats.Start(l.cfg.Observer != nil) }
 
-// since is time.Since for a time from clock.
-func since(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
-}
+// since is opstats.Since: the duration since a time from clock.
+func since(t time.Time) time.Duration { return opstats.Since(t) }
 
 // observe dispatches e to the configured observer, if any.
 func (l *Locker) observe(ctx context.Context, e Event) { dispatch(ctx, l.cfg, e) }

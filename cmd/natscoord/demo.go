@@ -338,7 +338,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 				_ = w.leases.Close(cctx)
 			}
 			if w.ledger != nil {
-				_ = w.ledger.Close()
+				_ = w.ledger.Close(context.Background())
 			}
 			w.nc.Close()
 		}

@@ -103,21 +103,11 @@ func (a *app) campaign(ctx context.Context, bucket string, hf *holdFlags, name, 
 		return fmt.Errorf("elect %q: leadership ended at once: %w", name, kvlock.ErrLost)
 	}
 	term := e.Term()
-	what := fmt.Sprintf("leadership of %q", name)
-	if argv != nil {
-		env := []string{"NATSCOORD_ELECTION=" + name, "NATSCOORD_ELECTION_TERM=" + strconv.FormatUint(term, 10),
-			"NATSCOORD_ELECTION_VALUE=" + value}
-		return runUnder(held, what, argv, env, a.stdin, a.stdout, a.stderr)
-	}
-	if a.json {
-		err = writeJSON(a.stdout, map[string]any{"election": name, "value": value, "term": term})
-	} else {
-		_, err = fmt.Fprintf(a.stdout, "leading %s with %s (term %d); Ctrl-C resigns\n", escapeCell(name), escapeCell(value), term)
-	}
-	if err != nil {
-		return err
-	}
-	return holdUntil(ctx, held, what)
+	return a.holdOrRun(ctx, held, fmt.Sprintf("leadership of %q", name), argv,
+		[]string{"NATSCOORD_ELECTION=" + name, "NATSCOORD_ELECTION_TERM=" + strconv.FormatUint(term, 10),
+			"NATSCOORD_ELECTION_VALUE=" + value},
+		map[string]any{"election": name, "value": value, "term": term},
+		fmt.Sprintf("leading %s with %s (term %d); Ctrl-C resigns", escapeCell(name), escapeCell(value), term))
 }
 
 func (a *app) observeElection(ctx context.Context, bucket string, hf *holdFlags, name string, count int) error {

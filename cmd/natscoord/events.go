@@ -116,7 +116,7 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 			return err
 		}
 		<-ctx.Done()
-		d.Stop()
+		_ = d.Close()
 	} else {
 		live, err := events.SubscribeLive(nc, subject, func(e events.Event) { print(e) }, nil)
 		if err != nil {

@@ -57,7 +57,7 @@ func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, f
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close() }()
+	defer func() { _ = l.Close(context.Background()) }()
 	return fn(ctx, l)
 }
 

@@ -22,6 +22,16 @@ type claimFlags struct {
 	lease time.Duration
 }
 
+// ownerFenceFlags registers the required --owner and --fence of a
+// command acting on the caller's own claim (renew, release).
+func (cf *claimFlags) ownerFenceFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&cf.owner, "owner", "", "owner of the claim (required)")
+	f.Uint64Var(&cf.fence, "fence", 0, "fence token of the claim (required)")
+	_ = cmd.MarkFlagRequired("owner")
+	_ = cmd.MarkFlagRequired("fence")
+}
+
 // ledgerClaimCommands are the owner's side of a task from the command
 // line: claim (or take over) a task, renew its lease, give it back. With
 // `ledger complete` they let a shell script be a worker.
@@ -111,12 +121,8 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cf.owner, "owner", "", "owner of the claim (required)")
-	f.Uint64Var(&cf.fence, "fence", 0, "fence token of the claim (required)")
-	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "new lease, from now")
-	_ = cmd.MarkFlagRequired("owner")
-	_ = cmd.MarkFlagRequired("fence")
+	cf.ownerFenceFlags(cmd)
+	cmd.Flags().DurationVar(&cf.lease, "lease", defaultClaimLease, "new lease, from now")
 	return cmd
 }
 
@@ -149,11 +155,7 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 			})
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&cf.owner, "owner", "", "owner of the claim (required)")
-	f.Uint64Var(&cf.fence, "fence", 0, "fence token of the claim (required)")
-	_ = cmd.MarkFlagRequired("owner")
-	_ = cmd.MarkFlagRequired("fence")
+	cf.ownerFenceFlags(cmd)
 	return cmd
 }
 

@@ -97,7 +97,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close() }()
+	defer func() { _ = l.Close(context.Background()) }()
 
 	// A key without a record is a typo, not something to wait for.
 	for _, k := range keys {

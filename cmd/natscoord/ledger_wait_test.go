@@ -17,7 +17,7 @@ func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
 	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

@@ -140,23 +140,33 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 		if err != nil {
 			return err
 		}
-		what := fmt.Sprintf("lock %q", key)
-		if argv != nil {
-			env := []string{"NATSCOORD_LOCK_KEY=" + key, "NATSCOORD_LOCK_TOKEN=" + strconv.FormatUint(token, 10),
-				"NATSCOORD_LOCK_LEASE_KEY=" + leaseKey}
-			return runUnder(held, what, argv, env, a.stdin, a.stdout, a.stderr)
-		}
-		if a.json {
-			err = writeJSON(a.stdout, map[string]any{"key": key, "token": token, "lease_key": leaseKey})
-		} else {
-			_, err = fmt.Fprintf(a.stdout, "holding lock %s (token %d, lease key %s); Ctrl-C releases it\n", key, token, leaseKey)
-		}
-		if err != nil {
-			return err
-		}
-		return holdUntil(ctx, held, what)
+		return a.holdOrRun(ctx, held, fmt.Sprintf("lock %q", key), argv,
+			[]string{"NATSCOORD_LOCK_KEY=" + key, "NATSCOORD_LOCK_TOKEN=" + strconv.FormatUint(token, 10),
+				"NATSCOORD_LOCK_LEASE_KEY=" + leaseKey},
+			map[string]any{"key": key, "token": token, "lease_key": leaseKey},
+			fmt.Sprintf("holding lock %s (token %d, lease key %s); Ctrl-C releases it", key, token, leaseKey))
 	}
 	hf.register(cmd.Flags())
+}
+
+// holdOrRun is the end of `lock KEY` and `elect NAME VALUE` once held:
+// with argv, run that command under held with env added to its
+// environment; else print doc (--json) or line, and wait until ctx ends
+// or held is lost.
+func (a *app) holdOrRun(ctx, held context.Context, what string, argv, env []string, doc map[string]any, line string) error {
+	if argv != nil {
+		return runUnder(held, what, argv, env, a.stdin, a.stdout, a.stderr)
+	}
+	var err error
+	if a.json {
+		err = writeJSON(a.stdout, doc)
+	} else {
+		_, err = fmt.Fprintln(a.stdout, line)
+	}
+	if err != nil {
+		return err
+	}
+	return holdUntil(ctx, held, what)
 }
 
 // holdUntil waits until ctx ends (an interrupt: a normal end) or held is

@@ -141,7 +141,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close() }()
+	defer func() { _ = l.Close(context.Background()) }()
 	drain := o.drain
 	if drain == 0 {
 		drain = -1 // the worker's "do not wait"

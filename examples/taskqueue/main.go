@@ -79,7 +79,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = ledger.Close() }()
+	defer func() { _ = ledger.Close(context.Background()) }()
 	// The relay publishes the event of any write whose writer died before
 	// publishing it.
 	if err := ledger.StartRelay(ctx, kvledger.RelayConfig{Durable: "relay_" + bucket}); err != nil {

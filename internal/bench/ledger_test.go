@@ -33,7 +33,7 @@ func newLedger(b *testing.B, n *natstest.Node, bus events.Bus) (*kvledger.Ledger
 	require.NoError(b, err)
 	l, err := kvledger.New(st, bus)
 	require.NoError(b, err)
-	b.Cleanup(func() { _ = l.Close() })
+	b.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l, bucket
 }
 

@@ -43,7 +43,7 @@ func newRuntimeLedger(b *testing.B, js, wjs jetstream.JetStream, concurrency int
 		require.NoError(b, err)
 		l, err := kvledger.New(st, bus)
 		require.NoError(b, err)
-		b.Cleanup(func() { _ = l.Close() })
+		b.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l
 	}
 	r := &runtimeLedger{l: open(js)}
@@ -313,7 +313,7 @@ func BenchmarkAdmitMany(b *testing.B) {
 			require.NoError(b, err)
 			l, err := kvledger.New(st, bus)
 			require.NoError(b, err)
-			b.Cleanup(func() { _ = l.Close() })
+			b.Cleanup(func() { _ = l.Close(context.Background()) })
 			r := &runtimeLedger{l: l}
 			var s split
 			for b.Loop() {

@@ -27,6 +27,21 @@ const (
 // crashFamily is the lease family the holder child and its successor use.
 var crashFamily = kvlease.Define[string]("crash", kvlease.StringCodec{})
 
+// childJetStream connects a child to the parent's server (envURL), with
+// opts; the caller closes the connection.
+func childJetStream(opts ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(os.Getenv(envURL), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, js, nil
+}
+
 // childServer runs an embedded server on a fixed data dir and port until
 // ctx ends, announcing "ready <url>".
 func childServer(ctx context.Context) error {
@@ -54,15 +69,11 @@ func childHolder(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(os.Getenv(envURL))
+	nc, js, err := childJetStream()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: os.Getenv(envBucket), Holder: "child"})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-// Package chaos holds natscoord's reliability tests (issue 8): fencing
+// Package chaos holds natscoord's reliability tests: fencing
 // safety under injected faults on a 3-node cluster, linearizability of
 // lease, lock and ledger histories (checked with porcupine), the same
 // checkers through partitions of the cluster itself (routes through

@@ -211,7 +211,7 @@ func (f *fencing) lockClient(ctx context.Context, name string) {
 			f.cc.pause(ctx, 100*time.Millisecond)
 			continue
 		}
-		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OperationTimeout: 2 * time.Second})
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OpTimeout: 2 * time.Second})
 		if err == nil {
 			var leases kvlease.Leases[string]
 			if leases, err = lockFamily.Bind(m); err == nil {
@@ -302,7 +302,7 @@ func (f *fencing) ledgerWorker(ctx context.Context, name string) {
 			var l *kvledger.Ledger
 			if l, err = kvledger.New(store, nil); err == nil {
 				f.workLoop(ctx, name, js.Conn().IsClosed, l)
-				_ = l.Close()
+				_ = l.Close(context.Background())
 			}
 		}
 		if err != nil {

@@ -150,7 +150,7 @@ type lockBackend struct {
 }
 
 var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OperationTimeout: 2 * time.Second})
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OpTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -331,7 +331,7 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		require.NoError(t, err)
 		l, err := kvledger.New(store, nil)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		owner := fmt.Sprintf("w%d", w)
 		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {

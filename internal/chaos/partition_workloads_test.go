@@ -227,7 +227,7 @@ func (w *linLedgerWL) setup(t *testing.T, r *partRun) {
 			l, err = kvledger.New(store, nil)
 			return err
 		})
-		t.Cleanup(func() { _ = l.Close() })
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		w.ledgers = append(w.ledgers, l)
 	}
 }

@@ -112,7 +112,7 @@ func TestSubjectPermissions(t *testing.T) {
 				return nil
 			}, func(err error) { t.Logf("durable subscriber: %v", err) })
 		require.NoError(t, err)
-		defer d.Stop()
+		defer d.Close()
 		e := natstest.Recv(t, got, 5*time.Second, "an event through the durable consumer")
 		require.NotEmpty(t, e.Key)
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -57,15 +56,11 @@ func childLedgerWriter(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nc, err := nats.Connect(os.Getenv(envURL))
+	nc, js, err := childJetStream()
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: relayKillBucket})
 	if err != nil {
 		return err
@@ -101,7 +96,7 @@ func childLedgerWriter(ctx context.Context) error {
 			say("wrote 20")
 		}
 	}
-	if err := l.Close(); err != nil {
+	if err := l.Close(context.Background()); err != nil {
 		say("closed %v", err)
 	} else {
 		say("closed ok")

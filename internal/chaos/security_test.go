@@ -67,7 +67,7 @@ func exerciseComponents(t *testing.T, js jetstream.JetStream, prefix string) {
 }
 
 func exerciseLease(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OperationTimeout: time.Second})
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, OpTimeout: time.Second})
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func exerciseLedger(ctx context.Context, js jetstream.JetStream, bucket, stream 
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer l.Close(context.Background())
 	now := time.Now()
 	key := kvledger.IdempotencyKey(fmt.Sprintf("t%d", now.UnixNano()))
 	if _, err := l.Admit(ctx, "sec", key, 1, nil, now); err != nil {

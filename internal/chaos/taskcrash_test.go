@@ -175,7 +175,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	require.NoError(t, err)
 	l, err := kvledger.New(store, bus)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
 
 	// Every task is admitted before any worker starts, so that who blocks
 	// whom does not depend on timing.

@@ -59,7 +59,7 @@ func childTaskWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer l.Close(context.Background())
 	w, err := worker.New(octx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(name), ClaimTTL: ttl, Concurrency: crashConcurrency, MaxAttempts: crashMaxAttempts,
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, DrainTimeout: time.Second,

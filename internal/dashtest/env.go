@@ -54,7 +54,7 @@ func NewLedger(t testing.TB, n *natstest.Node) *kvledger.Ledger {
 	require.NoError(t, err)
 	l, err := kvledger.New(store, bus)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

@@ -126,7 +126,7 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 	}
 	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last, known: make([]Seen, len(keys))}
 	for i, k := range keys {
-		s.known[i] = h.seen[k]
+		s.known[i], _ = h.seen.Get(k)
 		m := h.subs[k]
 		if m == nil {
 			m = make(map[*Sub]struct{})
@@ -152,7 +152,7 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
 	}
 	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
-	h.seen = make(seenKeys)
+	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
 	go h.run(w, h.done)
 	return nil

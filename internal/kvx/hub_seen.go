@@ -15,17 +15,11 @@ type Seen struct {
 
 // seenKeys remembers the latest change per key, bounded by maxSeen: when
 // full, an arbitrary key is forgotten. Guarded by the hub's mutex.
-type seenKeys map[string]Seen
+type seenKeys struct{ BoundedMap[Seen] }
 
-func (s seenKeys) note(e Entry) {
-	if _, ok := s[e.Key]; !ok && len(s) >= maxSeen {
-		for k := range s {
-			delete(s, k)
-			break
-		}
-	}
-	s[e.Key] = Seen{Revision: e.Revision, Live: e.Live()}
-}
+func newSeenKeys() seenKeys { return seenKeys{NewBoundedMap[Seen](maxSeen)} }
+
+func (s seenKeys) note(e Entry) { s.Put(e.Key, Seen{Revision: e.Revision, Live: e.Live()}) }
 
 // Known returns the latest change of key (one of the subscription's
 // keys) that the hub had delivered when the subscription was made, if it

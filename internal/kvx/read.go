@@ -88,13 +88,6 @@ func (b *Bucket) Get(ctx context.Context, key string) (Entry, error) {
 	return e, nil
 }
 
-func (b *Bucket) defaultTimeout() time.Duration {
-	if d := b.js.Options().DefaultTimeout; d > 0 {
-		return d
-	}
-	return 5 * time.Second
-}
-
 // Scan calls fn with the live value of every key matching pattern (a KV
 // key filter such as ">" or "tasks.*"), in stream order, through one
 // ordered consumer rather than a request per key. fn returns false to

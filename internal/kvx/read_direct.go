@@ -68,7 +68,7 @@ func (b *Bucket) lastRequest(ctx context.Context, api, subject, key string) (*na
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.defaultTimeout())
+		ctx, cancel = context.WithTimeout(ctx, OpTimeoutOf(b.js))
 		defer cancel()
 	}
 	msg, err := b.js.Conn().RequestWithContext(ctx, b.apiPrefix+api+b.stream, req)

@@ -237,3 +237,13 @@ func Recv[T any](t testing.TB, ch <-chan T, timeout time.Duration, what string) 
 	var zero T
 	return zero
 }
+
+// WaitClosed waits up to timeout for ch to be closed.
+func WaitClosed(t testing.TB, ch <-chan struct{}, timeout time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		require.FailNow(t, "timed out waiting for "+what)
+	}
+}

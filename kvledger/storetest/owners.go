@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 
 // testStaleOwner: two Ledgers share one store. What the first wrote last
 // is out of date once the second writes; the first's Renew, Release and
-// Complete must still judge the stored record, in the reference's order,
-// and every write still publishes its event once.
+// Complete must still judge the stored record, checking ErrNoKey, then
+// ErrFenced, then ErrNotClaimed, and every write still publishes its
+// event once.
 func testStaleOwner(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	store := newStore(t)
@@ -21,7 +23,10 @@ func testStaleOwner(t *testing.T, newStore NewStore) {
 	check.NoError(t, err)
 	b, err := kvledger.New(store, bus, kvledger.WithSource("s"))
 	check.NoError(t, err)
-	t.Cleanup(func() { check.NoError(t, a.Close()); check.NoError(t, b.Close()) })
+	t.Cleanup(func() {
+		check.NoError(t, a.Close(context.Background()))
+		check.NoError(t, b.Close(context.Background()))
+	})
 	late := t0.Add(time.Hour)
 
 	// Taken over by b: a's token is fenced for every owner operation.

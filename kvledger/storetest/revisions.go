@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/natscoord/natscoord/events"
@@ -62,7 +63,7 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	bus := &recorder{}
 	l, err := kvledger.New(newStore(t), bus, kvledger.WithSource("revs"))
 	check.NoError(t, err)
-	t.Cleanup(func() { check.NoError(t, l.Close()) })
+	t.Cleanup(func() { check.NoError(t, l.Close(context.Background())) })
 	admit(t, l, "x")
 	admit(t, l, "y")
 	fx := claim(t, l, "x", "w", t0)

@@ -102,7 +102,7 @@ func newLedger(t *testing.T, newStore NewStore) (*kvledger.Ledger, *recorder) {
 	rec := &recorder{}
 	l, err := kvledger.New(newStore(t), rec)
 	check.NoError(t, err)
-	t.Cleanup(func() { check.NoError(t, l.Close()) })
+	t.Cleanup(func() { check.NoError(t, l.Close(context.Background())) })
 	return l, rec
 }
 

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -86,33 +87,15 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.LeaseBucket == "" {
-		c.LeaseBucket = DefaultLeaseBucket
-	}
-	if c.ClaimTTL == 0 {
-		c.ClaimTTL = DefaultClaimTTL
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.BackoffBase == 0 {
-		c.BackoffBase = DefaultBackoffBase
-	}
-	if c.BackoffMax == 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.OpTimeout == 0 {
-		c.OpTimeout = DefaultOpTimeout
-	}
-	if c.MaxResultBytes == 0 {
-		c.MaxResultBytes = DefaultMaxResultBytes
-	}
+	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, DefaultClaimTTL)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
+	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
+	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}

@@ -34,7 +34,7 @@ func Example() {
 		return
 	}
 	led, _ := kvledger.New(store, nil)
-	defer led.Close()
+	defer led.Close(context.Background())
 
 	w, err := worker.New(ctx, js, led, worker.Config{Owner: "worker-1"})
 	if err != nil {

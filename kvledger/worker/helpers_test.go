@@ -43,7 +43,7 @@ func newEnv(t *testing.T, js jetstream.JetStream, replicas int) *env {
 	}
 	led, err := kvledger.New(store, nil)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = led.Close() })
+	t.Cleanup(func() { _ = led.Close(context.Background()) })
 	return &env{t: t, js: js, led: led, leases: fmt.Sprintf("wleases%d", n)}
 }
 
@@ -107,7 +107,7 @@ func (e *env) ledgerOn(js jetstream.JetStream) *kvledger.Ledger {
 	})
 	led, err := kvledger.New(store, nil)
 	require.NoError(e.t, err)
-	e.t.Cleanup(func() { _ = led.Close() })
+	e.t.Cleanup(func() { _ = led.Close(context.Background()) })
 	return led
 }
 
