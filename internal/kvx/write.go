@@ -90,16 +90,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, rev uint64) (uint64, er
 // entirely. Without it every distinct key ever deleted keeps one marker
 // for good, which grows without bound for per-task or per-waiter keys.
 func (b *Bucket) DeleteTTL(ctx context.Context, key string, rev uint64, ttl time.Duration) (uint64, error) {
-	if err := CheckKey(key); err != nil {
-		return 0, err
-	}
-	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	opts := make([]jetstream.PublishOpt, 0, 3)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	return b.publish(ctx, m, opts...)
+	return b.DeleteAs(ctx, key, rev, ttl, "")
 }
 
 // PutGuarded writes value to key (unconditionally on key itself) only
