@@ -235,10 +235,10 @@ func (w *linLedgerWL) setup(t *testing.T, r *partRun) {
 func (w *linLedgerWL) run(ctx context.Context, r *partRun, wg *sync.WaitGroup) {
 	for i, l := range w.ledgers {
 		wg.Go(func() {
-			// Unique admissions: an Admit settled by reading back its
-			// bytes must find its own write, so a refused history here
-			// points at the server (see RELIABILITY.md).
-			ledgerLinWorker(ctx, w.h, i, fmt.Sprintf("w%d", i), l, math.MaxInt, 100*time.Millisecond, true, func(n int) string {
+			// Identical admissions (same actor, sequence and now): an
+			// Admit of unknown outcome must be settled by its own write's
+			// identity, not by bytes an earlier Admit stored too.
+			ledgerLinWorker(ctx, w.h, i, fmt.Sprintf("w%d", i), l, math.MaxInt, 100*time.Millisecond, false, func(n int) string {
 				return phaseKey(r.phase(), fmt.Sprintf("g%d-k%d", n/50, rand.IntN(4)))
 			})
 		})
