@@ -56,6 +56,10 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 		e, rerr := g.m.b.Last(ctx, g.key)
 		switch {
 		case rerr == nil && e.MsgID == id:
+			if kvx.IsConflict(first) {
+				g.m.stats.reclaimed.Add(1)
+				g.m.log.Warn("kvlease: release refused, but its delete had landed", "key", g.key, "rev", rev, "marker", e.Revision)
+			}
 			return e.Revision, nil
 		case rerr == nil && e.Revision > rev && e.Live() && !ownedBy(e.Value, g.owner):
 			return 0, fmt.Errorf("%w: %q was taken at revision %d before the release at revision %d", ErrLost, g.key, e.Revision, rev)
@@ -75,6 +79,9 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 		}
 		marker, werr := g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, id)
 		if werr == nil {
+			if kvx.IsConflict(first) {
+				g.m.stats.reclaimed.Add(1)
+			}
 			return marker, nil
 		}
 		err = werr
