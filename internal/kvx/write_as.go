@@ -29,6 +29,12 @@ func (b *Bucket) DeleteAs(ctx context.Context, key string, rev uint64, ttl time.
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	return b.publish(ctx, m, casOpts(rev, ttl, id)...)
+}
+
+// casOpts are the options of a write conditioned on key's revision rev,
+// with a TTL when ttl > 0 and a Nats-Msg-Id when id is set.
+func casOpts(rev uint64, ttl time.Duration, id string) []jetstream.PublishOpt {
 	opts := make([]jetstream.PublishOpt, 0, 4)
 	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
 	if ttl > 0 {
@@ -37,7 +43,7 @@ func (b *Bucket) DeleteAs(ctx context.Context, key string, rev uint64, ttl time.
 	if id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
-	return b.publish(ctx, m, opts...)
+	return opts
 }
 
 // UpdateAs is Update whose message carries id as its Nats-Msg-Id ("" for
@@ -48,15 +54,7 @@ func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uin
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	opts := make([]jetstream.PublishOpt, 0, 4)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	if id != "" {
-		opts = append(opts, jetstream.WithMsgID(id))
-	}
-	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, opts...)
+	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, casOpts(rev, ttl, id)...)
 }
 
 // AcquireAs is Acquire whose every publish carries id as its Nats-Msg-Id.
