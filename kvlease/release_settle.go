@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// settleForeignReads is how many reads in a row must show another writer's
-// delete marker after the guard's revision, with the delete refused each
-// time, before a release reports ErrLost for it.
-const settleForeignReads = 3
+// staleWindow is how long a refused delete must keep finding the key
+// moved on (another holder's value, an expiry or another writer's marker,
+// after the guard's revision) before a release on a replicated bucket
+// reports ErrLost: longer than a deposed stream leader keeps answering
+// after a heal (until the new leader's next heartbeat, about a second).
+const staleWindow = 2 * time.Second
 
 // settleBackoffCap bounds the backoff between settling attempts (the
 // attempt index given to kvx.Backoff: 10 ms << 4 = 160 ms).
@@ -23,30 +26,38 @@ const settleBackoffCap = 4
 func (g *Guard) releaseID() string { return g.owner + ".release" }
 
 // settleDeleteAt decides a release whose conditional delete at rev was
-// refused or unanswered (first is that error). A refusal is not proof of
-// loss: right after a partition heals, a deposed stream leader that still
-// believes it leads refuses the delete at once from its stale state while
-// the real leader stores it, and the refusal can be the first answer. Only
-// acceptance needs a quorum. So the key is read from the stream leader
-// (which may, for that moment, also be the deposed one) and:
-//   - the last message carries our release id: the delete landed;
-//   - a live value of another owner, or an expiry marker, after rev: the
-//     lease was taken or had expired before the release (ErrLost);
-//   - our own value, or a view older than rev (a stale replica: no current
-//     view can be below an acknowledged revision): the delete is sent
-//     again with the same id, which lands at most once and which the
-//     leader answers with the original acknowledgment if the first one
-//     landed;
-//   - another writer's delete marker after rev (a force release, or our
-//     delete followed by another holder's whole tenure): the same resend
-//     decides it; refused settleForeignReads times in a row, it is loss.
+// refused or unanswered (first is that error).
 //
-// When ctx ends first the outcome is unknown and the error says so; it
-// never matches ErrLost.
+// On a replicated bucket a refusal is not proof of loss: right after a
+// partition heals, a deposed stream leader that still believes it leads
+// refuses the delete at once from its stale state while the real leader
+// stores it, and the refusal can be the first answer; only an acceptance
+// needs a quorum. Leader reads can come from that node too. So the key is
+// read and:
+//   - the last message carries our release id: the delete landed;
+//   - our own value, or a view older than rev (a stale replica: no current
+//     view is below an acknowledged revision): the same delete is sent
+//     again; it lands at most once, and a landed one is answered with its
+//     original acknowledgment (the leader checks the id before the
+//     revision);
+//   - moved on after rev (another holder's value, an expiry marker,
+//     another writer's delete marker): our delete may have landed first
+//     and the key been taken since, so the same resend decides; refused
+//     for staleWindow in a row, it is loss.
+//
+// On a single replica the only server's refusal is authoritative (it is
+// loss, as before), and that server checks the revision before the id, so
+// after an unanswered delete a key that moved on cannot be attributed:
+// that outcome stays unknown. When ctx ends first the outcome is unknown
+// too. An unknown outcome never matches ErrLost.
 func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (uint64, error) {
+	replicated := g.m.b.Replicated()
+	if kvx.IsConflict(first) && !replicated {
+		return 0, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
+	}
 	id := g.releaseID()
 	err := first
-	foreign := 0
+	var movedSince time.Time // when the key was first seen moved on, with the resend refused
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if kvx.Backoff(ctx, min(attempt-1, settleBackoffCap)) != nil {
@@ -54,6 +65,7 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			}
 		}
 		e, rerr := g.m.b.Last(ctx, g.key)
+		moved := false
 		switch {
 		case rerr == nil && e.MsgID == id:
 			if kvx.IsConflict(first) {
@@ -61,21 +73,17 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 				g.m.log.Warn("kvlease: release refused, but its delete had landed", "key", g.key, "rev", rev, "marker", e.Revision)
 			}
 			return e.Revision, nil
-		case rerr == nil && e.Revision > rev && e.Live() && !ownedBy(e.Value, g.owner):
-			return 0, fmt.Errorf("%w: %q was taken at revision %d before the release at revision %d", ErrLost, g.key, e.Revision, rev)
-		case rerr == nil && e.Revision > rev && e.Op == kvx.OpExpired:
-			return 0, fmt.Errorf("%w: %q expired (revision %d) before the release at revision %d", ErrLost, g.key, e.Revision, rev)
-		case rerr == nil && e.Revision > rev && e.Live():
-			rev = e.Revision // a renewal of ours whose answer was lost
-			foreign = 0
-		case rerr == nil && e.Revision > rev:
-			foreign++
 		case rerr != nil && !errors.Is(rerr, kvx.ErrNotFound):
 			err = rerr // a failed read proves nothing: read again
-			foreign = 0
+			movedSince = time.Time{}
 			continue
-		default:
-			foreign = 0 // our value at rev, or a view older than rev
+		case rerr == nil && e.Revision > rev && e.Live() && ownedBy(e.Value, g.owner):
+			rev = e.Revision // a renewal of ours whose answer was lost
+		case rerr == nil && e.Revision > rev:
+			moved = true
+			if !replicated {
+				return 0, fmt.Errorf("outcome unknown: the delete at revision %d went unanswered and %q has moved on (%s at revision %d): %w", rev, g.key, e.Op, e.Revision, err)
+			}
 		}
 		marker, werr := g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, id)
 		if werr == nil {
@@ -85,9 +93,14 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			return marker, nil
 		}
 		err = werr
-		if foreign >= settleForeignReads && kvx.IsConflict(werr) {
-			return 0, fmt.Errorf("%w: %q was deleted by another writer (revision %d) before the release at revision %d", ErrLost, g.key, e.Revision, rev)
+		switch {
+		case !moved || !kvx.IsConflict(werr):
+			movedSince = time.Time{}
+		case movedSince.IsZero():
+			movedSince = time.Now()
+		case time.Since(movedSince) >= staleWindow:
+			return 0, fmt.Errorf("%w: %q moved on (%s at revision %d) before the release at revision %d", ErrLost, g.key, e.Op, e.Revision, rev)
 		}
 	}
-	return 0, fmt.Errorf("outcome unknown: the delete at revision %d was refused or unanswered and neither it nor another holder could be found: %w", rev, err)
+	return 0, fmt.Errorf("outcome unknown: the delete at revision %d was refused or unanswered and neither it nor a proven loss was found: %w", rev, err)
 }
