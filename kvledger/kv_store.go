@@ -223,7 +223,7 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 // landed reads key back after an outcome-unknown write whose Nats-Msg-Id
 // was id (see writeID).
 func (s *KVStore) landed(ctx context.Context, key, id string) (uint64, bool) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
 	defer cancel()
 	e, err := s.b.Get(rctx, key)
 	if err != nil || e.MsgID != id {
