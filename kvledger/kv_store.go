@@ -1,6 +1,7 @@
 package kvledger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -202,7 +203,7 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
 	case kvx.OutcomeUnknown(err):
-		if r, ok := s.landed(ctx, k, id); ok {
+		if r, ok := s.landedWrite(ctx, k, id); ok {
 			rev, err = r, nil
 		}
 	}
@@ -220,13 +221,12 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 	return stored, true, kvx.Entry{}, nil
 }
 
-// landed reads key back after an outcome-unknown write whose Nats-Msg-Id
-// was id (see writeID).
-func (s *KVStore) landed(ctx context.Context, key, id string) (uint64, bool) {
-	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
+// landed reads key back after an outcome-unknown write of value.
+func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64, bool) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	e, err := s.b.Get(rctx, key)
-	if err != nil || e.MsgID != id {
+	if err != nil || !bytes.Equal(e.Value, value) {
 		return 0, false
 	}
 	return e.Revision, true

@@ -1,6 +1,10 @@
 package kvledger
 
-import "github.com/nats-io/nuid"
+import (
+	"context"
+
+	"github.com/nats-io/nuid"
+)
 
 // writeID returns the identity of one write attempt of a record: its
 // publish carries it as Nats-Msg-Id, which the server stores with the
@@ -15,3 +19,16 @@ import "github.com/nats-io/nuid"
 // attempt is acknowledged with the original revision instead of being
 // written twice.
 func writeID() string { return nuid.Next() }
+
+// landedWrite reads key back from the stream leader after an
+// outcome-unknown write whose Nats-Msg-Id was id: it landed when the key's
+// last message is that write.
+func (s *KVStore) landedWrite(ctx context.Context, key, id string) (uint64, bool) {
+	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
+	defer cancel()
+	e, err := s.b.Get(rctx, key)
+	if err != nil || e.MsgID != id {
+		return 0, false
+	}
+	return e.Revision, true
+}
