@@ -9,12 +9,19 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// staleWindow is how long a refused delete must keep finding the key
-// moved on (another holder's value, an expiry or another writer's marker,
-// after the guard's revision) before a release on a replicated bucket
-// reports ErrLost: longer than a deposed stream leader keeps answering
-// after a heal (until the new leader's next heartbeat, about a second).
-const staleWindow = 2 * time.Second
+// staleWindow and staleRefusals: a refused delete must keep finding the
+// key moved on (another holder's value, an expiry or another writer's
+// marker, after the guard's revision) this many times in a row and for
+// this long before a release on a replicated bucket reports ErrLost. A
+// view that moved on comes from a server that applied the writes after
+// ours, and any server that applied our delete answers its resend as a
+// duplicate; so the resend is refused wrongly only when a deposed leader
+// whose state predates our revision answers it first, which repeated
+// resends make unlikely without holding a genuine loss for long.
+const (
+	staleWindow   = 250 * time.Millisecond
+	staleRefusals = 3
+)
 
 // settleBackoffCap bounds the backoff between settling attempts (the
 // attempt index given to kvx.Backoff: 10 ms << 4 = 160 ms).
@@ -43,7 +50,7 @@ func (g *Guard) releaseID() string { return g.owner + ".release" }
 //   - moved on after rev (another holder's value, an expiry marker,
 //     another writer's delete marker): our delete may have landed first
 //     and the key been taken since, so the same resend decides; refused
-//     for staleWindow in a row, it is loss.
+//     staleRefusals times in a row over staleWindow, it is loss.
 //
 // On a single replica the only server's refusal is authoritative (it is
 // loss, as before), and that server checks the revision before the id, so
@@ -58,6 +65,7 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 	id := g.releaseID()
 	err := first
 	var movedSince time.Time // when the key was first seen moved on, with the resend refused
+	refusals := 0
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if kvx.Backoff(ctx, min(attempt-1, settleBackoffCap)) != nil {
@@ -75,7 +83,7 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			return e.Revision, nil
 		case rerr != nil && !errors.Is(rerr, kvx.ErrNotFound):
 			err = rerr // a failed read proves nothing: read again
-			movedSince = time.Time{}
+			movedSince, refusals = time.Time{}, 0
 			continue
 		case rerr == nil && e.Revision > rev && e.Live() && ownedBy(e.Value, g.owner):
 			rev = e.Revision // a renewal of ours whose answer was lost
@@ -95,10 +103,12 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 		err = werr
 		switch {
 		case !moved || !kvx.IsConflict(werr):
-			movedSince = time.Time{}
+			movedSince, refusals = time.Time{}, 0
+			continue
 		case movedSince.IsZero():
 			movedSince = time.Now()
-		case time.Since(movedSince) >= staleWindow:
+		}
+		if refusals++; refusals >= staleRefusals && time.Since(movedSince) >= staleWindow {
 			return 0, fmt.Errorf("%w: %q moved on (%s at revision %d) before the release at revision %d", ErrLost, g.key, e.Op, e.Revision, rev)
 		}
 	}
