@@ -131,6 +131,15 @@
 // server simply does not acquire. With an R3 bucket a minority side cannot
 // write at all, so it can neither acquire nor renew.
 //
+// Right after a partition heals, a deposed stream leader may still answer
+// for a moment, refusing writes at once from its stale state while the
+// real leader stores them: a refusal is not proof, only an acceptance
+// (which needs a quorum) is. Release therefore settles a refused or
+// unanswered delete by the delete's own identity (its Nats-Msg-Id, on the
+// stored marker or in a duplicate acknowledgment) and reports ErrLost only
+// when another holder's value, an expiry or another writer's delete is
+// seen; otherwise its error is an unknown outcome.
+//
 // Clock OFFSET between machines does not matter: the holder measures its
 // window with its own monotonic clock from its own send time, and the
 // server measures the TTL with its own clock. Clock RATE differences and

@@ -167,23 +167,22 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 		defer context.AfterFunc(wait, stop)()
 	}
 	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
-		return g.m.b.DeleteTTL(ctx, g.key, rev, markerKeep)
+		return g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, g.releaseID())
 	})
+	if kvx.OutcomeUnknown(err) && wait.Err() != nil {
+		return true, nil
+	}
+	if kvx.IsConflict(err) || kvx.OutcomeUnknown(err) {
+		rctx, rcancel := g.m.cleanupCtx()
+		defer rcancel()
+		marker, err = g.settleDeleteAt(rctx, rev, err)
+	}
 	switch {
 	case err == nil:
 		g.m.hints.put(g.key, marker)
 		return false, nil
-	case kvx.IsConflict(err):
-		return false, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
-	case kvx.OutcomeUnknown(err) && wait.Err() != nil:
-		return true, nil
-	case kvx.OutcomeUnknown(err):
-		rctx, rcancel := g.m.cleanupCtx()
-		defer rcancel()
-		e, rerr := g.m.b.Get(rctx, g.key)
-		if errors.Is(rerr, kvx.ErrNotFound) || rerr == nil && e.Revision != rev {
-			return false, nil // the delete landed (or the key moved on without us)
-		}
+	case errors.Is(err, ErrLost):
+		return false, err
 	}
 	return false, fmt.Errorf("kvlease: release %q: %w", g.key, err)
 }

@@ -32,6 +32,8 @@ type Stats struct {
 	// Reclaimed counts conflicts on a guard's own writes that turned out
 	// not to be loss: the lease was still ours, stored at another revision
 	// than recorded (see RELIABILITY.md); the guard adopted that revision.
+	// A release refused by a stale answer although its delete had landed
+	// counts here too.
 	Reclaimed uint64
 }
 

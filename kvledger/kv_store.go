@@ -151,8 +151,8 @@ func (s *KVStore) CompareAndSwap(ctx context.Context, key IdempotencyKey, old, n
 
 // Swap implements Swapper. Only old.Rev is compared (it names one stored
 // message). A write whose outcome is unknown (timeout, lost connection) is
-// resolved by reading the key back: it succeeded when the key holds
-// exactly the bytes written; otherwise the original error is returned,
+// resolved by reading the key back: it succeeded when the key's last
+// message is this very write (its Nats-Msg-Id); otherwise the original error is returned,
 // never a false "lost the race".
 func (s *KVStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
 	stored, ok, _, err := s.swap(ctx, key, old, new)
@@ -198,18 +198,19 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		rev  uint64
 		live kvx.Entry
 	)
+	id := writeID()
 	octx, cancel := s.ops.Bound(ctx)
 	if insert {
-		rev, live, err = s.b.Acquire(octx, k, value, ttl, 0)
+		rev, live, err = s.b.AcquireAs(octx, k, value, ttl, 0, id)
 	} else {
-		rev, err = s.b.Update(octx, k, value, old.Rev, ttl)
+		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id)
 	}
 	cancel()
 	switch {
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
 	case kvx.OutcomeUnknown(err):
-		if r, ok := s.landed(ctx, k, value); ok {
+		if r, ok := s.landedWrite(ctx, k, id); ok {
 			rev, err = r, nil
 		}
 	}

@@ -47,7 +47,14 @@ type Bucket struct {
 	// directIsLeader: the stream has one replica and allows direct gets,
 	// so a direct get is answered by the leader (see lastFromLeader).
 	directIsLeader bool
+	// replicated: the stream has more than one replica.
+	replicated bool
 }
+
+// Replicated reports whether the bucket's stream has more than one
+// replica. Only then can a server that is no longer the leader answer a
+// write (from its stale state) before the leader does.
+func (b *Bucket) Replicated() bool { return b.replicated }
 
 // Open binds cfg.Bucket, creating it with cfg when it does not exist.
 // An existing bucket is used as it is (its configuration is not changed).
@@ -83,10 +90,11 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 		return nil, fmt.Errorf("kvx: bucket %q status: %w", kv.Bucket(), err)
 	}
 	ttl := st.LimitMarkerTTL() > 0
-	direct := false
+	direct, replicated := false, true
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
 		c := bs.StreamInfo().Config
 		direct = c.AllowDirect && c.Replicas <= 1
+		replicated = c.Replicas > 1
 	}
 	if requireTTL && !ttl {
 		return nil, fmt.Errorf("%w (bucket %q)", ErrNoTTL, kv.Bucket())
@@ -101,6 +109,7 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 		ttl:       ttl,
 
 		directIsLeader: direct,
+		replicated:     replicated,
 	}, nil
 }
 

@@ -43,6 +43,9 @@ type Entry struct {
 	Revision uint64
 	Op       Op
 	Created  time.Time
+	// MsgID is the message's Nats-Msg-Id ("" when it has none or the
+	// entry came from a watcher): the identity of the write that stored it.
+	MsgID string
 }
 
 // Live reports whether the entry holds a value (not a marker).

@@ -32,6 +32,7 @@ const (
 	codeTTLInvalid           = 10165
 	codeTTLDisabled          = 10166
 	codeNoMessageFound       = 10037
+	codeMsgIDInProcess       = 10158
 )
 
 // mapErr turns server CAS and TTL refusals into this package's sentinels
@@ -63,7 +64,8 @@ func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 
 // OutcomeUnknown reports whether a write that failed with err may
 // nevertheless have been applied: the request left this client but no
-// answer came back (timeout, cancelled context, connection lost). Such a
+// answer came back (timeout, cancelled context, connection lost), or the
+// write repeated an id whose first publish is still in process (10158). Such a
 // write must be resolved by reading the key, never by assuming failure.
 func OutcomeUnknown(err error) bool {
 	if err == nil || IsConflict(err) {
@@ -71,7 +73,10 @@ func OutcomeUnknown(err error) bool {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return false // the server answered: the write was refused
+		// The server answered: the write was refused, unless the answer
+		// is that an earlier publish with the same Nats-Msg-Id is still
+		// being proposed, which may yet land.
+		return apiErr.ErrorCode == codeMsgIDInProcess
 	}
 	return errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||

@@ -224,6 +224,8 @@ func TestOutcomeUnknown(t *testing.T) {
 	require.False(t, kvx.OutcomeUnknown(nil))
 	require.False(t, kvx.OutcomeUnknown(fmt.Errorf("x: %w", kvx.ErrConflict)))
 	require.True(t, kvx.OutcomeUnknown(context.DeadlineExceeded))
+	require.False(t, kvx.OutcomeUnknown(&jetstream.APIError{Code: 400, ErrorCode: 10071}), "a refusal")
+	require.True(t, kvx.OutcomeUnknown(&jetstream.APIError{Code: 409, ErrorCode: 10158}), "same id still in process")
 }
 
 func FuzzValidKey(f *testing.F) {

@@ -2,8 +2,6 @@ package kvx
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,15 +16,7 @@ import (
 //
 // Unlike kv.Update this sets Nats-TTL, so it is how leases are renewed.
 func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
-	if err := CheckKey(key); err != nil {
-		return 0, err
-	}
-	opts := make([]jetstream.PublishOpt, 0, 3)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, opts...)
+	return b.UpdateAs(ctx, key, value, rev, ttl, "")
 }
 
 // Create writes value only when key has no message at all. Prefer Acquire
@@ -45,36 +35,7 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.
 // that value's entry, so the caller can see the holder and wait for its
 // revision to change.
 func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64) (uint64, Entry, error) {
-	expect := hint
-	for attempt := range 4 {
-		rev, err := b.Update(ctx, key, value, expect, ttl)
-		if err == nil || !IsConflict(err) {
-			return rev, Entry{}, err
-		}
-		cur, err := b.Last(ctx, key)
-		next := cur.Revision
-		switch {
-		case errors.Is(err, ErrNotFound):
-			next = 0
-		case err != nil:
-			return 0, Entry{}, err
-		case cur.Live():
-			return 0, cur, fmt.Errorf("%w: %q is held at revision %d", ErrConflict, key, cur.Revision)
-		}
-		if next == expect {
-			// Refused although the leader reads the key at exactly the
-			// revision we expected: under stream-leader changes the
-			// server's view can lag for a moment (seen in the R3 chaos
-			// soak). Not contention: back off briefly and write again.
-			if err := Backoff(ctx, attempt); err != nil {
-				return 0, Entry{}, err
-			}
-		}
-		expect = next
-	}
-	// Four lost races in a row: someone else keeps winning; that is
-	// contention, not an error of ours.
-	return 0, Entry{}, fmt.Errorf("%w: %q is contended", ErrConflict, key)
+	return b.AcquireAs(ctx, key, value, ttl, hint, "")
 }
 
 // Delete writes a delete marker on key only while its revision is rev and
@@ -90,16 +51,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, rev uint64) (uint64, er
 // entirely. Without it every distinct key ever deleted keeps one marker
 // for good, which grows without bound for per-task or per-waiter keys.
 func (b *Bucket) DeleteTTL(ctx context.Context, key string, rev uint64, ttl time.Duration) (uint64, error) {
-	if err := CheckKey(key); err != nil {
-		return 0, err
-	}
-	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	opts := make([]jetstream.PublishOpt, 0, 3)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	return b.publish(ctx, m, opts...)
+	return b.DeleteAs(ctx, key, rev, ttl, "")
 }
 
 // PutGuarded writes value to key (unconditionally on key itself) only

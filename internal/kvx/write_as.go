@@ -1,0 +1,97 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DeleteAs is DeleteTTL whose marker carries id as its Nats-Msg-Id ("" for
+// none). The id makes the delete identifiable afterwards, which an owner
+// needs when the answer it got cannot be trusted:
+//   - the stored marker shows the id (Entry.MsgID), so a read that finds
+//     it proves this very delete landed, whatever answer came back;
+//   - sending the same delete again within the stream's duplicate window
+//     is answered, by a replicated stream's leader, with the original
+//     acknowledgment (the duplicate check comes before the revision
+//     check), and never stores a second marker.
+//
+// Both matter under partitions: a deposed stream leader that has not yet
+// learned it was replaced still answers publishes from its stale state,
+// refusing a conditional delete at once ("wrong last sequence") while the
+// real leader stores it, and the first answer is the one the caller sees.
+func (b *Bucket) DeleteAs(ctx context.Context, key string, rev uint64, ttl time.Duration, id string) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	return b.publish(ctx, m, casOpts(rev, ttl, id)...)
+}
+
+// casOpts are the options of a write conditioned on key's revision rev,
+// with a TTL when ttl > 0 and a Nats-Msg-Id when id is set.
+func casOpts(rev uint64, ttl time.Duration, id string) []jetstream.PublishOpt {
+	opts := make([]jetstream.PublishOpt, 0, 4)
+	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl))
+	}
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	return opts
+}
+
+// UpdateAs is Update whose message carries id as its Nats-Msg-Id ("" for
+// none): a write whose answer was lost or untrustworthy is then settled by
+// finding id on the key (Entry.MsgID), never by comparing bytes, which two
+// writes of the same value share. See DeleteAs for the duplicate window.
+func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration, id string) (uint64, error) {
+	if err := CheckKey(key); err != nil {
+		return 0, err
+	}
+	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, casOpts(rev, ttl, id)...)
+}
+
+// AcquireAs is Acquire whose every publish carries id as its Nats-Msg-Id.
+// One id for all its attempts: when an attempt was refused by a stale
+// answer although it landed, the next attempt gets the original
+// acknowledgment back (on a replicated stream) instead of a second write.
+func (b *Bucket) AcquireAs(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64, id string) (uint64, Entry, error) {
+	expect := hint
+	for attempt := range 4 {
+		rev, err := b.UpdateAs(ctx, key, value, expect, ttl, id)
+		if err == nil || !IsConflict(err) {
+			return rev, Entry{}, err
+		}
+		cur, err := b.Last(ctx, key)
+		next := cur.Revision
+		switch {
+		case errors.Is(err, ErrNotFound):
+			next = 0
+		case err != nil:
+			return 0, Entry{}, err
+		case cur.Live() && id != "" && cur.MsgID == id:
+			return cur.Revision, Entry{}, nil // ours: the refusal was stale
+		case cur.Live():
+			return 0, cur, fmt.Errorf("%w: %q is held at revision %d", ErrConflict, key, cur.Revision)
+		}
+		if next == expect {
+			// Refused although the leader reads the key at exactly the
+			// revision we expected: under stream-leader changes the
+			// server's view can lag for a moment (seen in the R3 chaos
+			// soak). Not contention: back off briefly and write again.
+			if err := Backoff(ctx, attempt); err != nil {
+				return 0, Entry{}, err
+			}
+		}
+		expect = next
+	}
+	// Four lost races in a row: someone else keeps winning; that is
+	// contention, not an error of ours.
+	return 0, Entry{}, fmt.Errorf("%w: %q is contended", ErrConflict, key)
+}

@@ -1,0 +1,60 @@
+package kvx_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// TestWriteAsIdentifiesTheWrite: the id of UpdateAs, AcquireAs and DeleteAs
+// is stored with the message and read back from the leader, a repeated
+// publish of one id lands once (R3 answers it with the original
+// acknowledgment), and AcquireAs whose landed attempt was answered with a
+// stale refusal (a deposed stream leader's, imitated here by a second
+// responder on the key's subject) reports its own write, not "held".
+func TestWriteAsIdentifiesTheWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	c := natstest.WithCluster(t, 3)
+	b := openBucket(t, c.JS, 3)
+	ctx := natstest.Context(t, 30*time.Second)
+
+	r1, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	require.NoError(t, err)
+	e, err := b.Last(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, "w1", e.MsgID)
+	require.Equal(t, r1, e.Revision)
+
+	// The same attempt sent again: one message, the original revision.
+	again, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	require.NoError(t, err)
+	require.Equal(t, r1, again)
+
+	d, err := b.DeleteAs(ctx, "k", r1, 0, "d1")
+	require.NoError(t, err)
+	e, err = b.Last(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, kvx.OpDelete, e.Op)
+	require.Equal(t, "d1", e.MsgID)
+	require.Equal(t, d, e.Revision)
+
+	sub, err := c.JS.Conn().Subscribe("$KV.t.a", func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"}}`))
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.JS.Conn().Flush())
+	rev, _, err := b.AcquireAs(ctx, "a", []byte("x"), 0, 0, "a1")
+	require.NoError(t, sub.Unsubscribe())
+	require.NoError(t, err, "our own write is not a holder")
+	e, err = b.Last(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "a1", e.MsgID)
+	require.Equal(t, e.Revision, rev)
+}

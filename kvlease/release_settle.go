@@ -1,0 +1,116 @@
+package kvlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// staleWindow and staleRefusals: a refused delete must keep finding the
+// key moved on (another holder's value, an expiry or another writer's
+// marker, after the guard's revision) this many times in a row and for
+// this long before a release on a replicated bucket reports ErrLost. A
+// view that moved on comes from a server that applied the writes after
+// ours, and any server that applied our delete answers its resend as a
+// duplicate; so the resend is refused wrongly only when a deposed leader
+// whose state predates our revision answers it first, which repeated
+// resends make unlikely without holding a genuine loss for long.
+const (
+	staleWindow   = 250 * time.Millisecond
+	staleRefusals = 3
+)
+
+// settleBackoffCap bounds the backoff between settling attempts (the
+// attempt index given to kvx.Backoff: 10 ms << 4 = 160 ms).
+const settleBackoffCap = 4
+
+// releaseID is the Nats-Msg-Id of this guard's release delete: the same for
+// every attempt, so the stored marker and a duplicate acknowledgment both
+// identify it. The owner hash is fresh for every acquisition and restore.
+func (g *Guard) releaseID() string { return g.owner + ".release" }
+
+// settleDeleteAt decides a release whose conditional delete at rev was
+// refused or unanswered (first is that error).
+//
+// On a replicated bucket a refusal is not proof of loss: right after a
+// partition heals, a deposed stream leader that still believes it leads
+// refuses the delete at once from its stale state while the real leader
+// stores it, and the refusal can be the first answer; only an acceptance
+// needs a quorum. Leader reads can come from that node too. So the key is
+// read and:
+//   - the last message carries our release id: the delete landed;
+//   - our own value, or a view older than rev (a stale replica: no current
+//     view is below an acknowledged revision): the same delete is sent
+//     again; it lands at most once, and a landed one is answered with its
+//     original acknowledgment (the leader checks the id before the
+//     revision);
+//   - moved on after rev (another holder's value, an expiry marker,
+//     another writer's delete marker): our delete may have landed first
+//     and the key been taken since, so the same resend decides; refused
+//     staleRefusals times in a row over staleWindow, it is loss.
+//
+// On a single replica the only server's refusal is authoritative (it is
+// loss, as before), and that server checks the revision before the id, so
+// after an unanswered delete a key that moved on cannot be attributed:
+// that outcome stays unknown. When ctx ends first the outcome is unknown
+// too. An unknown outcome never matches ErrLost.
+func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (uint64, error) {
+	replicated := g.m.b.Replicated()
+	if kvx.IsConflict(first) && !replicated {
+		return 0, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
+	}
+	id := g.releaseID()
+	err := first
+	var movedSince time.Time // when the key was first seen moved on, with the resend refused
+	refusals := 0
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if kvx.Backoff(ctx, min(attempt-1, settleBackoffCap)) != nil {
+				break
+			}
+		}
+		e, rerr := g.m.b.Last(ctx, g.key)
+		moved := false
+		switch {
+		case rerr == nil && e.MsgID == id:
+			if kvx.IsConflict(first) {
+				g.m.stats.reclaimed.Add(1)
+				g.m.log.Warn("kvlease: release refused, but its delete had landed", "key", g.key, "rev", rev, "marker", e.Revision)
+			}
+			return e.Revision, nil
+		case rerr != nil && !errors.Is(rerr, kvx.ErrNotFound):
+			err = rerr // a failed read proves nothing: read again
+			movedSince, refusals = time.Time{}, 0
+			continue
+		case rerr == nil && e.Revision > rev && e.Live() && ownedBy(e.Value, g.owner):
+			rev = e.Revision // a renewal of ours whose answer was lost
+		case rerr == nil && e.Revision > rev:
+			moved = true
+			if !replicated {
+				return 0, fmt.Errorf("outcome unknown: the delete at revision %d went unanswered and %q has moved on (%s at revision %d): %w", rev, g.key, e.Op, e.Revision, err)
+			}
+		}
+		marker, werr := g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, id)
+		if werr == nil {
+			if kvx.IsConflict(first) {
+				g.m.stats.reclaimed.Add(1)
+			}
+			return marker, nil
+		}
+		err = werr
+		switch {
+		case !moved || !kvx.IsConflict(werr):
+			movedSince, refusals = time.Time{}, 0
+			continue
+		case movedSince.IsZero():
+			movedSince = time.Now()
+		}
+		if refusals++; refusals >= staleRefusals && time.Since(movedSince) >= staleWindow {
+			return 0, fmt.Errorf("%w: %q moved on (%s at revision %d) before the release at revision %d", ErrLost, g.key, e.Op, e.Revision, rev)
+		}
+	}
+	return 0, fmt.Errorf("outcome unknown: the delete at revision %d was refused or unanswered and neither it nor a proven loss was found: %w", rev, err)
+}
