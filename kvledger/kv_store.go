@@ -1,7 +1,6 @@
 package kvledger
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -229,17 +228,6 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		stored.Fence = max(stored.Fence, FenceToken(rev))
 	}
 	return stored, true, kvx.Entry{}, nil
-}
-
-// landed reads key back after an outcome-unknown write of value.
-func (s *KVStore) landed(ctx context.Context, key string, value []byte) (uint64, bool) {
-	rctx, cancel := s.ops.Bound(context.WithoutCancel(ctx))
-	defer cancel()
-	e, err := s.b.Get(rctx, key)
-	if err != nil || !bytes.Equal(e.Value, value) {
-		return 0, false
-	}
-	return e.Revision, true
 }
 
 // Range implements Store: every record, in bucket (write) order. A value

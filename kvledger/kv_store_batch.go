@@ -40,8 +40,8 @@ func (s *KVStore) atomicBatches(ctx context.Context) bool {
 
 // insertBatch implements batchInserter with one atomic batch of
 // insert-if-absent publishes. A commit whose answer was lost is resolved
-// by reading the first key back: the batch landed as a whole or not at
-// all.
+// by reading the first key back and finding this batch's own write id on
+// it: the batch landed as a whole or not at all.
 func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskState, bool, error) {
 	keys := make([]string, len(recs))
 	values := make([][]byte, len(recs))
@@ -52,14 +52,15 @@ func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskStat
 		}
 		keys[i], values[i] = taskKey(r.Key), v
 	}
+	id := writeID()
 	octx, cancel := s.ops.Bound(ctx)
-	revs, err := s.b.CreateBatch(octx, keys, values)
+	revs, err := s.b.CreateBatchAs(octx, id, keys, values)
 	cancel()
 	switch {
 	case kvx.IsConflict(err), errors.Is(err, kvx.ErrNoAtomic):
 		return nil, false, nil
 	case kvx.OutcomeUnknown(err):
-		if _, ok := s.landed(ctx, keys[0], values[0]); !ok {
+		if _, ok := s.landedWrite(ctx, keys[0], kvx.BatchMsgID(id, 0)); !ok {
 			return nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), err)
 		}
 		// It landed; the revisions are not known without reading each key.

@@ -59,6 +59,14 @@ func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 // one round trip. A commit whose answer is lost (OutcomeUnknown) may have
 // landed: the caller must read the keys back.
 func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte) ([]uint64, error) {
+	return b.CreateBatchAs(ctx, nuid.Next(), keys, values)
+}
+
+// CreateBatchAs is CreateBatch under the caller's batch id: message i
+// carries Nats-Msg-Id BatchMsgID(id, i), so a commit whose answer was lost
+// is settled by finding that id on a key (Entry.MsgID), never by comparing
+// bytes that an identical earlier batch would share.
+func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, values [][]byte) ([]uint64, error) {
 	if len(keys) == 0 || len(keys) != len(values) || len(keys) > MaxBatch {
 		return nil, fmt.Errorf("kvx: batch of %d keys, %d values (max %d)", len(keys), len(values), MaxBatch)
 	}
@@ -68,12 +76,12 @@ func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte
 		}
 	}
 	nc := b.js.Conn()
-	id := nuid.Next()
 	for i, k := range keys {
 		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: nats.Header{}}
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 		m.Header.Set("Nats-Batch-Id", id)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		m.Header.Set(jetstream.MsgIDHeader, BatchMsgID(id, i))
 		if i < len(keys)-1 {
 			if err := nc.PublishMsg(m); err != nil {
 				return nil, err
@@ -110,3 +118,6 @@ func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte
 	}
 	return nil, nil // unreachable
 }
+
+// BatchMsgID is the Nats-Msg-Id of message i (from 0) of the batch id.
+func BatchMsgID(id string, i int) string { return id + "." + strconv.Itoa(i+1) }

@@ -56,3 +56,20 @@ func TestCreateBatchR3(t *testing.T) {
 	c := natstest.WithCluster(t, 3)
 	batchSuite(t, openBucket(t, c.JS, 3))
 }
+
+// Every message of a batch carries its own write id, which a caller whose
+// commit answer was lost finds on the key to settle it.
+func TestCreateBatchAsIdentifiesItsWrites(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	require.NoError(t, b.EnableAtomicBatches(ctx))
+	keys := []string{"id.a", "id.b", "id.c"}
+	_, err := b.CreateBatchAs(ctx, "batch-1", keys, [][]byte{[]byte("1"), []byte("2"), []byte("3")})
+	require.NoError(t, err)
+	for i, k := range keys {
+		e, err := b.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, kvx.BatchMsgID("batch-1", i), e.MsgID, k)
+	}
+}
