@@ -10,7 +10,7 @@ const MaxReplicas = 5
 // in its own ErrInvalidConfig.
 func CheckReplicas(n int) (int, error) {
 	if n < 0 || n > MaxReplicas {
-		return 0, fmt.Errorf("Replicas %d outside 1..%d (0 means 1)", n, MaxReplicas)
+		return 0, fmt.Errorf("kvx: replicas %d outside 1..%d (0 means 1)", n, MaxReplicas)
 	}
 	return max(n, 1), nil
 }
