@@ -370,7 +370,7 @@ func (w *dagWL) logUnfinished(t *testing.T, p int, dag []dagTask, final map[kvle
 		var needs []string
 		for _, n := range d.Needs {
 			ns, _, _ := w.admin.State(ctx, n)
-			needs = append(needs, fmt.Sprintf("%s %s", n, ns.Status))
+			needs = append(needs, fmt.Sprintf("%s %s (blocked by %q, attempts %d)", n, ns.Status, ns.BlockedBy, ns.Attempts))
 		}
 		t.Logf("task DAG phase %d: not final: %s %s attempts %d fence %d owner %q (found %v, err %v); needs %v; claim lease: %s; starts %+v",
 			p, d.Key, st.Status, st.Attempts, st.Fence, st.Owner, found, err, needs, lease, w.tr.starts[string(d.Key)])
