@@ -3,7 +3,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -139,23 +138,7 @@ func (w *dagWL) handler(name string) func(ctx context.Context, t *worker.Task, d
 			}
 			return nil
 		}
-		if err := rep("start"); err != nil {
-			return err
-		}
-		timer := time.NewTimer(time.Duration(d.SleepMS) * time.Millisecond)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return context.Cause(ctx)
-		}
-		switch {
-		case d.Permanent:
-			return worker.Permanent(errors.New("injected permanent failure"))
-		case t.Attempt() <= d.FailFirst:
-			return crashHandlerError(string(t.Key()), t.Attempt())
-		}
-		return rep("done")
+		return runDAGTask(ctx, t, d, rep)
 	}
 }
 
