@@ -67,9 +67,19 @@ type partRun struct {
 	cur     atomic.Int32
 	streams []string // every workload's streams: recovery waits for them
 	probes  []jetstream.KeyValue
+	healMu  sync.Mutex
+	heals   map[int]time.Time // phase -> when its fault was healed
 }
 
 func (r *partRun) phase() int { return int(r.cur.Load()) }
+
+// healedAt returns when phase p's fault was healed (zero while it is
+// not, and for the baseline).
+func (r *partRun) healedAt(p int) time.Time {
+	r.healMu.Lock()
+	defer r.healMu.Unlock()
+	return r.heals[p]
+}
 
 // addStreams registers streams whose leaders and replicas define recovery.
 func (r *partRun) addStreams(s ...string) { r.streams = append(r.streams, s...) }
@@ -105,7 +115,7 @@ func newPartitionCluster(t *testing.T) (*chaosCluster, *natstest.RouteNet) {
 // newPartitionCluster, a schedule and a partWorkload.
 func runPartitionSchedule(t *testing.T, cc *chaosCluster, net *natstest.RouteNet, baseline time.Duration,
 	sched []partFault, ws ...partWorkload) []phaseResult {
-	r := &partRun{t: t, cc: cc, net: net}
+	r := &partRun{t: t, cc: cc, net: net, heals: map[int]time.Time{}}
 	retryCreate(t, func(ctx context.Context) error {
 		_, err := cc.c.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: probeBucket, Replicas: 3})
 		return err
@@ -144,6 +154,9 @@ func runPartitionSchedule(t *testing.T, cc *chaosCluster, net *natstest.RouteNet
 		}
 		start := time.Now()
 		what := f.inject(fctx, r)
+		r.healMu.Lock()
+		r.heals[p] = time.Now()
+		r.healMu.Unlock()
 		writable, caughtUp := r.recover(fctx)
 		cc.pause(fctx, 500*time.Millisecond) // a settled moment inside the window
 		t.Logf("phase %d, %s: %s; writable after %v, caught up after %v", p, f.name, what, writable, caughtUp)

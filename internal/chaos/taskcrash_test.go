@@ -83,35 +83,8 @@ func (tr *taskResources) serve(t *testing.T, nc *nats.Conn, subject string) {
 			_ = m.Respond([]byte("bad"))
 			return
 		}
-		now := time.Now()
-		tr.mu.Lock()
-		res := tr.res[r.Key]
-		if res == nil {
-			res = NewResource()
-			tr.res[r.Key] = res
-		}
-		// A nil check: the handler cannot check its claim atomically with
-		// this write from another process, so the fence alone must refuse
-		// a stale one.
-		ok, _ := res.Write(r.Worker, r.Fence, nil)
-		switch {
-		case r.Phase == "start":
-			tr.starts[r.Key] = append(tr.starts[r.Key], taskStart{worker: r.Worker, fence: r.Fence, at: now})
-			if tr.longs[r.Key] {
-				select {
-				case tr.firstLong <- taskStart{key: r.Key, worker: r.Worker, fence: r.Fence, at: now}:
-				default:
-				}
-			}
-		case ok:
-			tr.doneFence[r.Key] = r.Fence
-		}
-		if !ok {
-			tr.refused++
-		}
-		tr.mu.Unlock()
 		reply := "ok"
-		if !ok {
+		if !tr.record(r) {
 			reply = "refused"
 		}
 		_ = m.Respond([]byte(reply))
@@ -119,6 +92,39 @@ func (tr *taskResources) serve(t *testing.T, nc *nats.Conn, subject string) {
 	require.NoError(t, err)
 	require.NoError(t, nc.Flush())
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
+}
+
+// record presents a handler's report to its task's Resource and reports
+// whether the resource accepted it.
+func (tr *taskResources) record(r taskReport) bool {
+	now := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	res := tr.res[r.Key]
+	if res == nil {
+		res = NewResource()
+		tr.res[r.Key] = res
+	}
+	// A nil check: the handler cannot check its claim atomically with
+	// this write from another process, so the fence alone must refuse
+	// a stale one.
+	ok, _ := res.Write(r.Worker, r.Fence, nil)
+	switch {
+	case r.Phase == "start":
+		tr.starts[r.Key] = append(tr.starts[r.Key], taskStart{worker: r.Worker, fence: r.Fence, at: now})
+		if tr.longs[r.Key] {
+			select {
+			case tr.firstLong <- taskStart{key: r.Key, worker: r.Worker, fence: r.Fence, at: now}:
+			default:
+			}
+		}
+	case ok:
+		tr.doneFence[r.Key] = r.Fence
+	}
+	if !ok {
+		tr.refused++
+	}
+	return ok
 }
 
 // crashEnv is where the crash test runs: a server URL for the children, a
@@ -299,7 +305,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		}
 	}
 	require.NoError(t, err, "%d of %d tasks final", len(final), len(keys))
-	want := predict(dag, crashMaxAttempts, killedAttempts(t, ctx, env.js, bucket))
+	want := predict(dag, crashMaxAttempts, killedAttempts(t, ctx, env.js, events.DefaultStream, bucket))
 
 	// 1. Every task ended as the DAG predicts.
 	var wrong []string
@@ -365,25 +371,49 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		pausedFor.Round(time.Millisecond), len(paused), tr.refused))
 }
 
-// killedAttempts reads the run's events from the LEDGER stream and
-// returns, per task, the attempts whose claim ended in a takeover.
-func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, bucket string) map[kvledger.IdempotencyKey][]int {
+// killedAttempts reads the run's events from stream and returns, per
+// task of bucket, the attempts whose claim ended in a takeover. A read
+// that fails (a consumer not yet reachable after a fault) starts over,
+// for up to 30 s.
+func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, bucket string) map[kvledger.IdempotencyKey][]int {
 	t.Helper()
-	cons, err := js.OrderedConsumer(ctx, events.DefaultStream, jetstream.OrderedConsumerConfig{})
-	require.NoError(t, err)
+	var out map[kvledger.IdempotencyKey][]int
+	var err error
+	for end := time.Now().Add(30 * time.Second); ; {
+		if out, err = readKilledAttempts(ctx, js, stream, bucket); err == nil || time.Now().After(end) || ctx.Err() != nil {
+			break
+		}
+		t.Logf("reading %s's events again: %v", stream, err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.NoError(t, err, "read the events of %s", stream)
+	return out
+}
+
+func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, bucket string) (map[kvledger.IdempotencyKey][]int, error) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return nil, err
+	}
 	info, err := cons.Info(ctx)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	pending := info.NumPending
 	claim := map[string]int{} // the attempt of each task's current claim
 	out := map[kvledger.IdempotencyKey][]int{}
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		got := 0
 		for m := range batch.Messages() {
 			got++
 			e, err := events.Unmarshal(m.Data())
-			require.NoError(t, err)
+			if err != nil {
+				return nil, err
+			}
 			if e.Source != bucket {
 				continue
 			}
@@ -399,11 +429,15 @@ func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, b
 				delete(claim, e.Key)
 			}
 		}
-		require.NoError(t, batch.Error())
-		require.Positive(t, got, "events stopped with %d pending", pending)
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("events stopped with %d pending", pending)
+		}
 		pending -= uint64(got)
 	}
-	return out
+	return out, nil
 }
 
 // takenOverLocked reports whether another worker than owner started rec's

@@ -80,23 +80,7 @@ func childTaskWorker(ctx context.Context) error {
 		return nil
 	}
 	err = worker.HandleJSON(w, "dag", func(ctx context.Context, t *worker.Task, d dagTask) error {
-		if err := reportTo("start", t); err != nil {
-			return err
-		}
-		timer := time.NewTimer(time.Duration(d.SleepMS) * time.Millisecond)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return context.Cause(ctx)
-		}
-		switch {
-		case d.Permanent:
-			return worker.Permanent(errors.New("injected permanent failure"))
-		case t.Attempt() <= d.FailFirst:
-			return crashHandlerError(string(t.Key()), t.Attempt())
-		}
-		return reportTo("done", t)
+		return runDAGTask(ctx, t, d, func(phase string) error { return reportTo(phase, t) })
 	})
 	if err != nil {
 		return err
@@ -110,4 +94,28 @@ func childTaskWorker(ctx context.Context) error {
 	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer ccancel()
 	return w.Close(cctx)
+}
+
+// runDAGTask is the handler of a DAG task: it reports its start, takes
+// the payload's time, fails as the payload says and reports before it
+// succeeds. A report that returns an error (refused for a stale fence)
+// fails the attempt.
+func runDAGTask(ctx context.Context, t *worker.Task, d dagTask, report func(phase string) error) error {
+	if err := report("start"); err != nil {
+		return err
+	}
+	timer := time.NewTimer(time.Duration(d.SleepMS) * time.Millisecond)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		timer.Stop()
+		return context.Cause(ctx)
+	}
+	switch {
+	case d.Permanent:
+		return worker.Permanent(errors.New("injected permanent failure"))
+	case t.Attempt() <= d.FailFirst:
+		return crashHandlerError(string(t.Key()), t.Attempt())
+	}
+	return report("done")
 }
