@@ -60,7 +60,13 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 // walked through but not written (a completed record's dependents still
 // depend on failed transitively).
 func (l *Ledger) blockDependents(ctx context.Context, actor Actor, failed IdempotencyKey, now time.Time) error {
-	return l.walkDependents(ctx, failed, func(parent, d IdempotencyKey, _ map[IdempotencyKey]bool) (bool, error) {
+	return l.blockFrom(ctx, actor, failed, failed, now)
+}
+
+// blockFrom is blockDependents walking from root, whose dependents are
+// blocked by failed (root itself, or the failure that blocked root).
+func (l *Ledger) blockFrom(ctx context.Context, actor Actor, root, failed IdempotencyKey, now time.Time) error {
+	return l.walkDependents(ctx, root, func(parent, d IdempotencyKey, _ map[IdempotencyKey]bool) (bool, error) {
 		rec, found, err := l.store.Load(ctx, d)
 		if err != nil {
 			return false, err
@@ -180,4 +186,30 @@ func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (Idempoten
 		queue = append(queue, s.Needs...)
 	}
 	return "", nil
+}
+
+// BlockDependents finishes the failure walk of key: when key's record is
+// failed or blocked, every pending or claimed record that reaches it
+// through its needs is blocked (by key, or by the failure that blocked
+// key), each with its own compare-and-set and event. Complete(failed) and
+// a failing Finish run the same walk after their write; this is for
+// whoever sees a failure whose walk may not have run to its end (the
+// writer's answer was lost and its retry found the record final, its walk
+// ran out of time, or it died in between). Without it such dependents
+// would stay pending: a worker never claims a task whose needs are not
+// completed, so no claim would find the failure. It is idempotent and
+// does nothing for a record in any other status.
+func (l *Ledger) BlockDependents(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time) error {
+	rec, found, err := l.store.Load(ctx, key)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		return nil
+	case rec.Status == StatusFailed:
+		return l.blockFrom(ctx, actor, key, key, now)
+	case rec.Status == StatusBlocked && rec.BlockedBy != "":
+		return l.blockFrom(ctx, actor, key, rec.BlockedBy, now)
+	}
+	return nil
 }
