@@ -366,7 +366,10 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 }
 
 // killedAttempts reads the run's events from the LEDGER stream and
-// returns, per task, the attempts whose claim ended in a takeover.
+// returns, per task, the attempts whose claim ended in a takeover: a
+// taken-over event, or a failure written under another fence than the
+// claim's (the takeover of the last allowed attempt fails the task with
+// a new fence instead of claiming it).
 func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, bucket string) map[kvledger.IdempotencyKey][]int {
 	t.Helper()
 	cons, err := js.OrderedConsumer(ctx, events.DefaultStream, jetstream.OrderedConsumerConfig{})
@@ -374,7 +377,11 @@ func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, b
 	info, err := cons.Info(ctx)
 	require.NoError(t, err)
 	pending := info.NumPending
-	claim := map[string]int{} // the attempt of each task's current claim
+	type claimed struct {
+		attempt int
+		fence   uint64
+	}
+	claim := map[string]claimed{} // each task's current claim
 	out := map[kvledger.IdempotencyKey][]int{}
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
@@ -387,14 +394,15 @@ func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, b
 			if e.Source != bucket {
 				continue
 			}
+			c, held := claim[e.Key]
+			lost := held && (e.Name == kvledger.TakenOverEvent ||
+				e.Status == string(kvledger.StatusFailed) && e.Fence != c.fence)
+			if lost {
+				out[kvledger.IdempotencyKey(e.Key)] = append(out[kvledger.IdempotencyKey(e.Key)], c.attempt)
+			}
 			switch e.Name {
-			case kvledger.TakenOverEvent:
-				if a, ok := claim[e.Key]; ok {
-					out[kvledger.IdempotencyKey(e.Key)] = append(out[kvledger.IdempotencyKey(e.Key)], a)
-				}
-				claim[e.Key] = e.Attempts
-			case kvledger.ClaimedEvent:
-				claim[e.Key] = e.Attempts
+			case kvledger.TakenOverEvent, kvledger.ClaimedEvent:
+				claim[e.Key] = claimed{attempt: e.Attempts, fence: e.Fence}
 			default:
 				delete(claim, e.Key)
 			}
