@@ -19,32 +19,55 @@ type run struct {
 	kind string
 
 	// Guarded by Worker.mu.
+	slot   bool   // holds a concurrency slot: claiming or in the handler
 	rev    uint64 // the claim's record revision; 0 until claimed
 	fence  kvledger.FenceToken
 	cancel context.CancelCauseFunc
 	cause  error // a cause seen before the handler's context existed
 	g      *kvlease.Guard
 	task   *Task
+	hctx   context.Context // the handler's context, once it exists
+	ev     Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
 }
 
 // startLocked reserves a slot for k and starts its attempt.
 func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
-	r := &run{w: w, key: k, kind: kind}
+	r := &run{w: w, key: k, kind: kind, slot: true}
 	w.running[k] = r
+	w.busy++
 	w.perKind[kind]++
 	w.runs.Add(1)
 	go r.attempt()
 }
 
-// endRun frees r's slot and files its key again.
+// freeSlot gives r's concurrency slot back once its handler returned:
+// recording the outcome and ending the lease (two or three round trips)
+// then go on without holding up the next task. The key stays in running
+// until endRun, so it is not started again meanwhile.
+func (w *Worker) freeSlot(r *run) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.freeSlotLocked(r)
+	w.poke()
+}
+
+func (w *Worker) freeSlotLocked(r *run) {
+	if r.slot {
+		r.slot = false
+		w.busy--
+		w.perKind[r.kind]--
+	}
+}
+
+// endRun ends r and files its key again.
 func (w *Worker) endRun(r *run) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.freeSlotLocked(r)
 	if w.running[r.key] == r {
 		delete(w.running, r.key)
-		w.perKind[r.kind]--
 	}
 	w.considerLocked(r.key, w.now())
 	w.poke()
@@ -67,9 +90,27 @@ func (r *run) attempt() {
 	defer w.runs.Done()
 	defer w.endRun(r)
 
+	seen := kvledger.TaskState{Key: r.key}
+	w.mu.Lock()
+	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
+		seen = *e.rec
+	}
+	w.mu.Unlock()
+	// The claim overwrites seen, whose event must be out first: publish
+	// it (a duplicate the bus drops, unless its writer died before
+	// publishing) while the lease is acquired rather than after. A
+	// failure is left to the claim, which publishes it again first.
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		octx, cancel := w.opCtx()
+		defer cancel()
+		_ = w.l.PublishStored(octx, seen)
+	}()
 	// The lease's context must outlive this call: cancelling it would
 	// release the lease. kvlease bounds the acquisition itself.
 	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), w.leaseKey(r.key), w.cfg.ClaimTTL)
+	<-flushed
 	if err != nil {
 		w.cfg.Logger.Warn("worker: acquiring a claim lease", "key", string(r.key), "err", err)
 		w.retryLater(r.key)
@@ -86,15 +127,18 @@ func (r *run) attempt() {
 		w.mu.Unlock()
 		return
 	}
-	seen := kvledger.TaskState{Key: r.key}
-	w.mu.Lock()
-	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
-		seen = *e.rec
-	}
-	w.mu.Unlock()
 	octx, cancel := w.opCtx()
-	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.now())
+	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
+	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
+		// The last allowed attempt was lost with its claimant: the task
+		// failed instead of running again.
+		w.releaseLease(g)
+		w.stats.failed.Add(1)
+		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
+			Attempt: rec.Attempts, Result: ResultFailed, Err: err})
+		return
+	}
 	if err != nil {
 		w.releaseLease(g)
 		switch {
@@ -118,8 +162,9 @@ func (r *run) attempt() {
 	stopHook := g.AfterEnd(func() { hcancel(fmt.Errorf("%w: %w", ErrClaimLost, g.Err())) })
 	defer stopHook()
 
+	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
-	r.rev, r.fence, r.g, r.task, r.cancel = rec.Rev, rec.Fence, g, t, hcancel
+	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
 	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
 		r.cause = ErrClaimLost
 	}
@@ -133,7 +178,6 @@ func (r *run) attempt() {
 		return
 	}
 
-	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.stats.started.Add(1)
 	if o := w.cfg.Observer; o != nil {
 		o.OnStart(hctx, ev)
@@ -144,6 +188,7 @@ func (r *run) attempt() {
 	if panicked {
 		w.stats.panics.Add(1)
 	}
+	w.freeSlot(r)
 	r.once.Do(func() { w.record(r, hctx, herr, ev) })
 }
 
@@ -235,7 +280,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) error {
 // starts the task at once.
 func (w *Worker) release(r *run) {
 	w.mu.Lock()
-	claimed, cancel, g := r.fence != 0, r.cancel, r.g
+	claimed, cancel, g, hctx, ev := r.fence != 0, r.cancel, r.g, r.hctx, r.ev
 	w.mu.Unlock()
 	if !claimed {
 		return // not claimed yet: the attempt sees the drain itself
@@ -245,12 +290,18 @@ func (w *Worker) release(r *run) {
 			cancel(ErrDraining)
 		}
 		defer w.releaseLease(g)
-		if g.Err() != nil {
-			return
+		ev.Result, ev.Err = ResultReleased, ErrDraining
+		err := g.Err()
+		if err == nil {
+			err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
 		}
-		if err := w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}); err == nil {
+		if err != nil {
+			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
+			w.stats.lost.Add(1)
+		} else {
 			w.stats.released.Add(1)
 		}
+		w.observe(hctx, ev)
 	})
 }
 
