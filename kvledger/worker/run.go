@@ -205,7 +205,12 @@ func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
 // record writes the attempt's outcome and ends the claim's lease.
 func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 	g, t := r.g, r.task
-	defer w.releaseLease(g)
+	released := false
+	defer func() {
+		if !released {
+			w.releaseLease(g)
+		}
+	}()
 	ev.Err = herr
 	cause := context.Cause(hctx)
 	switch {
@@ -234,12 +239,23 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
 		ev.Result = ResultRetried
 	}
-	if err := w.finish(r, o); err != nil {
+	// The outcome's event goes out while the lease is deleted; then it
+	// is waited for.
+	o.AsyncEvent = true
+	rec, err := w.finish(r, o)
+	if err != nil {
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
 		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
 		return
 	}
+	released = true
+	w.releaseLease(g)
+	octx, cancel := w.opCtx()
+	if err := w.l.PublishStored(octx, rec); err != nil {
+		w.cfg.Logger.Warn("worker: publishing an outcome's event", "key", string(r.key), "err", err)
+	}
+	cancel()
 	switch ev.Result {
 	case ResultCompleted:
 		w.stats.completed.Add(1)
@@ -254,11 +270,14 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 // finish writes o for r's claim, trying again briefly on a transient
 // error (the fence makes a repeated write harmless: a second try after a
 // write that landed finds the record no longer claimed).
-func (w *Worker) finish(r *run, o kvledger.Outcome) error {
-	var err error
+func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) {
+	var (
+		rec kvledger.TaskState
+		err error
+	)
 	for i := range 3 {
 		octx, cancel := w.opCtx()
-		_, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		cancel()
 		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
 			break
@@ -271,7 +290,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) error {
 	if err != nil {
 		w.cfg.Logger.Warn("worker: recording an attempt", "key", string(r.key), "fence", uint64(r.fence), "err", err)
 	}
-	return err
+	return rec, err
 }
 
 // release gives r's claim back during a drain: the handler's context is
@@ -293,7 +312,7 @@ func (w *Worker) release(r *run) {
 		ev.Result, ev.Err = ResultReleased, ErrDraining
 		err := g.Err()
 		if err == nil {
-			err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
+			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
 		}
 		if err != nil {
 			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
