@@ -57,7 +57,9 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 //
 // A pending record must be ready (ErrNotReady otherwise). The record is
 // written claimed with a new fence, LeaseUntil = now + lease TTL (for
-// operators; nothing judges it), and Attempts counting this claim.
+// operators; nothing judges it), and Attempts counting this claim. A
+// record that used the last attempt its MaxAttempts allows is written
+// failed instead (ErrAttemptsExhausted; see ClaimLeasedFrom).
 func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
