@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -273,6 +274,9 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 				if st, _, err := l.State(ctx, rec.Key); err == nil && st.Fence == rec.Fence && st.Status != kvledger.StatusClaimed {
 					continue // it finished before the stop took hold
 				}
+				if st, _, err := l.State(ctx, rec.Key); err == nil && exhaustedTakeover(st, rec) {
+					continue // taken over in its last attempt: failed, not run again
+				}
 				return false
 			}
 		}
@@ -348,6 +352,9 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 				break
 			}
 		}
+		if rec := final[o.Key]; took < 0 && exhaustedTakeover(rec, o) {
+			took = rec.UpdatedAt.Sub(killed) // failed by the takeover, not run again
+		}
 		require.GreaterOrEqual(t, took, time.Duration(0), "%s: never started again after the kill", o.Key)
 		require.LessOrEqual(t, took, crashTTL+time.Second, "%s taken over after %v", o.Key, took)
 		require.NotEqual(t, first.worker, string(final[o.Key].Owner), "%s finished by the killed worker", o.Key)
@@ -412,6 +419,14 @@ func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, b
 		pending -= uint64(got)
 	}
 	return out
+}
+
+// exhaustedTakeover reports whether st is claim's record failed by a
+// takeover of its last allowed attempt: a larger fence, the claim's
+// attempt count, and no run after it.
+func exhaustedTakeover(st, claim kvledger.TaskState) bool {
+	return st.Status == kvledger.StatusFailed && st.Fence > claim.Fence && st.Attempts == claim.Attempts &&
+		strings.Contains(st.LastError, "lost: its claimant's lease ended")
 }
 
 // takenOverLocked reports whether another worker than owner started rec's

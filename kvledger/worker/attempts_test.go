@@ -125,3 +125,34 @@ func TestLeaseKeyIsTheClaimsLease(t *testing.T) {
 		return g.Release(ctx) == nil
 	}, "the lease ends with the task")
 }
+
+// A pending task whose need failed without blocking it (the failing
+// write's walk of the dependents was cut short) is not left waiting for
+// ever: after ClaimTTL a worker claims it, and the claim blocks it.
+func TestWorkerBlocksTaskTheWalkMissed(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	e.submit(kvledger.Submission{Key: "parent", Kind: "elsewhere"})
+	e.submit(kvledger.Submission{Key: "child", Kind: "job", Needs: []kvledger.IdempotencyKey{"parent"}})
+	// Fail the parent with a bare store write: no walk blocks the child.
+	parent := e.state("parent")
+	failed := parent
+	failed.Status, failed.LastEvent = kvledger.StatusFailed, kvledger.CompletedEvent
+	ok, err := e.led.Store().CompareAndSwap(ctx, "parent", parent, failed)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, kvledger.StatusPending, e.state("child").Status)
+
+	var ran atomic.Int64
+	e.worker(worker.Config{ClaimTTL: time.Second}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(context.Context, *worker.Task) error {
+			ran.Add(1)
+			return nil
+		}))
+	})
+	child := e.waitFinal(10*time.Second, "child")["child"]
+	require.Equal(t, kvledger.StatusBlocked, child.Status)
+	require.Equal(t, kvledger.IdempotencyKey("parent"), child.BlockedBy)
+	require.Zero(t, ran.Load())
+}
