@@ -38,7 +38,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease), now, ev)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease), now, ev, false)
 		if err != nil || ok {
 			return rec, err
 		}
@@ -57,7 +57,9 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 //
 // A pending record must be ready (ErrNotReady otherwise). The record is
 // written claimed with a new fence, LeaseUntil = now + lease TTL (for
-// operators; nothing judges it), and Attempts counting this claim.
+// operators; nothing judges it), and Attempts counting this claim. A
+// record that used the last attempt its MaxAttempts allows is written
+// failed instead (ErrAttemptsExhausted; see ClaimLeasedFrom).
 func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
@@ -65,7 +67,7 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 	if lease == nil {
 		return TaskState{}, ErrNoLease
 	}
-	return l.claimLeased(ctx, actor, TaskState{Key: key}, owner, lease, now)
+	return l.claimLeased(ctx, actor, TaskState{Key: key}, owner, lease, 0, now)
 }
 
 // ClaimLeasedFrom is ClaimLeased starting from seen, the record as the
@@ -74,7 +76,18 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 // The store refuses it when the record changed since, and ClaimLeased
 // then goes on from a fresh read, so the outcome is the same; only the
 // read is saved. seen's needs are still read from the store.
-func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
+//
+// maxAttempts (when positive) bounds the attempts of a record whose
+// MaxAttempts is 0; a record's own MaxAttempts always bounds it. A record
+// that already used its last attempt is not claimed to run again: when it
+// is claimed (its claimant's lease ended mid-attempt, so that attempt
+// counted) it is written failed in the same compare-and-swap that would
+// have taken it over, with a new fence (the dead claimant is fenced),
+// Owner set to owner, LastError saying which attempt was lost, and its
+// dependents blocked; the failed record comes back with
+// ErrAttemptsExhausted. A task therefore never runs more than its
+// maximum number of attempts.
+func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
 	}
@@ -84,12 +97,13 @@ func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskStat
 	if !l.remember || seen.Rev == 0 {
 		seen = TaskState{Key: seen.Key}
 	}
-	return l.claimLeased(ctx, actor, seen, owner, lease, now)
+	return l.claimLeased(ctx, actor, seen, owner, lease, maxAttempts, now)
 }
 
 // claimLeased claims under lease, starting from cur when it carries a
-// revision, else from a read of cur.Key.
-func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
+// revision, else from a read of cur.Key; see ClaimLeasedFrom for
+// maxAttempts (0: no limit beyond the record's own).
+func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
 	key := cur.Key
 	for {
 		if err := lease.Err(); err != nil {
@@ -110,7 +124,17 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, ow
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease.TTL()), now, ev)
+		var (
+			rec TaskState
+			ok  bool
+		)
+		if limit := cmp.Or(cur.MaxAttempts, maxAttempts); limit > 0 && cur.Attempts >= limit {
+			rec, ok, err = l.exhaust(ctx, actor, cur, owner, limit, now)
+		} else {
+			// The claim's event goes out while the handler starts; the
+			// claim's next write through this Ledger waits for it.
+			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, now.Add(lease.TTL()), now, ev, true)
+		}
 		if err != nil || ok {
 			return rec, err
 		}
@@ -156,7 +180,8 @@ func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) e
 // takeRuntime writes cur claimed by owner until leaseUntil, counting an
 // attempt; ok false means the compare-and-swap lost. Like Claim, it first
 // blocks cur when a key in its transitive needs failed or is blocked.
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
+// With asyncEvent the claim's event is sent without waiting (writeEvent).
+func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name, asyncEvent bool) (TaskState, bool, error) {
 	fence, err := cur.nextFence()
 	if err != nil {
 		return TaskState{}, false, err
@@ -178,7 +203,35 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	return l.write(ctx, cur, true, next)
+	return l.writeEvent(ctx, cur, true, next, asyncEvent)
+}
+
+// exhaust writes cur, which used its last allowed attempt, failed instead
+// of claiming it again, with a new fence for owner, and blocks its
+// dependents. ok false means the compare-and-swap lost; a write that
+// landed returns ErrAttemptsExhausted (joined with any error of the
+// dependency walk).
+func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, limit int, now time.Time) (TaskState, bool, error) {
+	fence, err := cur.nextFence()
+	if err != nil {
+		return TaskState{}, false, err
+	}
+	next := cur.clone()
+	msg := fmt.Sprintf("no attempts left: %d of MaxAttempts %d used", cur.Attempts, limit)
+	if cur.Status == StatusClaimed {
+		msg = fmt.Sprintf("attempt %d of MaxAttempts %d lost: its claimant's lease ended before it recorded an outcome; not run again", cur.Attempts, limit)
+	}
+	if cur.LastError != "" {
+		msg += "; previous error: " + cur.LastError
+	}
+	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusFailed, owner, fence, time.Time{}
+	next.LastError = TruncateError(msg)
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
+	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
+	if !ok {
+		return rec, ok, err
+	}
+	return rec, true, errors.Join(fmt.Errorf("%w: %q: %s", ErrAttemptsExhausted, string(cur.Key), msg), err)
 }
 
 // ClaimNext claims the ready task (see Ready) of one of kinds (any kind

@@ -13,6 +13,10 @@ var (
 	ErrNoReady = errors.New("kvledger: no task is ready")
 	// ErrNoLease: ClaimLeased got a nil lease or one that has ended.
 	ErrNoLease = errors.New("kvledger: claim needs a held lease")
+	// ErrAttemptsExhausted: ClaimLeasedFrom found a record that used
+	// its last allowed attempt and wrote it failed instead of claiming
+	// it.
+	ErrAttemptsExhausted = errors.New("kvledger: task used its last attempt")
 	// ErrNotFinal: Delete found a pending or claimed record.
 	ErrNotFinal = errors.New("kvledger: record is not final")
 	// ErrNotFailed: Reopen found a record that is not failed.

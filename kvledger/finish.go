@@ -24,6 +24,13 @@ type Outcome struct {
 	// Uncount, with StatusPending, takes this claim's attempt back (a
 	// drain that stopped the handler is not a failed attempt).
 	Uncount bool
+	// AsyncEvent sends the write's event without waiting for the bus
+	// (when it is an events.AsyncPublisher), so the caller can do other
+	// work meanwhile (the runtime ends the claim's lease); the caller
+	// then waits for it with PublishStored on the returned record. Left
+	// unwaited, the event is recovered as after a crash: by the key's
+	// next writer or a relay.
+	AsyncEvent bool
 }
 
 // Finish ends the caller's claim with o, checked like Complete
@@ -70,7 +77,7 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 		if o.Status == StatusFailed {
 			after = func() error { return l.blockDependents(ctx, actor, key, now) }
 		}
-		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after); err != nil || ok {
+		if rec, ok, err := l.commitEvent(ctx, cur, next, "failed, blocking its dependents", after, o.AsyncEvent); err != nil || ok {
 			return rec, err
 		}
 	}
@@ -81,10 +88,16 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 // written record, labelled with what the walk was doing. ok false means
 // the compare-and-swap lost and nothing ran.
 func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
+	return l.commitEvent(ctx, cur, next, label, after, false)
+}
+
+// commitEvent is commit; async sends the event without waiting
+// (writeEvent).
+func (l *Ledger) commitEvent(ctx context.Context, cur, next TaskState, label string, after func() error, async bool) (TaskState, bool, error) {
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next)
+	rec, ok, err := l.writeEvent(ctx, cur, true, next, async)
 	if err != nil || !ok {
 		return TaskState{}, false, err
 	}

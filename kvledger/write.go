@@ -26,6 +26,15 @@ import (
 //     the publish-error handler and recovered by step 1 of the next write,
 //     or by a relay (StartRelay) for the last write of a key.
 func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next TaskState) (TaskState, bool, error) {
+	return l.writeEvent(ctx, cur, found, next, false)
+}
+
+// writeEvent is write; with async the new record's event is sent
+// without waiting for the bus (when it is an events.AsyncPublisher): the
+// next write of the key through this Ledger waits for it first (step 1),
+// so per-key order holds, and the write returns a round trip sooner. An
+// event that never gets acknowledged is recovered as after a crash.
+func (l *Ledger) writeEvent(ctx context.Context, cur TaskState, found bool, next TaskState, async bool) (TaskState, bool, error) {
 	var old TaskState
 	if found {
 		old = cur
@@ -40,7 +49,7 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 		}
 		return rec, ok, err
 	}
-	return l.written(ctx, rec)
+	return l.writtenEvent(ctx, rec, async)
 }
 
 // insert is write for a key believed absent: insert-if-absent, then the
@@ -63,6 +72,10 @@ func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok 
 
 // written runs after a successful write: the test hook, then the event.
 func (l *Ledger) written(ctx context.Context, rec TaskState) (TaskState, bool, error) {
+	return l.writtenEvent(ctx, rec, false)
+}
+
+func (l *Ledger) writtenEvent(ctx context.Context, rec TaskState, async bool) (TaskState, bool, error) {
 	if l.remember {
 		l.claims.note(rec)
 	}
@@ -70,6 +83,10 @@ func (l *Ledger) written(ctx context.Context, rec TaskState) (TaskState, bool, e
 		if err := l.afterWrite(rec.Key, rec); err != nil {
 			return rec, true, err
 		}
+	}
+	if ap, ok := l.bus.(events.AsyncPublisher); async && ok && rec.LastEvent != "" {
+		l.pub.sent(rec.Key, rec.Rev, ap.PublishAsync(l.eventOf(rec)))
+		return rec, true, nil
 	}
 	l.publish(ctx, rec)
 	return rec, true, nil
@@ -100,13 +117,34 @@ func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
 		return nil
 	}
 	pctx, cancel := l.ops.Bound(ctx)
-	err := l.bus.Publish(pctx, l.eventOf(cur))
+	var err error
+	if wait := l.pub.inFlight(cur.Key, cur.Rev); wait != nil {
+		err = wait(pctx) // sent by this Ledger without waiting: wait now
+	} else {
+		err = l.bus.Publish(pctx, l.eventOf(cur))
+	}
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%w: publish pending event of %q revision %d: %w", ErrEventsUnavailable, string(cur.Key), cur.Rev, err)
 	}
 	l.pub.add(cur.Key, cur.Rev)
 	return nil
+}
+
+// PublishStored makes sure the event of rec, a record as stored (from a
+// RecordWatcher), has been published before rec is overwritten: unless
+// this Ledger knows it published it, it publishes it again under its
+// original de-duplication id, which the bus drops when it was delivered.
+// A write over rec through this Ledger then skips that publish. Calling
+// it is never needed (every write does it first); the runtime calls it
+// while it acquires the lease that goes with a claim, so that the two
+// round trips overlap. It returns ErrEventsUnavailable when the publish
+// fails.
+func (l *Ledger) PublishStored(ctx context.Context, rec TaskState) error {
+	if rec.Rev == 0 {
+		return nil
+	}
+	return l.flushPrevious(ctx, rec)
 }
 
 func (l *Ledger) publish(ctx context.Context, rec TaskState) {
@@ -165,11 +203,45 @@ func WithPublishErrorHandler(fn func(key IdempotencyKey, rev uint64, err error))
 
 // published remembers, per key, the last revision whose event this
 // Ledger published, so the common single-writer case publishes each event
-// once. It is bounded: when full it forgets everything, which only costs
-// a re-publish the bus de-duplicates.
+// once, and the events it sent without waiting (writeEvent) until they
+// are waited for. It is bounded: when full it forgets everything, which
+// only costs a re-publish the bus de-duplicates.
 type published struct {
-	mu  sync.Mutex
-	rev map[IdempotencyKey]uint64
+	mu      sync.Mutex
+	rev     map[IdempotencyKey]uint64
+	pending map[IdempotencyKey]pendingEvent
+}
+
+// pendingEvent is an event sent without waiting for the bus.
+type pendingEvent struct {
+	rev  uint64
+	wait func(context.Context) error
+}
+
+// sent records the in-flight event of key's revision rev.
+func (p *published) sent(key IdempotencyKey, rev uint64, wait func(context.Context) error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pending == nil || len(p.pending) >= publishedMax {
+		p.pending = make(map[IdempotencyKey]pendingEvent)
+	}
+	p.pending[key] = pendingEvent{rev: rev, wait: wait}
+}
+
+// inFlight takes the wait of key's in-flight event of revision rev, or
+// returns nil.
+func (p *published) inFlight(key IdempotencyKey, rev uint64) func(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.pending[key]
+	if !ok {
+		return nil
+	}
+	delete(p.pending, key)
+	if e.rev != rev {
+		return nil
+	}
+	return e.wait
 }
 
 const publishedMax = 1 << 14

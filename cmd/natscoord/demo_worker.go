@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
@@ -111,7 +110,7 @@ func (w *demoWorker) handle(ctx context.Context, t *worker.Task) error {
 // refuse. Only then does its own runtime start: a paused process runs
 // nothing.
 func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)) error {
-	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(ctx), demoLeaseKey(w.run.bucket, demoStalling), demoStallLease)
+	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(ctx), worker.LeaseKey(w.run.bucket, demoStalling), demoStallLease)
 	if err != nil {
 		return fmt.Errorf("%s: lease of %s: %w", w.name, demoStalling, err)
 	}
@@ -175,12 +174,6 @@ func needsOf(k kvledger.IdempotencyKey) []kvledger.IdempotencyKey {
 		}
 	}
 	return nil
-}
-
-// demoLeaseKey is the lease key the runtime pairs with key's claims in
-// the ledger bucket: the paused worker takes it as a runtime worker would.
-func demoLeaseKey(bucket string, key kvledger.IdempotencyKey) string {
-	return "kvledger." + kvx.EncodeToken(bucket) + "." + kvx.EncodeToken(string(key))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

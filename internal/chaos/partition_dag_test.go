@@ -96,7 +96,7 @@ func (w *dagWL) setup(t *testing.T, r *partRun) {
 			l, err = kvledger.New(store, bus)
 			return err
 		})
-		t.Cleanup(func() { _ = l.Close() })
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l
 	}
 	w.admin = open(r.cc.c.JS)

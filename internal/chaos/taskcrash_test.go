@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -279,6 +280,9 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 				if st, _, err := l.State(ctx, rec.Key); err == nil && st.Fence == rec.Fence && st.Status != kvledger.StatusClaimed {
 					continue // it finished before the stop took hold
 				}
+				if st, _, err := l.State(ctx, rec.Key); err == nil && exhaustedTakeover(st, rec) {
+					continue // taken over in its last attempt: failed, not run again
+				}
 				return false
 			}
 		}
@@ -354,6 +358,9 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 				break
 			}
 		}
+		if rec := final[o.Key]; took < 0 && exhaustedTakeover(rec, o) {
+			took = rec.UpdatedAt.Sub(killed) // failed by the takeover, not run again
+		}
 		require.GreaterOrEqual(t, took, time.Duration(0), "%s: never started again after the kill", o.Key)
 		require.LessOrEqual(t, took, crashTTL+time.Second, "%s taken over after %v", o.Key, took)
 		require.NotEqual(t, first.worker, string(final[o.Key].Owner), "%s finished by the killed worker", o.Key)
@@ -372,9 +379,11 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 }
 
 // killedAttempts reads the run's events from stream and returns, per
-// task of bucket, the attempts whose claim ended in a takeover. A read
-// that fails (a consumer not yet reachable after a fault) starts over,
-// for up to 30 s.
+// task of bucket, the attempts whose claim ended in a takeover: a
+// taken-over event, or a failure written under another fence than the
+// claim's (the takeover of the last allowed attempt fails the task with
+// a new fence instead of claiming it). A read that fails (a consumer not
+// yet reachable after a fault) starts over, for up to 30 s.
 func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, bucket string) map[kvledger.IdempotencyKey][]int {
 	t.Helper()
 	var out map[kvledger.IdempotencyKey][]int
@@ -400,7 +409,11 @@ func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, buc
 		return nil, err
 	}
 	pending := info.NumPending
-	claim := map[string]int{} // the attempt of each task's current claim
+	type claimed struct {
+		attempt int
+		fence   uint64
+	}
+	claim := map[string]claimed{} // each task's current claim
 	out := map[kvledger.IdempotencyKey][]int{}
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(5*time.Second))
@@ -417,14 +430,15 @@ func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, buc
 			if e.Source != bucket {
 				continue
 			}
+			c, held := claim[e.Key]
+			lost := held && (e.Name == kvledger.TakenOverEvent ||
+				e.Status == string(kvledger.StatusFailed) && e.Fence != c.fence)
+			if lost {
+				out[kvledger.IdempotencyKey(e.Key)] = append(out[kvledger.IdempotencyKey(e.Key)], c.attempt)
+			}
 			switch e.Name {
-			case kvledger.TakenOverEvent:
-				if a, ok := claim[e.Key]; ok {
-					out[kvledger.IdempotencyKey(e.Key)] = append(out[kvledger.IdempotencyKey(e.Key)], a)
-				}
-				claim[e.Key] = e.Attempts
-			case kvledger.ClaimedEvent:
-				claim[e.Key] = e.Attempts
+			case kvledger.TakenOverEvent, kvledger.ClaimedEvent:
+				claim[e.Key] = claimed{attempt: e.Attempts, fence: e.Fence}
 			default:
 				delete(claim, e.Key)
 			}
@@ -438,6 +452,14 @@ func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, buc
 		pending -= uint64(got)
 	}
 	return out, nil
+}
+
+// exhaustedTakeover reports whether st is claim's record failed by a
+// takeover of its last allowed attempt: a larger fence, the claim's
+// attempt count, and no run after it.
+func exhaustedTakeover(st, claim kvledger.TaskState) bool {
+	return st.Status == kvledger.StatusFailed && st.Fence > claim.Fence && st.Attempts == claim.Attempts &&
+		strings.Contains(st.LastError, "lost: its claimant's lease ended")
 }
 
 // takenOverLocked reports whether another worker than owner started rec's

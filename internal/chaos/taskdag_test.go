@@ -78,11 +78,13 @@ func randomDAG(rng *rand.Rand, n, maxAttempts, longs, longMS int) []dagTask {
 //
 // killed holds, per task, the attempts whose claim was taken over (a
 // worker SIGKILLed or paused in them). Such an attempt counts (the
-// runtime counts claims) but produces no result. The runtime judges the
-// attempt budget when a handler fails: a failure in attempt n >= the
-// maximum, or a permanent one, fails the task; a takeover starts the next
-// attempt even past the maximum. So the outcome is decided by the first
-// attempt that was not killed and either succeeds or fails for good.
+// runtime counts claims) but produces no result. A failure in attempt
+// n >= the maximum, or a permanent one, fails the task; a takeover of
+// an attempt below the maximum starts the next attempt, and a takeover
+// of the last allowed attempt fails the task without running it again
+// (a task never runs more than maxAttempts times). So the outcome is
+// decided by the first attempt that either succeeds, fails for good, or
+// is the last one and was killed.
 func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKey][]int) map[kvledger.IdempotencyKey]dagOutcome {
 	out := make(map[kvledger.IdempotencyKey]dagOutcome, len(tasks))
 	for _, t := range tasks {
@@ -98,6 +100,10 @@ func predict(tasks []dagTask, maxAttempts int, killed map[kvledger.IdempotencyKe
 		}
 		for n := 1; ; n++ {
 			if slices.Contains(killed[t.Key], n) {
+				if n >= maxAttempts {
+					out[t.Key] = dagOutcome{status: kvledger.StatusFailed, attempts: n}
+					break
+				}
 				continue
 			}
 			fails := t.Permanent || n <= t.FailFirst
@@ -134,12 +140,14 @@ func TestPredictDAG(t *testing.T) {
 	}, got)
 
 	// A kill in the attempt that would succeed moves success to the next
-	// attempt, also past the maximum; a kill in an attempt that fails
+	// attempt; a kill in the last allowed attempt fails the task there,
+	// and its dependents are blocked; a kill in an attempt that fails
 	// anyway moves the failure on.
 	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"a": {1}, "c": {3}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 2}, got["a"])
-	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 4}, got["c"])
+	require.Equal(t, dagOutcome{kvledger.StatusFailed, 3}, got["c"])
 	require.Equal(t, dagOutcome{kvledger.StatusBlocked, 0}, got["e"])
+	require.Equal(t, dagOutcome{kvledger.StatusBlocked, 0}, got["f"])
 	got = predict(tasks, 3, map[kvledger.IdempotencyKey][]int{"c": {2}, "f": {1}, "b": {1, 2}})
 	require.Equal(t, dagOutcome{kvledger.StatusCompleted, 3}, got["c"])
 	require.Equal(t, dagOutcome{kvledger.StatusFailed, 2}, got["f"])

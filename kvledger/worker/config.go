@@ -47,8 +47,10 @@ type Config struct {
 	// takes them over. MinTTL (1s) to MaxTTL (24h); default 10s. Leases
 	// renew every ClaimTTL/3 on the lease manager's one scheduler.
 	ClaimTTL time.Duration
-	// Concurrency bounds the handlers this worker runs at once. Default
-	// DefaultConcurrency (8).
+	// Concurrency bounds the handlers this worker runs at once, counting
+	// the claims being taken for them. Recording an attempt's outcome
+	// after its handler returned holds no slot (at most Concurrency
+	// attempts record at once besides). Default DefaultConcurrency (8).
 	Concurrency int
 	// KindConcurrency bounds, per kind, the handlers of that kind this
 	// worker runs at once (within Concurrency). Default: no bound.

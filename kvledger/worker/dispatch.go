@@ -42,7 +42,7 @@ func (w *Worker) dispatch() {
 // startReadyLocked starts ready tasks, kinds taken in turn, until the
 // worker's or every kind's limit is reached or nothing is ready.
 func (w *Worker) startReadyLocked(now time.Time) {
-	for len(w.running) < w.cfg.Concurrency {
+	for w.canStartLocked() {
 		progress := false
 		for kind, q := range w.ix.ready {
 			if n, ok := w.cfg.KindConcurrency[kind]; ok && w.perKind[kind] >= n {
@@ -63,7 +63,7 @@ func (w *Worker) startReadyLocked(now time.Time) {
 				continue
 			}
 			w.startLocked(k, kind)
-			if len(w.running) >= w.cfg.Concurrency {
+			if !w.canStartLocked() {
 				return
 			}
 		}
@@ -71,4 +71,13 @@ func (w *Worker) startReadyLocked(now time.Time) {
 			return
 		}
 	}
+}
+
+// canStartLocked reports whether another attempt may start: a slot is
+// free (Concurrency bounds the attempts claiming or in their handler),
+// and fewer than Concurrency attempts are still recording their outcome
+// after their handler returned, which bounds the work a slow server can
+// pile up.
+func (w *Worker) canStartLocked() bool {
+	return w.busy < w.cfg.Concurrency && len(w.running) < 2*w.cfg.Concurrency
 }

@@ -45,7 +45,16 @@
 // A claim starts from the record the watch delivered: one
 // compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
 // that changed meanwhile is refused by the server and read again. A task
-// costs four writes (lease create, claim, outcome, lease delete).
+// costs four writes (lease create, claim, outcome, lease delete) and the
+// events of claim and outcome, arranged so that few of them wait on one
+// another: the record's previous event (normally the admission's, which
+// another process published; the bus drops the duplicate) is published
+// again while the lease is acquired; the claim's event is sent without
+// waiting and its acknowledgement collected by the outcome's write, which
+// must follow it on the stream; the outcome's event is in flight while
+// the lease is deleted. Concurrency counts an attempt from its claim to
+// the end of its handler; recording the outcome holds no slot, so the
+// next task starts while the last one's writes land.
 //
 // # Liveness: leases judged by the server
 //
@@ -86,7 +95,11 @@
 // dependents are blocked. Permanent(err) fails it at once. A panic is a
 // failed attempt and never reaches the worker's caller. Attempts count
 // claims: a takeover after a crash counts as one; a drain gives its
-// attempt back. The record and its events carry Attempts, LastError and
+// attempt back. A task never runs more than MaxAttempts times: when the
+// claim of its last allowed attempt is lost (the worker crashed or
+// paused past its lease), the worker that would take it over writes it
+// failed instead, in the same compare-and-set and with a new fence, with
+// a LastError naming the lost attempt (kvledger.ErrAttemptsExhausted). The record and its events carry Attempts, LastError and
 // RunAt (the next attempt's time).
 //
 // # Time
@@ -123,7 +136,8 @@
 // # Failure modes, partitions, skew and pauses
 //
 //   - Crash: the lease expires on the server after ClaimTTL; another
-//     worker takes over with a higher fence. The crashed attempt counts.
+//     worker takes over with a higher fence. The crashed attempt counts;
+//     a crash in the last allowed attempt fails the task.
 //   - Partition from the server: renewals fail; the handler's ctx is
 //     cancelled at the end of the validity window, before the server
 //     can expire the lease; the worker then writes nothing. A minority

@@ -38,6 +38,10 @@ type entry struct {
 	fence  kvledger.FenceToken
 	owner  kvledger.OwnerID
 	rev    uint64
+	// blockDue, for a pending record with a failed or blocked need, is
+	// when this worker stops waiting for the failure's walk to block it
+	// and claims it instead (which blocks it); zero until first seen so.
+	blockDue time.Time
 	// rec is the whole record while it is pending or claimed (a claim
 	// starts from it without reading it again); final records keep only
 	// the fields above.
@@ -163,6 +167,7 @@ const (
 	notCandidate readiness = iota // final, unhandled, or held by a live lease
 	waitTime                      // pending, RunAt in the future
 	waitNeed                      // pending, a need not completed
+	waitBlocker                   // pending, a need failed or blocked: the failure's walk blocks it
 	candidate                     // ready, or a claim whose lease expired
 )
 
@@ -182,7 +187,14 @@ func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvl
 			return waitTime, ""
 		}
 		for _, n := range e.needs {
-			if ne := ix.recs[n]; ne == nil || ne.status != kvledger.StatusCompleted {
+			ne := ix.recs[n]
+			if ne != nil && (ne.status == kvledger.StatusFailed || ne.status == kvledger.StatusBlocked) {
+				if !e.blockDue.IsZero() && !now.Before(e.blockDue) {
+					return candidate, "" // the claim blocks it
+				}
+				return waitBlocker, n
+			}
+			if ne == nil || ne.status != kvledger.StatusCompleted {
 				return waitNeed, n
 			}
 		}

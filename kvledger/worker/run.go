@@ -19,32 +19,55 @@ type run struct {
 	kind string
 
 	// Guarded by Worker.mu.
+	slot   bool   // holds a concurrency slot: claiming or in the handler
 	rev    uint64 // the claim's record revision; 0 until claimed
 	fence  kvledger.FenceToken
 	cancel context.CancelCauseFunc
 	cause  error // a cause seen before the handler's context existed
 	g      *kvlease.Guard
 	task   *Task
+	hctx   context.Context // the handler's context, once it exists
+	ev     Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
 }
 
 // startLocked reserves a slot for k and starts its attempt.
 func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
-	r := &run{w: w, key: k, kind: kind}
+	r := &run{w: w, key: k, kind: kind, slot: true}
 	w.running[k] = r
+	w.busy++
 	w.perKind[kind]++
 	w.runs.Add(1)
 	go r.attempt()
 }
 
-// endRun frees r's slot and files its key again.
+// freeSlot gives r's concurrency slot back once its handler returned:
+// recording the outcome and ending the lease (two or three round trips)
+// then go on without holding up the next task. The key stays in running
+// until endRun, so it is not started again meanwhile.
+func (w *Worker) freeSlot(r *run) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.freeSlotLocked(r)
+	w.poke()
+}
+
+func (w *Worker) freeSlotLocked(r *run) {
+	if r.slot {
+		r.slot = false
+		w.busy--
+		w.perKind[r.kind]--
+	}
+}
+
+// endRun ends r and files its key again.
 func (w *Worker) endRun(r *run) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.freeSlotLocked(r)
 	if w.running[r.key] == r {
 		delete(w.running, r.key)
-		w.perKind[r.kind]--
 	}
 	w.considerLocked(r.key, w.now())
 	w.poke()
@@ -67,9 +90,27 @@ func (r *run) attempt() {
 	defer w.runs.Done()
 	defer w.endRun(r)
 
+	seen := kvledger.TaskState{Key: r.key}
+	w.mu.Lock()
+	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
+		seen = *e.rec
+	}
+	w.mu.Unlock()
+	// The claim overwrites seen, whose event must be out first: publish
+	// it (a duplicate the bus drops, unless its writer died before
+	// publishing) while the lease is acquired rather than after. A
+	// failure is left to the claim, which publishes it again first.
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		octx, cancel := w.opCtx()
+		defer cancel()
+		_ = w.l.PublishStored(octx, seen)
+	}()
 	// The lease's context must outlive this call: cancelling it would
 	// release the lease. kvlease bounds the acquisition itself.
 	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), w.leaseKey(r.key), w.cfg.ClaimTTL)
+	<-flushed
 	if err != nil {
 		w.cfg.Logger.Warn("worker: acquiring a claim lease", "key", string(r.key), "err", err)
 		w.retryLater(r.key)
@@ -86,15 +127,18 @@ func (r *run) attempt() {
 		w.mu.Unlock()
 		return
 	}
-	seen := kvledger.TaskState{Key: r.key}
-	w.mu.Lock()
-	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
-		seen = *e.rec
-	}
-	w.mu.Unlock()
 	octx, cancel := w.opCtx()
-	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.now())
+	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
+	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
+		// The last allowed attempt was lost with its claimant: the task
+		// failed instead of running again.
+		w.releaseLease(g)
+		w.stats.failed.Add(1)
+		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
+			Attempt: rec.Attempts, Result: ResultFailed, Err: err})
+		return
+	}
 	if err != nil {
 		w.releaseLease(g)
 		switch {
@@ -118,8 +162,9 @@ func (r *run) attempt() {
 	stopHook := g.AfterEnd(func() { hcancel(fmt.Errorf("%w: %w", ErrClaimLost, g.Err())) })
 	defer stopHook()
 
+	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
-	r.rev, r.fence, r.g, r.task, r.cancel = rec.Rev, rec.Fence, g, t, hcancel
+	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
 	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
 		r.cause = ErrClaimLost
 	}
@@ -133,7 +178,6 @@ func (r *run) attempt() {
 		return
 	}
 
-	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.stats.started.Add(1)
 	if o := w.cfg.Observer; o != nil {
 		o.OnStart(hctx, ev)
@@ -144,6 +188,7 @@ func (r *run) attempt() {
 	if panicked {
 		w.stats.panics.Add(1)
 	}
+	w.freeSlot(r)
 	r.once.Do(func() { w.record(r, hctx, herr, ev) })
 }
 
@@ -160,7 +205,12 @@ func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
 // record writes the attempt's outcome and ends the claim's lease.
 func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 	g, t := r.g, r.task
-	defer w.releaseLease(g)
+	released := false
+	defer func() {
+		if !released {
+			w.releaseLease(g)
+		}
+	}()
 	ev.Err = herr
 	cause := context.Cause(hctx)
 	switch {
@@ -189,12 +239,23 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
 		ev.Result = ResultRetried
 	}
-	if err := w.finish(r, o); err != nil {
+	// The outcome's event goes out while the lease is deleted; then it
+	// is waited for.
+	o.AsyncEvent = true
+	rec, err := w.finish(r, o)
+	if err != nil {
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
 		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
 		return
 	}
+	released = true
+	w.releaseLease(g)
+	octx, cancel := w.opCtx()
+	if err := w.l.PublishStored(octx, rec); err != nil {
+		w.cfg.Logger.Warn("worker: publishing an outcome's event", "key", string(r.key), "err", err)
+	}
+	cancel()
 	switch ev.Result {
 	case ResultCompleted:
 		w.stats.completed.Add(1)
@@ -209,11 +270,14 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 // finish writes o for r's claim, trying again briefly on a transient
 // error (the fence makes a repeated write harmless: a second try after a
 // write that landed finds the record no longer claimed).
-func (w *Worker) finish(r *run, o kvledger.Outcome) error {
-	var err error
+func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) {
+	var (
+		rec kvledger.TaskState
+		err error
+	)
 	for i := range 3 {
 		octx, cancel := w.opCtx()
-		_, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		cancel()
 		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
 			break
@@ -226,7 +290,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) error {
 	if err != nil {
 		w.cfg.Logger.Warn("worker: recording an attempt", "key", string(r.key), "fence", uint64(r.fence), "err", err)
 	}
-	return err
+	return rec, err
 }
 
 // release gives r's claim back during a drain: the handler's context is
@@ -235,7 +299,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) error {
 // starts the task at once.
 func (w *Worker) release(r *run) {
 	w.mu.Lock()
-	claimed, cancel, g := r.fence != 0, r.cancel, r.g
+	claimed, cancel, g, hctx, ev := r.fence != 0, r.cancel, r.g, r.hctx, r.ev
 	w.mu.Unlock()
 	if !claimed {
 		return // not claimed yet: the attempt sees the drain itself
@@ -245,12 +309,18 @@ func (w *Worker) release(r *run) {
 			cancel(ErrDraining)
 		}
 		defer w.releaseLease(g)
-		if g.Err() != nil {
-			return
+		ev.Result, ev.Err = ResultReleased, ErrDraining
+		err := g.Err()
+		if err == nil {
+			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
 		}
-		if err := w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}); err == nil {
+		if err != nil {
+			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
+			w.stats.lost.Add(1)
+		} else {
 			w.stats.released.Add(1)
 		}
+		w.observe(hctx, ev)
 	})
 }
 

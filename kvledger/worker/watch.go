@@ -44,12 +44,12 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 	if e == nil || e.status == kvledger.StatusPending || e.status == kvledger.StatusClaimed {
 		return
 	}
+	// Final: its waiting dependents are ready (completed) or due to be
+	// blocked (failed, blocked: see waitBlocker).
 	deps := w.ix.waiting[c.Key]
 	delete(w.ix.waiting, c.Key)
-	if e.status == kvledger.StatusCompleted {
-		for d := range deps {
-			w.considerLocked(d, now)
-		}
+	for d := range deps {
+		w.considerLocked(d, now)
 	}
 }
 
@@ -160,6 +160,17 @@ func (w *Worker) considerLocked(k kvledger.IdempotencyKey, now time.Time) {
 		w.poke()
 	case waitNeed:
 		w.ix.wait(need, k)
+	case waitBlocker:
+		// The write that failed the need blocks k in its walk of the
+		// dependents. A walk cut short (an error after the failure
+		// was written) would leave k pending for ever, waiting on a
+		// need that never completes: after ClaimTTL, claim it
+		// instead; the claim finds the failed need and blocks it.
+		if e.blockDue.IsZero() {
+			e.blockDue = now.Add(w.cfg.ClaimTTL)
+			w.ix.addTimer(e.blockDue, k)
+			w.poke()
+		}
 	case candidate:
 		w.ix.enqueue(k, e.kind)
 		w.poke()

@@ -33,7 +33,8 @@ type Worker struct {
 	mu       sync.Mutex
 	ix       index
 	running  map[kvledger.IdempotencyKey]*run
-	perKind  map[string]int
+	busy     int            // runs holding a concurrency slot (claiming or in the handler)
+	perKind  map[string]int // per kind, runs holding a slot
 	started  bool
 	draining bool
 	closed   bool
@@ -77,7 +78,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	}
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
-		prefix:   "kvledger." + kvx.EncodeToken(named.Name()) + ".",
+		prefix:   leasePrefix(named.Name()),
 		handlers: make(map[string]Handler),
 		ix:       newIndex(),
 		running:  make(map[kvledger.IdempotencyKey]*run),
@@ -312,3 +313,13 @@ func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
 func (w *Worker) leaseKey(key kvledger.IdempotencyKey) string {
 	return w.prefix + kvx.EncodeToken(string(key))
 }
+
+// LeaseKey returns the key, in the lease bucket, of the kvlease lease
+// that goes with the claims of the record key in the ledger bucket
+// bucket: a process that claims a record with kvledger.Ledger.ClaimLeased
+// beside workers must hold this lease, as the workers do.
+func LeaseKey(bucket string, key kvledger.IdempotencyKey) string {
+	return leasePrefix(bucket) + kvx.EncodeToken(string(key))
+}
+
+func leasePrefix(bucket string) string { return "kvledger." + kvx.EncodeToken(bucket) + "." }
