@@ -34,7 +34,7 @@ func (g *Guard) Release(ctx context.Context) error {
 
 func (g *Guard) releaseWait(ctx context.Context) error {
 	var cleanup func(context.Context)
-	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
+	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true, nil) })
 	if cleanup != nil {
 		cleanup(ctx) // outside the Once: concurrent callers wait on done, with their ctx
 	}
@@ -64,7 +64,7 @@ func (g *Guard) lose(cause error, cleanup bool) {
 // del deletes the lease (conditionally) in a goroutine the manager owns;
 // release counts that as a release.
 func (g *Guard) end(cause error, del, release bool) bool {
-	ended, cleanup := g.finish(cause, del, release)
+	ended, cleanup := g.finish(cause, del, release, nil)
 	if cleanup != nil {
 		g.m.goOwned(func() { cleanup(context.Background()) })
 	}
@@ -77,7 +77,10 @@ func (g *Guard) end(cause error, del, release bool) bool {
 // (context.Background: none);
 // when that context ends with the delete in flight, the cleanup hands the
 // rest to a goroutine of the manager and returns.
-func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Context)) {
+// to, when set, makes the cleanup hand the lease to that successor
+// (HandOver) instead of deleting it, falling back to the delete when the
+// hand-over is refused.
+func (g *Guard) finish(cause error, del, release bool, to *successor) (bool, func(context.Context)) {
 	g.mu.Lock()
 	if g.cause != nil {
 		g.mu.Unlock()
@@ -106,6 +109,12 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 		return true, nil
 	}
 	cleanup := func(wait context.Context) {
+		if to != nil {
+			if handed, err := g.handOver(wait, to); handed || err != nil {
+				g.closeRelease(release, err)
+				return
+			}
+		}
 		abandoned, err := g.deleteOwn(wait)
 		if abandoned {
 			g.m.goOwned(func() { g.closeRelease(release, g.settleDelete()) })
