@@ -87,6 +87,19 @@ func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
 // caller then queues behind nobody, which costs a ticket and an entry, not
 // fairness).
 func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
+	// A live entry already in the view settles it without a read: someone
+	// is queued (or was served a moment ago and is leaving, which costs
+	// this caller a ticket and an entry, not fairness).
+	if hub.Ready() {
+		queued := false
+		if err := hub.Children(s.queue, func(e kvx.Entry) bool {
+			_, t := s.ticketOf(e.Key)
+			queued = t && e.Live()
+			return !queued
+		}); err == nil && queued {
+			return true, nil
+		}
+	}
 	var (
 		last uint64
 		live bool
