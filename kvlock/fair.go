@@ -379,17 +379,23 @@ func (l *Locker) releaseLease(ctx context.Context, s spec, g *kvlease.Guard, tic
 			return g.Release(ctx)
 		}
 	}
-	octx, cancel := l.opt.Bound(ctx)
-	err := l.qhub.SyncTo(octx, g.Fence())
-	cancel()
-	if err != nil {
-		return g.Release(ctx)
+	if ticket != 0 {
+		// A holder that queued may have taken a free lock itself, ahead of
+		// its view: let the view reach that acquisition, and with it every
+		// earlier holder's entry delete. (One that never queued found the
+		// queue empty in a synced view, so no served entry was left.)
+		octx, cancel := l.opt.Bound(ctx)
+		err := l.qhub.SyncTo(octx, g.Fence())
+		cancel()
+		if err != nil {
+			return g.Release(ctx)
+		}
 	}
 	var (
 		head  kvx.Entry
 		headT uint64
 	)
-	err = l.qhub.Children(s.queue, func(e kvx.Entry) bool {
+	err := l.qhub.Children(s.queue, func(e kvx.Entry) bool {
 		x, ok := s.ticketOf(e.Key)
 		if ok && x != ticket && e.Live() && !kvlease.HandedTo(e.Value, g) && (head.Key == "" || x < headT) {
 			head, headT = e, x
