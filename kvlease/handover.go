@@ -59,18 +59,7 @@ func (g *Guard) HandOver(ctx context.Context, value []byte) (handed bool, err er
 		return false, g.Release(ctx) // not a lease value: nobody to hand to
 	}
 	start := g.m.clock()
-	to := &successor{value: value, ttl: ttl, owner: owner}
-	var cleanup func(context.Context)
-	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true, to) })
-	if cleanup != nil {
-		cleanup(ctx)
-	}
-	select {
-	case <-g.done:
-		err = g.releaseErr
-	case <-ctx.Done():
-		err = context.Cause(ctx)
-	}
+	err = g.releaseWait(ctx, &successor{value: value, ttl: ttl, owner: owner})
 	g.m.observe(ctx, Event{Op: OpRelease, Guard: g, Duration: since(start), Err: err})
 	g.mu.Lock()
 	handed = g.handed
@@ -93,14 +82,8 @@ func (g *Guard) handOver(wait context.Context, to *successor) (bool, error) {
 	g.mu.Lock()
 	rev := g.rev
 	g.mu.Unlock()
-	ctx, cancel := g.m.cleanupCtx()
+	ctx, cancel := g.finalCtx(wait)
 	defer cancel()
-	if wait.Done() != nil {
-		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
-		defer stop()
-		defer context.AfterFunc(wait, stop)()
-	}
 	_, err := g.m.b.Update(ctx, g.key, to.value, rev, serverTTL(to.ttl))
 	if err != nil {
 		// A refusal, or an unknown outcome: the conditional delete that

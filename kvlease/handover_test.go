@@ -1,6 +1,7 @@
 package kvlease_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,12 +11,10 @@ import (
 	"github.com/natscoord/natscoord/kvlease"
 )
 
-// TestHandOverAdopt: a holder hands its lease to a waiter's queue entry in
-// one compare-and-set; the waiter adopts it without a write, with a fence
-// above the holder's and the entry's secret, and releases it normally.
-func TestHandOverAdopt(t *testing.T) {
-	a, b := pair(t)
-	ctx := natstest.Context(t, 20*time.Second)
+// holderAndWaiter: a holds "h.lock"; b holds the queue entry "h.q.1",
+// whose stored value it returns.
+func holderAndWaiter(t *testing.T, ctx context.Context, a, b *kvlease.Manager) (*kvlease.Guard, *kvlease.Guard, []byte) {
+	t.Helper()
 	g, ok, err := a.TryAcquireKey(ctx, "h.lock", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -26,6 +25,16 @@ func TestHandOverAdopt(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, entry.Revision(), rev)
+	return g, entry, value
+}
+
+// TestHandOverAdopt: a holder hands its lease to a waiter's queue entry in
+// one compare-and-set; the waiter adopts it without a write, with a fence
+// above the holder's and the entry's secret, and releases it normally.
+func TestHandOverAdopt(t *testing.T) {
+	a, b := pair(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	g, entry, value := holderAndWaiter(t, ctx, a, b)
 
 	handed, err := g.HandOver(ctx, value)
 	require.NoError(t, err)
@@ -59,14 +68,7 @@ func TestHandOverAdopt(t *testing.T) {
 func TestHandOverOfLostLeaseIsLoss(t *testing.T) {
 	a, b := pair(t)
 	ctx := natstest.Context(t, 20*time.Second)
-	g, ok, err := a.TryAcquireKey(ctx, "h.lock", 5*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	entry, ok, err := b.TryAcquireKeyDetached(ctx, "h.q.1", 5*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	value, _, _, err := b.ReadKey(ctx, "h.q.1")
-	require.NoError(t, err)
+	g, entry, value := holderAndWaiter(t, ctx, a, b)
 	forced, err := b.ForceReleaseKey(ctx, "h.lock")
 	require.NoError(t, err)
 	require.True(t, forced)
