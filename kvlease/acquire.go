@@ -251,9 +251,7 @@ func (m *Manager) tryAdmitted(ctx context.Context, r *request, key string,
 			// but was answered as a conflict (e.g. re-sent after a
 			// reconnect). The owner hash is fresh for this attempt.
 			rev = cur.Revision
-		case kvx.IsConflict(err) && cur.Revision != 0 && cur.Live() && corruptValue(cur.Value):
-			// (Revision 0: kvx.Acquire lost four races and read no
-			// holder; its zero Entry is no stored value.)
+		case kvx.IsConflict(err) && cur.Live() && corruptValue(cur.Value):
 			return nil, kvx.Entry{}, nil, corruptErr(key, cur.Revision)
 		case kvx.IsConflict(err):
 			m.stats.contended.Add(1)
