@@ -36,7 +36,7 @@ func (g *Guard) Release(ctx context.Context) error {
 // waiting for that as long as ctx allows.
 func (g *Guard) releaseWait(ctx context.Context, to *successor) error {
 	var cleanup func(context.Context)
-	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true, to) })
+	g.releaseOnce.Do(func() { _, cleanup = g.finishTo(ErrReleased, true, true, to) })
 	if cleanup != nil {
 		cleanup(ctx) // outside the Once: concurrent callers wait on done, with their ctx
 	}
@@ -66,7 +66,7 @@ func (g *Guard) lose(cause error, cleanup bool) {
 // del deletes the lease (conditionally) in a goroutine the manager owns;
 // release counts that as a release.
 func (g *Guard) end(cause error, del, release bool) bool {
-	ended, cleanup := g.finish(cause, del, release, nil)
+	ended, cleanup := g.finish(cause, del, release)
 	if cleanup != nil {
 		g.m.goOwned(func() { cleanup(context.Background()) })
 	}
@@ -79,10 +79,14 @@ func (g *Guard) end(cause error, del, release bool) bool {
 // (context.Background: none);
 // when that context ends with the delete in flight, the cleanup hands the
 // rest to a goroutine of the manager and returns.
-// to, when set, makes the cleanup hand the lease to that successor
-// (HandOver) instead of deleting it, falling back to the delete when the
-// hand-over is refused.
-func (g *Guard) finish(cause error, del, release bool, to *successor) (bool, func(context.Context)) {
+func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Context)) {
+	return g.finishTo(cause, del, release, nil)
+}
+
+// finishTo is finish whose cleanup, when to is set, hands the lease to
+// that successor (HandOver) instead of deleting it, falling back to the
+// delete when the hand-over is refused.
+func (g *Guard) finishTo(cause error, del, release bool, to *successor) (bool, func(context.Context)) {
 	g.mu.Lock()
 	if g.cause != nil {
 		g.mu.Unlock()
