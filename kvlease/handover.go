@@ -32,6 +32,11 @@ import (
 // an earlier revision.) When less than half of that window is left, Adopt
 // renews once, from the waiter's own send time.
 //
+// An adopted lease has its entry's owner hash (the stored value names it),
+// so anything derived from the owner hash alone, such as a write id the
+// server deduplicates, is shared by the entry and the lease: such ids must
+// also name the key.
+//
 // The hand-over is not conditional on the entry: an atomic batch that
 // also deleted it would be, but on a single-replica file-store stream the
 // server stages every batch in a store of its own and syncs it, 3-10 ms
