@@ -232,7 +232,12 @@
 //   - Guard.AfterEnd, a cheap end hook;
 //   - DecodeHolder, Manager.HolderOfKey and Manager.ReadKey to read leases
 //     and records kept next to them, and Manager.Ticket and LastTicket, a
-//     sequencer for queues (kvlock's fair mode).
+//     sequencer for queues (kvlock's fair mode);
+//   - Guard.HandOver and Manager.Adopt, which pass a held lease straight
+//     to a waiter whose queue entry is a lease of the same bucket: one
+//     compare-and-set writes the entry's value into the lease key, and the
+//     waiter takes it over without a write (handover.go says why its
+//     validity window is safe).
 //
 // # Time bounds
 //

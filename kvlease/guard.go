@@ -39,6 +39,7 @@ type Guard struct {
 	mu         sync.Mutex
 	rev        uint64
 	lastSent   time.Time
+	born       time.Time // send time of the guard's first write (never changes)
 	validUntil time.Time
 	cause      error      // nil while held
 	hooks      []*endHook // AfterEnd, run once cause is set
@@ -46,6 +47,8 @@ type Guard struct {
 	nextRenew  time.Time
 	renewing   bool
 	renewHook  RenewHook // OnAutoRenew
+
+	handed bool // a HandOver landed (mu)
 
 	releaseOnce sync.Once
 	releaseErr  error // set before done closes
@@ -60,7 +63,7 @@ func (m *Manager) newGuard(parent context.Context, family Name, key string, rev 
 	g := &Guard{
 		m: m, family: family, key: key, fence: rev, ttl: ttl, sttl: serverTTL(ttl), margin: Margin(ttl),
 		owner: owner, secret: sec, value: value, done: make(chan struct{}),
-		rev: rev, lastSent: sent, validUntil: sent.Add(ttl - Margin(ttl)), hidx: -1,
+		rev: rev, lastSent: sent, born: sent, validUntil: sent.Add(ttl - Margin(ttl)), hidx: -1,
 	}
 	g.ctx, g.cancel = context.WithCancelCause(parent)
 	return g

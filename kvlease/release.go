@@ -27,14 +27,16 @@ func (g *Guard) Release(ctx context.Context) error {
 		return nil
 	}
 	start := g.m.clock()
-	err := g.releaseWait(ctx)
+	err := g.releaseWait(ctx, nil)
 	g.m.observe(ctx, Event{Op: OpRelease, Guard: g, Duration: since(start), Err: err})
 	return err
 }
 
-func (g *Guard) releaseWait(ctx context.Context) error {
+// releaseWait ends g and deletes its lease (or hands it to to, when set),
+// waiting for that as long as ctx allows.
+func (g *Guard) releaseWait(ctx context.Context, to *successor) error {
 	var cleanup func(context.Context)
-	g.releaseOnce.Do(func() { _, cleanup = g.finish(ErrReleased, true, true) })
+	g.releaseOnce.Do(func() { _, cleanup = g.finishTo(ErrReleased, true, true, to) })
 	if cleanup != nil {
 		cleanup(ctx) // outside the Once: concurrent callers wait on done, with their ctx
 	}
@@ -79,6 +81,13 @@ func (g *Guard) end(cause error, del, release bool) bool {
 // when that context ends with the delete in flight, the cleanup hands the
 // rest to a goroutine of the manager and returns.
 func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Context)) {
+	return g.finishTo(cause, del, release, nil)
+}
+
+// finishTo is finish whose cleanup, when to is set, hands the lease to
+// that successor (HandOver) instead of deleting it, falling back to the
+// delete when the hand-over is refused.
+func (g *Guard) finishTo(cause error, del, release bool, to *successor) (bool, func(context.Context)) {
 	g.mu.Lock()
 	if g.cause != nil {
 		g.mu.Unlock()
@@ -115,6 +124,12 @@ func (g *Guard) finish(cause error, del, release bool) (bool, func(context.Conte
 	}
 	cleanup := func(wait context.Context) {
 		defer g.m.wg.Done()
+		if to != nil {
+			if handed, err := g.handOver(wait, to); handed || err != nil {
+				g.closeRelease(release, err)
+				return
+			}
+		}
 		abandoned, err := g.deleteOwn(wait)
 		if abandoned {
 			g.m.goOwned(func() { g.closeRelease(release, g.settleDelete()) })
@@ -156,16 +171,8 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	g.mu.Lock()
 	rev := g.rev
 	g.mu.Unlock()
-	ctx, cancel := g.m.cleanupCtx()
+	ctx, cancel := g.finalCtx(wait)
 	defer cancel()
-	if wait.Done() != nil {
-		// A context of our own, so that the waiter giving up stops only
-		// this delete (cleanupCtx may be shared).
-		var stop context.CancelFunc
-		ctx, stop = context.WithCancel(ctx)
-		defer stop()
-		defer context.AfterFunc(wait, stop)()
-	}
 	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
 		return g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, g.releaseID())
 	})
@@ -185,6 +192,20 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 		return false, err
 	}
 	return false, fmt.Errorf("kvlease: release %q: %w", g.key, err)
+}
+
+// finalCtx bounds a guard's final write (its delete or hand-over) like
+// any cleanup, and also ends it when wait ends: a context of its own, so
+// that a waiter giving up stops only this write (cleanupCtx may be
+// shared).
+func (g *Guard) finalCtx(wait context.Context) (context.Context, func()) {
+	ctx, cancel := g.m.cleanupCtx()
+	if wait.Done() == nil {
+		return ctx, cancel
+	}
+	ctx, stop := context.WithCancel(ctx)
+	unhook := context.AfterFunc(wait, stop)
+	return ctx, func() { unhook(); stop(); cancel() }
 }
 
 // settleDelete finishes a release whose caller stopped waiting while the

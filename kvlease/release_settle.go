@@ -30,7 +30,19 @@ const settleBackoffCap = 4
 // releaseID is the Nats-Msg-Id of this guard's release delete: the same for
 // every attempt, so the stored marker and a duplicate acknowledgment both
 // identify it. The owner hash is fresh for every acquisition and restore.
-func (g *Guard) releaseID() string { return g.owner + ".release" }
+//
+// Only a replicated bucket needs it: there a deposed leader's refusal can
+// arrive first and the id lets a resend find the delete that landed. A
+// single replica's answer is authoritative, so its deletes carry no id
+// and cost the server no de-duplication entry. The key is part of the id
+// because one owner hash can hold two keys in turn: a fair-mode waiter's
+// queue entry and then the lock handed over to it.
+func (g *Guard) releaseID() string {
+	if !g.m.b.Replicated() {
+		return ""
+	}
+	return g.owner + ".release." + g.key
+}
 
 // settleDeleteAt decides a release whose conditional delete at rev was
 // refused or unanswered (first is that error).
@@ -75,7 +87,7 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 		e, rerr := g.m.b.Last(ctx, g.key)
 		moved := false
 		switch {
-		case rerr == nil && e.MsgID == id:
+		case rerr == nil && id != "" && e.MsgID == id:
 			if kvx.IsConflict(first) {
 				g.m.stats.reclaimed.Add(1)
 				g.m.log.Warn("kvlease: release refused, but its delete had landed", "key", g.key, "rev", rev, "marker", e.Revision)

@@ -24,6 +24,9 @@ type Stats struct {
 	RenewFailures uint64
 	// Released counts leases deleted by their holder's Release.
 	Released uint64
+	// HandedOver counts leases passed straight to a waiter (HandOver);
+	// they are counted in Released too.
+	HandedOver uint64
 	// ForceReleased counts leases removed by ForceRelease.
 	ForceReleased uint64
 	// Exported and Restored count transfers out of and into the manager.
@@ -42,6 +45,7 @@ type counters struct {
 	acquired, contended, lost, attempts       atomic.Uint64
 	renewals, renewFailures, released, forced atomic.Uint64
 	exported, restored, reclaimed             atomic.Uint64
+	handedOver                                atomic.Uint64
 }
 
 // Stats returns a snapshot of the manager's counters.
@@ -51,7 +55,7 @@ func (m *Manager) Stats() Stats {
 		Active: c.active.Load(), Acquired: c.acquired.Load(), Contended: c.contended.Load(),
 		Attempts: c.attempts.Load(),
 		Lost:     c.lost.Load(), Renewals: c.renewals.Load(), RenewFailures: c.renewFailures.Load(),
-		Released: c.released.Load(), ForceReleased: c.forced.Load(),
+		Released: c.released.Load(), HandedOver: c.handedOver.Load(), ForceReleased: c.forced.Load(),
 		Exported: c.exported.Load(), Restored: c.restored.Load(), Reclaimed: c.reclaimed.Load(),
 	}
 }

@@ -101,16 +101,37 @@
 //     expiry), and waits until it is first in line. Its first look waits
 //     for the view to apply its own entry's revision: every entry created
 //     before it is then in the view, with no read at all.
-//   - A waiter watches only its predecessor's entry; the one right behind
-//     the first in line also watches the lock. The holder's entry, and every
-//     entry before it, counts as served (the holder was first in line when
-//     it took the lock), so the next in line is first as soon as its
-//     predecessor takes the lock, and is waiting for the lock when it is
-//     released: a handover is the release, a watch event and one publish.
-//   - The first in line takes the lock through kvlease and leaves the queue
-//     before Acquire returns, so its entry's delete is in the stream before
-//     its release. A waiter whose own entry vanished stops with
-//     ErrQueueEntryLost.
+//   - A waiter watches its predecessor's entry and the lock; only the
+//     events that concern it wake it: its predecessor leaving or taking
+//     the lock, the lock handed to it, or the lock freed while it is first
+//     in line. The holder's entry, and every entry before it, counts as
+//     served (the holder was first in line when it took the lock).
+//   - A release hands the lock straight to the longest waiter in the
+//     releaser's view (kvlease.Guard.HandOver): one compare-and-set on the
+//     lock's revision writes that waiter's entry value, which names its
+//     owner, into the lock with the entry's TTL. The waiter sees the lock
+//     carry its own value on the watch and adopts it (kvlease.Manager.Adopt)
+//     without a write: a handover is one round trip of the releaser and one
+//     watch event, and the fencing token is the revision of that write.
+//     With nobody queued in the releaser's view it is a plain release,
+//     and the first in line takes the lock with one publish.
+//   - The adopted lock's validity window starts from the send time of the
+//     waiter's entry's first write (the releaser saw the entry, so it was
+//     stored before the handover, and the server's TTL starts later); when
+//     less than half of it is left (a wait of more than about half the
+//     TTL), Adopt renews once before Acquire returns.
+//   - The new holder deletes its entry while it holds the lock, and its
+//     release waits for that delete, so no served entry is ever taken for
+//     a waiter. A waiter whose own entry vanished stops with
+//     ErrQueueEntryLost, unless the lock was handed to it.
+//   - The handover is not conditional on the waiter's entry (an atomic
+//     batch would be, but costs 3-10 ms per batch on a single-replica file
+//     store here, where the server stages and syncs each batch). So a
+//     waiter that gives up just as it is handed the lock still receives
+//     it: its Locker watches the lock for one TTL after it left and
+//     passes on a lock that arrives. A waiter that dies with its entry
+//     live may be handed the lock, which its TTL then frees, as a crashed
+//     holder's lock is freed.
 //
 // The ticket is in the entry's name because KV revisions change on every
 // renewal, so, unlike etcd's create revision, they cannot order live
@@ -121,8 +142,9 @@
 //
 // Barging is the default because it is faster under contention: fair mode
 // costs a ticket, an entry create and an entry delete per contended
-// acquisition, and every handover waits for a watch event. BENCHMARKS.md
-// ("Fair mode and semaphore waiting, 2026-12-01") has the measured ratios.
+// acquisition, and the holder's release waits for its entry's delete.
+// BENCHMARKS.md ("Fair mode and semaphore waiting, 2026-12-01", and
+// "Fair mode: handover in the release") has the measured ratios.
 // Use it when starvation matters more than throughput. All Lockers of one
 // Name and bucket must use the same mode: a barging acquirer ignores the
 // queue.

@@ -46,16 +46,20 @@ import (
 // for first in line, and kvlease's compare-and-set on the lock decides
 // between them, so mutual exclusion never depends on the queue.
 //
-// The first in line takes the lock through kvlease (woken by the lock's
-// release, one publish) and deletes its entry before Acquire returns, so
-// its entry is gone from the stream before its release. Meanwhile the
-// holder's entry, and every entry before it, counts as served: the next in
-// line, which watches its predecessor's entry and the lock, is first in
-// line as soon as its predecessor takes the lock, and waits for the lock
-// itself. Other waiters watch only their predecessor's entry, so a release
-// wakes one waiter. Renewals reach watchers as events but cost no I/O. If
-// a waiter's own entry vanishes (force-released, or not renewed in time)
-// it stops with ErrQueueEntryLost.
+// A release hands the lock to the longest waiter in the releaser's view
+// (releaseLease): one compare-and-set writes that waiter's entry value
+// into the lock, and the waiter, seeing its own value there, adopts the
+// lock without writing (waitTurn). With nobody in the view the release is
+// a plain delete and the first in line takes the lock with one publish.
+// The new holder deletes its entry while it holds the lock and its release
+// waits for that delete. Meanwhile the holder's entry, and every entry
+// before it, counts as served: the next in line, which watches its
+// predecessor's entry and the lock, is first in line as soon as its
+// predecessor holds the lock. Other waiters are woken only by their
+// predecessor's entry, so a release wakes one waiter. Renewals reach
+// watchers as events but cost no I/O. If a waiter's own entry vanishes
+// (force-released, or not renewed in time) and the lock was not handed to
+// it, it stops with ErrQueueEntryLost.
 
 // ticket draws a queue ticket for s (kvlease.Manager.Ticket: the bucket
 // is the sequencer).
@@ -83,6 +87,19 @@ func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
 // caller then queues behind nobody, which costs a ticket and an entry, not
 // fairness).
 func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
+	// A live entry already in the view settles it without a read: someone
+	// is queued (or was served a moment ago and is leaving, which costs
+	// this caller a ticket and an entry, not fairness).
+	if hub.Ready() {
+		queued := false
+		if err := hub.Children(s.queue, func(e kvx.Entry) bool {
+			_, t := s.ticketOf(e.Key)
+			queued = t && e.Live()
+			return !queued
+		}); err == nil && queued {
+			return true, nil
+		}
+	}
 	var (
 		last uint64
 		live bool
@@ -190,38 +207,218 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 		}
 		return nil, mapErr(err)
 	}
-	if err := l.waitHead(ctx, s, t, entry, hub); err != nil {
-		l.leave(entry)
-		return nil, err
-	}
-	// First in line: take the lock; give up if our entry goes meanwhile.
-	hctx, hcancel := context.WithCancelCause(ctx)
-	defer hcancel(nil)
-	stop := context.AfterFunc(entry.Context(), func() { hcancel(ErrQueueEntryLost) })
-	defer stop()
-	g, err := l.acquireLease(hctx, s.lease, true)
+	g, err := l.waitTurn(ctx, s, t, entry, hub)
 	if err != nil {
-		if errors.Is(context.Cause(hctx), ErrQueueEntryLost) && ctx.Err() == nil {
-			err = entryErr(entry)
-		}
-		l.leave(entry)
+		l.quit(s, t, entry, hub)
 		return nil, err
 	}
-	// Leave the queue before returning: the delete is then in the stream
-	// before our release, so a waiter that sees the lock free never sees
-	// our entry still there. While we hold the lock, the next in line
-	// counts our entry as served (see waitHead) and waits for the lock.
+	// Leave the queue while the lock is held: waiters count our entry
+	// (and every one before it) as served meanwhile, and our release waits
+	// for the delete, so that it is in the stream before the lock changes
+	// hands again and no later releaser can mistake our entry for a waiter.
+	left := make(chan struct{})
+	if !l.goOwned(func() { defer close(left); l.leave(entry) }) {
+		l.leave(entry)
+		close(left)
+	}
+	k := l.newLock(s, g, true)
+	k.ticket, k.left = t, left
+	return k, nil
+}
+
+// waitTurn waits until the lock is ours: handed to us by its releaser
+// (the lock key then carries our entry's value, and we adopt it without a
+// write), or, once we are first in line, free for us to take with one
+// publish (a releaser whose view lacked our entry released it instead).
+func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) (*kvlease.Guard, error) {
+	sync := true
+	for {
+		lock, ok := hub.Lookup(s.lease)
+		if !ok {
+			lock = kvx.Entry{Op: kvx.OpDelete} // free; revision 0
+		}
+		if g, err := l.adoptHanded(ctx, s, entry, lock); g != nil || err != nil {
+			return g, err
+		}
+		pred, ahead, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
+		if err != nil {
+			return nil, err
+		}
+		if pred == "" && !lock.Live() {
+			g, err := l.acquireLease(ctx, s.lease, false)
+			if err != nil {
+				return nil, err
+			}
+			if g != nil {
+				return g, nil
+			}
+		}
+		woken, err := l.waitChange(ctx, pred, ahead == 1, s.lease, lock.Revision, entry, hub)
+		if err != nil {
+			if errors.Is(err, ErrQueueEntryLost) {
+				// A hand-over deletes our entry: a renewal of it that
+				// comes after fails. Ask the server whether the lock is ours.
+				if g, herr := l.adoptFromServer(ctx, s, entry); g != nil || herr != nil {
+					return g, herr
+				}
+			}
+			return nil, err
+		}
+		// Not woken: the view had lost the entry or the watch restarted;
+		// sync again.
+		sync = !woken
+	}
+}
+
+// adoptHanded adopts the lock when lock (its entry in the view) carries
+// our entry's owner: its releaser handed it to us.
+func (l *Locker) adoptHanded(ctx context.Context, s spec, entry *kvlease.Guard, lock kvx.Entry) (*kvlease.Guard, error) {
+	if !lock.Live() {
+		return nil, nil
+	}
+	h, err := kvlease.DecodeHolder(lock.Value)
+	if err != nil || !entry.Owns(h) {
+		return nil, nil
+	}
+	g, err := l.m.Adopt(ctx, entry, s.lease, lock.Revision)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return g, nil
+}
+
+// adoptFromServer reads the lock from the server and adopts it if it
+// was handed to entry's owner.
+func (l *Locker) adoptFromServer(ctx context.Context, s spec, entry *kvlease.Guard) (*kvlease.Guard, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.OpTimeout)
+	defer cancel()
+	h, ok, err := l.m.HolderOfKey(rctx, s.lease)
+	if err != nil || !ok || !entry.Owns(h) {
+		return nil, nil
+	}
+	g, err := l.m.Adopt(ctx, entry, s.lease, h.Revision)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return g, nil
+}
+
+// quit leaves the queue for a waiter that gives up. A hand-over is not
+// conditional on the successor's entry, so a holder that saw the entry a
+// moment before it went may still hand the lock to us: for one TTL after
+// leaving (a holder's write lands within its own validity window) the
+// Locker watches the lock and passes on one that arrives, so it does not
+// sit with nobody until its TTL.
+func (l *Locker) quit(s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) {
 	l.leave(entry)
-	return l.newLock(s, g, true), nil
+	if !hub.Running() {
+		return
+	}
+	l.goOwned(func() {
+		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.TTL)
+		defer cancel()
+		sub, err := hub.Subscribe(ctx, s.lease)
+		if err != nil {
+			return
+		}
+		defer sub.Close()
+		if e, ok := hub.Lookup(s.lease); ok && e.Live() && kvlease.HandedTo(e.Value, entry) {
+			l.passOn(s, t, entry, e.Revision)
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.C():
+				if !ok {
+					return
+				}
+				if e.Live() && kvlease.HandedTo(e.Value, entry) {
+					l.passOn(s, t, entry, e.Revision)
+					return
+				}
+			}
+		}
+	})
+}
+
+// passOn takes a lock handed to a waiter that has left and releases it
+// at once (to the next in line, if any).
+func (l *Locker) passOn(s spec, t uint64, entry *kvlease.Guard, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
+	defer cancel()
+	g, err := l.m.Adopt(ctx, entry, s.lease, rev)
+	if err == nil {
+		err = l.releaseLease(ctx, s, g, t, nil)
+	}
+	if err != nil {
+		l.log.Debug("kvlock: passing on a lock handed to a waiter that left", "key", s.key, "err", err)
+	}
+}
+
+// releaseLease releases g, a lock's lease. In fair mode it hands the lock
+// straight to the longest waiter that this Locker's view holds
+// (kvlease.Guard.HandOver): one compare-and-set writes the waiter's entry
+// value into the lock, so the handover costs the releaser one round trip
+// and the successor a watch event, and the successor writes nothing.
+// With nobody queued in the view it is a plain release, and the first in
+// line takes the lock itself. ticket is the holder's own place in line (0
+// for none) and left is closed once its entry is deleted: the release
+// waits for it, and for the view to have applied the lock's acquisition,
+// so that no entry of a waiter already served (each deleted its entry
+// before releasing) is taken for a waiter.
+func (l *Locker) releaseLease(ctx context.Context, s spec, g *kvlease.Guard, ticket uint64, left <-chan struct{}) error {
+	if !l.cfg.Fair || !l.qhub.Ready() {
+		return g.Release(ctx)
+	}
+	if left != nil {
+		select {
+		case <-left:
+		case <-ctx.Done():
+			return g.Release(ctx)
+		}
+	}
+	if ticket != 0 {
+		// A holder that queued may have taken a free lock itself, ahead of
+		// its view: let the view reach that acquisition, and with it every
+		// earlier holder's entry delete. (One that never queued found the
+		// queue empty in a synced view, so no served entry was left.)
+		octx, cancel := l.opt.Bound(ctx)
+		err := l.qhub.SyncTo(octx, g.Fence())
+		cancel()
+		if err != nil {
+			return g.Release(ctx)
+		}
+	}
+	var (
+		head  kvx.Entry
+		headT uint64
+	)
+	err := l.qhub.Children(s.queue, func(e kvx.Entry) bool {
+		x, ok := s.ticketOf(e.Key)
+		if ok && x != ticket && e.Live() && !kvlease.HandedTo(e.Value, g) && (head.Key == "" || x < headT) {
+			head, headT = e, x
+		}
+		return true
+	})
+	if err != nil || head.Key == "" {
+		return g.Release(ctx)
+	}
+	_, err = g.HandOver(ctx, head.Value)
+	return err
 }
 
 // leave deletes a queue entry (owner-conditionally), bounded by OpTimeout.
-func (l *Locker) leave(entry *kvlease.Guard) {
+// gone reports that the entry was no longer ours to delete.
+func (l *Locker) leave(entry *kvlease.Guard) (gone bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.OpTimeout)
 	defer cancel()
-	if err := entry.Release(ctx); err != nil && !errors.Is(err, kvlease.ErrLost) {
+	err := entry.Release(ctx)
+	if err != nil && !errors.Is(err, kvlease.ErrLost) {
 		l.log.Debug("kvlock: leaving the queue", "key", entry.Key(), "err", err)
 	}
+	return errors.Is(err, kvlease.ErrLost)
 }
 
 // entryErr explains why a waiter's queue entry ended.
@@ -233,8 +430,8 @@ func entryErr(entry *kvlease.Guard) error {
 	return fmt.Errorf("%w: %q: %w", ErrQueueEntryLost, entry.Key(), c)
 }
 
-// waitHead returns once ticket t is first in line: no entry before it
-// is left but the one of the lock's current holder.
+// Who is first in line: no entry before ours is left but the one of the
+// lock's current holder.
 //
 // Only the first look is synced (to our own entry's revision: every entry
 // created before ours is in the view once it has applied that). Every
@@ -253,33 +450,10 @@ func entryErr(entry *kvlease.Guard) error {
 // predecessor takes it: it is then waiting for the lock when the
 // predecessor releases it, and a handover costs the release and one
 // publish.
-func (l *Locker) waitHead(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) error {
-	sync := true
-	for {
-		pred, ahead, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
-		if err != nil {
-			return err
-		}
-		if pred == "" {
-			return nil
-		}
-		lock := ""
-		if ahead == 1 {
-			lock = s.lease
-		}
-		woken, err := l.waitChange(ctx, pred, lock, entry, hub)
-		if err != nil {
-			return err
-		}
-		// Not woken: the view had lost the entry or the watch restarted;
-		// sync again.
-		sync = !woken
-	}
-}
-
+//
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line) and how many entries are ahead of t, not counting the
-// lock holder's and those before it (see waitHead).
+// lock holder's and those before it (see above).
 func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (pred string, ahead int, err error) {
 	if sync {
 		// Every entry created before ours has a smaller revision: once the
@@ -332,35 +506,46 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	return pred, ahead, nil
 }
 
-// waitChange waits until key (a queue entry) has gone, or, when lock is
-// set, the lock changes hands (released, or taken by a new holder), then
-// reports woken: the caller looks again. It subscribes before checking
-// the view, so a change between the check and the wait is not missed.
-// woken is false when the hub's watch restarted (or a change was
-// coalesced), and the caller should sync before looking again.
-func (l *Locker) waitChange(ctx context.Context, key, lock string, entry *kvlease.Guard, hub *kvx.Hub) (woken bool, err error) {
-	keys := []string{key}
-	if lock != "" {
-		keys = append(keys, lock)
+// waitChange waits until pred (a queue entry; "" for none) has gone, or
+// the lock changes past revision seen in a way that concerns us: handed
+// to us, released while we are first in line (pred ""), or taken by a new
+// holder while we are right behind the first in line (next: that holder
+// is our predecessor, whose entry then counts as served). It then reports woken: the caller looks again. It
+// subscribes before checking the view, so a change between the check and
+// the wait is not missed. woken is false when the hub's watch restarted
+// (or a change was coalesced), and the caller should sync before looking
+// again.
+func (l *Locker) waitChange(ctx context.Context, pred string, next bool, lock string, seen uint64, entry *kvlease.Guard, hub *kvx.Hub) (woken bool, err error) {
+	keys := []string{lock}
+	if pred != "" {
+		keys = append(keys, pred)
 	}
 	sub, err := hub.Subscribe(ctx, keys...)
 	if err != nil {
 		if errors.Is(err, kvx.ErrHubClosed) {
 			return false, ErrClosed
 		}
-		return false, fmt.Errorf("kvlock: watch %q: %w", key, err)
+		return false, fmt.Errorf("kvlock: watch %q: %w", lock, err)
 	}
 	defer sub.Close()
-	// The view said key was live; if it has gone since (or the watch
-	// restarted and the view is refilling), look again.
-	if live, err := hub.Live(key); err != nil || !live {
-		return false, err
+	// The view said pred was live and the lock at seen; if either has
+	// moved since (or the watch restarted and the view is refilling),
+	// look again.
+	if pred != "" {
+		if live, err := hub.Live(pred); err != nil || !live {
+			return false, err
+		}
+	}
+	cur, ok := hub.Lookup(lock)
+	if !ok {
+		cur = kvx.Entry{Op: kvx.OpDelete}
+	}
+	if cur.Revision != seen {
+		return true, nil // moved between the look and the subscription: look again
 	}
 	var holder []byte // the lock's value when subscribed
-	if lock != "" {
-		if e, ok := hub.Lookup(lock); ok {
-			holder = e.Value
-		}
+	if cur.Live() {
+		holder = cur.Value
 	}
 	for {
 		select {
@@ -374,13 +559,24 @@ func (l *Locker) waitChange(ctx context.Context, key, lock string, entry *kvleas
 			switch {
 			case !ok, sub.Missed():
 				return false, nil
+			case e.Key == lock && e.Revision <= seen:
+				continue
 			case e.Key == lock && e.Live() && bytes.Equal(e.Value, holder):
 				continue // the holder renewed the lock
+			case e.Key == lock && e.Live() && kvlease.HandedTo(e.Value, entry):
+				return true, nil // handed to us: the lock's own event, not a look at the queue
 			case e.Key == lock && !e.Live():
 				holder = nil
-				continue // released: the one first in line takes it next
+				if pred != "" {
+					continue // released: the one first in line takes it next
+				}
+				return true, nil // free, and we are first in line: the lock's own event
 			case e.Key == lock:
-				l.wakeups.Add(1) // taken by a new holder: our predecessor
+				holder = e.Value
+				if !next {
+					continue // a new holder further ahead
+				}
+				l.wakeups.Add(1) // taken by our predecessor
 				return true, nil
 			case e.Live():
 				continue // the predecessor renewed its entry

@@ -20,6 +20,12 @@ type Lock struct {
 	hold  context.Context // Hold's context: the base of the lock's context; nil otherwise
 	start time.Time
 
+	// ticket is the holder's place in line (0: taken with nobody
+	// queued); left is closed once its queue entry is deleted (nil: it
+	// had none).
+	ticket uint64
+	left   <-chan struct{}
+
 	// ctx is the lock's context, made on first use (Context, Done,
 	// Hold): a lock taken and released without looking at it costs no
 	// contexts of its own. cause is set once the lock has ended.
@@ -182,7 +188,7 @@ func (k *Lock) Release(ctx context.Context) error {
 			}
 			k.endCtx(cause)
 		}
-		err := k.g.Release(ctx)
+		err := k.l.releaseLease(ctx, k.s, k.g, k.ticket, k.left)
 		if err == nil {
 			if c := k.g.Err(); errors.Is(c, kvlease.ErrLost) {
 				err = c

@@ -47,10 +47,11 @@ type Locker struct {
 
 // Stats counts a Locker's activity.
 type Stats struct {
-	// FairWakeups counts the times a fair waiter was woken by its
-	// predecessor leaving the queue (renewal events of the predecessor,
-	// which need no work, are not counted). One per release when the
-	// queue works as designed.
+	// FairWakeups counts the times a fair waiter was woken to look at the
+	// queue again: its predecessor left the queue or took the lock
+	// (renewal events, which need no work, are not counted, nor is the
+	// lock's own event that hands a waiter the lock or frees it for the
+	// first in line). One per release when the queue works as designed.
 	FairWakeups uint64
 	// Lease is the underlying kvlease manager's counters.
 	Lease kvlease.Stats
