@@ -111,7 +111,7 @@ const drainPoll = 20 * time.Millisecond
 // the call (revisions held by a dead relay come back after AckWait), then
 // stops.
 func (r *kvRelay) Drain(ctx context.Context) error {
-	defer r.Stop()
+	defer r.Close()
 	last, err := r.s.b.LastRevision(ctx)
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func (r *kvRelay) Drain(ctx context.Context) error {
 }
 
 // Stop implements Relay.
-func (r *kvRelay) Stop() { r.c.Stop() }
+func (r *kvRelay) Close() { r.c.Stop() }
 
 // keepInProgress sends an in-progress ack for m every interval until the
 // returned stop is called. It holds a timer, not a goroutine.

@@ -69,9 +69,9 @@ type Relay interface {
 	// durable name), then stops the relay. It returns ctx's error, with
 	// the relay stopped, when ctx ends first.
 	Drain(ctx context.Context) error
-	// Stop stops the relay at once; revisions it held go to another
+	// Close stops the relay at once; revisions it held go to another
 	// relay after AckWait.
-	Stop()
+	Close()
 }
 
 // StartRelay starts a relay that publishes, for every record revision
@@ -113,7 +113,7 @@ func (l *Ledger) StartRelay(ctx context.Context, cfg RelayConfig) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		r.Stop()
+		r.Close()
 		return ErrClosed
 	}
 	l.relays = append(l.relays, &relay{r: r, drain: cfg.DrainTimeout})
