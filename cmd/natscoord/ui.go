@@ -62,23 +62,12 @@ func (a *app) uiCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if a.conn.timeout <= 0 {
-				return errors.New("--timeout must be positive")
-			}
-			opts, err := a.conn.options()
+			// A dashboard outlives server restarts: reconnect for ever.
+			nc, js, err := a.conn.connect(ctx, nats.Name("natscoord-ui"), nats.MaxReconnects(-1))
 			if err != nil {
 				return err
-			}
-			// A dashboard outlives server restarts: reconnect for ever.
-			nc, err := nats.Connect(a.conn.url(), append(opts, nats.Name("natscoord-ui"), nats.MaxReconnects(-1))...)
-			if err != nil {
-				return fmt.Errorf("connect %s: %w", a.conn.url(), err)
 			}
 			defer nc.Close()
-			js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(a.conn.timeout))
-			if err != nil {
-				return err
-			}
 			_, stop, err := a.startUI(ctx, js, o)
 			if err != nil {
 				return err

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -118,25 +117,14 @@ func (o workOptions) validate() error {
 func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	sctx, cancel := a.conn.opContext(ctx)
 	defer cancel()
-	if a.conn.timeout <= 0 {
-		return errors.New("--timeout must be positive")
-	}
 	// A worker outlives network blips: unlike the one-shot commands it
 	// reconnects for as long as it runs (its claims' leases judge whether
 	// it was away too long).
-	opts, err := a.conn.options()
+	nc, js, err := a.conn.connect(ctx, nats.Name("natscoord-work"), nats.MaxReconnects(-1))
 	if err != nil {
 		return err
-	}
-	nc, err := nats.Connect(a.conn.url(), append(opts, nats.Name("natscoord-work"), nats.MaxReconnects(-1))...)
-	if err != nil {
-		return fmt.Errorf("connect %s: %w", a.conn.url(), err)
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(a.conn.timeout))
-	if err != nil {
-		return err
-	}
 	l, err := openLedger(sctx, js, o.ledger.bucket, true)
 	if err != nil {
 		return err
