@@ -93,12 +93,17 @@ func (a *app) startUI(ctx context.Context, js jetstream.JetStream, o uiOptions) 
 	if err != nil {
 		return nil, nil, err
 	}
-	go func() { _ = srv.Serve(ln) }()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	return h, func() error {
 		_ = h.Close() // ends the open event streams, so Shutdown does not wait for them
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr) // Serve failed on its own
+		}
+		return err
 	}, nil
 }
 
