@@ -57,24 +57,23 @@ func TestSemaphoreReleaseCostsOneTryPerWaiter(t *testing.T) {
 	before := tries()
 	require.EqualValues(t, waiters*2*64, before, "first rounds")
 
+	// Free one slot at a time, each only after the last was taken, until
+	// every waiter has held one: slot 17, then each winner's slot in turn.
+	// Once every Acquire has returned the counters no longer move, so the
+	// count is exact without waiting for it to settle.
 	require.NoError(t, held[17].Release(ctx))
-	g1 := natstest.Recv(t, got, 10*time.Second, "a waiter takes the freed slot")
-	require.NoError(t, held[40].Release(ctx))
-	g2 := natstest.Recv(t, got, 10*time.Second, "another waiter takes the second freed slot")
-	// 4 waiters try the first freed slot, the 3 left try the second.
-	natstest.Eventually(t, 5*time.Second, func() bool { return tries()-before >= waiters+waiters-1 }, "tries")
-	// Exactly 7 on a quiet machine. Under load a waiter's short re-check
-	// timer may fire once before the winner's write reaches its watch and
-	// add one try of the same slot, so the bound allows one per waiter: the
-	// point is a try per waiter, not one per slot (64 slots cost 192 tries
-	// per release before).
-	spent := tries() - before
-	require.GreaterOrEqual(t, spent, uint64(waiters+waiters-1), "every waiter tries the freed slot")
-	require.LessOrEqual(t, spent, uint64(waiters+waiters-1+waiters), "tries per release do not grow with the slots")
-	require.NoError(t, g1.Release(ctx))
-	require.NoError(t, g2.Release(ctx))
-	for range waiters - 2 {
-		g := natstest.Recv(t, got, 10*time.Second, "the rest")
+	for range waiters {
+		g := natstest.Recv(t, got, 10*time.Second, "a waiter takes the freed slot")
 		require.NoError(t, g.Release(ctx))
 	}
+	// With k waiters left a release costs at most k tries of the freed
+	// slot: 4+3+2+1 = 10 for the 4 releases that fed the 4 waiters, as
+	// measured on a quiet machine (fewer when a waiter sees the winner's
+	// write before it tries). Under load a waiter's short re-check timer may fire once
+	// before the winner's write reaches its watch and add a try of the
+	// same slot, so the bound is twice that. Trying every slot, as before,
+	// cost 64 tries per waiter per release: hundreds here.
+	spent := tries() - before
+	require.GreaterOrEqual(t, spent, uint64(waiters), "each winner tried the slot it took")
+	require.LessOrEqual(t, spent, uint64(2*(4+3+2+1)), "tries per release do not grow with the slots")
 }
