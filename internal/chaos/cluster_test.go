@@ -237,6 +237,19 @@ func retryCreate(t *testing.T, create func(ctx context.Context) error) {
 	}, "create bucket")
 }
 
+// bindKV binds bucket on js, retrying like retryCreate: a node answers
+// the bucket's info only once it has caught up with the meta layer's
+// create, which timed out once under load on a SyncAlways cluster.
+func bindKV(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	var kv jetstream.KeyValue
+	retryCreate(t, func(ctx context.Context) (err error) {
+		kv, err = js.KeyValue(ctx, bucket)
+		return err
+	})
+	return kv
+}
+
 // streamOf is the stream behind a KV bucket.
 func streamOf(bucket string) string { return embedded.KVStreamName(bucket) }
 

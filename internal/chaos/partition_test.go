@@ -125,8 +125,7 @@ func runPartitionSchedule(t *testing.T, cc *chaosCluster, net *natstest.RouteNet
 		js, closeFn, err := cc.connectNode(i)
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		kv, err := js.KeyValue(context.Background(), probeBucket)
-		require.NoError(t, err)
+		kv := bindKV(t, js, probeBucket)
 		r.probes = append(r.probes, kv)
 	}
 	for _, w := range ws {

@@ -281,9 +281,7 @@ func (w *ackedWL) setup(t *testing.T, r *partRun) {
 		js, closeFn, err := r.cc.connect(fmt.Sprintf("acked%d", i))
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		kv, err := js.KeyValue(context.Background(), ackedBucket)
-		require.NoError(t, err)
-		w.kvs = append(w.kvs, kv)
+		w.kvs = append(w.kvs, bindKV(t, js, ackedBucket))
 	}
 }
 
