@@ -127,7 +127,9 @@
 // finish for up to DrainTimeout, then cancels the rest (ErrDraining) and
 // releases their claims: the record goes back to pending with its
 // attempt not counted and the lease is deleted, so another worker's
-// watch sees both and starts the task at once. Close then stops the
+// watch sees both and starts the task at once. (Each attempt runs on
+// one goroutine, reused for the next attempt once it is done, so at most
+// as many exist as attempts ran at once.) Close then stops the
 // watches; every goroutine of the worker has ended when it returns
 // (a handler that ignores its cancelled context is waited for as long
 // as Close's ctx allows). Measured: another worker started a released

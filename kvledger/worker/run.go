@@ -39,7 +39,7 @@ func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
 	w.busy++
 	w.perKind[kind]++
 	w.runs.Add(1)
-	go r.attempt()
+	w.startAttemptLocked(r)
 }
 
 // freeSlot gives r's concurrency slot back once its handler returned:

@@ -45,7 +45,9 @@ type Worker struct {
 	cancel    context.CancelFunc
 	values    context.Context // Start's ctx without its cancellation: handlers' values
 	wg        sync.WaitGroup  // dispatcher, schedule loop
-	runs      sync.WaitGroup  // attempt goroutines
+	runs      sync.WaitGroup  // attempts started and not ended
+	pool      sync.WaitGroup  // attempt goroutines, running or parked (pool.go)
+	parked    []chan *run     // guarded by mu: parked attempt goroutines
 	recWatch  *kvledger.RecordWatch
 	leaseStop func()
 	leaseDone chan struct{}
@@ -224,6 +226,7 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.wg.Wait()
 			w.drain(ctx)
 			w.stopWatches()
+			waitGroup(ctx, &w.pool)
 		}
 		var errs []error
 		if w.ownsMgr {
@@ -274,6 +277,17 @@ func (w *Worker) drain(ctx context.Context) {
 	wg.Wait()
 	select {
 	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
+// waitGroup waits for wg, bounded by ctx (a handler that ignores its
+// cancelled context keeps its goroutine past Close; see doc.go).
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
 	case <-ctx.Done():
 	}
 }
