@@ -73,7 +73,11 @@ func valueLen(b *testing.B, js jetstream.JetStream, bucket, key string) int {
 // built from it, measured alternately in the same loop.
 type split struct {
 	raw, prim time.Duration
-	n         int
+	// rawCPU and primCPU are the process CPU time each side used (see
+	// processCPU): a steadier figure than the wall time on a shared
+	// machine, and the one that says where a CPU-bound run spends.
+	rawCPU, primCPU time.Duration
+	n               int
 	// extra is an optional second baseline, timed by timeExtra and
 	// reported by reportExtra.
 	extra time.Duration
@@ -94,15 +98,17 @@ func (s *split) pair(raw, prim func()) {
 }
 
 func (s *split) timeRaw(f func()) {
-	t := time.Now()
+	t, c := time.Now(), processCPU()
 	f()
 	s.raw += time.Since(t)
+	s.rawCPU += processCPU() - c
 }
 
 func (s *split) timePrim(f func()) {
-	t := time.Now()
+	t, c := time.Now(), processCPU()
 	f()
 	s.prim += time.Since(t)
+	s.primCPU += processCPU() - c
 }
 
 func (s *split) timeExtra(f func()) {
