@@ -201,22 +201,9 @@ func (l Leases[K]) restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	sec := newSecret()
 	owner := sec.hash()
 	value := m.encodeValue(time.Now(), t.ttl, owner)
-	sent := m.now()
-	rev, err := m.b.Update(octx, t.key, value, e.Revision, serverTTL(t.ttl))
-	switch {
-	case err == nil:
-	case kvx.IsConflict(err):
-		return nil, fmt.Errorf("%w: %q changed during restore", ErrLost, t.key)
-	case kvx.OutcomeUnknown(err):
-		rctx, rcancel := m.cleanupCtx()
-		cur, rerr := m.b.Get(rctx, t.key)
-		rcancel()
-		if rerr != nil || !ownedBy(cur.Value, owner) {
-			return nil, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
-		}
-		rev = cur.Revision
-	default:
-		return nil, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+	rev, sent, err := l.restoreWrite(octx, t, e, owner, value)
+	if err != nil {
+		return nil, err
 	}
 	g := m.newGuard(ctx, l.d.name, t.key, rev, sent, t.ttl, sec, owner, value)
 	if !g.start(ctx) {
@@ -225,4 +212,54 @@ func (l Leases[K]) restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	}
 	m.stats.restored.Add(1)
 	return g, nil
+}
+
+// restoreWrite writes the restored lease's value over e, the token's
+// lease as read, and returns the revision and send time of the write
+// that holds it. A conflict is loss only if the key really changed: on
+// an R3 bucket under leader changes a CAS can be refused while the
+// leader still holds the expected value, and a refused write can have
+// landed (see casOwn). So a conflict reads the key again: our new owner
+// there means the write landed; the token's owner still there means
+// write again at the stored revision (backing off when it is the one
+// just tried), up to ownAttempts writes; anything else is ErrLost.
+func (l Leases[K]) restoreWrite(ctx context.Context, t Token[K], e kvx.Entry, owner string, value []byte) (uint64, time.Time, error) {
+	m := l.m
+	// A write found stored after an ambiguous answer may be any attempt's
+	// (they carry the same value): its validity counts from the first.
+	first := m.now()
+	for attempt := 0; ; attempt++ {
+		sent := m.now()
+		rev, err := m.b.Update(ctx, t.key, value, e.Revision, serverTTL(t.ttl))
+		switch {
+		case err == nil:
+			return rev, sent, nil
+		case kvx.OutcomeUnknown(err):
+			if cur, ok := l.reread(t.key); ok && ownedBy(cur.Value, owner) {
+				return cur.Revision, first, nil // the unanswered write landed
+			}
+			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+		case !kvx.IsConflict(err):
+			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+		}
+		cur, ok := l.reread(t.key)
+		switch {
+		case ok && ownedBy(cur.Value, owner):
+			return cur.Revision, first, nil // refused, yet stored
+		case !ok || !ownedBy(cur.Value, t.secret.hash()) || attempt == ownAttempts-1:
+			return 0, sent, fmt.Errorf("%w: %q changed during restore", ErrLost, t.key)
+		case cur.Revision == e.Revision && kvx.Backoff(ctx, attempt) != nil:
+			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+		}
+		e = cur
+		m.stats.reclaimed.Add(1)
+	}
+}
+
+// reread reads key from the stream leader after an ambiguous write.
+func (l Leases[K]) reread(key string) (kvx.Entry, bool) {
+	ctx, cancel := l.m.cleanupCtx()
+	defer cancel()
+	e, err := l.m.b.Get(ctx, key)
+	return e, err == nil
 }
