@@ -5,24 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlock"
 )
-
-// streamConsumers counts the consumers the server runs on a bucket's
-// stream.
-func streamConsumers(t *testing.T, js jetstream.JetStream, bucket string) int {
-	t.Helper()
-	ctx := natstest.Context(t, 5*time.Second)
-	s, err := js.Stream(ctx, "KV_"+bucket)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	return info.State.Consumers
-}
 
 // A Locker costs the server one consumer on its bucket however it is
 // used: its manager's watch wakes barging waiters, keeps the fair queue's
@@ -39,7 +26,7 @@ func TestLockerRunsOneConsumerOnTheBucket(t *testing.T) {
 			ctx := natstest.Context(t, 30*time.Second)
 			l := newLocker(t, n.JS, kvlock.Config{Name: "one", TTL: 2 * time.Second, Fair: fair})
 			bucket := l.Manager().Bucket()
-			require.Zero(t, streamConsumers(t, n.JS, bucket), "an idle Locker watches nothing")
+			require.Zero(t, natstest.BucketConsumers(t, n.JS, bucket), "an idle Locker watches nothing")
 
 			held, err := l.Acquire(ctx, "k")
 			require.NoError(t, err)
@@ -64,7 +51,7 @@ func TestLockerRunsOneConsumerOnTheBucket(t *testing.T) {
 			campaigned := make(chan error, 1)
 			go func() { campaigned <- e2.Campaign(ctx, "two") }()
 
-			require.Equal(t, 1, streamConsumers(t, n.JS, bucket), "waiters, the queue and two observers share one watch")
+			require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, bucket), "waiters, the queue and two observers share one watch")
 
 			require.NoError(t, held.Release(ctx))
 			k := natstest.Recv(t, waited, 10*time.Second, "the waiter takes the lock")
@@ -72,13 +59,13 @@ func TestLockerRunsOneConsumerOnTheBucket(t *testing.T) {
 			require.True(t, recvEvent(t, events).Vacant)
 			require.NoError(t, natstest.Recv(t, campaigned, 10*time.Second, "the second candidate wins"))
 			require.Equal(t, "two", recvEvent(t, events).Info.Value)
-			require.Equal(t, 1, streamConsumers(t, n.JS, bucket), "after the handovers")
+			require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, bucket), "after the handovers")
 			require.NoError(t, k.Release(ctx))
 
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			require.NoError(t, l.Close(cctx))
-			natstest.Eventually(t, 10*time.Second, func() bool { return streamConsumers(t, n.JS, bucket) == 0 }, "Close stops the watch")
+			natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, bucket) == 0 }, "Close stops the watch")
 		})
 	}
 }

@@ -5,23 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/natstest"
 )
-
-// consumers counts the consumers on b's stream.
-func consumers(t *testing.T, js jetstream.JetStream, b *kvx.Bucket) int {
-	t.Helper()
-	ctx := natstest.Context(t, 5*time.Second)
-	s, err := js.Stream(ctx, "KV_"+b.Name())
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	return info.State.Consumers
-}
 
 // A plain hub whose watch already runs updates-only gains a view of one
 // prefix through KeepView: the first SyncTo restarts the watch with the
@@ -42,7 +30,7 @@ func TestKeepViewUpgradesARunningHub(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.True(t, h.Running())
-	require.Equal(t, 1, consumers(t, n.JS, b))
+	require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, b.Name()))
 
 	h.KeepView("mine")
 	h.KeepView("mine") // idempotent
@@ -51,7 +39,7 @@ func TestKeepViewUpgradesARunningHub(t *testing.T) {
 	require.True(t, h.Ready())
 	_, open := <-s.C()
 	require.False(t, open, "the updates-only watch ended for the restart")
-	require.Equal(t, 1, consumers(t, n.JS, b), "the restarted watch replaces the old one")
+	require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, b.Name()), "the restarted watch replaces the old one")
 
 	keys := func(parent string) []string {
 		var out []string
@@ -85,5 +73,5 @@ func TestKeepViewUpgradesARunningHub(t *testing.T) {
 	e, ok := h.Lookup("mine.q.a.2")
 	require.True(t, ok)
 	require.Equal(t, "two", string(e.Value))
-	require.Equal(t, 1, consumers(t, n.JS, b))
+	require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, b.Name()))
 }
