@@ -9,6 +9,13 @@
 // API, key conventions, Hold, fairness, elections, retries of
 // transient errors, logging and observer hooks.
 //
+// A Locker costs the server one consumer on its bucket: its manager's
+// watch wakes barging waiters, and the same watch keeps the Locker's view
+// of its keys (kvlease.Manager.View), which fair waiters and election
+// observers look at and are woken by. The watch starts at the first wait
+// and becomes a view (restarting once, with the keys' current values) at
+// the first fair wait or Observe; an idle Locker watches nothing.
+//
 // # Keys
 //
 // A lock key is dot-separated tokens of [A-Za-z0-9_/=-] (ValidateKey);
@@ -159,8 +166,9 @@
 // successor's value. The term is the lock's fencing token. Readers trust a
 // record only while the live lock names the same owner, so a stale record
 // is never reported. Leader returns ErrNoLeader while vacant (and during
-// the instant a winner has not written its value). Observe watches the
-// lock and the record and reports every leader, value change and vacancy
+// the instant a winner has not written its value). Observe follows the
+// lock and the record in the Locker's view of its keys (no watch of its
+// own) and reports every leader, value change and vacancy
 // (resignation, expiry of a crashed leader, force release) - etcd's
 // Observe does not report vacancies. A leader that loses its lease stops
 // leading at once: Done closes and Context is cancelled with ErrLost,

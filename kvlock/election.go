@@ -97,7 +97,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		e.campaigning = false
 		e.mu.Unlock()
 	}()
-	k, err := e.l.acquire(ctx, e.s, true, e.l.qhub)
+	k, err := e.l.acquire(ctx, e.s, true)
 	if err != nil {
 		return err
 	}

@@ -25,9 +25,10 @@ import (
 // is in the key because a NATS KV revision changes on every renewal:
 // unlike etcd's create revision it cannot order entries that renew.
 //
-// Looking costs no consumer and no wildcard read: the Locker's view hub
-// keeps its live keys (locks, queue entries, tickets) in memory from one
-// shared watch (kvx.NewViewHub), applied in stream order without gaps.
+// Looking costs no consumer and no wildcard read: the Locker's view
+// (kvlease.Manager.View) keeps its live keys (locks, queue entries,
+// tickets) in memory from the manager's own watch of the bucket, applied
+// in stream order without gaps.
 // Two facts make the view complete enough without asking the server:
 //
 //   - Is anyone queued? The newest ticket's revision R is read from the
@@ -77,7 +78,7 @@ func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
 }
 
 // queued reports whether anyone is in s's queue, or is joining it. It
-// reads one key, the queue's ticket key, and waits until the queue hub's
+// reads one key, the queue's ticket key, and waits until the Locker's
 // view has applied that revision: every waiter draws its ticket before it
 // creates its entry, so the view then holds every entry whose ticket was
 // drawn before the look, except one still being created, which only the
@@ -86,13 +87,13 @@ func (l *Locker) ticket(ctx context.Context, s spec) (uint64, error) {
 // therefore counts as queued (it may also have been served already: the
 // caller then queues behind nobody, which costs a ticket and an entry, not
 // fairness).
-func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error) {
+func (l *Locker) queued(ctx context.Context, s spec) (bool, error) {
 	// A live entry already in the view settles it without a read: someone
 	// is queued (or was served a moment ago and is leaving, which costs
 	// this caller a ticket and an entry, not fairness).
-	if hub.Ready() {
+	if l.view.Ready() {
 		queued := false
-		if err := hub.Children(s.queue, func(e kvx.Entry) bool {
+		if err := l.view.Children(s.queue, func(e kvlease.Change) bool {
 			_, t := s.ticketOf(e.Key)
 			queued = t && e.Live()
 			return !queued
@@ -113,20 +114,20 @@ func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error)
 		return false, l.viewErr(ctx, s, err)
 	}
 	octx, cancel := l.opt.Bound(ctx)
-	err = hub.SyncTo(octx, last)
+	err = l.view.SyncTo(octx, last)
 	cancel()
 	if err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
 	queued := false
-	if err := hub.Children(s.queue, func(e kvx.Entry) bool {
+	if err := l.view.Children(s.queue, func(e kvlease.Change) bool {
 		_, queued = s.ticketOf(e.Key)
 		return !queued
 	}); err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
 	if !queued && live {
-		ok, err := hub.Live(s.entryKey(last))
+		ok, err := l.view.Live(s.entryKey(last))
 		if err != nil {
 			return false, l.viewErr(ctx, s, err)
 		}
@@ -137,8 +138,8 @@ func (l *Locker) queued(ctx context.Context, s spec, hub *kvx.Hub) (bool, error)
 
 // tryFair is TryAcquire in fair mode: it does not take the lock while
 // anyone is queued for it.
-func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
-	queued, err := l.queued(ctx, s, hub)
+func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
+	queued, err := l.queued(ctx, s)
 	if err != nil || queued {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (l *Locker) tryFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, erro
 
 func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
 	switch {
-	case errors.Is(err, kvx.ErrHubClosed):
+	case errors.Is(err, kvlease.ErrClosed):
 		return ErrClosed
 	case err != nil && ctx.Err() != nil:
 		return context.Cause(ctx)
@@ -171,8 +172,8 @@ func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
 // (in the background), so its successor is first in line while the lock
 // is still held and waits for the lock itself: the handover is the
 // release, the successor's wake-up and its one publish.
-func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, error) {
-	queued, err := l.queued(ctx, s, hub)
+func (l *Locker) acquireFair(ctx context.Context, s spec) (*Lock, error) {
+	queued, err := l.queued(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +208,9 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 		}
 		return nil, mapErr(err)
 	}
-	g, err := l.waitTurn(ctx, s, t, entry, hub)
+	g, err := l.waitTurn(ctx, s, t, entry)
 	if err != nil {
-		l.quit(s, t, entry, hub)
+		l.quit(s, t, entry)
 		return nil, err
 	}
 	// Leave the queue while the lock is held: waiters count our entry
@@ -230,17 +231,17 @@ func (l *Locker) acquireFair(ctx context.Context, s spec, hub *kvx.Hub) (*Lock, 
 // (the lock key then carries our entry's value, and we adopt it without a
 // write), or, once we are first in line, free for us to take with one
 // publish (a releaser whose view lacked our entry released it instead).
-func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) (*kvlease.Guard, error) {
+func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.Guard) (*kvlease.Guard, error) {
 	sync := true
 	for {
-		lock, ok := hub.Lookup(s.lease)
+		lock, ok := l.view.Lookup(s.lease)
 		if !ok {
 			lock = kvx.Entry{Op: kvx.OpDelete} // free; revision 0
 		}
 		if g, err := l.adoptHanded(ctx, s, entry, lock); g != nil || err != nil {
 			return g, err
 		}
-		pred, ahead, err := l.predecessor(ctx, s, t, entry, hub, sync || !hub.Ready())
+		pred, ahead, err := l.predecessor(ctx, s, t, entry, sync || !l.view.Ready())
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +254,7 @@ func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.
 				return g, nil
 			}
 		}
-		woken, err := l.waitChange(ctx, pred, ahead == 1, s.lease, lock.Revision, entry, hub)
+		woken, err := l.waitChange(ctx, pred, ahead == 1, s.lease, lock.Revision, entry)
 		if err != nil {
 			if errors.Is(err, ErrQueueEntryLost) {
 				// A hand-over deletes our entry: a renewal of it that
@@ -309,20 +310,20 @@ func (l *Locker) adoptFromServer(ctx context.Context, s spec, entry *kvlease.Gua
 // leaving (a holder's write lands within its own validity window) the
 // Locker watches the lock and passes on one that arrives, so it does not
 // sit with nobody until its TTL.
-func (l *Locker) quit(s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub) {
+func (l *Locker) quit(s spec, t uint64, entry *kvlease.Guard) {
 	l.leave(entry)
-	if !hub.Running() {
+	if !l.view.Running() {
 		return
 	}
 	l.goOwned(func() {
 		ctx, cancel := context.WithTimeout(l.ctx, l.cfg.TTL)
 		defer cancel()
-		sub, err := hub.Subscribe(ctx, s.lease)
+		sub, err := l.view.Subscribe(ctx, s.lease)
 		if err != nil {
 			return
 		}
 		defer sub.Close()
-		if e, ok := hub.Lookup(s.lease); ok && e.Live() && kvlease.HandedTo(e.Value, entry) {
+		if e, ok := l.view.Lookup(s.lease); ok && e.Live() && kvlease.HandedTo(e.Value, entry) {
 			l.passOn(s, t, entry, e.Revision)
 			return
 		}
@@ -369,7 +370,7 @@ func (l *Locker) passOn(s spec, t uint64, entry *kvlease.Guard, rev uint64) {
 // so that no entry of a waiter already served (each deleted its entry
 // before releasing) is taken for a waiter.
 func (l *Locker) releaseLease(ctx context.Context, s spec, g *kvlease.Guard, ticket uint64, left <-chan struct{}) error {
-	if !l.cfg.Fair || !l.qhub.Ready() {
+	if !l.cfg.Fair || !l.view.Ready() {
 		return g.Release(ctx)
 	}
 	if left != nil {
@@ -385,7 +386,7 @@ func (l *Locker) releaseLease(ctx context.Context, s spec, g *kvlease.Guard, tic
 		// earlier holder's entry delete. (One that never queued found the
 		// queue empty in a synced view, so no served entry was left.)
 		octx, cancel := l.opt.Bound(ctx)
-		err := l.qhub.SyncTo(octx, g.Fence())
+		err := l.view.SyncTo(octx, g.Fence())
 		cancel()
 		if err != nil {
 			return g.Release(ctx)
@@ -395,7 +396,7 @@ func (l *Locker) releaseLease(ctx context.Context, s spec, g *kvlease.Guard, tic
 		head  kvx.Entry
 		headT uint64
 	)
-	err := l.qhub.Children(s.queue, func(e kvx.Entry) bool {
+	err := l.view.Children(s.queue, func(e kvlease.Change) bool {
 		x, ok := s.ticketOf(e.Key)
 		if ok && x != ticket && e.Live() && !kvlease.HandedTo(e.Value, g) && (head.Key == "" || x < headT) {
 			head, headT = e, x
@@ -454,19 +455,19 @@ func entryErr(entry *kvlease.Guard) error {
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line) and how many entries are ahead of t, not counting the
 // lock holder's and those before it (see above).
-func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, hub *kvx.Hub, sync bool) (pred string, ahead int, err error) {
+func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, sync bool) (pred string, ahead int, err error) {
 	if sync {
 		// Every entry created before ours has a smaller revision: once the
 		// view has applied our entry's, it holds them all.
 		octx, cancel := l.opt.Bound(ctx)
-		err := hub.SyncTo(octx, entry.Revision())
+		err := l.view.SyncTo(octx, entry.Revision())
 		cancel()
 		if err != nil {
 			return "", 0, l.viewErr(ctx, s, err)
 		}
 	}
 	holder := ""
-	if e, ok := hub.Lookup(s.lease); ok {
+	if e, ok := l.view.Lookup(s.lease); ok {
 		if h, err := kvlease.DecodeHolder(e.Value); err == nil {
 			holder = h.ID
 		}
@@ -477,7 +478,7 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 		servedT uint64
 	)
 	before := make([]kvx.Entry, 0, 8)
-	fn := func(e kvx.Entry) bool {
+	fn := func(e kvlease.Change) bool {
 		if x, ok := s.ticketOf(e.Key); ok && x < t {
 			before = append(before, e)
 			if holder != "" && (served == "" || x < servedT) {
@@ -488,7 +489,7 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 		}
 		return true
 	}
-	if err := hub.Children(s.queue, fn); err != nil {
+	if err := l.view.Children(s.queue, fn); err != nil {
 		return "", 0, l.viewErr(ctx, s, err)
 	}
 	for _, e := range before {
@@ -512,17 +513,17 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 // holder while we are right behind the first in line (next: that holder
 // is our predecessor, whose entry then counts as served). It then reports woken: the caller looks again. It
 // subscribes before checking the view, so a change between the check and
-// the wait is not missed. woken is false when the hub's watch restarted
+// the wait is not missed. woken is false when the view's watch restarted
 // (or a change was coalesced), and the caller should sync before looking
 // again.
-func (l *Locker) waitChange(ctx context.Context, pred string, next bool, lock string, seen uint64, entry *kvlease.Guard, hub *kvx.Hub) (woken bool, err error) {
+func (l *Locker) waitChange(ctx context.Context, pred string, next bool, lock string, seen uint64, entry *kvlease.Guard) (woken bool, err error) {
 	keys := []string{lock}
 	if pred != "" {
 		keys = append(keys, pred)
 	}
-	sub, err := hub.Subscribe(ctx, keys...)
+	sub, err := l.view.Subscribe(ctx, keys...)
 	if err != nil {
-		if errors.Is(err, kvx.ErrHubClosed) {
+		if errors.Is(err, kvlease.ErrClosed) {
 			return false, ErrClosed
 		}
 		return false, fmt.Errorf("kvlock: watch %q: %w", lock, err)
@@ -532,11 +533,11 @@ func (l *Locker) waitChange(ctx context.Context, pred string, next bool, lock st
 	// moved since (or the watch restarted and the view is refilling),
 	// look again.
 	if pred != "" {
-		if live, err := hub.Live(pred); err != nil || !live {
+		if live, err := l.view.Live(pred); err != nil || !live {
 			return false, err
 		}
 	}
-	cur, ok := hub.Lookup(lock)
+	cur, ok := l.view.Lookup(lock)
 	if !ok {
 		cur = kvx.Entry{Op: kvx.OpDelete}
 	}

@@ -26,10 +26,12 @@ type Locker struct {
 	log *slog.Logger
 	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
-	// qhub is the view of this Locker's keys ("<name>.>": locks, queues,
-	// elections) that fair waiters look at and are woken by. Started by
-	// the first fair wait only.
-	qhub *kvx.Hub
+	// view is the view of this Locker's keys ("<name>.>": locks, queues,
+	// elections) that fair waiters and election observers look at and are
+	// woken by. It is kept by the manager's own watch of the bucket (one
+	// consumer per Locker), which it turns into a view at the first fair
+	// wait or Observe only.
+	view *kvlease.View
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -84,10 +86,17 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 		_ = m.Close(cctx)
 		return nil, fmt.Errorf("kvlock: %w", err)
 	}
+	view, err := m.View(cfg.Name)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
+		defer cancel()
+		_ = m.Close(cctx)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
 		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
-		qhub: b.NewViewHub(cfg.Name + ".>"),
+		view: view,
 		ctx:  lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil
 }
@@ -130,9 +139,6 @@ func (l *Locker) Close(ctx context.Context) error {
 			l.wgShut = true
 			l.wgMu.Unlock()
 			l.wg.Wait()
-			if herr := l.qhub.Close(); herr != nil && !errors.Is(herr, jetstream.ErrConsumerNotFound) {
-				l.log.Debug("kvlock: closing watch", "err", herr)
-			}
 			l.closeErr = mapErr(err)
 			close(l.done)
 		}()
@@ -179,7 +185,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, bool, error
 	if err := ValidateKey(key); err != nil {
 		return nil, false, err
 	}
-	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), false, l.qhub)
+	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), false)
 	return k, k != nil, err
 }
 
@@ -193,10 +199,10 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	return l.acquire(ctx, lockSpec(l.cfg.Name, key), true, l.qhub)
+	return l.acquire(ctx, lockSpec(l.cfg.Name, key), true)
 }
 
-func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (*Lock, error) {
+func (l *Locker) acquire(ctx context.Context, s spec, wait bool) (*Lock, error) {
 	start := l.clock()
 	var (
 		k   *Lock
@@ -206,9 +212,9 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool, hub *kvx.Hub) (
 	case l.ctx.Err() != nil:
 		err = ErrClosed
 	case l.cfg.Fair && wait:
-		k, err = l.acquireFair(ctx, s, hub)
+		k, err = l.acquireFair(ctx, s)
 	case l.cfg.Fair:
-		k, err = l.tryFair(ctx, s, hub)
+		k, err = l.tryFair(ctx, s)
 	default:
 		var g *kvlease.Guard
 		g, err = l.acquireLease(ctx, s.lease, wait)

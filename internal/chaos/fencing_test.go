@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/kvlease"
@@ -204,6 +205,25 @@ func runFencing(t *testing.T, soak time.Duration) {
 // lockClient contends on one lease with its own connection; a cut
 // connection makes it reconnect with a new manager.
 func (f *fencing) lockClient(ctx context.Context, name string) {
+	f.sessions(ctx, name, func(js jetstream.JetStream) error {
+		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OpTimeout: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer within(10*time.Second, m.Close)
+		leases, err := lockFamily.Bind(m)
+		if err != nil {
+			return err
+		}
+		f.lockLoop(ctx, name, js.Conn().IsClosed, leases)
+		return nil
+	})
+}
+
+// sessions runs a client until ctx ends, one session per connection:
+// session returns when its connection is cut (or fails to set up, a
+// transient error), and the client reconnects.
+func (f *fencing) sessions(ctx context.Context, name string, session func(js jetstream.JetStream) error) {
 	for ctx.Err() == nil {
 		js, closeFn, err := f.cc.connect(name)
 		if err != nil {
@@ -211,21 +231,54 @@ func (f *fencing) lockClient(ctx context.Context, name string) {
 			f.cc.pause(ctx, 100*time.Millisecond)
 			continue
 		}
-		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: lockBucket, Holder: name, OpTimeout: 2 * time.Second})
-		if err == nil {
-			var leases kvlease.Leases[string]
-			if leases, err = lockFamily.Bind(m); err == nil {
-				f.lockLoop(ctx, name, js.Conn().IsClosed, leases)
-			}
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = m.Close(cctx)
-			cancel()
-		} else {
+		if err := session(js); err != nil {
 			f.transient.add()
 		}
 		closeFn()
 		f.reconnects.add()
 	}
+}
+
+// within runs an end-of-session call (a Release, a Close) bounded by d and
+// independent of the run's context, ignoring its error: a fault may have
+// made it fail, and the checks judge only what the resource saw.
+func within(d time.Duration, end func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_ = end(ctx)
+}
+
+// writeHonestly writes to res n times under fence while valid holds, gap
+// apart (cut short when ctx ends): the work of a holder that is not
+// paused.
+func (f *fencing) writeHonestly(ctx context.Context, res *Resource, section string, fence uint64, valid func() error, n int, gap time.Duration) {
+	for range n {
+		if _, err := res.Write(section, fence, valid); err != nil {
+			return
+		}
+		f.honestWrites.add()
+		f.cc.pause(ctx, gap)
+	}
+}
+
+// zombieWrite plays a holder that was paused: it writes under fence once
+// (accepted only while valid still holds), waits until another holder has
+// written under a higher fence, then writes under its old fence again,
+// which res must refuse. It reports whether that takeover came in time
+// (false when the run ended first: nothing to prove).
+func (f *fencing) zombieWrite(ctx context.Context, res *Resource, section string, fence uint64, valid func() error) bool {
+	if _, err := res.Write(section, fence, valid); err == nil {
+		f.honestWrites.add()
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if res.WaitAbove(wctx, fence) != nil {
+		return false
+	}
+	if ok, _ := res.Write(section, fence, nil); !ok {
+		f.zombieRefused.add()
+	}
+	return true
 }
 
 func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool, leases kvlease.Leases[string]) {
@@ -253,19 +306,8 @@ func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool,
 			continue
 		default:
 		}
-		for range 5 {
-			if _, err := f.lockRes.Write(section, g.Fence(), g.Err); err != nil {
-				break
-			}
-			f.honestWrites.add()
-			select {
-			case <-time.After(20 * time.Millisecond): // the "work"
-			case <-g.Context().Done():
-			}
-		}
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = g.Release(rctx)
-		cancel()
+		f.writeHonestly(g.Context(), f.lockRes, section, g.Fence(), g.Err, 5, 20*time.Millisecond)
+		within(5*time.Second, g.Release)
 	}
 }
 
@@ -274,43 +316,25 @@ func (f *fencing) lockLoop(ctx context.Context, name string, closed func() bool,
 // resource must refuse it.
 func (f *fencing) zombieLock(ctx context.Context, section string, g *kvlease.Guard) {
 	g.StopRenewing()
-	if _, err := f.lockRes.Write(section, g.Fence(), g.Err); err == nil {
-		f.honestWrites.add()
-	}
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if f.lockRes.WaitAbove(wctx, g.Fence()) != nil {
-		return // nobody took over in time (run ended); nothing to prove
-	}
-	if ok, _ := f.lockRes.Write(section, g.Fence(), nil); !ok {
-		f.zombieRefused.add()
-	}
+	f.zombieWrite(ctx, f.lockRes, section, g.Fence(), g.Err)
 }
 
 // ledgerWorker claims open tasks, writes under the claim's fence and
 // completes them; a cut connection makes it reconnect.
 func (f *fencing) ledgerWorker(ctx context.Context, name string) {
-	for ctx.Err() == nil {
-		js, closeFn, err := f.cc.connect(name)
-		if err != nil {
-			f.transient.add()
-			f.cc.pause(ctx, 100*time.Millisecond)
-			continue
-		}
+	f.sessions(ctx, name, func(js jetstream.JetStream) error {
 		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: taskBucket})
-		if err == nil {
-			var l *kvledger.Ledger
-			if l, err = kvledger.New(store, nil); err == nil {
-				f.workLoop(ctx, name, js.Conn().IsClosed, l)
-				_ = l.Close(context.Background())
-			}
-		}
 		if err != nil {
-			f.transient.add()
+			return err
 		}
-		closeFn()
-		f.reconnects.add()
-	}
+		l, err := kvledger.New(store, nil)
+		if err != nil {
+			return err
+		}
+		f.workLoop(ctx, name, js.Conn().IsClosed, l)
+		_ = l.Close(context.Background())
+		return nil
+	})
 }
 
 // pick returns a random open task, admitting new ones while fewer than 6
@@ -382,13 +406,7 @@ func (f *fencing) workLoop(ctx context.Context, owner string, closed func() bool
 			continue
 		default:
 		}
-		for range 3 {
-			if _, err := res.Write(section, uint64(fence), valid); err != nil {
-				break
-			}
-			f.honestWrites.add()
-			f.cc.pause(ctx, 10*time.Millisecond)
-		}
+		f.writeHonestly(ctx, res, section, uint64(fence), valid, 3, 10*time.Millisecond)
 		octx, cancel = context.WithTimeout(ctx, 3*time.Second)
 		err = l.Complete(octx, "chaos", key, kvledger.OwnerID(owner), fence, kvledger.StatusCompleted, time.Now())
 		cancel()
@@ -406,16 +424,8 @@ func (f *fencing) workLoop(ctx context.Context, owner string, closed func() bool
 // writes and completes with its old fence; both must be refused.
 func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, owner, section string,
 	fence uint64, res *Resource, valid func() error) {
-	if _, err := res.Write(section, fence, valid); err == nil {
-		f.honestWrites.add()
-	}
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if res.WaitAbove(wctx, fence) != nil {
+	if !f.zombieWrite(ctx, res, section, fence, valid) {
 		return
-	}
-	if ok, _ := res.Write(section, fence, nil); !ok {
-		f.zombieRefused.add()
 	}
 	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -429,27 +439,17 @@ func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledg
 // critical section is shorter than the validity window) with its own
 // connection; a cut connection makes it reconnect with a new Locker.
 func (f *fencing) kvlockClient(ctx context.Context, name string) {
-	for ctx.Err() == nil {
-		js, closeFn, err := f.cc.connect(name)
-		if err != nil {
-			f.transient.add()
-			f.cc.pause(ctx, 100*time.Millisecond)
-			continue
-		}
+	f.sessions(ctx, name, func(js jetstream.JetStream) error {
 		l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: kvlkBucket, TTL: lockTTL, OpTimeout: 2 * time.Second, Holder: name})
-		if err == nil {
-			for i := 0; ctx.Err() == nil && !js.Conn().IsClosed(); i++ {
-				f.kvlockSection(ctx, l, fmt.Sprintf("%s#%d", name, i))
-			}
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = l.Close(cctx)
-			cancel()
-		} else {
-			f.transient.add()
+		if err != nil {
+			return err
 		}
-		closeFn()
-		f.reconnects.add()
-	}
+		defer within(10*time.Second, l.Close)
+		for i := 0; ctx.Err() == nil && !js.Conn().IsClosed(); i++ {
+			f.kvlockSection(ctx, l, fmt.Sprintf("%s#%d", name, i))
+		}
+		return nil
+	})
 }
 
 func (f *fencing) kvlockSection(ctx context.Context, l *kvlock.Locker, section string) {
@@ -466,27 +466,10 @@ func (f *fencing) kvlockSection(ctx context.Context, l *kvlock.Locker, section s
 	f.lockAcquisitions.add()
 	select {
 	case <-f.pauseLocker: // paused: no renewal, no release, wakes late
-		if _, err := f.kvlkRes.Write(section, lk.Token(), lk.Err); err == nil {
-			f.honestWrites.add()
-		}
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if f.kvlkRes.WaitAbove(wctx, lk.Token()) == nil {
-			if ok, _ := f.kvlkRes.Write(section, lk.Token(), nil); !ok {
-				f.zombieRefused.add()
-			}
-		}
+		f.zombieWrite(ctx, f.kvlkRes, section, lk.Token(), lk.Err)
 		return
 	default:
 	}
-	for range 5 {
-		if _, err := f.kvlkRes.Write(section, lk.Token(), lk.Err); err != nil {
-			break
-		}
-		f.honestWrites.add()
-		f.cc.pause(lk.Context(), 20*time.Millisecond)
-	}
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = lk.Release(rctx)
-	cancel()
+	f.writeHonestly(lk.Context(), f.kvlkRes, section, lk.Token(), lk.Err, 5, 20*time.Millisecond)
+	within(5*time.Second, lk.Release)
 }

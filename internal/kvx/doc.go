@@ -26,6 +26,8 @@
 //     watch had delivered (Sub.Known). A view hub (NewViewHub) also keeps
 //     the live keys in memory; Sync makes it as new as the stream leader
 //     with one leader read, so listings need no consumer of their own.
+//     KeepView gives a plain hub such a view of a key prefix, so a layer
+//     that needs the view shares the watch of the layer below it.
 //   - Bounds without a timer per operation (OpTimeout): operations whose
 //     context cannot end share one deadline context, where nats.go would
 //     make a context.WithTimeout per request.

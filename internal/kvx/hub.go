@@ -34,7 +34,12 @@ type Hub struct {
 	last uint64
 	seen seenKeys // the latest change per key since the watch (re)started
 
-	view *view // nil unless made by NewViewHub
+	// view is nil until NewViewHub or KeepView asks for one. The current
+	// watch feeds it only when it was started with the keys' current
+	// values (viewWatch); a hub that has watched updates only until then
+	// restarts its watch the first time the view is synced.
+	view      *view
+	viewWatch bool
 }
 
 // NewHub returns a hub watching the keys of b that match pattern (">" for
@@ -145,6 +150,7 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		opts = append(opts, jetstream.UpdatesOnly())
 	} else {
 		h.view.reset() // a new watch rebuilds the view from its initial values
+		h.view.covered = len(h.view.prefixes)
 	}
 	w, err := h.b.kv.Watch(wctx, h.pattern, opts...)
 	if err != nil {
@@ -152,6 +158,7 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
 	}
 	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
+	h.viewWatch = h.view != nil
 	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
 	go h.run(w, h.done)
@@ -162,16 +169,16 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	defer close(done)
 	for e := range w.Updates() {
 		if e == nil {
-			if h.view != nil {
-				h.mu.Lock()
+			h.mu.Lock()
+			if h.viewWatch {
 				h.view.markReady()
-				h.mu.Unlock()
 			}
+			h.mu.Unlock()
 			continue
 		}
 		ent := fromWatch(e)
 		h.mu.Lock()
-		if h.view != nil {
+		if h.viewWatch {
 			h.view.apply(ent)
 		}
 		if h.last == math.MaxUint64 || ent.Revision > h.last {
@@ -197,7 +204,7 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	for s := range ended {
 		close(s.c)
 	}
-	h.running = false
+	h.running, h.viewWatch = false, false
 	if h.view != nil {
 		h.view.reset() // invalid without its watch; Sync restarts it
 	}

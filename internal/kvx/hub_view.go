@@ -19,13 +19,49 @@ import (
 // Like NewHub, no I/O happens until the first Subscribe or Sync.
 func (b *Bucket) NewViewHub(pattern string) *Hub {
 	h := b.NewHub(pattern)
-	h.view = &view{live: make(map[string]map[string]Entry)}
+	h.view = newView()
+	h.view.all = true
 	return h
+}
+
+// KeepView makes h keep a view too, like a hub made by NewViewHub, but
+// only of the keys under prefix (whose name starts with prefix + "."):
+// the one watch of a bucket then serves both the waiters of a layer that
+// needs updates only and a layer above it that asks questions of a part of
+// the bucket, instead of each opening a watch of its own. Calling it again
+// adds a prefix. It does no I/O and leaves a running watch alone: the
+// first Sync or SyncTo afterwards restarts a watch that was started
+// without the keys' current values (or before prefix was added), and its
+// subscribers see their channels closed and subscribe again, as after any
+// restart. Until then Ready is false.
+func (h *Hub) KeepView(prefix string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.view == nil {
+		h.view = newView()
+	}
+	if h.view.all {
+		return
+	}
+	p := prefix + "."
+	for _, q := range h.view.prefixes {
+		if q == p {
+			return
+		}
+	}
+	h.view.prefixes = append(h.view.prefixes, p)
 }
 
 // view is a hub's in-memory copy of the live keys it watches, guarded by
 // the hub's mutex.
 type view struct {
+	// all keeps every key the hub watches; else only keys starting with
+	// one of prefixes (each ending in ".").
+	all      bool
+	prefixes []string
+	// covered is how many of prefixes the current watch's initial values
+	// included: a prefix added later needs a new watch.
+	covered int
 	// live maps the parent of a key (all but its last token) to the live
 	// entries under it.
 	live map[string]map[string]Entry
@@ -37,8 +73,29 @@ type view struct {
 	changed chan struct{}
 }
 
+func newView() *view { return &view{live: make(map[string]map[string]Entry)} }
+
+// keeps reports whether key belongs to the view.
+func (v *view) keeps(key string) bool {
+	if v.all {
+		return true
+	}
+	for _, p := range v.prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// apply records e, in stream order. Every delivered revision counts for
+// applied, kept or not: the view is complete up to it for its keys.
 func (v *view) apply(e Entry) {
 	v.applied = max(v.applied, e.Revision)
+	if !v.keeps(e.Key) {
+		v.notify()
+		return
+	}
 	parent, _ := splitLast(e.Key)
 	m := v.live[parent]
 	if e.Live() {
@@ -82,8 +139,9 @@ func splitLast(key string) (parent, last string) {
 	return key[:i], key[i+1:]
 }
 
-// errNoView is returned by the view methods of a hub made by NewHub.
-var errNoView = errors.New("kvx: hub keeps no view (use NewViewHub)")
+// errNoView is returned by the view methods of a hub made by NewHub
+// before KeepView.
+var errNoView = errors.New("kvx: hub keeps no view (use NewViewHub or KeepView)")
 
 // Sync returns once the hub's view is at least as new as the stream
 // leader was when Sync was called, for the keys matching pattern (which
@@ -95,7 +153,7 @@ var errNoView = errors.New("kvx: hub keeps no view (use NewViewHub)")
 // is not running (after Close it returns ErrHubClosed). It fails only
 // through ctx or the leader read: bound it with a deadline.
 func (h *Hub) Sync(ctx context.Context, pattern string) error {
-	if h.view == nil {
+	if !h.hasView() {
 		return errNoView
 	}
 	var target uint64
@@ -118,7 +176,7 @@ func (h *Hub) Sync(ctx context.Context, pattern string) error {
 // entries, each leaving a marker for a while) grows with the traffic;
 // waiting for a known revision costs nothing.
 func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
-	if h.view == nil {
+	if !h.hasView() {
 		return errNoView
 	}
 	return h.syncTo(ctx, h.pattern, rev)
@@ -130,6 +188,20 @@ func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
 		if h.closed {
 			h.mu.Unlock()
 			return ErrHubClosed
+		}
+		if h.running && !h.viewCoveredLocked() {
+			// The watch was started without the view's keys: restart it
+			// with their current values.
+			w, cancel, done := h.w, h.cancel, h.done
+			h.mu.Unlock()
+			_ = w.Stop()
+			cancel()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return fmt.Errorf("kvx: sync %q: restarting the watch: %w", pattern, ctx.Err())
+			}
+			continue
 		}
 		if !h.running {
 			if err := h.startLocked(ctx); err != nil {
@@ -155,6 +227,18 @@ func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
 	}
 }
 
+func (h *Hub) hasView() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.view != nil
+}
+
+// viewCoveredLocked reports whether the running watch feeds the whole
+// view: it was started with the current values of every kept key.
+func (h *Hub) viewCoveredLocked() bool {
+	return h.viewWatch && (h.view.all || h.view.covered == len(h.view.prefixes))
+}
+
 func (v *view) appliedNow(h *Hub) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -168,7 +252,7 @@ func (v *view) appliedNow(h *Hub) uint64 {
 func (h *Hub) Ready() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.view != nil && h.running && h.view.ready
+	return h.view != nil && h.running && h.viewCoveredLocked() && h.view.ready
 }
 
 // Children calls fn with the live entry of every key directly under
@@ -176,11 +260,11 @@ func (h *Hub) Ready() bool {
 // view; fn returns false to stop. It does no I/O: call Sync first for an
 // answer as new as the leader. fn must not call the hub.
 func (h *Hub) Children(parent string, fn func(Entry) bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.view == nil {
 		return errNoView
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, e := range h.view.live[parent] {
 		if !fn(e) {
 			break
@@ -193,11 +277,11 @@ func (h *Hub) Children(parent string, fn func(Entry) bool) error {
 // While the watch restarts the view may lack keys that are live; a caller
 // that finds a key missing should Sync before concluding it is gone.
 func (h *Hub) Live(key string) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.view == nil {
 		return false, errNoView
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	parent, _ := splitLast(key)
 	_, ok := h.view.live[parent][key]
 	return ok, nil
@@ -205,11 +289,11 @@ func (h *Hub) Live(key string) (bool, error) {
 
 // Lookup returns the view's live entry for key, if it holds one (no I/O).
 func (h *Hub) Lookup(key string) (Entry, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.view == nil {
 		return Entry{}, false
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	parent, _ := splitLast(key)
 	e, ok := h.view.live[parent][key]
 	return e, ok

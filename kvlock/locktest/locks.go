@@ -3,6 +3,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,16 +11,12 @@ import (
 )
 
 func (s suite) tryAcquireContention(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
+	ctx, svc, k := s.start(t, false)
 	a := mustTry(t, svc, ctx, k, "a free lock was not acquired")
 	if a.Key() != k {
 		t.Fatalf("Key() = %q, want %q", a.Key(), k)
 	}
-	if _, ok := try(t, svc, ctx, k); ok {
-		t.Fatal("a held lock was acquired again")
-	}
+	mustNotTry(t, svc, ctx, k, "a held lock was acquired again")
 	must(t, a.Err(), "Err of a held lock")
 	release(t, a)
 	s.wait(t, a.Done(), "Done after Release")
@@ -30,16 +27,11 @@ func (s suite) tryAcquireContention(t *testing.T) {
 }
 
 func (s suite) tokensRise(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
+	ctx, svc, k := s.start(t, false)
 	var last uint64
 	for i := range 5 {
-		l, err := svc.Acquire(ctx, k)
-		must(t, err, "Acquire")
-		if l.Token() <= last {
-			t.Fatalf("round %d: token %d not above the previous %d", i, l.Token(), last)
-		}
+		l := acquire(t, svc, ctx, k)
+		tokenAbove(t, l, last, fmt.Sprintf("round %d: the token", i))
 		last = l.Token()
 		tok, ok := kvlock.TokenFromContext(l.Context())
 		if !ok || tok != l.Token() {
@@ -50,50 +42,24 @@ func (s suite) tokensRise(t *testing.T) {
 }
 
 func (s suite) acquireWaits(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
-	got := make(chan kvlock.Held, 1)
-	errs := make(chan error, 1)
-	go func() {
-		l, err := svc.Acquire(ctx, k)
-		if err != nil {
-			errs <- err
-			return
-		}
-		got <- l
-	}()
+	ctx, svc, k := s.start(t, false)
+	a := acquire(t, svc, ctx, k)
+	w := waitFor(svc, ctx, k)
 	select {
-	case <-got:
-		t.Fatal("a held lock was acquired by a waiter")
-	case err := <-errs:
-		t.Fatalf("waiter: %v", err)
+	case r := <-w:
+		t.Fatalf("a waiter returned while the lock was held: %v, %v", r.l, r.err)
 	case <-time.After(50 * time.Millisecond): // nothing may arrive while a holds it
 	}
 	release(t, a)
-	var b kvlock.Held
-	select {
-	case b = <-got:
-	case err := <-errs:
-		t.Fatalf("waiter: %v", err)
-	case <-time.After(s.h.Timeout):
-		t.Fatal("the waiter did not get the released lock")
-	}
-	if b.Token() <= a.Token() {
-		t.Fatalf("waiter's token %d not above %d", b.Token(), a.Token())
-	}
+	b := s.waited(t, w, "the waiter to get the released lock")
+	tokenAbove(t, b, a.Token(), "the waiter's token")
 	must(t, b.Err(), "the waiter's lock outlives the wait")
 	release(t, b)
 }
 
 func (s suite) acquireGivesUp(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
+	ctx, svc, k := s.start(t, false)
+	a := acquire(t, svc, ctx, k)
 	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	l, err := svc.Acquire(wctx, k)
 	cancel()
@@ -107,13 +73,8 @@ func (s suite) acquireGivesUp(t *testing.T) {
 }
 
 func (s suite) releaseOwnerConditional(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	fr, ok := svc.(kvlock.ForceReleaser)
-	if !ok {
-		t.Skip("backend has no ForceRelease")
-	}
-	k := key(t, "k")
+	ctx, svc, k := s.start(t, false)
+	fr := forceReleaser(t, svc)
 	a, _ := try(t, svc, ctx, k)
 	forced, err := fr.ForceRelease(ctx, k)
 	must(t, err, "ForceRelease")
@@ -121,14 +82,10 @@ func (s suite) releaseOwnerConditional(t *testing.T) {
 		t.Fatal("ForceRelease of a held lock reported nothing to remove")
 	}
 	b := s.tryUntil(t, svc, ctx, k, "the force-released lock to be acquired")
-	if b.Token() <= a.Token() {
-		t.Fatalf("new holder's token %d not above %d", b.Token(), a.Token())
-	}
+	tokenAbove(t, b, a.Token(), "the new holder's token")
 	mustIs(t, a.Release(ctx), kvlock.ErrLost, "the old holder's late Release")
 	mustIs(t, a.Release(ctx), kvlock.ErrLost, "Release again")
-	if _, ok := try(t, svc, ctx, k); ok {
-		t.Fatal("the late Release removed the new holder's lock")
-	}
+	mustNotTry(t, svc, ctx, k, "the late Release removed the new holder's lock")
 	must(t, b.Err(), "new holder after the late Release")
 	release(t, b)
 	if forced, err := fr.ForceRelease(ctx, k); err != nil || forced {
@@ -137,30 +94,22 @@ func (s suite) releaseOwnerConditional(t *testing.T) {
 }
 
 func (s suite) expiry(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
+	ctx, svc, k := s.start(t, false)
+	a := acquire(t, svc, ctx, k)
 	s.advance(TTL)
 	s.wait(t, a.Done(), "an unrenewed lock to end after its TTL")
 	mustIs(t, context.Cause(a.Context()), kvlock.ErrLost, "cause of expiry")
 	mustIs(t, a.Err(), kvlock.ErrLost, "Err after expiry")
 	mustIs(t, a.Renew(ctx), kvlock.ErrLost, "Renew after expiry")
 	b := s.tryUntil(t, svc, ctx, k, "the expired lock to be free")
-	if b.Token() <= a.Token() {
-		t.Fatalf("token %d after expiry not above %d", b.Token(), a.Token())
-	}
+	tokenAbove(t, b, a.Token(), "the token after expiry")
 	mustIs(t, a.Release(ctx), kvlock.ErrLost, "Release of an expired lock")
 	release(t, b)
 }
 
 func (s suite) renewKeeps(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
+	ctx, svc, k := s.start(t, false)
+	a := acquire(t, svc, ctx, k)
 	before := a.ValidUntil()
 	s.advance(TTL / 2)
 	must(t, a.Renew(ctx), "Renew")
@@ -169,39 +118,26 @@ func (s suite) renewKeeps(t *testing.T) {
 	}
 	s.advance(TTL/2 + TTL/10)
 	must(t, a.Err(), "a renewed lock past its first TTL")
-	if _, ok := try(t, svc, ctx, k); ok {
-		t.Fatal("a renewed lock was acquired by another")
-	}
+	mustNotTry(t, svc, ctx, k, "a renewed lock was acquired by another")
 	release(t, a)
 }
 
 func (s suite) holdRenews(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	hctx, rel, err := svc.Hold(ctx, k)
-	must(t, err, "Hold")
+	ctx, svc, k := s.start(t, false)
+	hctx, rel := hold(t, svc, ctx, k)
 	defer rel()
 	s.advance(2 * TTL)
 	must(t, hctx.Err(), "a held lock two TTLs later")
-	if _, ok := try(t, svc, ctx, k); ok {
-		t.Fatal("a held lock was acquired by another")
-	}
+	mustNotTry(t, svc, ctx, k, "a held lock was acquired by another")
 	if _, ok := kvlock.TokenFromContext(hctx); !ok {
 		t.Fatal("Hold's context carries no token")
 	}
 }
 
 func (s suite) holdLoss(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	fr, ok := svc.(kvlock.ForceReleaser)
-	if !ok {
-		t.Skip("backend has no ForceRelease")
-	}
-	k := key(t, "k")
-	hctx, rel, err := svc.Hold(ctx, k)
-	must(t, err, "Hold")
+	ctx, svc, k := s.start(t, false)
+	fr := forceReleaser(t, svc)
+	hctx, rel := hold(t, svc, ctx, k)
 	tok, _ := kvlock.TokenFromContext(hctx)
 	if _, err := fr.ForceRelease(ctx, k); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
@@ -213,18 +149,13 @@ func (s suite) holdLoss(t *testing.T) {
 	mustIs(t, context.Cause(hctx), kvlock.ErrLost, "Hold's cause after loss")
 	rel() // after loss: harmless
 	b := mustTry(t, svc, ctx, k, "the lost lock is not free")
-	if b.Token() <= tok {
-		t.Fatalf("token %d after loss not above %d", b.Token(), tok)
-	}
+	tokenAbove(t, b, tok, "the token after loss")
 	release(t, b)
 }
 
 func (s suite) holdRelease(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	hctx, rel, err := svc.Hold(ctx, k)
-	must(t, err, "Hold")
+	ctx, svc, k := s.start(t, false)
+	hctx, rel := hold(t, svc, ctx, k)
 	rel()
 	rel() // idempotent
 	mustIs(t, context.Cause(hctx), kvlock.ErrReleased, "Hold's cause after release")
@@ -232,8 +163,7 @@ func (s suite) holdRelease(t *testing.T) {
 	release(t, b)
 
 	pctx, cancel := context.WithCancel(ctx)
-	hctx, rel, err = svc.Hold(pctx, k)
-	must(t, err, "Hold")
+	hctx, rel = hold(t, svc, pctx, k)
 	defer rel()
 	cancel()
 	s.wait(t, hctx.Done(), "Hold's context after its parent was cancelled")
@@ -247,32 +177,13 @@ func (s suite) holdRelease(t *testing.T) {
 }
 
 func (s suite) fairHandover(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, true)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
-	got := make(chan kvlock.Held, 1)
-	go func() {
-		l, err := svc.Acquire(ctx, k)
-		if err != nil {
-			t.Errorf("fair waiter: %v", err)
-			close(got)
-			return
-		}
-		got <- l
-	}()
+	ctx, svc, k := s.start(t, true)
+	a := acquire(t, svc, ctx, k)
+	w := waitFor(svc, ctx, k)
 	release(t, a)
-	b := recv(t, s, got, "the fair waiter's lock")
-	if b == nil {
-		return
-	}
-	if b.Token() <= a.Token() {
-		t.Fatalf("token %d not above %d", b.Token(), a.Token())
-	}
-	if _, ok := try(t, svc, ctx, k); ok {
-		t.Fatal("a held fair lock was acquired by TryAcquire")
-	}
+	b := s.waited(t, w, "the fair waiter's lock")
+	tokenAbove(t, b, a.Token(), "the fair waiter's token")
+	mustNotTry(t, svc, ctx, k, "a held fair lock was acquired by TryAcquire")
 	release(t, b)
 }
 
@@ -292,13 +203,9 @@ func (s suite) invalidKeys(t *testing.T) {
 }
 
 func (s suite) close(t *testing.T) {
-	ctx := s.ctx(t)
-	svc := s.service(t, false)
-	k := key(t, "k")
-	a, err := svc.Acquire(ctx, k)
-	must(t, err, "Acquire")
-	hctx, rel, err := svc.Hold(ctx, key(t, "h"))
-	must(t, err, "Hold")
+	ctx, svc, k := s.start(t, false)
+	a := acquire(t, svc, ctx, k)
+	hctx, rel := hold(t, svc, ctx, key(t, "h"))
 	defer rel()
 	c, err := svc.Election(t.Name())
 	must(t, err, "Election")
@@ -306,17 +213,13 @@ func (s suite) close(t *testing.T) {
 	if ev := recv(t, s, events, "first leader event"); !ev.Vacant {
 		t.Fatalf("first event %+v, want a vacancy", ev)
 	}
-	waitErr := make(chan error, 1)
-	go func() {
-		_, err := svc.Acquire(ctx, k)
-		waitErr <- err
-	}()
+	w := waitFor(svc, ctx, k)
 	must(t, svc.Close(ctx), "Close")
 	must(t, svc.Close(ctx), "second Close")
 	s.wait(t, a.Done(), "a held lock to end on Close")
 	mustIs(t, context.Cause(a.Context()), kvlock.ErrReleased, "cause of a lock ended by Close")
 	s.wait(t, hctx.Done(), "a hold to end on Close")
-	mustIs(t, recv(t, s, waitErr, "the waiter to stop on Close"), kvlock.ErrClosed, "a waiter on Close")
+	mustIs(t, recv(t, s, w, "the waiter to stop on Close").err, kvlock.ErrClosed, "a waiter on Close")
 	s.eventually(t, func() bool {
 		select {
 		case _, ok := <-events:

@@ -94,6 +94,13 @@ func (s suite) service(t *testing.T, fair bool) kvlock.Service {
 	return svc
 }
 
+// start is the opening of most scenarios: a context bounded for the
+// subtest, a fresh Service and a key of the subtest's own.
+func (s suite) start(t *testing.T, fair bool) (context.Context, kvlock.Service, string) {
+	t.Helper()
+	return s.ctx(t), s.service(t, fair), key(t, "k")
+}
+
 func (s suite) ctx(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -138,6 +145,73 @@ func try(t *testing.T, svc kvlock.Service, ctx context.Context, k string) (kvloc
 		t.Fatalf("TryAcquire %s: ok %v with lock %v", k, ok, l)
 	}
 	return l, ok
+}
+
+// acquire is Acquire that fails the test on an error.
+func acquire(t *testing.T, svc kvlock.Service, ctx context.Context, k string) kvlock.Held {
+	t.Helper()
+	l, err := svc.Acquire(ctx, k)
+	must(t, err, "Acquire "+k)
+	return l
+}
+
+// hold is Hold that fails the test on an error.
+func hold(t *testing.T, svc kvlock.Service, ctx context.Context, k string) (context.Context, func()) {
+	t.Helper()
+	hctx, rel, err := svc.Hold(ctx, k)
+	must(t, err, "Hold "+k)
+	return hctx, rel
+}
+
+// mustNotTry fails the test (with what) if TryAcquire takes k.
+func mustNotTry(t *testing.T, svc kvlock.Service, ctx context.Context, k, what string) {
+	t.Helper()
+	if _, ok := try(t, svc, ctx, k); ok {
+		t.Fatal(what)
+	}
+}
+
+// tokenAbove fails the test unless l's fencing token is above prev.
+func tokenAbove(t *testing.T, l kvlock.Held, prev uint64, what string) {
+	t.Helper()
+	if l.Token() <= prev {
+		t.Fatalf("%s %d is not above %d", what, l.Token(), prev)
+	}
+}
+
+// forceReleaser returns svc's ForceRelease, or skips the subtest for a
+// backend that has none.
+func forceReleaser(t *testing.T, svc kvlock.Service) kvlock.ForceReleaser {
+	t.Helper()
+	fr, ok := svc.(kvlock.ForceReleaser)
+	if !ok {
+		t.Skip("backend has no ForceRelease")
+	}
+	return fr
+}
+
+// acquired is the outcome of an Acquire run by waitFor.
+type acquired struct {
+	l   kvlock.Held
+	err error
+}
+
+// waitFor runs Acquire(ctx, k) in a goroutine and delivers its outcome.
+func waitFor(svc kvlock.Service, ctx context.Context, k string) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		l, err := svc.Acquire(ctx, k)
+		ch <- acquired{l, err}
+	}()
+	return ch
+}
+
+// waited receives the lock of a waitFor within the harness timeout.
+func (s suite) waited(t *testing.T, w <-chan acquired, what string) kvlock.Held {
+	t.Helper()
+	r := recv(t, s, w, what)
+	must(t, r.err, what)
+	return r.l
 }
 
 // mustTry is try that fails the test unless the lock was acquired.
