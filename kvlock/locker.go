@@ -22,7 +22,6 @@ import (
 type Locker struct {
 	cfg Config
 	m   *kvlease.Manager
-	b   *kvx.Bucket // raw reads and watches: queues, election records
 	log *slog.Logger
 	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
@@ -79,13 +78,6 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 		}
 		return nil, fmt.Errorf("kvlock: %w", err)
 	}
-	b, err := kvx.Bind(ctx, js, m.Bucket(), true)
-	if err != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
-		defer cancel()
-		_ = m.Close(cctx)
-		return nil, fmt.Errorf("kvlock: %w", err)
-	}
 	view, err := m.View(cfg.Name)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
@@ -95,7 +87,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
-		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
+		cfg: cfg, m: m, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
 		view: view,
 		ctx:  lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil
