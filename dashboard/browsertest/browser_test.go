@@ -57,6 +57,24 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 	require.NoError(t, chromedp.Do(sctx, actions...), what)
 }
 
+// click clicks the element sel finds, trying again when it was replaced
+// between chromedp's lookup of the node and the click ("Could not find
+// node with given id"): live tables are re-rendered from the event stream
+// every second or so, which a person's click never notices but a
+// scripted one, several protocol round trips long, can fall between.
+func click(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var err error
+	for range 5 {
+		if err = chromedp.Do(sctx, chromedp.Click(chromedp.CSS(sel))); err == nil || sctx.Err() != nil {
+			break
+		}
+	}
+	require.NoError(t, err, what)
+}
+
 // waitTrue polls a JavaScript predicate in the page until it holds.
 func waitTrue(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()

@@ -28,10 +28,8 @@ func TestBrowserForceReleaseLease(t *testing.T) {
 	require.Equal(t, "holder-1", eval[string](t, ctx, `document.querySelector('tr[data-lease="jobs.nightly"] td.holder').textContent`))
 	screenshot(t, ctx, "leases")
 
-	step(t, ctx, "ask to force-release",
-		chromedp.Click(chromedp.CSS(`tr[data-lease="jobs.nightly"] a.button.danger`)),
-		chromedp.WaitVisible(chromedp.CSS("#confirm")),
-	)
+	click(t, ctx, "ask to force-release", `tr[data-lease="jobs.nightly"] a.button.danger`)
+	step(t, ctx, "the confirmation page", chromedp.WaitVisible(chromedp.CSS("#confirm")))
 	require.Contains(t, eval[string](t, ctx, `document.querySelector(".confirm p").textContent`), "held by holder-1")
 	select {
 	case <-g.Done():

@@ -95,6 +95,7 @@ func TestBrowserDependencyGraph(t *testing.T) {
 	waitTrue(t, ctx, "compile turns completed in the graph", `!!document.querySelector('svg.graph g.status-completed[data-ref="compile"]')`)
 	screenshot(t, ctx, "graph-live")
 	// Following a node opens its task.
-	step(t, ctx, "follow a node", chromedp.Click(chromedp.CSS(`svg.graph g[data-ref="package"]`)), chromedp.WaitVisible(chromedp.CSS("dl.facts")))
+	click(t, ctx, "follow a node", `svg.graph g[data-ref="package"]`)
+	step(t, ctx, "the node's task", chromedp.WaitVisible(chromedp.CSS("dl.facts")))
 	require.True(t, strings.HasSuffix(eval[string](t, ctx, `location.search`), "key=package"))
 }
