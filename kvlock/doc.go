@@ -9,12 +9,15 @@
 // API, key conventions, Hold, fairness, elections, retries of
 // transient errors, logging and observer hooks.
 //
-// A Locker costs the server one consumer on its bucket: its manager's
-// watch wakes barging waiters, and the same watch keeps the Locker's view
-// of its keys (kvlease.Manager.View), which fair waiters and election
-// observers look at and are woken by. The watch starts at the first wait
-// and becomes a view (restarting once, with the keys' current values) at
-// the first fair wait or Observe; an idle Locker watches nothing.
+// A Locker costs the server one consumer on its bucket for its locks and
+// elections: its manager's watch wakes barging waiters, and the same
+// watch keeps the Locker's view of its keys (kvlease.Manager.View), which
+// fair waiters look at and are woken by. The watch starts at the first
+// wait and becomes a view (restarting once, with the keys' current
+// values) at the first fair wait; an idle Locker watches nothing. Each
+// Election.Observe keeps a watch of its own while it runs: it reports
+// every state in order, and a latest-wins view would miss a leader that
+// came and went between two looks.
 //
 // # Keys
 //

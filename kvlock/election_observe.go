@@ -3,6 +3,8 @@ package kvlock
 import (
 	"context"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -15,12 +17,6 @@ import (
 // over before the watch saw it. Consecutive equal states are reported once; a winner
 // that has not yet published its value is not reported until it has.
 //
-// Observing costs no consumer of its own: it looks at the Locker's view of
-// its keys, kept by the one watch of the bucket that the Locker's manager
-// has, and is woken by it. Changes that follow each other faster than the
-// watch delivers them may be seen as one (the newest state wins, as it
-// does for a watch that lags behind a bucket keeping one revision per key).
-//
 // The channel is closed when ctx ends, the Locker closes, or the watch
 // fails (connection closed): call Observe again to resume. Events are
 // delivered in order; a slow reader delays later ones, never drops them.
@@ -28,100 +24,91 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 	ch := make(chan LeaderEvent)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.l.ctx, cancel)
-	if !e.l.goOwned(func() {
+	w, err := e.l.b.KV().WatchFiltered(wctx, []string{e.s.lease, e.value})
+	if err != nil {
+		e.l.log.Debug("kvlock: observe", "election", e.name, "err", err)
+	}
+	if err != nil || !e.l.goOwned(func() {
 		defer close(ch)
 		defer cancel()
 		defer stop()
-		if err := e.observe(wctx, ch); err != nil && wctx.Err() == nil {
-			e.l.log.Debug("kvlock: observe", "election", e.name, "err", err)
-		}
+		defer func() { _ = w.Stop() }()
+		e.observe(wctx, w.Updates(), ch)
 	}) {
 		stop()
 		cancel()
+		if err == nil {
+			_ = w.Stop()
+		}
 		close(ch)
 	}
 	return ch
 }
 
-// observe feeds ch until ctx ends or the view fails. Each watch event of
-// the lease or the record is a cue to look at both in the view; the
-// states found are queued, so that a slow reader never holds up the look
-// that follows the next event.
-func (e *Election) observe(ctx context.Context, ch chan<- LeaderEvent) error {
-	v := e.l.view
-	var (
-		lease kvx.Entry // the lease as of the last look (zero: not looked yet)
-		queue []LeaderEvent
-		last  *LeaderEvent // the last state queued
-	)
-	push := func(ev LeaderEvent) {
-		if last == nil || *last != ev {
-			queue = append(queue, ev)
-			last = &ev
-		}
-	}
-	look := func() {
-		cur, _ := v.Lookup(e.s.lease)
-		// A new holder can only have created the key after it was
-		// vacant, but with History 1 the marker of that vacancy is gone
-		// from the stream once the new holder writes, so a watch that was
-		// a little behind never sees it. Report the vacancy anyway.
-		if present(lease) && present(cur) && newHolder(lease, cur) {
-			push(LeaderEvent{Vacant: true})
-		}
-		lease = cur
-		value, _ := v.Lookup(e.value)
-		if info, ok := current(cur, value); ok {
-			push(LeaderEvent{Info: info})
-		} else if !present(cur) {
-			push(LeaderEvent{Vacant: true})
-		} // else a winner that has not published yet
-	}
+func (e *Election) observe(ctx context.Context, updates <-chan jetstream.KeyValueEntry, ch chan<- LeaderEvent) {
+	var lease, value kvx.Entry
+	var last *LeaderEvent
+	initial := true
 	for {
-		// Synced first, then subscribed: the sync may restart the watch,
-		// which would end a subscription made before it. Subscribing
-		// before the look misses no change between the two.
-		if err := v.SyncTo(ctx, 0); err != nil {
-			return err
+		var u jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return
+		case x, ok := <-updates:
+			if !ok {
+				return
+			}
+			u = x
 		}
-		sub, err := v.Subscribe(ctx, e.s.lease, e.value)
-		if err != nil {
-			return err
+		if u == nil {
+			initial = false
+		} else {
+			ent := kvx.FromWatch(u)
+			switch ent.Key {
+			case e.s.lease:
+				// A new holder can only have created the key after it was
+				// vacant, but with History 1 the marker of that vacancy is
+				// gone from the stream once the new holder writes, so a
+				// watch that was a little behind never sees it. Report the
+				// vacancy anyway.
+				if !initial && present(lease) && present(ent) && newHolder(lease, ent) &&
+					!emit(ctx, ch, LeaderEvent{Vacant: true}, &last) {
+					return
+				}
+				lease = ent
+			case e.value:
+				value = ent
+			}
 		}
-		look()
-		err = e.deliver(ctx, ch, sub, &queue, look)
-		sub.Close()
-		if err != nil {
-			return err
+		if initial {
+			continue
 		}
-		// The watch ended (restarted, or its connection closed): the next
-		// sync starts it again or fails.
+		var ev LeaderEvent
+		if info, ok := current(lease, value); ok {
+			ev.Info = info
+		} else if !present(lease) {
+			ev.Vacant = true
+		} else {
+			continue // a winner that has not published yet
+		}
+		if !emit(ctx, ch, ev, &last) {
+			return
+		}
 	}
 }
 
-// deliver sends queued events to ch and looks again at every event of
-// sub, until ctx ends (its error) or sub's channel closes (nil).
-func (e *Election) deliver(ctx context.Context, ch chan<- LeaderEvent, sub *kvlease.ViewSub, queue *[]LeaderEvent, look func()) error {
-	for {
-		var (
-			out  chan<- LeaderEvent
-			next LeaderEvent
-		)
-		if len(*queue) > 0 {
-			out, next = ch, (*queue)[0]
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case out <- next:
-			*queue = (*queue)[1:]
-		case _, ok := <-sub.C():
-			if !ok {
-				return nil
-			}
-			sub.Missed() // every look reads both keys anyway
-			look()
-		}
+// emit sends ev unless it equals the last event sent; false when ctx
+// ended first.
+func emit(ctx context.Context, ch chan<- LeaderEvent, ev LeaderEvent, last **LeaderEvent) bool {
+	if *last != nil && **last == ev {
+		return true
+	}
+	select {
+	case ch <- ev:
+		*last = &ev
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -26,11 +26,14 @@ type Locker struct {
 	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
 	// view is the view of this Locker's keys ("<name>.>": locks, queues,
-	// elections) that fair waiters and election observers look at and are
-	// woken by. It is kept by the manager's own watch of the bucket (one
-	// consumer per Locker), which it turns into a view at the first fair
-	// wait or Observe only.
+	// elections) that fair waiters look at and are woken by. It is kept by
+	// the manager's own watch of the bucket (one consumer per Locker),
+	// which it turns into a view at the first fair wait only.
 	view *kvlease.View
+	// b serves Observe's watches: an observer reports every state in
+	// order, which a latest-wins view cannot (a leader that came and went
+	// between two looks would be missed).
+	b *kvx.Bucket
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -78,6 +81,13 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 		}
 		return nil, fmt.Errorf("kvlock: %w", err)
 	}
+	b, err := kvx.Bind(ctx, js, m.Bucket(), true)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
+		defer cancel()
+		_ = m.Close(cctx)
+		return nil, fmt.Errorf("kvlock: %w", err)
+	}
 	view, err := m.View(cfg.Name)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
@@ -87,7 +97,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
-		cfg: cfg, m: m, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
+		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
 		view: view,
 		ctx:  lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil

@@ -18,9 +18,10 @@ func TestRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	require.NoError(t, run(ctx, &out))
+	err := run(ctx, &out)
 	s := out.String()
 	t.Log("\n" + s)
+	require.NoError(t, err)
 	for _, want := range []string{
 		"observer: no leader",
 		`observer: leader node-1 value "http://node-1:8080"`,
