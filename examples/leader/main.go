@@ -112,18 +112,28 @@ func run(ctx context.Context, w io.Writer) error {
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
 	events := obs.e.Observe(octx)
-	var seen sync.WaitGroup
+	var (
+		seen    sync.WaitGroup
+		mu      sync.Mutex
+		vacant  bool                     // the observer's latest state
+		changed = make(chan struct{}, 1) // the observer reported a state
+	)
 	seen.Add(1)
-	vacancies := make(chan struct{}, 8)
 	go func() {
 		defer seen.Done()
 		for ev := range events {
 			if ev.Vacant {
 				out.printf("observer: no leader")
-				vacancies <- struct{}{}
-				continue
+			} else {
+				out.printf("observer: leader %s value %q", ev.Info.Holder, ev.Info.Value)
 			}
-			out.printf("observer: leader %s value %q", ev.Info.Holder, ev.Info.Value)
+			mu.Lock()
+			vacant = ev.Vacant
+			mu.Unlock()
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		}
 	}()
 
@@ -183,11 +193,19 @@ func run(ctx context.Context, w io.Writer) error {
 	if err := last.e.Resign(ctx); err != nil {
 		return err
 	}
-	// Wait for the observer to report the final vacancy (at the start,
-	// after the crash, after each resignation: four), then stop it.
-	for range 4 {
+	// Wait for the observer to report the final vacancy, then stop it. An
+	// observer reports states as its watch sees them: a term shorter than
+	// the watch's lag (node-2's or node-3's here, on a loaded machine) can
+	// pass unseen, so wait for the state, not for a count of vacancies.
+	for {
+		mu.Lock()
+		done := vacant
+		mu.Unlock()
+		if done {
+			break
+		}
 		select {
-		case <-vacancies:
+		case <-changed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
