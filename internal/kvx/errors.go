@@ -14,6 +14,14 @@ var (
 	// the expected one (API errors 10071 and 10164, ErrKeyExists,
 	// ErrKeyRevisionMismatch).
 	ErrConflict = errors.New("kvx: revision conflict")
+	// ErrUnsettled means a write was refused as a conflict while the key
+	// kept reading at exactly the revision the write expected, attempt
+	// after attempt: not contention (nobody else wrote), but an answer
+	// from a server whose view is not the cluster's (a stream leader cut
+	// off in a minority, or deposed and not yet aware, refuses from its
+	// own state, pending writes included). The write may yet land
+	// elsewhere, so it is an unknown outcome (OutcomeUnknown).
+	ErrUnsettled = errors.New("kvx: write refused while the key reads at the expected revision")
 	// ErrNotFound means the key has no live value.
 	ErrNotFound = errors.New("kvx: key not found")
 	// ErrNoTTL means the bucket was created without LimitMarkerTTL, so
@@ -70,6 +78,9 @@ func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 func OutcomeUnknown(err error) bool {
 	if err == nil || IsConflict(err) {
 		return false
+	}
+	if errors.Is(err, ErrUnsettled) {
+		return true
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
