@@ -63,8 +63,8 @@ func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uin
 // acknowledgment back (on a replicated stream) instead of a second write.
 func (b *Bucket) AcquireAs(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64, id string) (uint64, Entry, error) {
 	expect := hint
-	unchanged := false // the last refusal left the key at the revision expected
-	for attempt := range 4 {
+	const tries = 4
+	for attempt := range tries {
 		rev, err := b.UpdateAs(ctx, key, value, expect, ttl, id)
 		if err == nil || !IsConflict(err) {
 			return rev, Entry{}, err
@@ -81,25 +81,24 @@ func (b *Bucket) AcquireAs(ctx context.Context, key string, value []byte, ttl ti
 		case cur.Live():
 			return 0, cur, fmt.Errorf("%w: %q is held at revision %d", ErrConflict, key, cur.Revision)
 		}
-		unchanged = next == expect
-		if unchanged {
+		if next == expect {
 			// Refused although the leader reads the key at exactly the
 			// revision we expected: under stream-leader changes the
 			// server's view can lag for a moment (seen in the R3 chaos
 			// soak). Not contention: back off briefly and write again.
+			// Refused so to the end, with nobody else's write in sight,
+			// the answers come from a server that is not the cluster
+			// (seen in the partition soak: a client of a leader cut off
+			// in a minority was told "held" for seconds while the
+			// majority had the key free): unsettled, not contention.
+			if attempt == tries-1 {
+				return 0, Entry{}, fmt.Errorf("%w: %q at revision %d", ErrUnsettled, key, expect)
+			}
 			if err := Backoff(ctx, attempt); err != nil {
 				return 0, Entry{}, err
 			}
 		}
 		expect = next
-	}
-	if unchanged {
-		// Refused to the end with nobody else's write in sight: the
-		// answers come from a server that is not the cluster (seen in
-		// the partition soak: a client of a leader cut off in a minority
-		// was told "held" for seconds while the majority had the key
-		// free). Saying contention would be false; say unsettled.
-		return 0, Entry{}, fmt.Errorf("%w: %q at revision %d", ErrUnsettled, key, expect)
 	}
 	// Four lost races in a row: someone else keeps winning; that is
 	// contention, not an error of ours.

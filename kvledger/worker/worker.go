@@ -226,7 +226,10 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.wg.Wait()
 			w.drain(ctx)
 			w.stopWatches()
-			waitGroup(ctx, &w.pool)
+			select { // the attempt goroutines, parked or finishing
+			case <-doneOf(&w.pool):
+			case <-ctx.Done():
+			}
 		}
 		var errs []error
 		if w.ownsMgr {
@@ -253,8 +256,7 @@ func (w *Worker) Close(ctx context.Context) error {
 // drain waits for running handlers up to DrainTimeout, then releases
 // the claims of the rest and waits (bounded by ctx) for their handlers.
 func (w *Worker) drain(ctx context.Context) {
-	idle := make(chan struct{})
-	go func() { w.runs.Wait(); close(idle) }()
+	idle := doneOf(&w.runs)
 	if w.cfg.DrainTimeout > 0 {
 		t := time.NewTimer(w.cfg.DrainTimeout)
 		select {
@@ -281,15 +283,13 @@ func (w *Worker) drain(ctx context.Context) {
 	}
 }
 
-// waitGroup waits for wg, bounded by ctx (a handler that ignores its
-// cancelled context keeps its goroutine past Close; see doc.go).
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+// doneOf returns a channel closed when wg's count reaches zero. The
+// goroutine behind it ends then; a handler that ignores its cancelled
+// context keeps it past Close (see doc.go).
+func doneOf(wg *sync.WaitGroup) <-chan struct{} {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
+	return done
 }
 
 func (w *Worker) stopWatches() {
