@@ -63,7 +63,14 @@ func (m *MemStore) Undo(ctx context.Context, rec TaskState) error {
 	if !ok || cur.Rev != rec.Rev {
 		return nil
 	}
-	m.deleteLocked(rec.Key, cur)
-	m.evictQueue = slices.DeleteFunc(m.evictQueue, func(k IdempotencyKey) bool { return k == rec.Key })
+	m.dropLocked(rec.Key, cur)
 	return nil
+}
+
+// dropLocked is deleteLocked for a record removed by a caller (Delete,
+// Undo) rather than by eviction: it also leaves the eviction queue, which
+// Range walks.
+func (m *MemStore) dropLocked(k IdempotencyKey, s TaskState) {
+	m.deleteLocked(k, s)
+	m.evictQueue = slices.DeleteFunc(m.evictQueue, func(q IdempotencyKey) bool { return q == k })
 }

@@ -32,8 +32,10 @@ func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Task
 	return rev, true, nil
 }
 
-// DeleteRecord implements RecordDeleter. The deletion's revision is the
-// record's Rev plus one.
+// DeleteRecord implements RecordDeleter. The deletion takes the store's
+// next revision, as a KV delete marker does, so a record admitted again
+// under the key never shares a revision with the deletion (their events
+// would share a de-duplication id).
 func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (uint64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -44,6 +46,7 @@ func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Tas
 	if !ok || !sameVersion(cur, old) {
 		return 0, false, nil
 	}
-	m.deleteLocked(key, cur)
-	return cur.Rev + 1, true, nil
+	m.dropLocked(key, cur)
+	m.rev++
+	return m.rev, true, nil
 }

@@ -47,6 +47,17 @@ func testDeleteRecord(t *testing.T, newStore NewStore) {
 
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
 	check.NoError(t, err)
+	again, found, err := s.Load(ctx, "k")
+	check.NoError(t, err)
+	check.True(t, found)
+	check.Greater(t, again.Rev, rev, "a record admitted again never reuses the deletion's revision (their events would share an id)")
+	seen := 0
+	check.NoError(t, s.Range(ctx, func(ts kvledger.TaskState) bool {
+		check.True(t, ts.Key == "k", "Range yields only stored records, got %+v", ts)
+		seen++
+		return true
+	}))
+	check.True(t, seen == 1, "Range yields the record admitted again once, got %d", seen)
 	f2, err := l.Claim(ctx, "t", "k", "w", lease, t0)
 	check.NoError(t, err)
 	check.Greater(t, f2, f, "fences rise across deletion")
