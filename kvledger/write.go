@@ -136,15 +136,30 @@ func (l *Ledger) flushPrevious(ctx context.Context, cur TaskState) error {
 // this Ledger knows it published it, it publishes it again under its
 // original de-duplication id, which the bus drops when it was delivered.
 // A write over rec through this Ledger then skips that publish. Calling
-// it is never needed (every write does it first); the runtime calls it
-// while it acquires the lease that goes with a claim, so that the two
-// round trips overlap. It returns ErrEventsUnavailable when the publish
-// fails.
+// it is never needed (every write does it first). It returns
+// ErrEventsUnavailable when the publish fails.
 func (l *Ledger) PublishStored(ctx context.Context, rec TaskState) error {
 	if rec.Rev == 0 {
 		return nil
 	}
 	return l.flushPrevious(ctx, rec)
+}
+
+// PrepublishStored is PublishStored without the wait: when the bus can
+// publish asynchronously (events.AsyncPublisher) it sends rec's event and
+// the next write over rec through this Ledger waits for that send
+// instead of publishing it again; otherwise it does nothing and that
+// write publishes the event itself. The runtime calls it before it
+// acquires the lease that goes with a claim, so that the publish overlaps
+// the acquisition at no goroutine of its own; a failure is the claim's
+// (ErrEventsUnavailable, nothing written), as with PublishStored.
+func (l *Ledger) PrepublishStored(rec TaskState) {
+	if rec.Rev == 0 || l.bus == nil || rec.LastEvent == "" || l.pub.has(rec.Key, rec.Rev) {
+		return
+	}
+	if ap, ok := l.bus.(events.AsyncPublisher); ok {
+		l.pub.sent(rec.Key, rec.Rev, ap.PublishAsync(l.eventOf(rec)))
+	}
 }
 
 func (l *Ledger) publish(ctx context.Context, rec TaskState) {

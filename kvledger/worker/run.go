@@ -96,21 +96,14 @@ func (r *run) attempt() {
 		seen = *e.rec
 	}
 	w.mu.Unlock()
-	// The claim overwrites seen, whose event must be out first: publish
-	// it (a duplicate the bus drops, unless its writer died before
-	// publishing) while the lease is acquired rather than after. A
-	// failure is left to the claim, which publishes it again first.
-	flushed := make(chan struct{})
-	go func() {
-		defer close(flushed)
-		octx, cancel := w.opCtx()
-		defer cancel()
-		_ = w.l.PublishStored(octx, seen)
-	}()
+	// The claim overwrites seen, whose event must be out first: send it
+	// (a duplicate the bus drops, unless its writer died before
+	// publishing) while the lease is acquired; the claim waits for it,
+	// and publishes it again first if the send failed.
+	w.l.PrepublishStored(seen)
 	// The lease's context must outlive this call: cancelling it would
 	// release the lease. kvlease bounds the acquisition itself.
 	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), w.leaseKey(r.key), w.cfg.ClaimTTL)
-	<-flushed
 	if err != nil {
 		w.cfg.Logger.Warn("worker: acquiring a claim lease", "key", string(r.key), "err", err)
 		w.retryLater(r.key)
