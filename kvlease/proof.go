@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
@@ -103,30 +102,4 @@ func (m *Manager) checkDataKey(key string) error {
 		return fmt.Errorf("%w: %q is inside lease family %q", ErrInvalidKey, key, first)
 	}
 	return nil
-}
-
-// DeleteData removes a data key (one Proof.Put writes) only while it is
-// still at revision rev, so a value a later holder wrote is never removed,
-// and reports whether it did. Its delete marker expires after markerTTL
-// (at least the server's 1 s), after which the key leaves the bucket. It
-// needs no guard: the revision is the fence. It exists so that a layer
-// that stores records beside its leases (kvlock's election values) can
-// clean them up without binding the bucket itself.
-func (m *Manager) DeleteData(ctx context.Context, key string, rev uint64, markerTTL time.Duration) (bool, error) {
-	if err := m.checkDataKey(key); err != nil {
-		return false, err
-	}
-	if rev == 0 {
-		return false, fmt.Errorf("%w: DeleteData of %q at revision 0", ErrInvalidKey, key)
-	}
-	octx, cancel := m.opCtx(ctx)
-	defer cancel()
-	_, err := m.b.DeleteTTL(octx, key, rev, max(markerTTL, time.Second))
-	switch {
-	case err == nil:
-		return true, nil
-	case kvx.IsConflict(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("kvlease: delete %q: %w", key, err)
 }

@@ -51,38 +51,3 @@ func TestGuardedWriteRejectedAfterLoss(t *testing.T) {
 	require.ErrorIs(t, err, kvlease.ErrForeignGuard)
 	require.NoError(t, g2.Release(ctx))
 }
-
-// DeleteData removes a data key only at the revision given: a later
-// writer's value stays, and keys inside a lease family are refused.
-func TestDeleteDataOnlyAtItsRevision(t *testing.T) {
-	m1, _ := pair(t)
-	l1 := bind(t, jobs, m1)
-	ctx := natstest.Context(t, 20*time.Second)
-	g, ok, err := l1.TryAcquire(ctx, "rec", 5*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	r1, err := g.Proof().Put(ctx, "data.rec", []byte("v1"))
-	require.NoError(t, err)
-	r2, err := g.Proof().Put(ctx, "data.rec", []byte("v2"))
-	require.NoError(t, err)
-
-	done, err := m1.DeleteData(ctx, "data.rec", r1, time.Second)
-	require.NoError(t, err)
-	require.False(t, done, "a stale revision removes nothing")
-	_, rev, ok, err := g.Proof().Get(ctx, "data.rec")
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Equal(t, r2, rev)
-
-	done, err = m1.DeleteData(ctx, "data.rec", r2, time.Second)
-	require.NoError(t, err)
-	require.True(t, done)
-	_, _, ok, err = g.Proof().Get(ctx, "data.rec")
-	require.NoError(t, err)
-	require.False(t, ok)
-
-	_, err = m1.DeleteData(ctx, "jobs.rec", g.Fence(), time.Second)
-	require.ErrorIs(t, err, kvlease.ErrInvalidKey, "a lease key is not data")
-	_, err = m1.DeleteData(ctx, "data.rec", 0, time.Second)
-	require.ErrorIs(t, err, kvlease.ErrInvalidKey)
-}

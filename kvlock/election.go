@@ -172,7 +172,7 @@ const recordMarkerTTL = time.Second
 func (e *Election) dropRecord(ctx context.Context, rev uint64) {
 	octx, cancel := e.l.opt.Bound(ctx)
 	defer cancel()
-	if _, err := e.l.m.DeleteData(octx, e.value, rev, recordMarkerTTL); err != nil {
+	if _, err := e.l.b.DeleteTTL(octx, e.value, rev, recordMarkerTTL); err != nil && !kvx.IsConflict(err) {
 		e.l.log.Debug("kvlock: removing election record", "election", e.name, "err", err)
 	}
 }

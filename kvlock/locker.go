@@ -30,9 +30,10 @@ type Locker struct {
 	// the manager's own watch of the bucket (one consumer per Locker),
 	// which it turns into a view at the first fair wait only.
 	view *kvlease.View
-	// b serves Observe's watches: an observer reports every state in
-	// order, which a latest-wins view cannot (a leader that came and went
-	// between two looks would be missed).
+	// b serves Observe's watches (an observer reports every state in
+	// order, which a latest-wins view cannot: a leader that came and went
+	// between two looks would be missed) and the removal of election
+	// records, which are kvlock's own keys beside its leases.
 	b *kvx.Bucket
 
 	ctx    context.Context // cancelled by Close
