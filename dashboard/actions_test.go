@@ -16,6 +16,7 @@ import (
 
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -81,7 +82,7 @@ func TestForceReleaseAction(t *testing.T) {
 	resp = e.Post(t, form, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "/coord?done=")
-	dashtest.WaitClosed(t, g.Done(), "the holder learns it lost the lease")
+	natstest.WaitClosed(t, g.Done(), 10*time.Second, "the holder learns it lost the lease")
 	require.ErrorIs(t, context.Cause(g.Context()), kvlease.ErrLost)
 
 	s.WaitAll(t, []string{"event: action", `"action":"force-release"`, `"result":"ok"`},

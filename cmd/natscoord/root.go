@@ -30,10 +30,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetArgs(args) // rootCommand set the streams from a
 	err := checkArgs(root, args)
 	if err == nil {
 		err = root.ExecuteContext(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -37,7 +38,7 @@ func TestBrowserForceReleaseLease(t *testing.T) {
 	default:
 	}
 	step(t, ctx, "confirm", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#flash")))
-	dashtest.WaitClosed(t, g.Done(), "the holder learns it lost the lease")
+	natstest.WaitClosed(t, g.Done(), 10*time.Second, "the holder learns it lost the lease")
 	require.ErrorIs(t, context.Cause(g.Context()), kvlease.ErrLost)
 	require.Contains(t, eval[string](t, ctx, `document.getElementById("flash").textContent`), "force-release jobs.nightly: done")
 	waitTrue(t, ctx, "the row is gone", `!document.querySelector('tr[data-lease="jobs.nightly"]')`)

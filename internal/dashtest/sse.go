@@ -38,9 +38,13 @@ func (e *Env) OpenSSE(t testing.TB) *SSEStream {
 		defer close(done)
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
+			// Never drop a line: WaitFor pairs an "event:" line with
+			// the one after it. A reader that stops reading ends with
+			// the stream's context.
 			select {
 			case s.lines <- sc.Text():
-			default:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}()

@@ -46,13 +46,3 @@ func BuildGraph(t testing.TB, l *kvledger.Ledger) {
 	Admit(t, l, "test", map[string]any{"kind": "check"}, "compile")
 	Admit(t, l, "package", map[string]any{"kind": "build"}, "test", "lint")
 }
-
-// WaitClosed waits a bounded time for ch to close.
-func WaitClosed(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: not within 10s", what)
-	}
-}
