@@ -71,20 +71,7 @@ func (p Proof) Get(ctx context.Context, key string) (value []byte, revision uint
 	if p.g == nil {
 		return nil, 0, false, fmt.Errorf("%w: zero Proof", ErrForeignGuard)
 	}
-	m := p.g.m
-	if err := m.checkDataKey(key); err != nil {
-		return nil, 0, false, err
-	}
-	octx, cancel := m.opCtx(ctx)
-	defer cancel()
-	e, err := m.b.Get(octx, key)
-	if err != nil {
-		if kvxNotFound(err) {
-			return nil, 0, false, nil
-		}
-		return nil, 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
-	}
-	return e.Value, e.Revision, true, nil
+	return p.g.m.ReadKey(ctx, key)
 }
 
 // checkDataKey refuses keys that are not KV keys or that fall inside a

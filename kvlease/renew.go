@@ -99,5 +99,3 @@ func (g *Guard) resolve(prev uint64) (landed uint64, taken bool) {
 	}
 	return 0, false // the read failed too: stay undecided
 }
-
-func kvxNotFound(err error) bool { return errors.Is(err, kvx.ErrNotFound) }
