@@ -79,8 +79,9 @@ func TestIdleWorkerSendsNothing(t *testing.T) {
 	// One task first, so renewals, releases and acks have all happened.
 	e.submit(kvledger.Submission{Key: "warm", Kind: "job"})
 	e.waitFinal(5*time.Second, "warm")
+	// Running drops to 0 when an attempt has ended: its outcome, lease
+	// release and event have all been sent and answered.
 	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Running == 0 }, "idle")
-	time.Sleep(200 * time.Millisecond) // let the last release's answer arrive; not a condition wait
 
 	before := nc.Stats()
 	time.Sleep(time.Second) // the measurement interval itself
