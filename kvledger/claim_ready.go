@@ -61,13 +61,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 // record that used the last attempt its MaxAttempts allows is written
 // failed instead (ErrAttemptsExhausted; see ClaimLeasedFrom).
 func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
-	if owner == "" {
-		return TaskState{}, ErrEmptyOwner
-	}
-	if lease == nil {
-		return TaskState{}, ErrNoLease
-	}
-	return l.claimLeased(ctx, actor, TaskState{Key: key}, owner, lease, 0, now)
+	return l.ClaimLeasedFrom(ctx, actor, TaskState{Key: key}, owner, lease, 0, now) // no revision: read first
 }
 
 // ClaimLeasedFrom is ClaimLeased starting from seen, the record as the
