@@ -24,13 +24,21 @@ const MaxBatch = 1000
 var ErrNoAtomic = errors.New("kvx: stream does not allow atomic batches")
 
 // AtomicBatches reports whether the bucket's stream accepts atomic batch
-// publishes.
+// publishes. A yes is remembered, so a caller that asks before every
+// batch (kvledger's AdmitMany) pays the stream-info round trip once; a
+// batch refused for want of it (ErrNoAtomic) forgets it. A no is asked
+// again each time: another process may enable batches meanwhile.
 func (b *Bucket) AtomicBatches(ctx context.Context) (bool, error) {
+	if b.atomic.Load() {
+		return true, nil
+	}
 	s, err := b.js.Stream(ctx, b.stream)
 	if err != nil {
 		return false, fmt.Errorf("kvx: stream %q: %w", b.stream, err)
 	}
-	return s.CachedInfo().Config.AllowAtomicPublish, nil
+	ok := s.CachedInfo().Config.AllowAtomicPublish
+	b.atomic.Store(ok)
+	return ok, nil
 }
 
 // EnableAtomicBatches sets AllowAtomicPublish on the bucket's stream (an
@@ -41,13 +49,13 @@ func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 		return fmt.Errorf("kvx: stream %q: %w", b.stream, err)
 	}
 	cfg := s.CachedInfo().Config
-	if cfg.AllowAtomicPublish {
-		return nil
+	if !cfg.AllowAtomicPublish {
+		cfg.AllowAtomicPublish = true
+		if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("kvx: enable atomic batches on %q: %w", b.stream, err)
+		}
 	}
-	cfg.AllowAtomicPublish = true
-	if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("kvx: enable atomic batches on %q: %w", b.stream, err)
-	}
+	b.atomic.Store(true)
 	return nil
 }
 
@@ -103,6 +111,7 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 		}
 		if ack.Error != nil {
 			if ack.Error.ErrorCode == codeAtomicDisabled {
+				b.atomic.Store(false)
 				return nil, fmt.Errorf("%w: %w", ErrNoAtomic, ack.Error)
 			}
 			return nil, mapErr(ack.Error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,6 +50,9 @@ type Bucket struct {
 	directIsLeader bool
 	// replicated: the stream has more than one replica.
 	replicated bool
+	// atomic: the stream was last seen to allow atomic batches (see
+	// AtomicBatches); cleared when a batch is refused for want of it.
+	atomic atomic.Bool
 }
 
 // Replicated reports whether the bucket's stream has more than one
