@@ -88,6 +88,25 @@ type spec struct {
 	ticket string
 }
 
+// IsDataKey reports whether key, a key of a Locker's bucket, is one of
+// kvlock's keys that hold data rather than a lease: a queue's ticket
+// ("<name>.q.<k>.t", "<name>.eq.<e>.t") or an election's value record
+// ("<name>.ev.<e>"). Tools that list the bucket's leases (natscoord lease
+// ls) leave these out instead of showing them as corrupt leases.
+func IsDataKey(key string) bool {
+	parts := strings.SplitN(key, ".", 3)
+	if len(parts) < 3 {
+		return false
+	}
+	switch parts[1] {
+	case "ev":
+		return true
+	case "q", "eq":
+		return strings.HasSuffix(parts[2], ".t")
+	}
+	return false
+}
+
 func lockSpec(name, key string) spec {
 	return spec{key: key, lease: name + ".l." + key, queue: name + ".q." + key, ticket: name + ".q." + key + ".t"}
 }

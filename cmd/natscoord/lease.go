@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 func init() { extraCommands = append(extraCommands, (*app).leaseCommand) }
@@ -212,10 +212,10 @@ const corruptHolder = "!corrupt"
 
 // corruptRow is the `lease ls` row of a key whose value is not a lease,
 // so that a corrupt lease is seen (and can be force-released) instead of
-// hidden. kvlock's own data keys (queue entries <name>.q.*, tickets
-// <name>.t.*, election values <name>.ev.*) are not leases and are left out.
+// hidden. kvlock's own data keys (queue tickets, election values:
+// kvlock.IsDataKey) are not leases and are left out.
 func corruptRow(e kvx.Entry) (leaseRow, bool) {
-	if parts := strings.SplitN(e.Key, ".", 3); len(parts) == 3 && (parts[1] == "q" || parts[1] == "t" || parts[1] == "ev") {
+	if kvlock.IsDataKey(e.Key) {
 		return leaseRow{}, false
 	}
 	return leaseRow{Key: e.Key, Holder: corruptHolder, Host: "-", TTL: "-", Revision: e.Revision, Corrupt: true}, true
