@@ -7,6 +7,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -65,4 +67,29 @@ func TestReleaseRefusedByStaleLeaderIsNotLoss(t *testing.T) {
 	require.True(t, forced)
 	staleLeader(t, c.JS.Conn(), cfg.Bucket)
 	require.ErrorIs(t, g.Release(ctx), kvlease.ErrLost)
+}
+
+// A TryAcquire whose creates are all refused while the key reads free (a
+// stream leader cut off in a minority answers so, from its own state)
+// fails with an error; it never answers "held" (the partition soak saw a
+// client told "held" for seconds while the majority had the key free).
+func TestAcquireRefusedWhileFreeIsAnErrorNotContention(t *testing.T) {
+	n := natstest.WithServer(t)
+	m := newManager(t, n.JS, kvlease.Config{Bucket: "leases_unsettled"})
+	ctx := natstest.Context(t, 30*time.Second)
+	stream := embedded.KVStreamName(m.Bucket())
+	s, err := n.JS.Stream(ctx, stream)
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.Subjects = []string{"$KV." + m.Bucket() + ".other.>"} // the stream stores none of the key's writes
+	_, err = n.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	staleLeader(t, n.NC, m.Bucket())
+
+	g, ok, err := m.TryAcquireKey(ctx, "k", 5*time.Second)
+	require.Error(t, err)
+	require.ErrorIs(t, err, kvx.ErrUnsettled)
+	require.False(t, ok)
+	require.Nil(t, g)
+	require.Zero(t, m.Stats().Contended, "not counted as contention")
 }

@@ -58,3 +58,32 @@ func TestWriteAsIdentifiesTheWrite(t *testing.T) {
 	require.Equal(t, "a1", e.MsgID)
 	require.Equal(t, e.Revision, rev)
 }
+
+// A stream leader cut off in a minority refuses writes from its own state
+// while its reads show the key free at the revision the write expected.
+// Imitated: the bucket's stream no longer captures the key's subject, and
+// a second responder refuses every publish as "wrong last sequence".
+// AcquireAs must call that unsettled (an unknown outcome), not contention.
+func TestAcquireRefusedWhileTheKeyReadsFreeIsUnsettled(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 30*time.Second)
+	s, err := n.JS.Stream(ctx, b.Stream())
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	cfg.Subjects = []string{"$KV." + b.Name() + ".other.>"}
+	_, err = n.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	sub, err := n.NC.Subscribe(b.Subject("k"), func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"}}`))
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, n.NC.Flush())
+
+	_, cur, err := b.AcquireAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	require.ErrorIs(t, err, kvx.ErrUnsettled)
+	require.False(t, kvx.IsConflict(err), "not contention: nobody else wrote")
+	require.True(t, kvx.OutcomeUnknown(err))
+	require.Zero(t, cur.Revision)
+}
