@@ -30,41 +30,56 @@ const markerKeep = time.Minute
 // server's view has not settled yet). Anything else (another owner, no
 // value, a failed read) leaves the conflict to mean loss.
 func (g *Guard) casOwn(ctx context.Context, rev uint64, write func(ctx context.Context, rev uint64) (uint64, error)) (uint64, uint64, error) {
-	var (
-		out uint64
-		err error
-	)
-	for attempt := range ownAttempts {
-		out, err = write(ctx, rev)
-		if !kvx.IsConflict(err) || attempt == ownAttempts-1 {
-			break
-		}
-		cur, ours := g.storedRevision()
-		if !ours {
-			break
-		}
-		if cur == rev && kvx.Backoff(ctx, attempt) != nil {
-			return out, rev, err
-		}
-		rev = cur
+	out, rev, _, err := g.m.casOwned(ctx, g.key, g.owner, rev, write, func(stored uint64, attempt int) {
 		g.mu.Lock()
-		g.rev = rev
+		g.rev = stored
 		g.mu.Unlock()
-		g.m.stats.reclaimed.Add(1)
 		g.m.log.Warn("kvlease: conflict on a lease that is still ours; writing again",
-			"key", g.key, "stored", cur, "attempt", attempt+1)
-	}
+			"key", g.key, "stored", stored, "attempt", attempt+1)
+	})
 	return out, rev, err
 }
 
-// storedRevision reads the lease key from the stream leader and reports
-// its revision and whether it still carries this guard's owner hash.
-func (g *Guard) storedRevision() (uint64, bool) {
-	ctx, cancel := g.m.cleanupCtx()
-	defer cancel()
-	e, err := g.m.b.Get(ctx, g.key)
-	if err != nil || !ownedBy(e.Value, g.owner) {
-		return 0, false
+// casOwned is the loop behind casOwn, for any write whose precondition is
+// that key still carries owner (a guard's own writes; Restore, whose
+// precondition is the token's owner): write at rev, and after a conflict
+// read key from the stream leader. While the value still carries owner
+// the refusal was spurious: write again at the stored revision (backing
+// off when it is the revision just tried), at most ownAttempts writes,
+// telling adopt each revision taken up. It returns the last write's
+// result, the revision it was made at, and what the read after its last
+// conflict found (zero when there was none or it failed), for a caller
+// that needs to tell more cases apart.
+func (m *Manager) casOwned(ctx context.Context, key, owner string, rev uint64,
+	write func(ctx context.Context, rev uint64) (uint64, error), adopt func(stored uint64, attempt int)) (uint64, uint64, kvx.Entry, error) {
+	var (
+		out  uint64
+		err  error
+		seen kvx.Entry
+	)
+	for attempt := range ownAttempts {
+		out, err = write(ctx, rev)
+		if !kvx.IsConflict(err) {
+			break
+		}
+		var ok bool
+		if seen, ok = m.reread(key); !ok || !ownedBy(seen.Value, owner) || attempt == ownAttempts-1 {
+			break
+		}
+		if seen.Revision == rev && kvx.Backoff(ctx, attempt) != nil {
+			return out, rev, seen, err
+		}
+		rev = seen.Revision
+		m.stats.reclaimed.Add(1)
+		adopt(rev, attempt)
 	}
-	return e.Revision, true
+	return out, rev, seen, err
+}
+
+// reread reads key from the stream leader after an ambiguous write.
+func (m *Manager) reread(key string) (kvx.Entry, bool) {
+	ctx, cancel := m.cleanupCtx()
+	defer cancel()
+	e, err := m.b.Get(ctx, key)
+	return e, err == nil
 }

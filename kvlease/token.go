@@ -219,47 +219,31 @@ func (l Leases[K]) restore(ctx context.Context, t Token[K]) (*Guard, error) {
 // that holds it. A conflict is loss only if the key really changed: on
 // an R3 bucket under leader changes a CAS can be refused while the
 // leader still holds the expected value, and a refused write can have
-// landed (see casOwn). So a conflict reads the key again: our new owner
-// there means the write landed; the token's owner still there means
-// write again at the stored revision (backing off when it is the one
-// just tried), up to ownAttempts writes; anything else is ErrLost.
+// landed. So the write goes through casOwned with the token's owner as
+// precondition (written again while it is still stored), and a conflict
+// that ends with our new owner stored means the write landed; anything
+// else is ErrLost.
 func (l Leases[K]) restoreWrite(ctx context.Context, t Token[K], e kvx.Entry, owner string, value []byte) (uint64, time.Time, error) {
 	m := l.m
 	// A write found stored after an ambiguous answer may be any attempt's
 	// (they carry the same value): its validity counts from the first.
 	first := m.now()
-	for attempt := 0; ; attempt++ {
-		sent := m.now()
-		rev, err := m.b.Update(ctx, t.key, value, e.Revision, serverTTL(t.ttl))
-		switch {
-		case err == nil:
-			return rev, sent, nil
-		case kvx.OutcomeUnknown(err):
-			if cur, ok := l.reread(t.key); ok && ownedBy(cur.Value, owner) {
-				return cur.Revision, first, nil // the unanswered write landed
-			}
-			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
-		case !kvx.IsConflict(err):
-			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+	var sent time.Time
+	rev, _, seen, err := m.casOwned(ctx, t.key, t.secret.hash(), e.Revision, func(ctx context.Context, rev uint64) (uint64, error) {
+		sent = m.now()
+		return m.b.Update(ctx, t.key, value, rev, serverTTL(t.ttl))
+	}, func(uint64, int) {})
+	switch {
+	case err == nil:
+		return rev, sent, nil
+	case kvx.IsConflict(err) && ownedBy(seen.Value, owner):
+		return seen.Revision, first, nil // refused, yet stored
+	case kvx.IsConflict(err):
+		return 0, sent, fmt.Errorf("%w: %q changed during restore", ErrLost, t.key)
+	case kvx.OutcomeUnknown(err):
+		if cur, ok := m.reread(t.key); ok && ownedBy(cur.Value, owner) {
+			return cur.Revision, first, nil // the unanswered write landed
 		}
-		cur, ok := l.reread(t.key)
-		switch {
-		case ok && ownedBy(cur.Value, owner):
-			return cur.Revision, first, nil // refused, yet stored
-		case !ok || !ownedBy(cur.Value, t.secret.hash()) || attempt == ownAttempts-1:
-			return 0, sent, fmt.Errorf("%w: %q changed during restore", ErrLost, t.key)
-		case cur.Revision == e.Revision && kvx.Backoff(ctx, attempt) != nil:
-			return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
-		}
-		e = cur
-		m.stats.reclaimed.Add(1)
 	}
-}
-
-// reread reads key from the stream leader after an ambiguous write.
-func (l Leases[K]) reread(key string) (kvx.Entry, bool) {
-	ctx, cancel := l.m.cleanupCtx()
-	defer cancel()
-	e, err := l.m.b.Get(ctx, key)
-	return e, err == nil
+	return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
 }
