@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // codeAtomicDisabled is the API error of a batch sent to a stream
@@ -59,21 +58,16 @@ func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 	return nil
 }
 
-// CreateBatch creates every key with its value in one atomic batch (at
-// most MaxBatch): all of them, or none when any key already has a live
-// value or marker-free history (ErrConflict) or the server refuses the
-// batch. It returns the revision of each key, in order. The messages go
-// out without replies; only the commit is answered, so the batch costs
-// one round trip. A commit whose answer is lost (OutcomeUnknown) may have
-// landed: the caller must read the keys back.
-func (b *Bucket) CreateBatch(ctx context.Context, keys []string, values [][]byte) ([]uint64, error) {
-	return b.CreateBatchAs(ctx, nuid.Next(), keys, values)
-}
-
-// CreateBatchAs is CreateBatch under the caller's batch id: message i
-// carries Nats-Msg-Id BatchMsgID(id, i), so a commit whose answer was lost
-// is settled by finding that id on a key (Entry.MsgID), never by comparing
-// bytes that an identical earlier batch would share.
+// CreateBatchAs creates every key with its value in one atomic batch (at
+// most MaxBatch) under the caller's batch id: all of them, or none when
+// any key already has a live value or marker-free history (ErrConflict)
+// or the server refuses the batch. It returns the revision of each key,
+// in order. The messages go out without replies; only the commit is
+// answered, so the batch costs one round trip. Message i carries
+// Nats-Msg-Id BatchMsgID(id, i), so a commit whose answer was lost
+// (OutcomeUnknown: it may have landed) is settled by finding that id on a
+// key (Entry.MsgID), never by comparing bytes that an identical earlier
+// batch would share.
 func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, values [][]byte) ([]uint64, error) {
 	if len(keys) == 0 || len(keys) != len(values) || len(keys) > MaxBatch {
 		return nil, fmt.Errorf("kvx: batch of %d keys, %d values (max %d)", len(keys), len(values), MaxBatch)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -15,7 +16,7 @@ import (
 // exists; a stream without atomic publish refuses it with ErrNoAtomic.
 func batchSuite(t *testing.T, b *kvx.Bucket) {
 	ctx := natstest.Context(t, 30*time.Second)
-	_, err := b.CreateBatch(ctx, []string{"b1", "b2"}, [][]byte{[]byte("1"), []byte("2")})
+	_, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"b1", "b2"}, [][]byte{[]byte("1"), []byte("2")})
 	require.ErrorIs(t, err, kvx.ErrNoAtomic)
 	on, err := b.AtomicBatches(ctx)
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func batchSuite(t *testing.T, b *kvx.Bucket) {
 	for i := range keys {
 		keys[i], values[i] = fmt.Sprintf("b%d", i), []byte(fmt.Sprint(i))
 	}
-	revs, err := b.CreateBatch(ctx, keys, values)
+	revs, err := b.CreateBatchAs(ctx, nuid.Next(), keys, values)
 	require.NoError(t, err)
 	for i, k := range keys {
 		e, err := b.Get(ctx, k)
@@ -38,7 +39,7 @@ func batchSuite(t *testing.T, b *kvx.Bucket) {
 		require.Equal(t, revs[i], e.Revision, k)
 		require.Equal(t, values[i], e.Value)
 	}
-	_, err = b.CreateBatch(ctx, []string{"fresh1", "b7", "fresh2"}, [][]byte{[]byte("x"), []byte("x"), []byte("x")})
+	_, err = b.CreateBatchAs(ctx, nuid.Next(), []string{"fresh1", "b7", "fresh2"}, [][]byte{[]byte("x"), []byte("x"), []byte("x")})
 	require.ErrorIs(t, err, kvx.ErrConflict)
 	_, err = b.Get(ctx, "fresh1")
 	require.ErrorIs(t, err, kvx.ErrNotFound, "nothing of a refused batch is written")
