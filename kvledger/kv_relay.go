@@ -134,7 +134,7 @@ func (r *kvRelay) Drain(ctx context.Context) error {
 	}
 }
 
-// Stop implements Relay.
+// Close implements Relay.
 func (r *kvRelay) Close() { r.c.Stop() }
 
 // keepInProgress sends an in-progress ack for m every interval until the
