@@ -120,13 +120,12 @@ const codeDuplicateInProcess = 10158
 // and a relay publishing the same write), it asks again after a moment
 // until the stream reports the event stored or a duplicate.
 func (b *JetStreamBus) Publish(ctx context.Context, e Event) error {
-	data, err := Marshal(e)
+	msg, opts, err := b.message(e)
 	if err != nil {
 		return err
 	}
-	msg := &nats.Msg{Subject: b.prefix + string(e.Name), Data: data}
 	for attempt := 0; ; attempt++ {
-		_, err = b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream))
+		_, err = b.js.PublishMsg(ctx, msg, opts...)
 		var apiErr *jetstream.APIError
 		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != codeDuplicateInProcess || attempt == 7 {
 			break
@@ -135,12 +134,30 @@ func (b *JetStreamBus) Publish(ctx context.Context, e Event) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, errors.Join(err, ctx.Err()))
+			return publishError(e, errors.Join(err, ctx.Err()))
 		case <-t.C:
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, err)
+		return publishError(e, err)
 	}
 	return nil
+}
+
+// message builds the one publish of e that Publish and PublishAsync send:
+// on the subject its Name gives (after SubjectPrefix), with
+// Nats-Msg-Id = MsgID(e) so the stream drops a repeat, and expecting
+// this bus's stream so that no other stream capturing the subject takes
+// it.
+func (b *JetStreamBus) message(e Event) (*nats.Msg, []jetstream.PublishOpt, error) {
+	data, err := Marshal(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	msg := &nats.Msg{Subject: b.prefix + string(e.Name), Data: data}
+	return msg, []jetstream.PublishOpt{jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream)}, nil
+}
+
+func publishError(e Event, err error) error {
+	return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, err)
 }

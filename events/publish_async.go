@@ -1,12 +1,6 @@
 package events
 
-import (
-	"context"
-	"fmt"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-)
+import "context"
 
 // AsyncPublisher is an optional Bus capability: PublishAsync sends e and
 // returns without waiting for the bus to accept it, so the caller can do
@@ -22,14 +16,13 @@ type AsyncPublisher interface {
 var _ AsyncPublisher = (*JetStreamBus)(nil)
 
 // PublishAsync implements AsyncPublisher with a JetStream asynchronous
-// publish carrying the same headers as Publish.
+// publish of the message Publish sends.
 func (b *JetStreamBus) PublishAsync(e Event) func(context.Context) error {
-	data, err := Marshal(e)
+	msg, opts, err := b.message(e)
 	if err != nil {
 		return func(context.Context) error { return err }
 	}
-	msg := &nats.Msg{Subject: b.prefix + string(e.Name), Data: data}
-	f, err := b.js.PublishMsgAsync(msg, jetstream.WithMsgID(MsgID(e)), jetstream.WithExpectStream(b.stream))
+	f, err := b.js.PublishMsgAsync(msg, opts...)
 	if err != nil {
 		return func(ctx context.Context) error { return b.Publish(ctx, e) }
 	}
@@ -40,7 +33,7 @@ func (b *JetStreamBus) PublishAsync(e Event) func(context.Context) error {
 		case <-f.Err():
 			return b.Publish(ctx, e)
 		case <-ctx.Done():
-			return fmt.Errorf("events: publish %s %q revision %d: %w", e.Name, e.Key, e.Revision, context.Cause(ctx))
+			return publishError(e, context.Cause(ctx))
 		}
 	}
 }

@@ -174,7 +174,8 @@ func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) e
 // takeRuntime writes cur claimed by owner until leaseUntil, counting an
 // attempt; ok false means the compare-and-swap lost. Like Claim, it first
 // blocks cur when a key in its transitive needs failed or is blocked.
-// With asyncEvent the claim's event is sent without waiting (writeEvent).
+// With asyncEvent the claim's event is sent without waiting (write's
+// async).
 func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name, asyncEvent bool) (TaskState, bool, error) {
 	fence, err := cur.nextFence()
 	if err != nil {
@@ -197,7 +198,7 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	return l.writeEvent(ctx, cur, true, next, asyncEvent)
+	return l.write(ctx, cur, true, next, asyncEvent)
 }
 
 // exhaust writes cur, which used its last allowed attempt, failed instead
@@ -221,7 +222,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusFailed, owner, fence, time.Time{}
 	next.LastError = TruncateError(msg)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
-	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
+	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) }, false)
 	if !ok {
 		return rec, ok, err
 	}

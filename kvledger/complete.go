@@ -39,7 +39,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		_, ok, err := l.write(ctx, cur, true, next)
+		_, ok, err := l.write(ctx, cur, true, next, false)
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, block
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		_, ok, err := l.write(ctx, rec, true, next)
+		_, ok, err := l.write(ctx, rec, true, next, false)
 		if err != nil || ok {
 			return err
 		}

@@ -55,6 +55,7 @@ func (e *CorruptRecordsError) Unwrap() []error {
 // no event, and the key can be admitted again (its fence floor is the
 // bucket revision, so tokens stay monotonic). The delete is conditioned
 // on the revision it read, so a record rewritten meanwhile is not removed.
+// Its delete marker is DeleteRecord's: under a retention it expires.
 func (s *KVStore) ForceDelete(ctx context.Context, key IdempotencyKey) (bool, error) {
 	if key == "" {
 		return false, fmt.Errorf("%w: empty key", ErrInvalidState)
@@ -69,7 +70,7 @@ func (s *KVStore) ForceDelete(ctx context.Context, key IdempotencyKey) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("kvledger: force delete %q: %w", string(key), err)
 	}
-	if _, err := s.b.Delete(octx, k, e.Revision); err != nil {
+	if _, err := s.deleteAt(octx, k, e.Revision); err != nil {
 		return false, fmt.Errorf("kvledger: force delete %q: %w", string(key), err)
 	}
 	return true, nil
@@ -88,17 +89,6 @@ func (s *KVStore) CheckRecord(rec TaskState) error {
 	if limit := s.b.MaxValueBytes(); len(value) > limit {
 		return fmt.Errorf("%w: record %s is %d bytes, the limit is %d (the server's max_payload less room for headers)",
 			ErrTooLarge, shortKey(rec.Key), len(value), limit)
-	}
-	return nil
-}
-
-// Undo implements Undoer: a delete conditioned on rec.Rev.
-func (s *KVStore) Undo(ctx context.Context, rec TaskState) error {
-	octx, cancel := s.ops.Bound(ctx)
-	defer cancel()
-	_, err := s.b.Delete(octx, taskKey(rec.Key), rec.Rev)
-	if err != nil && !kvx.IsConflict(err) {
-		return fmt.Errorf("kvledger: undo %q: %w", string(rec.Key), err)
 	}
 	return nil
 }

@@ -77,27 +77,21 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 		if o.Status == StatusFailed {
 			after = func() error { return l.blockDependents(ctx, actor, key, now) }
 		}
-		if rec, ok, err := l.commitEvent(ctx, cur, next, "failed, blocking its dependents", after, o.AsyncEvent); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after, o.AsyncEvent); err != nil || ok {
 			return rec, err
 		}
 	}
 }
 
-// commit validates next and writes it over cur; when the write lands it
-// runs after (a dependency walk), whose error is returned with the
-// written record, labelled with what the walk was doing. ok false means
-// the compare-and-swap lost and nothing ran.
-func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
-	return l.commitEvent(ctx, cur, next, label, after, false)
-}
-
-// commitEvent is commit; async sends the event without waiting
-// (writeEvent).
-func (l *Ledger) commitEvent(ctx context.Context, cur, next TaskState, label string, after func() error, async bool) (TaskState, bool, error) {
+// commit validates next and writes it over cur (async as for write);
+// when the write lands it runs after (a dependency walk), whose error is
+// returned with the written record, labelled with what the walk was
+// doing. ok false means the compare-and-swap lost and nothing ran.
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error, async bool) (TaskState, bool, error) {
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	rec, ok, err := l.writeEvent(ctx, cur, true, next, async)
+	rec, ok, err := l.write(ctx, cur, true, next, async)
 	if err != nil || !ok {
 		return TaskState{}, false, err
 	}

@@ -68,8 +68,7 @@ type KVStore struct {
 	// ops bounds each write and read whose ctx has no deadline, like
 	// nats.go's default timeout would, without a timer per operation
 	// when the ctx cannot end (kvx.OpTimeout).
-	ops       *kvx.OpTimeout
-	opTimeout time.Duration
+	ops *kvx.OpTimeout
 }
 
 var (
@@ -107,8 +106,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	d := kvx.OpTimeoutOf(js)
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(d), opTimeout: d}, nil
+	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}, nil
 }
 
 // Name returns the bucket name.
@@ -119,7 +117,7 @@ func (s *KVStore) Name() string { return s.b.Name() }
 // default timeout, 5 s when it has none. A caller's longer deadline does
 // not lift it. A Ledger on this store bounds its event publishes by it
 // too.
-func (s *KVStore) OpTimeout() time.Duration { return s.opTimeout }
+func (s *KVStore) OpTimeout() time.Duration { return s.ops.Duration() }
 
 // Load implements Store.
 func (s *KVStore) Load(ctx context.Context, key IdempotencyKey) (TaskState, bool, error) {

@@ -222,7 +222,7 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		if err := next.Validate(); err != nil {
 			return false, err
 		}
-		rec, ok, err := l.write(ctx, cur, found, next)
+		rec, ok, err := l.write(ctx, cur, found, next, false)
 		if err != nil {
 			return false, err
 		}

@@ -1,9 +1,6 @@
 package kvledger
 
-import (
-	"context"
-	"slices"
-)
+import "slices"
 
 // evictLocked deletes records, oldest insert first, until the store is
 // back at MaxEntries or only undeletable records are left. A record is
@@ -52,23 +49,8 @@ func (m *MemStore) deleteLocked(k IdempotencyKey, s TaskState) {
 	}
 }
 
-// Undo implements Undoer: the record leaves when it is still at rec.Rev.
-func (m *MemStore) Undo(ctx context.Context, rec TaskState) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur, ok := m.tasks[rec.Key]
-	if !ok || cur.Rev != rec.Rev {
-		return nil
-	}
-	m.dropLocked(rec.Key, cur)
-	return nil
-}
-
-// dropLocked is deleteLocked for a record removed by a caller (Delete,
-// Undo) rather than by eviction: it also leaves the eviction queue, which
+// dropLocked is deleteLocked for a record removed by a caller
+// (DeleteRecord) rather than by eviction: it also leaves the eviction queue, which
 // Range walks.
 func (m *MemStore) dropLocked(k IdempotencyKey, s TaskState) {
 	m.deleteLocked(k, s)

@@ -59,8 +59,8 @@ func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 // written (the error names it). It then inserts the records one by one
 // with an insert-if-absent compare-and-swap; at the first key that
 // already has a record (ErrExists) or a store error it removes the
-// records it inserted, on a store that implements Undoer (both stores
-// here), and returns the error. The store may raise a restored Fence (see
+// records it inserted, on a store that implements RecordDeleter (both
+// stores here), and returns the error. The store may raise a restored Fence (see
 // Store) and assigns its own Rev. Restored records carry no LastEvent:
 // restoring publishes no event. The dependency index is rebuilt for them
 // (entries left by an undone restore are stale and harmless).
@@ -108,14 +108,15 @@ func (l *Ledger) restoreOne(ctx context.Context, t TaskState) (TaskState, error)
 // while it is still the version Restore wrote, and returns cause (joined
 // with any undo failure).
 func (l *Ledger) undoRestore(ctx context.Context, done []TaskState, cause error) error {
-	u, ok := l.store.(Undoer)
+	del, ok := l.store.(RecordDeleter)
 	if !ok || len(done) == 0 {
 		return cause
 	}
 	uctx := context.WithoutCancel(ctx)
 	var errs []error
 	for _, t := range done {
-		if err := u.Undo(uctx, t); err != nil {
+		// A record changed since (ok false) is someone else's now: it stays.
+		if _, _, err := del.DeleteRecord(uctx, t.Key, t); err != nil {
 			errs = append(errs, err)
 		}
 	}

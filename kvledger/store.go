@@ -95,12 +95,3 @@ type Inserter interface {
 type RecordChecker interface {
 	CheckRecord(rec TaskState) error
 }
-
-// Undoer is an optional Store capability: Undo removes the record rec
-// names, only while the store still holds exactly that version (rec as
-// returned by a Swap, Rev included); a record changed since is left alone
-// and is not an error. Restore uses it to remove what it inserted before
-// failing. Both stores here implement it.
-type Undoer interface {
-	Undo(ctx context.Context, rec TaskState) error
-}

@@ -22,7 +22,7 @@ func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Task
 	}
 	octx, cancel := s.ops.Bound(ctx)
 	defer cancel()
-	rev, err := s.b.DeleteTTL(octx, taskKey(key), old.Rev, s.retention)
+	rev, err := s.deleteAt(octx, taskKey(key), old.Rev)
 	switch {
 	case kvx.IsConflict(err):
 		return 0, false, nil
@@ -30,6 +30,15 @@ func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Task
 		return 0, false, fmt.Errorf("kvledger: delete %q: %w", string(key), err)
 	}
 	return rev, true, nil
+}
+
+// deleteAt writes the store's one kind of delete marker on the bucket key
+// k, only while k is at rev: under a retention the marker expires after
+// it, so a deleted key leaves the bucket as a final record would. Every
+// removal of a task key (DeleteRecord, so also an undone Restore, and
+// ForceDelete) goes through it.
+func (s *KVStore) deleteAt(ctx context.Context, k string, rev uint64) (uint64, error) {
+	return s.b.DeleteTTL(ctx, k, rev, s.retention)
 }
 
 // DeleteRecord implements RecordDeleter. The deletion takes the store's

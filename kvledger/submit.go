@@ -151,7 +151,7 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 	}
 	for i, rec := range stored {
 		out[i] = true
-		if _, _, err := l.written(ctx, rec); err != nil {
+		if _, _, err := l.written(ctx, rec, false); err != nil {
 			return i + 1, 0, err
 		}
 	}

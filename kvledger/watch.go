@@ -39,8 +39,9 @@ type RecordWatcher interface {
 	// every current record, then a Change with Synced set, then every
 	// later change, until Stop (or a failure of the watch, reported to
 	// fn as a Change whose Err matches ErrWatchEnded). fn must not block
-	// for long: the watch waits for it. With keys, only those records
-	// are watched.
+	// for long: the watch waits for it. With keys, only changes of those
+	// records reach fn (however many keys there are: a store may watch
+	// more and drop the rest).
 	WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error)
 }
 
@@ -67,16 +68,30 @@ func (w *RecordWatch) Done() <-chan struct{} { return w.done }
 
 var _ RecordWatcher = (*KVStore)(nil)
 
+// maxWatchFilter bounds the keys a watch filters by subject: a consumer
+// with thousands of filter subjects is slow for the server to create
+// (5000 timed out here), while watching every task key and dropping the
+// others costs one pass over the ledger.
+const maxWatchFilter = 64
+
 // WatchRecords implements RecordWatcher with one ordered consumer on the
 // bucket's task keys (dependency index keys are not watched), or on the
-// given keys only.
+// given keys only: by subject for up to maxWatchFilter keys, beyond that
+// by watching every task key and dropping the changes of the others.
 func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var (
-		kw  jetstream.KeyWatcher
-		err error
+		kw   jetstream.KeyWatcher
+		err  error
+		only map[IdempotencyKey]bool // when set, deliver changes of these keys only
 	)
-	if len(keys) == 0 {
+	if len(keys) > maxWatchFilter {
+		only = make(map[IdempotencyKey]bool, len(keys))
+		for _, k := range keys {
+			only[k] = true
+		}
+	}
+	if len(keys) == 0 || only != nil {
 		kw, err = s.b.KV().Watch(wctx, taskPrefix+"*")
 	} else {
 		subjects := make([]string, len(keys))
@@ -106,7 +121,11 @@ func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...Ide
 				fn(Change{Synced: true})
 				continue
 			}
-			fn(changeOf(kvx.FromWatch(e)))
+			c := changeOf(kvx.FromWatch(e))
+			if only != nil && !only[c.Key] {
+				continue
+			}
+			fn(c)
 		}
 		if wctx.Err() == nil {
 			fn(Change{Err: ErrWatchEnded})
@@ -178,7 +197,7 @@ func (l *Ledger) WaitFinal(ctx context.Context, keys ...IdempotencyKey) (map[Ide
 		if len(final) == len(want) {
 			finish(nil)
 		}
-	}, filterKeys(keys)...)
+	}, keys...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,16 +221,3 @@ func (l *Ledger) WaitFinal(ctx context.Context, keys ...IdempotencyKey) (map[Ide
 // IsFinal reports whether a record in status s never changes again
 // (completed, failed or blocked).
 func IsFinal(s Status) bool { return s.final() }
-
-// maxWatchFilter bounds the keys a watch filters by subject: a consumer
-// with thousands of filter subjects is slow for the server to create
-// (5000 timed out here), while watching every task key and dropping the
-// others costs one pass over the ledger.
-const maxWatchFilter = 64
-
-func filterKeys(keys []IdempotencyKey) []IdempotencyKey {
-	if len(keys) > maxWatchFilter {
-		return nil
-	}
-	return keys
-}

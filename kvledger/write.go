@@ -10,7 +10,12 @@ import (
 
 // write stores next over cur (or inserts it when !found) and publishes the
 // event the new record names. It returns the record as stored and false
-// when the compare-and-swap lost.
+// when the compare-and-swap lost. With async the new record's event is
+// sent without waiting for the bus (when it is an events.AsyncPublisher):
+// the next write of the key through this Ledger waits for it first (step
+// 1 below), so per-key order holds, and the write returns a round trip
+// sooner. An event that never gets acknowledged is recovered as after a
+// crash.
 //
 // Event delivery is built so that no event is lost and none is delivered
 // twice within the bus's de-duplication window, in per-key write order,
@@ -25,16 +30,7 @@ import (
 //     undo the write (the write is the commit point): it is reported to
 //     the publish-error handler and recovered by step 1 of the next write,
 //     or by a relay (StartRelay) for the last write of a key.
-func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next TaskState) (TaskState, bool, error) {
-	return l.writeEvent(ctx, cur, found, next, false)
-}
-
-// writeEvent is write; with async the new record's event is sent
-// without waiting for the bus (when it is an events.AsyncPublisher): the
-// next write of the key through this Ledger waits for it first (step 1),
-// so per-key order holds, and the write returns a round trip sooner. An
-// event that never gets acknowledged is recovered as after a crash.
-func (l *Ledger) writeEvent(ctx context.Context, cur TaskState, found bool, next TaskState, async bool) (TaskState, bool, error) {
+func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next TaskState, async bool) (TaskState, bool, error) {
 	var old TaskState
 	if found {
 		old = cur
@@ -49,7 +45,7 @@ func (l *Ledger) writeEvent(ctx context.Context, cur TaskState, found bool, next
 		}
 		return rec, ok, err
 	}
-	return l.writtenEvent(ctx, rec, async)
+	return l.written(ctx, rec, async)
 }
 
 // insert is write for a key believed absent: insert-if-absent, then the
@@ -66,16 +62,13 @@ func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok 
 	if err != nil || !ok {
 		return rec, ok, cur, found, err
 	}
-	rec, ok, err = l.written(ctx, rec)
+	rec, ok, err = l.written(ctx, rec, false)
 	return rec, ok, TaskState{}, false, err
 }
 
-// written runs after a successful write: the test hook, then the event.
-func (l *Ledger) written(ctx context.Context, rec TaskState) (TaskState, bool, error) {
-	return l.writtenEvent(ctx, rec, false)
-}
-
-func (l *Ledger) writtenEvent(ctx context.Context, rec TaskState, async bool) (TaskState, bool, error) {
+// written runs after a successful write: the test hook, then the event
+// (async as for write).
+func (l *Ledger) written(ctx context.Context, rec TaskState, async bool) (TaskState, bool, error) {
 	if l.remember {
 		l.claims.note(rec)
 	}
@@ -218,8 +211,8 @@ func WithPublishErrorHandler(fn func(key IdempotencyKey, rev uint64, err error))
 
 // published remembers, per key, the last revision whose event this
 // Ledger published, so the common single-writer case publishes each event
-// once, and the events it sent without waiting (writeEvent) until they
-// are waited for. It is bounded: when full it forgets everything, which
+// once, and the events it sent without waiting (write with async) until
+// they are waited for. It is bounded: when full it forgets everything, which
 // only costs a re-publish the bus de-duplicates.
 type published struct {
 	mu      sync.Mutex

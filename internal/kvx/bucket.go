@@ -46,7 +46,7 @@ type Bucket struct {
 	apiPrefix string // "$JS.API." or a domain/custom prefix
 	ttl       bool   // per-key TTLs enabled
 	// directIsLeader: the stream has one replica and allows direct gets,
-	// so a direct get is answered by the leader (see lastFromLeader).
+	// so a direct get is answered by the leader (see LastFresh).
 	directIsLeader bool
 	// replicated: the stream has more than one replica.
 	replicated bool

@@ -23,11 +23,11 @@
 //     instead of one ordered consumer per waiter. A subscription also says
 //     what its waiter can know without a read: the revision after which
 //     every change reaches it (Sub.From) and each key's latest change the
-//     watch had delivered (Sub.Known). A view hub (NewViewHub) also keeps
-//     the live keys in memory; Sync makes it as new as the stream leader
-//     with one leader read, so listings need no consumer of their own.
-//     KeepView gives a plain hub such a view of a key prefix, so a layer
-//     that needs the view shares the watch of the layer below it.
+//     watch had delivered (Sub.Known). KeepView makes a hub also keep the
+//     live keys of a prefix in memory; SyncTo makes that view as new as a
+//     revision the caller knows was acknowledged, with no read, so
+//     listings need no consumer of their own and a layer that needs the
+//     view shares the watch of the layer below it.
 //   - Bounds without a timer per operation (OpTimeout): operations whose
 //     context cannot end share one deadline context, where nats.go would
 //     make a context.WithTimeout per request.

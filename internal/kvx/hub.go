@@ -34,7 +34,7 @@ type Hub struct {
 	last uint64
 	seen seenKeys // the latest change per key since the watch (re)started
 
-	// view is nil until NewViewHub or KeepView asks for one. The current
+	// view is nil until KeepView asks for one. The current
 	// watch feeds it only when it was started with the keys' current
 	// values (viewWatch); a hub that has watched updates only until then
 	// restarts its watch the first time the view is synced.

@@ -7,41 +7,26 @@ import (
 	"strings"
 )
 
-// NewViewHub returns a hub that, besides waking subscribers, keeps the
-// live entries of every key matching pattern in memory: its watch starts
-// with the keys' current values instead of updates only, and applies every
-// change in stream order. Questions such as "which keys live under this
-// prefix?" are then answered without I/O (Children, Live) after one leader
-// read (Sync), instead of creating an ordered consumer per question as
-// Scan does. The view costs memory for the live entries only; markers are
-// dropped.
-//
-// Like NewHub, no I/O happens until the first Subscribe or Sync.
-func (b *Bucket) NewViewHub(pattern string) *Hub {
-	h := b.NewHub(pattern)
-	h.view = newView()
-	h.view.all = true
-	return h
-}
-
-// KeepView makes h keep a view too, like a hub made by NewViewHub, but
-// only of the keys under prefix (whose name starts with prefix + "."):
-// the one watch of a bucket then serves both the waiters of a layer that
-// needs updates only and a layer above it that asks questions of a part of
-// the bucket, instead of each opening a watch of its own. Calling it again
-// adds a prefix. It does no I/O and leaves a running watch alone: the
-// first Sync or SyncTo afterwards restarts a watch that was started
-// without the keys' current values (or before prefix was added), and its
-// subscribers see their channels closed and subscribe again, as after any
-// restart. Until then Ready is false.
+// KeepView makes h, besides waking subscribers, keep the live entries of
+// the keys under prefix (whose name starts with prefix + ".") in memory:
+// its watch then starts with the keys' current values instead of updates
+// only, and applies every change in stream order. Questions such as
+// "which keys live under this prefix?" are then answered without I/O
+// (Children, Live, Lookup) after SyncTo, instead of creating an ordered
+// consumer per question as Scan does; the view costs memory for the live
+// entries only (markers are dropped). The one watch of a bucket so serves
+// both the waiters of a layer that needs updates only and a layer above
+// it that asks questions of a part of the bucket, instead of each opening
+// a watch of its own. Calling it again adds a prefix. It does no I/O and
+// leaves a running watch alone: the first SyncTo afterwards restarts a
+// watch that was started without the keys' current values (or before
+// prefix was added), and its subscribers see their channels closed and
+// subscribe again, as after any restart. Until then Ready is false.
 func (h *Hub) KeepView(prefix string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.view == nil {
 		h.view = newView()
-	}
-	if h.view.all {
-		return
 	}
 	p := prefix + "."
 	for _, q := range h.view.prefixes {
@@ -55,9 +40,7 @@ func (h *Hub) KeepView(prefix string) {
 // view is a hub's in-memory copy of the live keys it watches, guarded by
 // the hub's mutex.
 type view struct {
-	// all keeps every key the hub watches; else only keys starting with
-	// one of prefixes (each ending in ".").
-	all      bool
+	// prefixes are the kept key prefixes, each ending in ".".
 	prefixes []string
 	// covered is how many of prefixes the current watch's initial values
 	// included: a prefix added later needs a new watch.
@@ -77,9 +60,6 @@ func newView() *view { return &view{live: make(map[string]map[string]Entry)} }
 
 // keeps reports whether key belongs to the view.
 func (v *view) keeps(key string) bool {
-	if v.all {
-		return true
-	}
 	for _, p := range v.prefixes {
 		if strings.HasPrefix(key, p) {
 			return true
@@ -139,34 +119,8 @@ func splitLast(key string) (parent, last string) {
 	return key[:i], key[i+1:]
 }
 
-// errNoView is returned by the view methods of a hub made by NewHub
-// before KeepView.
-var errNoView = errors.New("kvx: hub keeps no view (use NewViewHub or KeepView)")
-
-// Sync returns once the hub's view is at least as new as the stream
-// leader was when Sync was called, for the keys matching pattern (which
-// must lie within the hub's pattern): it reads the last revision among
-// those keys from the leader, then waits, woken by the watch, until the
-// view has applied that revision. So a view read after Sync sees every
-// write acknowledged before Sync began, even when the hub's consumer runs
-// on a lagging replica of a replicated bucket. It starts the watch if it
-// is not running (after Close it returns ErrHubClosed). It fails only
-// through ctx or the leader read: bound it with a deadline.
-func (h *Hub) Sync(ctx context.Context, pattern string) error {
-	if !h.hasView() {
-		return errNoView
-	}
-	var target uint64
-	last, err := h.b.lastFromLeader(ctx, h.b.Subject(pattern), pattern)
-	switch {
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
-		return fmt.Errorf("kvx: sync %q: %w", pattern, err)
-	default:
-		target = last.Revision
-	}
-	return h.syncTo(ctx, pattern, target)
-}
+// errNoView is returned by the view methods of a hub before KeepView.
+var errNoView = errors.New("kvx: hub keeps no view (use KeepView)")
 
 // SyncTo returns once the hub's view has applied every change of its keys
 // up to revision rev (the revision of a write the caller knows was
@@ -175,14 +129,16 @@ func (h *Hub) Sync(ctx context.Context, pattern string) error {
 // walk over every subject it matches, which for keys used once (queue
 // entries, each leaving a marker for a while) grows with the traffic;
 // waiting for a known revision costs nothing.
+//
+// So a view read after SyncTo sees every write acknowledged up to rev,
+// even when the hub's consumer runs on a lagging replica of a replicated
+// bucket. After Close it returns ErrHubClosed. It fails only through ctx
+// or starting the watch: bound it with a deadline.
 func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 	if !h.hasView() {
 		return errNoView
 	}
-	return h.syncTo(ctx, h.pattern, rev)
-}
-
-func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
+	pattern := h.pattern
 	for {
 		h.mu.Lock()
 		if h.closed {
@@ -210,7 +166,7 @@ func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
 			}
 		}
 		v := h.view
-		if v.ready && v.applied >= target {
+		if v.ready && v.applied >= rev {
 			h.mu.Unlock()
 			return nil
 		}
@@ -221,7 +177,7 @@ func (h *Hub) syncTo(ctx context.Context, pattern string, target uint64) error {
 		h.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kvx: sync %q: view at revision %d, leader at %d: %w", pattern, v.appliedNow(h), target, ctx.Err())
+			return fmt.Errorf("kvx: sync %q: view at revision %d, waiting for %d: %w", pattern, v.appliedNow(h), rev, ctx.Err())
 		case <-changed:
 		}
 	}
@@ -236,7 +192,7 @@ func (h *Hub) hasView() bool {
 // viewCoveredLocked reports whether the running watch feeds the whole
 // view: it was started with the current values of every kept key.
 func (h *Hub) viewCoveredLocked() bool {
-	return h.viewWatch && (h.view.all || h.view.covered == len(h.view.prefixes))
+	return h.viewWatch && h.view.covered == len(h.view.prefixes)
 }
 
 func (v *view) appliedNow(h *Hub) uint64 {
@@ -248,7 +204,7 @@ func (v *view) appliedNow(h *Hub) uint64 {
 // Ready reports whether the view holds the whole current state of the
 // running watch (its initial values have been applied). After a watch
 // restart it is false until the view has refilled; a caller relying on an
-// earlier Sync must Sync again then.
+// earlier SyncTo must sync again then.
 func (h *Hub) Ready() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -257,8 +213,9 @@ func (h *Hub) Ready() bool {
 
 // Children calls fn with the live entry of every key directly under
 // parent (parent + "." + one token), in no particular order, from the
-// view; fn returns false to stop. It does no I/O: call Sync first for an
-// answer as new as the leader. fn must not call the hub.
+// view; fn returns false to stop. It does no I/O: call SyncTo first for an
+// answer that holds a write known to be acknowledged. fn must not call
+// the hub.
 func (h *Hub) Children(parent string, fn func(Entry) bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -275,7 +232,7 @@ func (h *Hub) Children(parent string, fn func(Entry) bool) error {
 
 // Live reports whether the view holds a live value for key (no I/O).
 // While the watch restarts the view may lack keys that are live; a caller
-// that finds a key missing should Sync before concluding it is gone.
+// that finds a key missing should SyncTo before concluding it is gone.
 func (h *Hub) Live(key string) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -12,9 +12,10 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
-// viewSuite checks that a view hub, after Sync, answers with every write
-// acknowledged before the Sync: also on R3, where the hub's consumer may
-// run on a replica that has not applied the newest writes yet.
+// viewSuite checks that a hub keeping a view (KeepView), after SyncTo the
+// revision of a write, answers with every write acknowledged up to it:
+// also on R3, where the hub's consumer may run on a replica that has not
+// applied the newest writes yet.
 func viewSuite(t *testing.T, b *kvx.Bucket) {
 	ctx := natstest.Context(t, 30*time.Second)
 	// Written before the hub exists: the view starts from initial values.
@@ -22,10 +23,11 @@ func viewSuite(t *testing.T, b *kvx.Bucket) {
 	require.NoError(t, err)
 	_, err = b.Delete(ctx, "v.q.a.old", r0)
 	require.NoError(t, err)
-	_, err = b.Create(ctx, "v.q.a.kept", []byte("k"), 0)
+	last, err := b.Create(ctx, "v.q.a.kept", []byte("k"), 0)
 	require.NoError(t, err)
 
-	h := b.NewViewHub("v.q.>")
+	h := b.NewHub("v.q.>")
+	h.KeepView("v.q")
 	t.Cleanup(func() { _ = h.Close() })
 	children := func(parent string) []string {
 		var out []string
@@ -36,7 +38,7 @@ func viewSuite(t *testing.T, b *kvx.Bucket) {
 		slices.Sort(out)
 		return out
 	}
-	require.NoError(t, h.Sync(ctx, "v.q.a.*"))
+	require.NoError(t, h.SyncTo(ctx, last))
 	require.Equal(t, []string{"v.q.a.kept=k"}, children("v.q.a"))
 	require.Empty(t, children("v.q.none"))
 
@@ -55,9 +57,9 @@ func viewSuite(t *testing.T, b *kvx.Bucket) {
 			want = slices.DeleteFunc(want, func(s string) bool { return s == d+"=v" })
 		}
 		// Another parent's writes do not show under this one.
-		_, err = b.Create(ctx, fmt.Sprintf("v.q.b.k%02d", i), []byte("b"), 0)
+		last, err = b.Create(ctx, fmt.Sprintf("v.q.b.k%02d", i), []byte("b"), 0)
 		require.NoError(t, err)
-		require.NoError(t, h.Sync(ctx, "v.q.a.*"))
+		require.NoError(t, h.SyncTo(ctx, last))
 		slices.Sort(want)
 		require.Equal(t, want, children("v.q.a"), "after write %d", i)
 		live, err := h.Live(k)
@@ -83,7 +85,7 @@ func viewSuite(t *testing.T, b *kvx.Bucket) {
 	require.False(t, got.Live())
 
 	require.NoError(t, h.Close())
-	require.ErrorIs(t, h.Sync(ctx, "v.q.a.*"), kvx.ErrHubClosed)
+	require.ErrorIs(t, h.SyncTo(ctx, last), kvx.ErrHubClosed)
 }
 
 func TestViewHub(t *testing.T) {
@@ -94,14 +96,14 @@ func TestViewHubR3(t *testing.T) {
 	viewSuite(t, openBucket(t, natstest.WithCluster(t, 3).JS, 3))
 }
 
-// A hub made by NewHub keeps no view and says so.
+// A hub without KeepView keeps no view and says so.
 func TestPlainHubHasNoView(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 10*time.Second)
 	b := openBucket(t, n.JS, 1)
 	plain := b.NewHub(">")
 	t.Cleanup(func() { _ = plain.Close() })
-	require.Error(t, plain.Sync(ctx, "x.*"))
+	require.Error(t, plain.SyncTo(ctx, 1))
 	require.Error(t, plain.Children("x", func(kvx.Entry) bool { return true }))
 	_, err := plain.Live("x.y")
 	require.Error(t, err)

@@ -29,6 +29,9 @@ type OpTimeout struct {
 // NewOpTimeout returns an OpTimeout of d (> 0).
 func NewOpTimeout(d time.Duration) *OpTimeout { return &OpTimeout{d: d} }
 
+// Duration returns d, the bound of one operation.
+func (o *OpTimeout) Duration() time.Duration { return o.d }
+
 // Bound returns ctx bounded by the timeout: ctx itself when its own
 // deadline comes within d, the shared context when ctx cannot end (its
 // values are not carried: the result is for the I/O call only), else

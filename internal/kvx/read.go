@@ -34,6 +34,17 @@ type msgGetResponse struct {
 // stream leader (not a direct get), so a read after an acknowledged write
 // sees that write even on a replicated bucket. A key with no message at
 // all returns ErrNotFound.
+//
+// Last does not take LastFresh's direct get even on a one-replica bucket:
+// that shortcut rests on what the stream looked like when the bucket was
+// bound and on nobody else serving its direct gets, and neither holds for
+// good. An operator may raise the replicas of a running bucket (its new
+// followers then answer direct gets, possibly behind), and a mirror
+// created with MirrorDirect (as nats.go makes KV mirrors) joins the
+// origin's direct-get queue group and answers from its lagging copy; its
+// "404" does not even say which stream answered. Only the leader's API
+// answer is read-your-writes whatever happens to the stream, and Get,
+// AcquireAs and a lease's release settling decide on it.
 func (b *Bucket) Last(ctx context.Context, key string) (Entry, error) {
 	if err := CheckKey(key); err != nil {
 		return Entry{}, err

@@ -10,8 +10,8 @@ import (
 // testCapabilities checks the optional capabilities a store declares:
 // Inserter (insert once, report the record it found as Load shows it),
 // UniqueRevisions (no two versions share a Rev, across keys here, since
-// the suite cannot delete), RecordChecker (a valid record passes) and
-// Undoer (only the version written is removed).
+// the suite cannot delete) and RecordChecker (a valid record passes).
+// RecordDeleter has a test of its own (testDeleteRecord).
 func testCapabilities(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	s := newStore(t)
@@ -51,26 +51,6 @@ func testCapabilities(t *testing.T, newStore NewStore) {
 	}
 	if c, ok := s.(kvledger.RecordChecker); ok {
 		check.NoError(t, c.CheckRecord(rec("checked", 1)))
-	}
-	if u, ok := s.(kvledger.Undoer); ok {
-		check.NoError(t, insertOnce(t, s, rec("undo", 1)))
-		v1, _, err := s.Load(ctx, "undo")
-		check.NoError(t, err)
-		next := v1
-		next.Sequence = 2
-		ok, err := s.CompareAndSwap(ctx, "undo", v1, next)
-		check.NoError(t, err)
-		check.True(t, ok)
-		check.NoError(t, u.Undo(ctx, v1), "an outdated version is not an error")
-		_, found, err := s.Load(ctx, "undo")
-		check.NoError(t, err)
-		check.True(t, found, "Undo of an outdated version removes nothing")
-		v2, _, err := s.Load(ctx, "undo")
-		check.NoError(t, err)
-		check.NoError(t, u.Undo(ctx, v2))
-		_, found, err = s.Load(ctx, "undo")
-		check.NoError(t, err)
-		check.False(t, found, "Undo removes the version it names")
 	}
 }
 

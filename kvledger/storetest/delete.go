@@ -8,8 +8,9 @@ import (
 )
 
 // testDeleteRecord checks the optional RecordDeleter capability: a
-// delete conditional on the stored version, and fences that keep rising
-// when the key is admitted again. Stores without it skip.
+// delete conditional on the stored version (an outdated one, as an undone
+// Restore may hold, removes nothing and is no error), and fences that
+// keep rising when the key is admitted again. Stores without it skip.
 func testDeleteRecord(t *testing.T, newStore NewStore) {
 	s := newStore(t)
 	del, ok := s.(kvledger.RecordDeleter)
@@ -33,6 +34,26 @@ func testDeleteRecord(t *testing.T, newStore NewStore) {
 	_, ok, err = del.DeleteRecord(ctx, "k", stale)
 	check.NoError(t, err)
 	check.False(t, ok, "a delete against another version is refused")
+
+	check.NoError(t, insertOnce(t, s, kvledger.TaskState{Key: "v", Status: kvledger.StatusPending, Sequence: 1, CreatedAt: t0, UpdatedAt: t0}))
+	v1, _, err := s.Load(ctx, "v")
+	check.NoError(t, err)
+	v2 := v1
+	v2.Sequence = 2
+	ok, err = s.CompareAndSwap(ctx, "v", v1, v2)
+	check.NoError(t, err)
+	check.True(t, ok)
+	_, ok, err = del.DeleteRecord(ctx, "v", v1)
+	check.NoError(t, err)
+	check.False(t, ok, "a delete of a version written over is refused")
+	_, found, err = s.Load(ctx, "v")
+	check.NoError(t, err)
+	check.True(t, found, "a refused delete removes nothing")
+	v2, _, err = s.Load(ctx, "v")
+	check.NoError(t, err)
+	_, ok, err = del.DeleteRecord(ctx, "v", v2)
+	check.NoError(t, err)
+	check.True(t, ok, "the version stored is deleted")
 
 	rev, ok, err := del.DeleteRecord(ctx, "k", cur)
 	check.NoError(t, err)
