@@ -42,9 +42,11 @@ type entry struct {
 	// when this worker stops waiting for the failure's walk to block it
 	// and claims it instead (which blocks it); zero until first seen so.
 	blockDue time.Time
-	// rec is the whole record while it is pending or claimed (a claim
-	// starts from it without reading it again); final records keep only
-	// the fields above.
+	// rec is the whole record while it is pending or claimed and of a
+	// kind this worker handles (a claim starts from it without reading
+	// it again). Final records and other kinds keep only the fields
+	// above: on a ledger of 100k records most are one or the other, and
+	// their payloads would otherwise stay in memory for nothing.
 	rec *kvledger.TaskState
 }
 
@@ -118,8 +120,9 @@ func (ix *index) nextTimer() (time.Time, bool) {
 	return ix.timers[0].at, true
 }
 
-// apply records a change of one record. It returns the previous entry.
-func (ix *index) apply(c kvledger.Change) *entry {
+// apply records a change of one record; handled says whether this
+// worker has a handler for its kind. It returns the previous entry.
+func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 	old := ix.recs[c.Key]
 	if c.Deleted || c.Err != nil {
 		delete(ix.recs, c.Key)
@@ -130,7 +133,7 @@ func (ix *index) apply(c kvledger.Change) *entry {
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
 		fence: r.Fence, owner: r.Owner, rev: c.Rev,
 	}
-	if r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed {
+	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
 		e.rec = &r
 	}
 	ix.recs[c.Key] = e

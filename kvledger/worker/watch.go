@@ -31,7 +31,8 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 	if c.Key == "" {
 		return
 	}
-	w.ix.apply(c)
+	_, handled := w.handlers[c.Record.Kind]
+	w.ix.apply(c, handled)
 	if r := w.running[c.Key]; r != nil {
 		r.observeLocked(c)
 	}
