@@ -229,13 +229,9 @@ func (g *Guard) autoRenew() {
 	// at a stale revision and fail. Release waits for the renewal instead
 	// (opMu), which OpTimeout bounds.
 	hook := g.renewHookOf()
-	var start time.Time
+	took, err := g.renew(context.Background(), hook != nil)
 	if hook != nil {
-		start = time.Now()
-	}
-	err := g.renew(context.Background())
-	if hook != nil {
-		hook(time.Since(start), err)
+		hook(took, err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

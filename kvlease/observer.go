@@ -69,22 +69,23 @@ func (m *Manager) acquire(ctx context.Context, r request, wait time.Duration) (*
 	return g, ok, err
 }
 
-// renew is renewOnce, reported to the observer.
-func (g *Guard) renew(ctx context.Context) error {
-	start := g.m.clock()
+// renew is renewOnce, reported to the observer. It returns how long the
+// renewal took, measured once for the observer and, when timed is set,
+// for a renewal hook (0 when neither needs it: no clock is read).
+func (g *Guard) renew(ctx context.Context, timed bool) (time.Duration, error) {
+	start := opstats.Start(timed || g.m.cfg.Observer != nil)
 	err := g.renewOnce(ctx)
-	g.m.observe(ctx, Event{Op: OpRenew, Guard: g, Duration: since(start), Err: err})
-	return err
+	took := since(start)
+	g.m.observe(ctx, Event{Op: OpRenew, Guard: g, Duration: took, Err: err})
+	return took, err
 }
 
 // Observers returns an Observer that hands every event to each of obs in
 // order (nil entries skipped); nil when none is left.
 func Observers(obs ...Observer) Observer {
-	hs := make([]opstats.Hooks[Event], 0, len(obs))
-	for _, o := range obs {
-		if o != nil {
-			hs = append(hs, o)
-		}
+	hs := make([]opstats.Hooks[Event], len(obs))
+	for i, o := range obs {
+		hs[i] = o // a nil Observer stays nil, and Join skips it
 	}
 	return opstats.Join(hs...)
 }

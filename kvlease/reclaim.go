@@ -18,8 +18,8 @@ const ownAttempts = 4
 const markerKeep = time.Minute
 
 // casOwn runs one of the guard's owner-only compare-and-sets (write, at
-// revision rev) with opMu held, and tells a lost race from a spurious
-// conflict. A conflict normally means the lease changed hands, but the
+// revision rev: a renewal or a guarded write) with opMu held, and tells a
+// lost race from a spurious conflict. A conflict normally means the lease changed hands, but the
 // chaos soak on an R3 bucket (RELIABILITY.md) saw two other things under
 // stream-leader changes: a CAS refused although the leader then read the
 // key at exactly the expected revision with our value, and a write stored
@@ -28,16 +28,22 @@ const markerKeep = time.Minute
 // lease is still ours: casOwn adopts the stored revision and writes again,
 // backing off briefly when the revision was the one it expected (the
 // server's view has not settled yet). Anything else (another owner, no
-// value, a failed read) leaves the conflict to mean loss.
+// value, a failed read) leaves the conflict to mean loss. Its ceiling is
+// ownAttempts writes within ctx. A release does not come here: its delete
+// has more outcomes to tell apart, and settleDeleteAt retries it.
 func (g *Guard) casOwn(ctx context.Context, rev uint64, write func(ctx context.Context, rev uint64) (uint64, error)) (uint64, uint64, error) {
-	out, rev, _, err := g.m.casOwned(ctx, g.key, g.owner, rev, write, func(stored uint64, attempt int) {
-		g.mu.Lock()
-		g.rev = stored
-		g.mu.Unlock()
-		g.m.log.Warn("kvlease: conflict on a lease that is still ours; writing again",
-			"key", g.key, "stored", stored, "attempt", attempt+1)
-	})
+	out, rev, _, err := g.m.casOwned(ctx, g.key, g.owner, rev, write, g.adopt)
 	return out, rev, err
+}
+
+// adopt records stored as the guard's revision after a conflict on a lease
+// that still carries its owner hash.
+func (g *Guard) adopt(stored uint64, attempt int) {
+	g.mu.Lock()
+	g.rev = stored
+	g.mu.Unlock()
+	g.m.log.Warn("kvlease: conflict on a lease that is still ours; writing again",
+		"key", g.key, "stored", stored, "attempt", attempt+1)
 }
 
 // casOwned is the loop behind casOwn, for any write whose precondition is

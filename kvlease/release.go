@@ -162,9 +162,11 @@ func (g *Guard) abort() {
 }
 
 // deleteOwn deletes the lease at the guard's revision, waiting for any
-// in-flight renewal first so the revision is the latest one. When wait
-// ends while the delete's answer is outstanding it stops
-// waiting and reports abandoned: the delete may or may not have landed.
+// in-flight renewal first so the revision is the latest one. It sends the
+// delete once; a refusal or a lost answer is settled by settleDeleteAt,
+// the one place a release retries. When wait ends while the delete's
+// answer is outstanding it stops waiting and reports abandoned: the
+// delete may or may not have landed.
 func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	g.opMu.Lock()
 	defer g.opMu.Unlock()
@@ -173,9 +175,7 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	g.mu.Unlock()
 	ctx, cancel := g.finalCtx(wait)
 	defer cancel()
-	marker, rev, err := g.casOwn(ctx, rev, func(ctx context.Context, rev uint64) (uint64, error) {
-		return g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, g.releaseID())
-	})
+	marker, err := g.m.b.DeleteAs(ctx, g.key, rev, markerKeep, g.releaseID())
 	if kvx.OutcomeUnknown(err) && wait.Err() != nil {
 		return true, nil
 	}

@@ -45,38 +45,46 @@ func (g *Guard) releaseID() string {
 }
 
 // settleDeleteAt decides a release whose conditional delete at rev was
-// refused or unanswered (first is that error).
+// refused or unanswered (first is that error). It is the one loop in
+// which a release retries: it reads the key from the stream leader and
+// sends the same delete again until an outcome is proven, for as long as
+// ctx allows. deleteOwn gives it a fresh Config.OpTimeout, so a release
+// takes at most 2 × OpTimeout (bounds.go); between rounds it backs off
+// 10 ms, doubling up to 160 ms (settleBackoffCap).
 //
-// On a replicated bucket a refusal is not proof of loss: right after a
-// partition heals, a deposed stream leader that still believes it leads
-// refuses the delete at once from its stale state while the real leader
-// stores it, and the refusal can be the first answer; only an acceptance
-// needs a quorum. Leader reads can come from that node too. So the key is
-// read and:
+// A refusal is not proof of loss while the key still carries this
+// guard's owner hash, for the reasons casOwn gives; a renewal whose answer
+// was lost leaves the same trace. The guard adopts the stored revision
+// and deletes again there.
+//
+// On a replicated bucket a refusal is not proof of loss either when the
+// key has moved on: right after a partition heals, a deposed stream
+// leader that still believes it leads refuses the delete at once from its
+// stale state while the real leader stores it, and the refusal can be the
+// first answer; only an acceptance needs a quorum. Leader reads can come
+// from that node too. So after the read:
 //   - the last message carries our release id: the delete landed;
-//   - our own value, or a view older than rev (a stale replica: no current
-//     view is below an acknowledged revision): the same delete is sent
-//     again; it lands at most once, and a landed one is answered with its
-//     original acknowledgment (the leader checks the id before the
-//     revision);
+//   - a view older than rev (a stale replica: no current view is below
+//     an acknowledged revision): the same delete is sent again; it lands
+//     at most once, and a landed one is answered with its original
+//     acknowledgment (the leader checks the id before the revision);
 //   - moved on after rev (another holder's value, an expiry marker,
 //     another writer's delete marker): our delete may have landed first
 //     and the key been taken since, so the same resend decides; refused
 //     staleRefusals times in a row over staleWindow, it is loss.
 //
-// On a single replica the only server's refusal is authoritative (it is
-// loss, as before), and that server checks the revision before the id, so
-// after an unanswered delete a key that moved on cannot be attributed:
-// that outcome stays unknown. When ctx ends first the outcome is unknown
-// too. An unknown outcome never matches ErrLost.
+// On a single replica the only server's refusal is authoritative: a key
+// that is not ours after deletes that were all refused is loss. That
+// server checks the revision before the id, so once a delete went
+// unanswered a key that moved on cannot be attributed: that outcome stays
+// unknown. When ctx ends first the outcome is unknown too. An unknown
+// outcome never matches ErrLost.
 func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (uint64, error) {
 	replicated := g.m.b.Replicated()
-	if kvx.IsConflict(first) && !replicated {
-		return 0, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
-	}
 	id := g.releaseID()
 	err := first
-	var movedSince time.Time // when the key was first seen moved on, with the resend refused
+	unanswered := kvx.OutcomeUnknown(first) // a delete of ours may have landed unseen
+	var movedSince time.Time                // when the key was first seen moved on, with the resend refused
 	refusals := 0
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -97,8 +105,13 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			err = rerr // a failed read proves nothing: read again
 			movedSince, refusals = time.Time{}, 0
 			continue
-		case rerr == nil && e.Revision > rev && e.Live() && ownedBy(e.Value, g.owner):
-			rev = e.Revision // a renewal of ours whose answer was lost
+		case rerr == nil && e.Live() && ownedBy(e.Value, g.owner):
+			if e.Revision != rev {
+				rev = e.Revision
+				g.adopt(rev, attempt)
+			}
+		case !replicated && !unanswered:
+			return 0, fmt.Errorf("%w: %q was no longer at revision %d when released", ErrLost, g.key, rev)
 		case rerr == nil && e.Revision > rev:
 			moved = true
 			if !replicated {
@@ -113,6 +126,7 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			return marker, nil
 		}
 		err = werr
+		unanswered = unanswered || kvx.OutcomeUnknown(werr)
 		switch {
 		case !moved || !kvx.IsConflict(werr):
 			movedSince, refusals = time.Time{}, 0

@@ -16,7 +16,8 @@ import (
 // a transient error is returned as it is and leaves the guard held until
 // its window ends.
 func (g *Guard) Renew(ctx context.Context) error {
-	return g.renew(ctx)
+	_, err := g.renew(ctx, false)
+	return err
 }
 
 func (g *Guard) renewOnce(ctx context.Context) error {

@@ -92,12 +92,7 @@ func (l *Locker) queued(ctx context.Context, s spec) (bool, error) {
 	// is queued (or was served a moment ago and is leaving, which costs
 	// this caller a ticket and an entry, not fairness).
 	if l.view.Ready() {
-		queued := false
-		if err := l.view.Children(s.queue, func(e kvlease.Change) bool {
-			_, t := s.ticketOf(e.Key)
-			queued = t && e.Live()
-			return !queued
-		}); err == nil && queued {
+		if queued, err := l.inQueue(s); err == nil && queued {
 			return true, nil
 		}
 	}
@@ -119,11 +114,8 @@ func (l *Locker) queued(ctx context.Context, s spec) (bool, error) {
 	if err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
-	queued := false
-	if err := l.view.Children(s.queue, func(e kvlease.Change) bool {
-		_, queued = s.ticketOf(e.Key)
-		return !queued
-	}); err != nil {
+	queued, err := l.inQueue(s)
+	if err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
 	if !queued && live {
@@ -134,6 +126,17 @@ func (l *Locker) queued(ctx context.Context, s spec) (bool, error) {
 		queued = !ok
 	}
 	return queued, nil
+}
+
+// inQueue reports whether the view holds a queue entry of s (Children
+// yields live entries only). It stops at the first one.
+func (l *Locker) inQueue(s spec) (bool, error) {
+	queued := false
+	err := l.view.Children(s.queue, func(e kvlease.Change) bool {
+		_, queued = s.ticketOf(e.Key)
+		return !queued
+	})
+	return queued, err
 }
 
 // tryFair is TryAcquire in fair mode: it does not take the lock while
@@ -454,7 +457,9 @@ func entryErr(entry *kvlease.Guard) error {
 //
 // predecessor returns the key of the entry just before ticket t ("" when t
 // is first in line) and how many entries are ahead of t, not counting the
-// lock holder's and those before it (see above).
+// lock holder's and those before it (see above): 0, 1, or 2 for two or
+// more (a waiter only needs to know whether its predecessor is first in
+// line).
 func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlease.Guard, sync bool) (pred string, ahead int, err error) {
 	if sync {
 		// Every entry created before ours has a smaller revision: once the
@@ -472,19 +477,31 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 			holder = h.ID
 		}
 	}
+	// One scan: the two highest tickets before t, and the holder's lowest
+	// entry, are all the answer needs (entries up to the holder's count as
+	// served, so what is ahead is what lies between it and t).
 	var (
-		best    uint64
-		served  string // the holder's lowest entry
-		servedT uint64
+		best, second uint64 // the two highest tickets before t
+		bestKey      string // "" when there is none
+		hasSecond    bool
+		served       string // the holder's lowest entry
+		servedT      uint64
 	)
-	before := make([]kvx.Entry, 0, 8)
 	fn := func(e kvlease.Change) bool {
-		if x, ok := s.ticketOf(e.Key); ok && x < t {
-			before = append(before, e)
-			if holder != "" && (served == "" || x < servedT) {
-				if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
-					served, servedT = e.Key, x
-				}
+		x, ok := s.ticketOf(e.Key)
+		if !ok || x >= t {
+			return true
+		}
+		switch {
+		case bestKey == "" || x > best:
+			second, hasSecond = best, bestKey != ""
+			best, bestKey = x, e.Key
+		case !hasSecond || x > second:
+			second, hasSecond = x, true
+		}
+		if holder != "" && (served == "" || x < servedT) {
+			if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
+				served, servedT = e.Key, x
 			}
 		}
 		return true
@@ -492,19 +509,16 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	if err := l.view.Children(s.queue, fn); err != nil {
 		return "", 0, l.viewErr(ctx, s, err)
 	}
-	for _, e := range before {
-		if x, _ := s.ticketOf(e.Key); served != "" && x <= servedT {
-			// The holder's entry, or one of a waiter served before it
-			// whose entry has not gone yet: the holder was first in
-			// line, so everyone before it has been served or has left.
-			continue
-		}
-		ahead++
-		if x, _ := s.ticketOf(e.Key); x > best {
-			best, pred = x, e.Key
-		}
+	switch {
+	case bestKey == "", served != "" && best <= servedT:
+		// Nobody before t, or only the holder's entry and those of waiters
+		// served before it (the holder was first in line, so everyone
+		// before it has been served or has left).
+		return "", 0, nil
+	case hasSecond && (served == "" || second > servedT):
+		return bestKey, 2, nil
 	}
-	return pred, ahead, nil
+	return bestKey, 1, nil
 }
 
 // waitChange waits until pred (a queue entry; "" for none) has gone, or

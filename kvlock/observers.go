@@ -11,19 +11,18 @@ import (
 // order (nil entries are skipped), breaker changes included for those
 // that implement BreakerObserver. With no observers left it returns nil.
 func Observers(obs ...Observer) Observer {
-	var f fanout
-	for _, o := range obs {
-		if o != nil {
-			f.Fanout = append(f.Fanout, o)
-		}
+	hs := make([]opstats.Hooks[Event], len(obs))
+	for i, o := range obs {
+		hs[i] = o // a nil Observer stays nil, and Join skips it
 	}
-	switch len(f.Fanout) {
-	case 0:
+	switch h := opstats.Join(hs...).(type) {
+	case nil:
 		return nil
-	case 1:
-		return f.Fanout[0]
+	case opstats.Fanout[Event]:
+		return fanout{h} // carries OnBreaker to the observers that have it
+	default:
+		return h
 	}
-	return f
 }
 
 type fanout struct{ opstats.Fanout[Event] }

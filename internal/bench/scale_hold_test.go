@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -43,13 +42,7 @@ func BenchmarkHold10kLocks(b *testing.B) {
 		b.FailNow()
 	}
 	st0 := l.Stats().Lease
-	start := time.Now()
-	maxGor := 0
-	for time.Since(start) < hold {
-		time.Sleep(time.Second) // sampling cadence of a measurement, not a wait for a condition
-		maxGor = max(maxGor, runtime.NumGoroutine())
-	}
-	held := time.Since(start)
+	held, maxGor, _ := sampleHold(hold)
 	st1 := l.Stats().Lease
 	heap1, rss1, gor1 := measure()
 	for i, hctx := range hctxs {
@@ -59,13 +52,8 @@ func BenchmarkHold10kLocks(b *testing.B) {
 	}
 	require.Zero(b, st1.Lost-st0.Lost, "locks lost")
 	renewals := float64(st1.Renewals - st0.Renewals)
-	b.ReportMetric(float64(held.Nanoseconds()), "ns/op")
-	b.ReportMetric(float64(count), "locks")
-	b.ReportMetric(float64(gor0), "goroutines-idle")
-	b.ReportMetric(float64(gor1), "goroutines-held")
-	b.ReportMetric(float64(maxGor), "goroutines-max")
-	b.ReportMetric(float64(heap1-heap0)/float64(count), "heap-B/lock")
-	b.ReportMetric(float64(rss1)/(1<<20), "rss-MiB")
+	holdMetrics{unit: "lock", count: count, held: held, gor0: gor0, gor1: gor1, maxGor: maxGor,
+		heap0: heap0, heap1: heap1, rss1: rss1}.report(b)
 	b.ReportMetric(renewals/(float64(count)*held.Seconds()/(ttl/3).Seconds()), "renewals/lock/interval")
 	b.ReportMetric(float64(st1.RenewFailures-st0.RenewFailures), "renew-failures")
 	for _, r := range releases {

@@ -62,14 +62,7 @@ func BenchmarkHold10k(b *testing.B) {
 
 	// Hold: sample goroutines and RSS every second, count renewals.
 	st0 := m.Stats()
-	holdStart := time.Now()
-	maxGor, maxRSS := 0, int64(0)
-	for time.Since(holdStart) < hold {
-		time.Sleep(time.Second) // sampling cadence of a measurement, not a wait for a condition
-		maxGor = max(maxGor, runtime.NumGoroutine())
-		maxRSS = max(maxRSS, rssBytes())
-	}
-	held := time.Since(holdStart)
+	held, maxGor, maxRSS := sampleHold(hold)
 	st1 := m.Stats()
 	heap1, rss1, gor1 := measure()
 	renewals := float64(st1.Renewals - st0.Renewals)
@@ -80,18 +73,50 @@ func BenchmarkHold10k(b *testing.B) {
 	}
 	require.Zero(b, st1.Lost-st0.Lost, "leases lost")
 
-	b.ReportMetric(float64(held.Nanoseconds()), "ns/op")
-	b.ReportMetric(float64(count), "leases")
-	b.ReportMetric(float64(gor0), "goroutines-idle")
-	b.ReportMetric(float64(gor1), "goroutines-held")
-	b.ReportMetric(float64(maxGor), "goroutines-max")
-	b.ReportMetric(float64(heap1-heap0)/float64(count), "heap-B/lease")
-	b.ReportMetric(float64(rss1)/(1<<20), "rss-MiB")
+	holdMetrics{unit: "lease", count: count, held: held, gor0: gor0, gor1: gor1, maxGor: maxGor,
+		heap0: heap0, heap1: heap1, rss1: rss1}.report(b)
 	b.ReportMetric(float64(maxRSS)/(1<<20), "rss-peak-MiB")
 	b.ReportMetric(float64(rss1-rss0)/float64(count), "rss-B/lease")
 	b.ReportMetric(renewals/held.Seconds(), "renewals/s")
 	b.ReportMetric(renewals/(float64(count)*held.Seconds()/interval.Seconds()), "renewals/lease/interval")
 	b.ReportMetric(float64(st1.RenewFailures-st0.RenewFailures), "renew-failures")
+}
+
+// sampleHold lets hold pass while sampling the goroutines and the RSS once
+// a second, and returns how long it took and the largest samples (what a
+// scale benchmark reports as goroutines-max and rss-peak-MiB).
+func sampleHold(hold time.Duration) (held time.Duration, maxGoroutines int, maxRSS int64) {
+	start := time.Now()
+	for time.Since(start) < hold {
+		time.Sleep(time.Second) // sampling cadence of a measurement, not a wait for a condition
+		maxGoroutines = max(maxGoroutines, runtime.NumGoroutine())
+		maxRSS = max(maxRSS, rssBytes())
+	}
+	return time.Since(start), maxGoroutines, maxRSS
+}
+
+// holdMetrics is what both scale benchmarks measure of count items
+// (unit: "lease" or "lock") held for held: the goroutines before, after
+// and at most during the hold, the heap before and after, the RSS after.
+type holdMetrics struct {
+	unit               string
+	count              int
+	held               time.Duration
+	gor0, gor1, maxGor int
+	heap0, heap1, rss1 int64
+}
+
+// report reports the metrics the scale benchmarks share, under one set of
+// names.
+func (h holdMetrics) report(b *testing.B) {
+	b.Helper()
+	b.ReportMetric(float64(h.held.Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(h.count), h.unit+"s")
+	b.ReportMetric(float64(h.gor0), "goroutines-idle")
+	b.ReportMetric(float64(h.gor1), "goroutines-held")
+	b.ReportMetric(float64(h.maxGor), "goroutines-max")
+	b.ReportMetric(float64(h.heap1-h.heap0)/float64(h.count), "heap-B/"+h.unit)
+	b.ReportMetric(float64(h.rss1)/(1<<20), "rss-MiB")
 }
 
 // measure returns the live heap after a GC, the RSS after returning free

@@ -96,7 +96,7 @@ func (s suite) releaseOwnerConditional(t *testing.T) {
 func (s suite) expiry(t *testing.T) {
 	ctx, svc, k := s.start(t, false)
 	a := acquire(t, svc, ctx, k)
-	s.advance(TTL)
+	s.advanceManual(TTL)
 	s.wait(t, a.Done(), "an unrenewed lock to end after its TTL")
 	mustIs(t, context.Cause(a.Context()), kvlock.ErrLost, "cause of expiry")
 	mustIs(t, a.Err(), kvlock.ErrLost, "Err after expiry")

@@ -32,7 +32,9 @@ type Harness struct {
 	// it; New may also register its own cleanup with t.Cleanup.
 	New func(t *testing.T, cfg kvlock.Config) kvlock.Service
 	// Advance moves the backend's clock forward by d. Nil means the real
-	// clock: the suite then sleeps for d where time must pass.
+	// clock: the suite then sleeps for d where time must pass, and where
+	// the backend must act once it has (an unrenewed lock ending), waits
+	// for that, bounded by Timeout, instead.
 	Advance func(d time.Duration)
 	// Timeout bounds every wait for something the backend must do by
 	// itself (a hand-over, a loss noticed by a renewal). Default 5s.
@@ -115,6 +117,15 @@ func (s suite) advance(d time.Duration) {
 		return
 	}
 	time.Sleep(d)
+}
+
+// advanceManual moves a manual clock forward by d and does nothing on the
+// real clock: for a scenario that then waits, bounded, for what the
+// passing time brings, so the real clock costs only the time it takes.
+func (s suite) advanceManual(d time.Duration) {
+	if s.h.Advance != nil {
+		s.h.Advance(d)
+	}
 }
 
 // key is a key unique to the running subtest, so backends whose state
