@@ -1,9 +1,10 @@
 package kvlease
 
 import (
-	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/heapx"
 )
 
 // scheduler is the manager's one timer for all guards: a min-heap keyed by
@@ -14,7 +15,7 @@ import (
 // Lock order: Guard.opMu, then Guard.mu, then scheduler.mu (a leaf).
 type scheduler struct {
 	mu     sync.Mutex
-	h      guardHeap
+	h      *heapx.Heap[*Guard]
 	wake   chan struct{} // buffered 1: the earliest due time changed
 	stop   chan struct{}
 	done   chan struct{}
@@ -31,6 +32,7 @@ func newScheduler(onDue func(*Guard)) *scheduler {
 	s := &scheduler{
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), onDue: onDue,
 		armed: time.Now().Add(time.Hour),
+		h:     heapx.New(func(a, b *Guard) bool { return a.at.Before(b.at) }, func(g *Guard, i int) { g.hidx = i }),
 	}
 	go s.run()
 	return s
@@ -46,9 +48,9 @@ func (s *scheduler) set(g *Guard, at time.Time) {
 	first := at.Before(s.armed)
 	g.at = at
 	if g.hidx >= 0 {
-		heap.Fix(&s.h, g.hidx)
+		s.h.Fix(g.hidx)
 	} else {
-		heap.Push(&s.h, g)
+		s.h.Push(g)
 	}
 	s.mu.Unlock()
 	if first {
@@ -63,7 +65,7 @@ func (s *scheduler) set(g *Guard, at time.Time) {
 func (s *scheduler) remove(g *Guard) {
 	s.mu.Lock()
 	if g.hidx >= 0 {
-		heap.Remove(&s.h, g.hidx)
+		s.h.Remove(g.hidx)
 	}
 	s.mu.Unlock()
 }
@@ -71,7 +73,7 @@ func (s *scheduler) remove(g *Guard) {
 func (s *scheduler) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.h)
+	return s.h.Len()
 }
 
 func (s *scheduler) run() {
@@ -83,11 +85,11 @@ func (s *scheduler) run() {
 		var due []*Guard
 		next := time.Hour
 		s.mu.Lock()
-		for len(s.h) > 0 && !s.h[0].at.After(now) {
-			due = append(due, heap.Pop(&s.h).(*Guard))
+		for g, ok := s.h.Peek(); ok && !g.at.After(now); g, ok = s.h.Peek() {
+			due = append(due, s.h.Pop())
 		}
-		if len(s.h) > 0 {
-			next = s.h[0].at.Sub(now)
+		if g, ok := s.h.Peek(); ok {
+			next = g.at.Sub(now)
 		}
 		s.armed = now.Add(next)
 		s.mu.Unlock()
@@ -116,34 +118,8 @@ func (s *scheduler) close() {
 		return
 	}
 	s.closed = true
-	for _, g := range s.h {
-		g.hidx = -1
-	}
-	s.h = nil
+	s.h.Clear()
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
-}
-
-type guardHeap []*Guard
-
-func (h guardHeap) Len() int           { return len(h) }
-func (h guardHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h guardHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].hidx = i
-	h[j].hidx = j
-}
-func (h *guardHeap) Push(x any) {
-	g := x.(*Guard)
-	g.hidx = len(*h)
-	*h = append(*h, g)
-}
-func (h *guardHeap) Pop() any {
-	old := *h
-	g := old[len(old)-1]
-	old[len(old)-1] = nil
-	g.hidx = -1
-	*h = old[:len(old)-1]
-	return g
 }

@@ -1,9 +1,10 @@
 package kvlock
 
 import (
-	"container/heap"
 	"sync"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/heapx"
 )
 
 // Clock is the time source of the in-process Locker (NewMemory): TTLs,
@@ -33,7 +34,7 @@ type ManualClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	seq    uint64
-	timers manualTimers
+	timers *heapx.Heap[*manualTimer]
 }
 
 // NewManualClock returns a ManualClock reading start (a fixed date when
@@ -42,7 +43,12 @@ func NewManualClock(start time.Time) *ManualClock {
 	if start.IsZero() {
 		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	return &ManualClock{now: start}
+	return &ManualClock{now: start, timers: heapx.New(func(a, b *manualTimer) bool {
+		if a.at.Equal(b.at) {
+			return a.seq < b.seq
+		}
+		return a.at.Before(b.at)
+	}, func(t *manualTimer, i int) { t.index = i })}
 }
 
 // Now returns the clock's time.
@@ -58,14 +64,14 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
 	defer c.mu.Unlock()
 	c.seq++
 	t := &manualTimer{at: c.now.Add(d), seq: c.seq, f: f, index: -1}
-	heap.Push(&c.timers, t)
+	c.timers.Push(t)
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if t.index < 0 {
 			return false
 		}
-		heap.Remove(&c.timers, t.index)
+		c.timers.Remove(t.index)
 		return true
 	}
 }
@@ -76,8 +82,8 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	end := c.now.Add(max(d, 0))
-	for len(c.timers) > 0 && !c.timers[0].at.After(end) {
-		t := heap.Pop(&c.timers).(*manualTimer)
+	for next, ok := c.timers.Peek(); ok && !next.at.After(end); next, ok = c.timers.Peek() {
+		t := c.timers.Pop()
 		if t.at.After(c.now) {
 			c.now = t.at
 		}
@@ -94,31 +100,4 @@ type manualTimer struct {
 	seq   uint64 // keeps timers due at the same instant in scheduling order
 	f     func()
 	index int
-}
-
-type manualTimers []*manualTimer
-
-func (h manualTimers) Len() int { return len(h) }
-func (h manualTimers) Less(i, j int) bool {
-	if h[i].at.Equal(h[j].at) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].at.Before(h[j].at)
-}
-func (h manualTimers) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *manualTimers) Push(x any) {
-	t := x.(*manualTimer)
-	t.index = len(*h)
-	*h = append(*h, t)
-}
-func (h *manualTimers) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	t.index = -1
-	return t
 }

@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"container/heap"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/heapx"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -22,7 +22,7 @@ type index struct {
 	queued map[kvledger.IdempotencyKey]bool
 	// timers holds pending records whose RunAt is in the future, and
 	// keys to look at again after a transient claim failure.
-	timers timerHeap
+	timers *heapx.Heap[timer]
 	// leased is the set of keys whose claim lease is live (lease watch,
 	// and this worker's own failed acquisitions).
 	leased map[kvledger.IdempotencyKey]bool
@@ -57,6 +57,7 @@ func newIndex() index {
 		ready:   make(map[string]*fifo),
 		queued:  make(map[kvledger.IdempotencyKey]bool),
 		leased:  make(map[kvledger.IdempotencyKey]bool),
+		timers:  heapx.New(func(a, b timer) bool { return a.at.Before(b.at) }, nil),
 	}
 }
 
@@ -82,42 +83,27 @@ func (q *fifo) pop() (kvledger.IdempotencyKey, bool) {
 	return k, true
 }
 
-// timerHeap orders keys by the time to look at them again.
-type timerHeap []timer
-
+// timer is a key to look at again at a time.
 type timer struct {
 	at  time.Time
 	key kvledger.IdempotencyKey
 }
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
-}
-
 func (ix *index) addTimer(at time.Time, k kvledger.IdempotencyKey) {
-	heap.Push(&ix.timers, timer{at: at, key: k})
+	ix.timers.Push(timer{at: at, key: k})
 }
 
 // dueTimers pops the keys due at now.
 func (ix *index) dueTimers(now time.Time, fn func(kvledger.IdempotencyKey)) {
-	for len(ix.timers) > 0 && !ix.timers[0].at.After(now) {
-		fn(heap.Pop(&ix.timers).(timer).key)
+	for t, ok := ix.timers.Peek(); ok && !t.at.After(now); t, ok = ix.timers.Peek() {
+		fn(ix.timers.Pop().key)
 	}
 }
 
 // nextTimer returns the earliest timer, if any.
 func (ix *index) nextTimer() (time.Time, bool) {
-	if len(ix.timers) == 0 {
-		return time.Time{}, false
-	}
-	return ix.timers[0].at, true
+	t, ok := ix.timers.Peek()
+	return t.at, ok
 }
 
 // apply records a change of one record; handled says whether this
