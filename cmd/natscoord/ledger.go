@@ -46,14 +46,15 @@ func (a *app) ledgerCommand() *cobra.Command {
 // create, the bucket is created when missing. Writes publish events on the
 // default JetStream bus.
 func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
-	ctx, cancel := a.conn.opContext(parent)
-	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	l, err := openLedger(ctx, js, lf.bucket, create)
+	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
+		return useLedger(ctx, js, lf.bucket, create, fn)
+	})
+}
+
+// useLedger opens the ledger in bucket on js, as withLedger does, runs fn
+// with it and closes it.
+func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
+	l, err := openLedger(ctx, js, bucket, create, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
 	}
@@ -61,21 +62,30 @@ func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, f
 	return fn(ctx, l)
 }
 
-func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool) (*kvledger.Ledger, error) {
+// openLedger opens the ledger in bucket (see openStore), its writes'
+// events published on the JetStream bus that bus configures (the stream is
+// created when missing). The caller closes the ledger.
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, bus events.JetStreamBusConfig) (*kvledger.Ledger, error) {
+	store, err := openStore(ctx, js, bucket, create)
+	if err != nil {
+		return nil, err
+	}
+	b, err := events.NewJetStreamBus(ctx, js, bus)
+	if err != nil {
+		return nil, err
+	}
+	return kvledger.New(store, b)
+}
+
+// openStore opens the ledger store in bucket. Without create, a missing
+// bucket is a noBucketError and nothing is created.
+func openStore(ctx context.Context, js jetstream.JetStream, bucket string, create bool) (*kvledger.KVStore, error) {
 	if !create {
 		if _, err := bindExisting(ctx, js, bucket); err != nil {
 			return nil, err
 		}
 	}
-	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
-	if err != nil {
-		return nil, err
-	}
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-	if err != nil {
-		return nil, err
-	}
-	return kvledger.New(store, bus)
+	return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 }
 
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {

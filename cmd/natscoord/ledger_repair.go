@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -53,32 +55,26 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 			if !force {
 				return errors.New("ledger rm removes a record without any ledger check: add --force")
 			}
-			ctx, cancel := a.conn.opContext(cmd.Context())
-			defer cancel()
-			nc, js, err := a.conn.connect(ctx)
-			if err != nil {
+			// withLedger's connection and store, without its event bus: rm
+			// publishes no event, and must not create the event stream.
+			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
+				store, err := openStore(ctx, js, lf.bucket, false)
+				if err != nil {
+					return err
+				}
+				removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
+				if err != nil {
+					return err
+				}
+				if !removed {
+					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+				}
+				if a.json {
+					return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})
+				}
+				_, err = fmt.Fprintf(a.stdout, "removed %s from %s\n", args[0], lf.bucket)
 				return err
-			}
-			defer nc.Close()
-			if _, err := bindExisting(ctx, js, lf.bucket); err != nil {
-				return err
-			}
-			store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: lf.bucket})
-			if err != nil {
-				return err
-			}
-			removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
-			if err != nil {
-				return err
-			}
-			if !removed {
-				return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
-			}
-			if a.json {
-				return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})
-			}
-			_, err = fmt.Fprintf(a.stdout, "removed %s from %s\n", args[0], lf.bucket)
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "confirm removing the record without any ledger check")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -15,7 +16,7 @@ import (
 // openTestLedger opens the CLI's default ledger on n, as a worker would.
 func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
-	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true)
+	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
