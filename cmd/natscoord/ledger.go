@@ -133,7 +133,7 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				if !found {
-					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+					return errNoTask(lf.bucket, args[0])
 				}
 				return a.printTask(t)
 			})
@@ -242,18 +242,11 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 			if owner == "" {
 				return errors.New("--owner must not be empty")
 			}
-			actor := lf.actor
-			if !cmd.Flags().Changed("actor") {
-				actor = owner
-			}
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Complete(ctx, kvledger.Actor(actor), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
-				if errors.Is(err, kvledger.ErrNoKey) {
-					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
-				}
+				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
 				if err != nil {
-					return err
+					return noTask(lf, args[0], err)
 				}
 				t, _, err := l.State(ctx, key)
 				if err != nil {

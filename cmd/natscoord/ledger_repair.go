@@ -67,7 +67,7 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				if !removed {
-					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+					return errNoTask(lf.bucket, args[0])
 				}
 				if a.json {
 					return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})

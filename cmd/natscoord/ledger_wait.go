@@ -109,7 +109,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 			return err
 		}
 		if !found {
-			return fmt.Errorf("ledger %q: no task %q", lf.bucket, k)
+			return errNoTask(lf.bucket, string(k))
 		}
 	}
 	// WaitFinal is woken by the bucket's watch: no polling.
