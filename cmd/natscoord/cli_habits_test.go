@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,11 +22,7 @@ import (
 // runStdin runs one command line with stdin.
 func (c *cli) runStdin(stdin string, args ...string) result {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code := runIO(ctx, append([]string{"--server", c.url}, args...), strings.NewReader(stdin), &out, &errb)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	return runCLIWith(c.t, strings.NewReader(stdin), append([]string{"--server", c.url}, args...)...)
 }
 
 func jsonTask(t *testing.T, out string) kvledger.TaskState {

@@ -28,12 +28,7 @@ import (
 func TestLedgerCompleteChecksOwner(t *testing.T) {
 	c, n := newCLI(t)
 	c.ok("ledger", "admit", "build", "--seq", "1")
-	store, err := kvledger.NewKVStore(natstest.Context(t, 5*time.Second), n.JS, kvledger.KVStoreConfig{Bucket: defaultLedgerBucket})
-	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
-	require.NoError(t, err)
-	fence, err := l.Claim(natstest.Context(t, 5*time.Second), "w", "build", "w1", time.Minute, time.Now())
-	require.NoError(t, err)
+	fence := claim(t, openTestLedger(t, n), "build", "w1")
 	f := fmt.Sprint(uint64(fence))
 	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w2", "--fence", f, "--status", "completed"), "fence token is stale")
 	out := c.ok("ledger", "complete", "build", "--owner", "w1", "--fence", f, "--status", "completed")
@@ -157,10 +152,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	c := &cli{t: t, url: url}
 	c.ok("ledger", "admit", "x", "--seq", "1")
 
-	res := make(chan result, 1)
-	go func() {
-		res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--durable", "resume", "--count", "2")
-	}()
+	tail := c.start("--json", "events", "tail", "--durable", "resume", "--count", "2")
 	js, err := s.JetStream()
 	require.NoError(t, err)
 	natstest.Eventually(t, 20*time.Second, func() bool {
@@ -177,7 +169,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	c.ok("ledger", "admit", "y", "--seq", "1")
 
-	r := natstest.Recv(t, res, 40*time.Second, "tail to end")
+	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "connection to the server lost")
 	require.Contains(t, r.stderr, "reconnected")
@@ -200,8 +192,7 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	c := &cli{t: t, url: url}
 	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
 
-	res := make(chan result, 1)
-	go func() { res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--count", "1") }()
+	tail := c.start("--json", "events", "tail", "--count", "1")
 	// The tail is subscribed when a connection of the CLI holds ledger.>.
 	subscribed := func() bool {
 		cz, err := s.NATS().Connz(&server.ConnzOptions{Subscriptions: true})
@@ -223,7 +214,7 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
 	c.ok("ledger", "admit", "after", "--seq", "1")
 
-	r := natstest.Recv(t, res, 30*time.Second, "tail to end")
+	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "connection to the server lost")
 	require.Contains(t, r.stderr, "reconnected")

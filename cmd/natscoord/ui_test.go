@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,40 +32,9 @@ func startUI(t *testing.T, url string, args ...string) string {
 // contains want.
 func startLong(t *testing.T, args []string, want string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, args, pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case c := <-code:
-			require.Equal(t, 0, c, "%v exits cleanly on cancel", args)
-		case <-time.After(15 * time.Second):
-			t.Errorf("%v did not stop", args)
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), want) {
-				lines <- sc.Text()
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	select {
-	case l := <-lines:
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%v printed no line with %q", args, want)
-		return ""
-	}
+	b := startRun(t, args...)
+	t.Cleanup(func() { require.Equal(t, 0, b.stop(t).code, "%v exits cleanly on cancel", args) })
+	return b.line(t, 20*time.Second, want)
 }
 
 func TestServeUI(t *testing.T) {
@@ -117,45 +83,12 @@ func TestUINonLoopbackWithTokenSaysSo(t *testing.T) {
 }
 
 func TestDemoUIKeepsThePageUp(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"demo", "--ui", "--ui-listen", "127.0.0.1:0", "--ui-wait", "10ms"}, pw, io.Discard)
-		pw.Close()
-	}()
-	defer func() {
-		cancel()
-		select {
-		case c := <-code:
-			require.Equal(t, 0, c, "the demo ended as predicted and stopped on cancel")
-		case <-time.After(20 * time.Second):
-			t.Error("demo did not stop")
-		}
-	}()
-	sc := bufio.NewScanner(pr)
-	var addr string
-	up := make(chan struct{})
-	go func() {
-		defer close(up)
-		for sc.Scan() {
-			l := sc.Text()
-			if a := regexp.MustCompile(`dashboard at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(l); a != nil {
-				addr = a[1]
-			}
-			if strings.Contains(l, "the dashboard stays up") {
-				go func() { _, _ = io.Copy(io.Discard, pr) }()
-				return
-			}
-		}
-	}()
-	select {
-	case <-up:
-	case <-time.After(40 * time.Second):
-		t.Fatal("the demo did not finish")
-	}
-	require.NotEmpty(t, addr)
-	resp, err := http.Get(addr)
+	demo := startRun(t, "demo", "--ui", "--ui-listen", "127.0.0.1:0", "--ui-wait", "10ms")
+	t.Cleanup(func() { require.Equal(t, 0, demo.stop(t).code, "the demo ended as predicted and stopped on cancel") })
+	m := regexp.MustCompile(`dashboard at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(demo.line(t, 40*time.Second, "dashboard at "))
+	require.Len(t, m, 2)
+	demo.line(t, 40*time.Second, "the dashboard stays up")
+	resp, err := http.Get(m[1])
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
