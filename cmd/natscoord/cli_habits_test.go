@@ -68,8 +68,9 @@ func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 
 	// A takeover after the lease ran out.
 	c.ok("ledger", "admit", "short", "--seq", "1")
-	c.ok("ledger", "claim", "short", "--owner", "w1", "--lease", "1ms")
-	time.Sleep(5 * time.Millisecond) // the lease is judged against the caller's clock
+	short := jsonTask(t, c.ok("--json", "ledger", "claim", "short", "--owner", "w1", "--lease", "1ms"))
+	// The lease is judged against the caller's clock: wait until it ran out there.
+	natstest.Eventually(t, 5*time.Second, func() bool { return time.Now().After(short.LeaseUntil) }, "lease until %v", short.LeaseUntil)
 	require.Contains(t, c.ok("ledger", "claim", "short", "--owner", "w2", "--takeover"), "short claimed by w2")
 
 	for _, args := range [][]string{
