@@ -94,17 +94,9 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		Short: "List every task of the ledger",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
-				snap, err := l.Snapshot(ctx)
-				bad, err := splitCorrupt(err)
-				if err != nil {
-					return err
-				}
+			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				if a.json {
-					if err := writeJSON(a.stdout, snap.Tasks); err != nil || bad == nil {
-						return err
-					}
-					return corruptNote(lf.bucket, bad)
+					return corruptAfter(writeJSON(a.stdout, snap.Tasks), lf.bucket, bad)
 				}
 				rows := make([][]string, 0, len(snap.Tasks))
 				for _, t := range snap.Tasks {

@@ -20,15 +20,10 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 		Short: "Write every task of the ledger as JSON (to stdout or FILE)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
-				// With corrupt records, the valid ones are still written and
-				// the command then fails naming the others: the snapshot is
-				// incomplete, and a script must not take it for a full one.
-				snap, err := l.Snapshot(ctx)
-				bad, err := splitCorrupt(err)
-				if err != nil {
-					return err
-				}
+			// With corrupt records, the valid ones are still written and the
+			// command then fails naming the others: the snapshot is
+			// incomplete, and a script must not take it for a full one.
+			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				data, err := kvledger.Encode(snap)
 				if err != nil {
 					return err
@@ -42,10 +37,7 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 						_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
 					}
 				}
-				if err != nil || bad == nil {
-					return err
-				}
-				return corruptNote(lf.bucket, bad)
+				return corruptAfter(err, lf.bucket, bad)
 			})
 		},
 	}

@@ -16,19 +16,26 @@ import (
 // that is not a valid record.
 const corruptStatus = "!corrupt"
 
-// splitCorrupt separates a Snapshot's corrupt-records error from the
-// others: with it, the snapshot holds every valid record and bad names
-// the rest; any other error is returned as it is.
-func splitCorrupt(err error) (bad *kvledger.CorruptRecordsError, other error) {
-	if errors.As(err, &bad) {
-		return bad, nil
-	}
-	return nil, err
+// withSnapshot reads every task of the existing ledger and runs fn with
+// them. A stored value that is not a record does not fail the read: the
+// snapshot holds every valid record and bad names the others.
+func (a *app) withSnapshot(parent context.Context, lf *ledgerFlags, fn func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error) error {
+	return a.withLedger(parent, lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+		snap, err := l.Snapshot(ctx)
+		var bad *kvledger.CorruptRecordsError
+		if err != nil && !errors.As(err, &bad) {
+			return err
+		}
+		return fn(snap, bad)
+	})
 }
 
-// corruptNote is the one-line error naming corrupt records and the way to
-// remove them.
-func corruptNote(bucket string, bad *kvledger.CorruptRecordsError) error {
+// corruptAfter is err; when err is nil and bad names corrupt records, it
+// is the one-line error naming them and the way to remove them.
+func corruptAfter(err error, bucket string, bad *kvledger.CorruptRecordsError) error {
+	if err != nil || bad == nil {
+		return err
+	}
 	return fmt.Errorf("ledger %q: %w; remove one with: natscoord ledger rm --force KEY", bucket, bad)
 }
 
