@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -97,22 +98,20 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 	if start > last {
 		once.Do(func() { close(caughtUp) })
 	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		h.onEventMsg(m, last)
-		if md, err := m.Metadata(); err == nil && (md.Sequence.Stream >= last || md.NumPending == 0) {
+	c, err := kvx.Consume(cons, func(ctx context.Context, m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			md = nil // not a JetStream message: handled as a live event
+		}
+		h.onEventMsg(ctx, m, md, last)
+		if md != nil && (md.Sequence.Stream >= last || md.NumPending == 0) {
 			once.Do(func() { close(caughtUp) })
 		}
-	},
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			h.cfg.Logger.Warn("dashboard: event consumer", "err", err)
-		}))
+	}, func(err error) { h.cfg.Logger.Warn("dashboard: event consumer", "err", err) })
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
-	h.stops = append(h.stops, func() {
-		cc.Stop()
-		<-cc.Closed()
-	})
+	h.stops = append(h.stops, c.Stop)
 	// Not reaching it (the stream's last message is outside "ledger.>")
 	// only leaves the ring short: wait a bounded moment, then go on.
 	select {
@@ -123,16 +122,17 @@ func (h *Handler) startLedgerFeed(ctx context.Context) error {
 	return nil
 }
 
-// onEventMsg handles one stream message. Messages at or below startLast
-// were written before the store was read: they fill the recent-events
-// ring but are not announced as live.
-func (h *Handler) onEventMsg(m jetstream.Msg, startLast uint64) {
+// onEventMsg handles one stream message, md its metadata (nil when it
+// has none). Messages at or below startLast were written before the store
+// was read: they fill the recent-events ring but are not announced as
+// live. ctx ends with the consumption.
+func (h *Handler) onEventMsg(ctx context.Context, m jetstream.Msg, md *jetstream.MsgMetadata, startLast uint64) {
 	ev, err := events.Unmarshal(m.Data())
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: undecodable event", "subject", m.Subject(), "err", err)
 		return
 	}
-	if md, err := m.Metadata(); err == nil {
+	if md != nil {
 		h.metrics.pending.Set(float64(md.NumPending))
 		if md.Sequence.Stream <= startLast {
 			if ev.Source == h.cfg.Ledger {
@@ -146,7 +146,7 @@ func (h *Handler) onEventMsg(m jetstream.Msg, startLast uint64) {
 	}
 	h.metrics.eventLag.Set(max(0, h.cfg.Now().Sub(ev.Time).Seconds()))
 	h.metrics.events.WithLabelValues(string(ev.Name)).Inc()
-	h.applyEvent(ev)
+	h.applyEvent(ctx, ev)
 	h.recent.add(ev)
 	if st := kvledger.Status(ev.Status); st.Terminal() && ev.Name == kvledger.CompletedEvent {
 		h.finished.add(ev.Time)
@@ -156,7 +156,7 @@ func (h *Handler) onEventMsg(m jetstream.Msg, startLast uint64) {
 
 // applyEvent updates the view; an admission or an unknown key is read
 // back from the store, since events carry no needs.
-func (h *Handler) applyEvent(ev events.Event) {
+func (h *Handler) applyEvent(ctx context.Context, ev events.Event) {
 	if ev.Name == deletedEvent {
 		h.tasks.remove(kvledger.IdempotencyKey(ev.Key), ev.Revision)
 		return
@@ -164,7 +164,7 @@ func (h *Handler) applyEvent(ev events.Event) {
 	if known, _ := h.tasks.applyEvent(ev); known && ev.Name != kvledger.AdmittedEvent {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.OpTimeout)
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.OpTimeout)
 	defer cancel()
 	s, ok, err := h.ledger.State(ctx, kvledger.IdempotencyKey(ev.Key))
 	if err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,11 +22,7 @@ import (
 // runStdin runs one command line with stdin.
 func (c *cli) runStdin(stdin string, args ...string) result {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code := runIO(ctx, append([]string{"--server", c.url}, args...), strings.NewReader(stdin), &out, &errb)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	return runCLIWith(c.t, strings.NewReader(stdin), append([]string{"--server", c.url}, args...)...)
 }
 
 func jsonTask(t *testing.T, out string) kvledger.TaskState {
@@ -74,8 +68,9 @@ func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 
 	// A takeover after the lease ran out.
 	c.ok("ledger", "admit", "short", "--seq", "1")
-	c.ok("ledger", "claim", "short", "--owner", "w1", "--lease", "1ms")
-	time.Sleep(5 * time.Millisecond) // the lease is judged against the caller's clock
+	short := jsonTask(t, c.ok("--json", "ledger", "claim", "short", "--owner", "w1", "--lease", "1ms"))
+	// The lease is judged against the caller's clock: wait until it ran out there.
+	natstest.Eventually(t, 5*time.Second, func() bool { return time.Now().After(short.LeaseUntil) }, "lease until %v", short.LeaseUntil)
 	require.Contains(t, c.ok("ledger", "claim", "short", "--owner", "w2", "--takeover"), "short claimed by w2")
 
 	for _, args := range [][]string{

@@ -64,6 +64,91 @@ func requireFailure(t *testing.T, r result, args []string) string {
 	return r.stderr
 }
 
+// background is one command line running until it returns; the test
+// reads its output while it runs and cancels its context to stand for
+// SIGINT. It is the one way the tests run a command in the background.
+type background struct {
+	out, err natstest.SyncBuffer
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the command returned code
+	code     int
+}
+
+// startRun starts the command line args, without a --server of its own.
+// The command is cancelled, and waited for, when the test ends.
+func startRun(t *testing.T, args ...string) *background {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	b := &background{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.code = run(ctx, args, &b.out, &b.err)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-b.done:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	return b
+}
+
+// start starts a command line against c's server.
+func (c *cli) start(args ...string) *background {
+	c.t.Helper()
+	return startRun(c.t, append([]string{"--server", c.url}, args...)...)
+}
+
+// wait waits for the command to end and returns its exit code.
+func (b *background) wait(t *testing.T) int {
+	t.Helper()
+	natstest.WaitClosed(t, b.done, 60*time.Second, "the command to end")
+	return b.code
+}
+
+// result waits for the command to end and returns what it did.
+func (b *background) result(t *testing.T) result {
+	t.Helper()
+	code := b.wait(t)
+	return result{code: code, stdout: b.out.String(), stderr: b.err.String()}
+}
+
+// stop cancels the command (its SIGINT) and returns what it did.
+func (b *background) stop(t *testing.T) result {
+	t.Helper()
+	b.cancel()
+	return b.result(t)
+}
+
+// line waits up to timeout for a whole line of output that contains want
+// and returns it.
+func (b *background) line(t *testing.T, timeout time.Duration, want string) string {
+	t.Helper()
+	var line string
+	natstest.Eventually(t, timeout, func() bool {
+		out := b.out.String()
+		for _, l := range strings.Split(out[:strings.LastIndex(out, "\n")+1], "\n") {
+			if strings.Contains(l, want) {
+				line = l
+				return true
+			}
+		}
+		return false
+	}, "no output line with %q", want)
+	return line
+}
+
+// ended reports whether the command has returned.
+func (b *background) ended() bool {
+	select {
+	case <-b.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func bucketExists(t *testing.T, n *natstest.Node, bucket string) bool {
 	t.Helper()
 	_, err := n.JS.KeyValue(natstest.Context(t, 5*time.Second), bucket)
@@ -100,12 +185,7 @@ func TestLedgerCommands(t *testing.T) {
 	require.Contains(t, c.ok("ledger", "show", "build"), `{"cmd":"make"}`)
 
 	// A worker claims build; the CLI completes it with the claim's fence.
-	store, err := kvledger.NewKVStore(natstest.Context(t, 5*time.Second), n.JS, kvledger.KVStoreConfig{Bucket: defaultLedgerBucket})
-	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
-	require.NoError(t, err)
-	fence, err := l.Claim(natstest.Context(t, 5*time.Second), "w", "build", "w1", time.Minute, time.Now())
-	require.NoError(t, err)
+	fence := claim(t, openTestLedger(t, n), "build", "w1")
 	stale := fmt.Sprint(uint64(fence) - 1)
 	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w1", "--fence", stale, "--status", "completed"), "fence token is stale")
 	var done kvledger.TaskState
@@ -216,36 +296,25 @@ func TestEventsTailDurable(t *testing.T) {
 
 func TestEventsTailLive(t *testing.T) {
 	c, _ := newCLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	done := make(chan result, 1)
-	go func() { done <- runCLICtx(ctx, "--server", c.url, "--json", "events", "tail", "--count", "1") }()
+	tail := c.start("--json", "events", "tail", "--count", "1")
 	// The live tail sees only what is published after it subscribed, so
 	// keep admitting new keys until it has printed one.
-	for i := 0; ; i++ {
-		select {
-		case r := <-done:
-			require.Equal(t, 0, r.code, r.stderr)
-			e, err := events.Unmarshal([]byte(strings.TrimSpace(r.stdout)))
-			require.NoError(t, err)
-			require.Equal(t, kvledger.AdmittedEvent, e.Name)
-			return
-		case <-ctx.Done():
-			t.Fatal("live tail printed nothing")
-		default:
-		}
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; !tail.ended(); i++ {
+		require.True(t, time.Now().Before(deadline), "live tail printed nothing")
 		c.ok("ledger", "admit", fmt.Sprintf("k%d", i), "--seq", "1")
 	}
+	r := tail.result(t)
+	require.Equal(t, 0, r.code, r.stderr)
+	e, err := events.Unmarshal([]byte(strings.TrimSpace(r.stdout)))
+	require.NoError(t, err)
+	require.Equal(t, kvledger.AdmittedEvent, e.Name)
 }
 
 // A SIGINT (the context's cancellation) ends a tail with exit code 0.
 func TestEventsTailInterrupted(t *testing.T) {
 	c, _ := newCLI(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan result, 1)
-	go func() { done <- runCLICtx(ctx, "--server", c.url, "events", "tail") }()
-	cancel()
-	r := natstest.Recv(t, done, 10*time.Second, "tail to stop")
+	r := c.start("events", "tail").stop(t)
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
@@ -367,30 +436,25 @@ func TestLockLs(t *testing.T) {
 // (its context's end) shuts down keeping its data.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
-	var out, errb natstest.SyncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"--json", "serve", "--port", "0", "--data-dir", dir}, &out, &errb) }()
-	var info struct {
-		URL     string `json:"url"`
-		DataDir string `json:"data_dir"`
+	serve := func() (*background, string) {
+		b := startRun(t, "--json", "serve", "--port", "0", "--data-dir", dir)
+		var info struct {
+			URL     string `json:"url"`
+			DataDir string `json:"data_dir"`
+		}
+		natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(b.out.String()), &info) == nil })
+		require.Equal(t, dir, info.DataDir)
+		return b, info.URL
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(out.String()), &info) == nil })
-	require.Equal(t, dir, info.DataDir)
-	r := runCLI(t, "--server", info.URL, "ledger", "admit", "kept", "--seq", "1")
+	b, url := serve()
+	r := runCLI(t, "--server", url, "ledger", "admit", "kept", "--seq", "1")
 	require.Equal(t, 0, r.code, r.stderr)
-	cancel()
-	require.Equal(t, 0, natstest.Recv(t, done, 30*time.Second, "serve to stop"), errb.String())
+	r = b.stop(t)
+	require.Equal(t, 0, r.code, r.stderr)
 
 	// The data survives a restart on the same directory.
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	var out2 natstest.SyncBuffer
-	go func() { done <- run(ctx2, []string{"--json", "serve", "--port", "0", "--data-dir", dir}, &out2, &errb) }()
-	natstest.Eventually(t, 10*time.Second, func() bool { return json.Unmarshal([]byte(out2.String()), &info) == nil })
-	r = runCLI(t, "--server", info.URL, "ledger", "show", "kept")
+	b, url = serve()
+	r = runCLI(t, "--server", url, "ledger", "show", "kept")
 	require.Equal(t, 0, r.code, r.stderr)
-	cancel2()
-	require.Equal(t, 0, natstest.Recv(t, done, 30*time.Second, "serve to stop"))
+	require.Equal(t, 0, b.stop(t).code)
 }

@@ -107,3 +107,17 @@ func (c *connFlags) connect(ctx context.Context, extra ...nats.Option) (*nats.Co
 func (c *connFlags) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, c.timeout)
 }
+
+// withJS connects, runs fn with the connection's JetStream handle and
+// closes the connection, all bounded by one --timeout: the one connection
+// of a one-shot command.
+func (a *app) withJS(parent context.Context, fn func(context.Context, jetstream.JetStream) error) error {
+	ctx, cancel := a.conn.opContext(parent)
+	defer cancel()
+	nc, js, err := a.conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return fn(ctx, js)
+}

@@ -353,14 +353,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, run: run}}
 		ws = append(ws, w)
 		last := &ws[len(ws)-1]
-		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: run.bucket})
-		if err == nil {
-			var bus *events.JetStreamBus
-			bus, err = events.NewJetStreamBus(ctx, js, run.busConfig())
-			if err == nil {
-				last.ledger, err = kvledger.New(store, bus)
-			}
-		}
+		last.ledger, err = openLedger(ctx, js, run.bucket, true, run.busConfig())
 		if err == nil {
 			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: demoClaimsBucket, Holder: string(name)})
 		}

@@ -78,7 +78,7 @@ func (a *app) campaign(ctx context.Context, bucket string, hf *holdFlags, name, 
 	if name == "" {
 		return errors.New("elect: empty election name")
 	}
-	nc, l, err := a.openLocker(ctx, bucket, hf)
+	nc, l, err := a.openLocker(ctx, bucket, hf, false)
 	if err != nil {
 		return err
 	}
@@ -114,22 +114,9 @@ func (a *app) observeElection(ctx context.Context, bucket string, hf *holdFlags,
 	if name == "" {
 		return errors.New("elect: empty election name")
 	}
-	cctx, cancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(cctx)
-	if err == nil {
-		_, err = bindExisting(cctx, js, bucket)
-	}
-	cancel()
-	if err != nil {
-		if nc != nil {
-			nc.Close()
-		}
-		return err
-	}
-	nc.Close()
-	// The Locker gets its own connection, which reconnects: an observer
-	// is a long-running watch.
-	nc, l, err := a.openLocker(ctx, bucket, hf)
+	// An observer never creates the bucket; its connection reconnects, as
+	// a long-running watch's does.
+	nc, l, err := a.openLocker(ctx, bucket, hf, true)
 	if err != nil {
 		return err
 	}

@@ -159,18 +159,13 @@ func (a *app) printLeases(rows []leaseRow) error {
 // withBucket connects and binds an existing bucket (never creating one: an
 // inspection must not write), bounded by --timeout.
 func (a *app) withBucket(parent context.Context, bucket string, fn func(context.Context, *kvx.Bucket) error) error {
-	ctx, cancel := a.conn.opContext(parent)
-	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	b, err := bindExisting(ctx, js, bucket)
-	if err != nil {
-		return err
-	}
-	return fn(ctx, b)
+	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
+		b, err := bindExisting(ctx, js, bucket)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, b)
+	})
 }
 
 func bindExisting(ctx context.Context, js jetstream.JetStream, bucket string) (*kvx.Bucket, error) {

@@ -46,14 +46,15 @@ func (a *app) ledgerCommand() *cobra.Command {
 // create, the bucket is created when missing. Writes publish events on the
 // default JetStream bus.
 func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
-	ctx, cancel := a.conn.opContext(parent)
-	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	l, err := openLedger(ctx, js, lf.bucket, create)
+	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
+		return useLedger(ctx, js, lf.bucket, create, fn)
+	})
+}
+
+// useLedger opens the ledger in bucket on js, as withLedger does, runs fn
+// with it and closes it.
+func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
+	l, err := openLedger(ctx, js, bucket, create, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
 	}
@@ -61,21 +62,30 @@ func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, f
 	return fn(ctx, l)
 }
 
-func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool) (*kvledger.Ledger, error) {
+// openLedger opens the ledger in bucket (see openStore), its writes'
+// events published on the JetStream bus that bus configures (the stream is
+// created when missing). The caller closes the ledger.
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, bus events.JetStreamBusConfig) (*kvledger.Ledger, error) {
+	store, err := openStore(ctx, js, bucket, create)
+	if err != nil {
+		return nil, err
+	}
+	b, err := events.NewJetStreamBus(ctx, js, bus)
+	if err != nil {
+		return nil, err
+	}
+	return kvledger.New(store, b)
+}
+
+// openStore opens the ledger store in bucket. Without create, a missing
+// bucket is a noBucketError and nothing is created.
+func openStore(ctx context.Context, js jetstream.JetStream, bucket string, create bool) (*kvledger.KVStore, error) {
 	if !create {
 		if _, err := bindExisting(ctx, js, bucket); err != nil {
 			return nil, err
 		}
 	}
-	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
-	if err != nil {
-		return nil, err
-	}
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-	if err != nil {
-		return nil, err
-	}
-	return kvledger.New(store, bus)
+	return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 }
 
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
@@ -84,17 +94,9 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		Short: "List every task of the ledger",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
-				snap, err := l.Snapshot(ctx)
-				bad, err := splitCorrupt(err)
-				if err != nil {
-					return err
-				}
+			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				if a.json {
-					if err := writeJSON(a.stdout, snap.Tasks); err != nil || bad == nil {
-						return err
-					}
-					return corruptNote(lf.bucket, bad)
+					return corruptAfter(writeJSON(a.stdout, snap.Tasks), lf.bucket, bad)
 				}
 				rows := make([][]string, 0, len(snap.Tasks))
 				for _, t := range snap.Tasks {
@@ -123,7 +125,7 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				if !found {
-					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
+					return errNoTask(lf.bucket, args[0])
 				}
 				return a.printTask(t)
 			})
@@ -232,18 +234,11 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 			if owner == "" {
 				return errors.New("--owner must not be empty")
 			}
-			actor := lf.actor
-			if !cmd.Flags().Changed("actor") {
-				actor = owner
-			}
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Complete(ctx, kvledger.Actor(actor), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
-				if errors.Is(err, kvledger.ErrNoKey) {
-					return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
-				}
+				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
 				if err != nil {
-					return err
+					return noTask(lf, args[0], err)
 				}
 				t, _, err := l.State(ctx, key)
 				if err != nil {

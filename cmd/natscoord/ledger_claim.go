@@ -48,14 +48,19 @@ func actorFor(cmd *cobra.Command, lf *ledgerFlags, owner string) kvledger.Actor 
 	return kvledger.Actor(owner)
 }
 
-func (cf *claimFlags) check(needFence bool) error {
+// check refuses bad flags before any connection: an empty --owner, then,
+// where the command takes them, a lease that is not positive and a zero
+// fence. The ledger does not check them all up front (Release takes an
+// empty owner whose fence matches an ownerless record, and answers "not
+// claimed"), and these errors name the flag.
+func (cf *claimFlags) check(lease, fence bool) error {
 	if cf.owner == "" {
 		return errors.New("--owner must not be empty")
 	}
-	if cf.lease <= 0 {
+	if lease && cf.lease <= 0 {
 		return fmt.Errorf("--lease must be positive, got %v", cf.lease)
 	}
-	if needFence && cf.fence == 0 {
+	if fence && cf.fence == 0 {
 		return errors.New("--fence must be the claim's fence token (printed by ledger claim)")
 	}
 	return nil
@@ -76,7 +81,7 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 			"machine's clock); the earlier owner's fence is refused from then on.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cf.check(false); err != nil {
+			if err := cf.check(true, false); err != nil {
 				return err
 			}
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
@@ -89,7 +94,7 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				return a.printClaim(ctx, l, key, "claimed by", cf.owner, fence)
+				return a.printClaim(ctx, l, key, "claimed by", cf.owner, leaseDetail(fence))
 			})
 		},
 	}
@@ -108,7 +113,7 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 		Short: "Extend a claim's lease to now + --lease (refused for a stale fence)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cf.check(true); err != nil {
+			if err := cf.check(true, true); err != nil {
 				return err
 			}
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
@@ -117,7 +122,7 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				return a.printClaim(ctx, l, key, "renewed by", cf.owner, kvledger.FenceToken(cf.fence))
+				return a.printClaim(ctx, l, key, "renewed by", cf.owner, leaseDetail(kvledger.FenceToken(cf.fence)))
 			})
 		},
 	}
@@ -133,8 +138,7 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 		Short: "Give a claim back: the task is pending again (refused for a stale fence)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cf.lease = defaultClaimLease // not used by release
-			if err := cf.check(true); err != nil {
+			if err := cf.check(false, true); err != nil {
 				return err
 			}
 			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
@@ -143,15 +147,9 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				t, _, err := l.State(ctx, key)
-				if err != nil {
-					return err
-				}
-				if a.json {
-					return writeJSON(a.stdout, t)
-				}
-				_, err = fmt.Fprintf(a.stdout, "%s released by %s: %s, fence %d\n", escapeCell(string(t.Key)), escapeCell(cf.owner), t.Status, t.Fence)
-				return err
+				return a.printClaim(ctx, l, key, "released by", cf.owner, func(t kvledger.TaskState) string {
+					return fmt.Sprintf("%s, fence %d", t.Status, t.Fence)
+				})
 			})
 		},
 	}
@@ -159,8 +157,10 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 	return cmd
 }
 
-// printClaim prints the record after a claim or renewal.
-func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, verb, owner string, fence kvledger.FenceToken) error {
+// printClaim prints key's record after an owner's claim, renewal or
+// release: the record with --json, else the line "KEY VERB OWNER: " and
+// what detail says of the record.
+func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, verb, owner string, detail func(kvledger.TaskState) string) error {
 	t, _, err := l.State(ctx, key)
 	if err != nil {
 		return err
@@ -168,15 +168,27 @@ func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.I
 	if a.json {
 		return writeJSON(a.stdout, t)
 	}
-	_, err = fmt.Fprintf(a.stdout, "%s %s %s: fence %d, lease until %s\n", escapeCell(string(key)), verb,
-		escapeCell(owner), fence, timeOrDash(t.LeaseUntil))
+	_, err = fmt.Fprintf(a.stdout, "%s %s %s: %s\n", escapeCell(string(key)), verb, escapeCell(owner), detail(t))
 	return err
+}
+
+// leaseDetail is printClaim's detail after a claim or renewal: the fence
+// the call returned or used, and the lease it wrote.
+func leaseDetail(fence kvledger.FenceToken) func(kvledger.TaskState) string {
+	return func(t kvledger.TaskState) string {
+		return fmt.Sprintf("fence %d, lease until %s", fence, timeOrDash(t.LeaseUntil))
+	}
 }
 
 // noTask names the ledger and key when err is kvledger.ErrNoKey.
 func noTask(lf *ledgerFlags, key string, err error) error {
 	if errors.Is(err, kvledger.ErrNoKey) {
-		return fmt.Errorf("ledger %q: no task %q", lf.bucket, key)
+		return errNoTask(lf.bucket, key)
 	}
 	return err
+}
+
+// errNoTask is the error for a key without a record in the ledger bucket.
+func errNoTask(bucket, key string) error {
+	return fmt.Errorf("ledger %q: no task %q", bucket, key)
 }

@@ -20,15 +20,10 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 		Short: "Write every task of the ledger as JSON (to stdout or FILE)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
-				// With corrupt records, the valid ones are still written and
-				// the command then fails naming the others: the snapshot is
-				// incomplete, and a script must not take it for a full one.
-				snap, err := l.Snapshot(ctx)
-				bad, err := splitCorrupt(err)
-				if err != nil {
-					return err
-				}
+			// With corrupt records, the valid ones are still written and the
+			// command then fails naming the others: the snapshot is
+			// incomplete, and a script must not take it for a full one.
+			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				data, err := kvledger.Encode(snap)
 				if err != nil {
 					return err
@@ -42,10 +37,7 @@ func (a *app) ledgerSnapshot(lf *ledgerFlags) *cobra.Command {
 						_, err = fmt.Fprintf(a.stdout, "wrote %d tasks to %s\n", len(snap.Tasks), file)
 					}
 				}
-				if err != nil || bad == nil {
-					return err
-				}
-				return corruptNote(lf.bucket, bad)
+				return corruptAfter(err, lf.bucket, bad)
 			})
 		},
 	}
@@ -67,71 +59,59 @@ func (a *app) ledgerRestore(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			created, err := a.bucketMissing(cmd.Context(), lf.bucket)
-			if err != nil {
-				return err
-			}
-			err = a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
-				// Ledger.Restore stops at the first key that exists, keeping
-				// what it inserted before; check all keys first so that a
-				// conflicting file writes nothing.
-				for _, t := range snap.Tasks {
-					_, found, err := l.State(ctx, t.Key)
-					if err != nil {
-						return err
-					}
-					if found {
-						return fmt.Errorf("ledger %q: task %q already exists; nothing restored", lf.bucket, t.Key)
-					}
-				}
-				if err := l.Restore(ctx, snap); err != nil {
+			// One connection: the look for the bucket, the restore and, when
+			// it fails, the removal of the bucket it created.
+			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
+				created, err := bucketMissing(ctx, js, lf.bucket)
+				if err != nil {
 					return err
 				}
-				if a.json {
-					return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "restored": len(snap.Tasks)})
+				err = useLedger(ctx, js, lf.bucket, true, func(ctx context.Context, l *kvledger.Ledger) error {
+					// Check all keys first, so that a conflicting file is
+					// refused naming its first existing key before anything
+					// is written.
+					for _, t := range snap.Tasks {
+						_, found, err := l.State(ctx, t.Key)
+						if err != nil {
+							return err
+						}
+						if found {
+							return fmt.Errorf("ledger %q: task %q already exists; nothing restored", lf.bucket, t.Key)
+						}
+					}
+					if err := l.Restore(ctx, snap); err != nil {
+						return err
+					}
+					if a.json {
+						return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "restored": len(snap.Tasks)})
+					}
+					_, err := fmt.Fprintf(a.stdout, "restored %d tasks into %s\n", len(snap.Tasks), lf.bucket)
+					return err
+				})
+				if err != nil && created {
+					// A failed restore leaves nothing behind, not even the
+					// bucket it created; the removal has its own --timeout,
+					// since the restore's may have run out.
+					dctx, cancel := a.conn.opContext(context.WithoutCancel(cmd.Context()))
+					defer cancel()
+					if derr := js.DeleteKeyValue(dctx, lf.bucket); derr != nil {
+						return fmt.Errorf("%w (and removing the bucket it created: %v)", err, derr)
+					}
+					return fmt.Errorf("%w; bucket %q removed", err, lf.bucket)
 				}
-				_, err := fmt.Fprintf(a.stdout, "restored %d tasks into %s\n", len(snap.Tasks), lf.bucket)
 				return err
 			})
-			if err != nil && created {
-				// A failed restore leaves nothing behind, not even the
-				// bucket it created.
-				if derr := a.deleteBucket(cmd.Context(), lf.bucket); derr != nil {
-					return fmt.Errorf("%w (and removing the bucket it created: %v)", err, derr)
-				}
-				return fmt.Errorf("%w; bucket %q removed", err, lf.bucket)
-			}
-			return err
 		},
 	}
 }
 
 // bucketMissing reports whether bucket does not exist yet.
-func (a *app) bucketMissing(parent context.Context, bucket string) (bool, error) {
-	ctx, cancel := a.conn.opContext(parent)
-	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer nc.Close()
-	_, err = js.KeyValue(ctx, bucket)
+func bucketMissing(ctx context.Context, js jetstream.JetStream, bucket string) (bool, error) {
+	_, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return true, nil
 	}
 	return false, err
-}
-
-// deleteBucket removes bucket.
-func (a *app) deleteBucket(parent context.Context, bucket string) error {
-	ctx, cancel := a.conn.opContext(context.WithoutCancel(parent))
-	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	return js.DeleteKeyValue(ctx, bucket)
 }
 
 // writeFileAtomic writes data to a temporary file next to path and renames

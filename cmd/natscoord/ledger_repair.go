@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -14,19 +16,26 @@ import (
 // that is not a valid record.
 const corruptStatus = "!corrupt"
 
-// splitCorrupt separates a Snapshot's corrupt-records error from the
-// others: with it, the snapshot holds every valid record and bad names
-// the rest; any other error is returned as it is.
-func splitCorrupt(err error) (bad *kvledger.CorruptRecordsError, other error) {
-	if errors.As(err, &bad) {
-		return bad, nil
-	}
-	return nil, err
+// withSnapshot reads every task of the existing ledger and runs fn with
+// them. A stored value that is not a record does not fail the read: the
+// snapshot holds every valid record and bad names the others.
+func (a *app) withSnapshot(parent context.Context, lf *ledgerFlags, fn func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error) error {
+	return a.withLedger(parent, lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+		snap, err := l.Snapshot(ctx)
+		var bad *kvledger.CorruptRecordsError
+		if err != nil && !errors.As(err, &bad) {
+			return err
+		}
+		return fn(snap, bad)
+	})
 }
 
-// corruptNote is the one-line error naming corrupt records and the way to
-// remove them.
-func corruptNote(bucket string, bad *kvledger.CorruptRecordsError) error {
+// corruptAfter is err; when err is nil and bad names corrupt records, it
+// is the one-line error naming them and the way to remove them.
+func corruptAfter(err error, bucket string, bad *kvledger.CorruptRecordsError) error {
+	if err != nil || bad == nil {
+		return err
+	}
 	return fmt.Errorf("ledger %q: %w; remove one with: natscoord ledger rm --force KEY", bucket, bad)
 }
 
@@ -53,32 +62,26 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 			if !force {
 				return errors.New("ledger rm removes a record without any ledger check: add --force")
 			}
-			ctx, cancel := a.conn.opContext(cmd.Context())
-			defer cancel()
-			nc, js, err := a.conn.connect(ctx)
-			if err != nil {
+			// withLedger's connection and store, without its event bus: rm
+			// publishes no event, and must not create the event stream.
+			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
+				store, err := openStore(ctx, js, lf.bucket, false)
+				if err != nil {
+					return err
+				}
+				removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
+				if err != nil {
+					return err
+				}
+				if !removed {
+					return errNoTask(lf.bucket, args[0])
+				}
+				if a.json {
+					return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})
+				}
+				_, err = fmt.Fprintf(a.stdout, "removed %s from %s\n", args[0], lf.bucket)
 				return err
-			}
-			defer nc.Close()
-			if _, err := bindExisting(ctx, js, lf.bucket); err != nil {
-				return err
-			}
-			store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: lf.bucket})
-			if err != nil {
-				return err
-			}
-			removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
-			if err != nil {
-				return err
-			}
-			if !removed {
-				return fmt.Errorf("ledger %q: no task %q", lf.bucket, args[0])
-			}
-			if a.json {
-				return writeJSON(a.stdout, map[string]any{"bucket": lf.bucket, "key": args[0], "removed": true})
-			}
-			_, err = fmt.Fprintf(a.stdout, "removed %s from %s\n", args[0], lf.bucket)
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "confirm removing the record without any ledger check")

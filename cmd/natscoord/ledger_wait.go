@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -92,7 +93,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	}
 	defer nc.Close()
 	octx, cancel = a.conn.opContext(ctx)
-	l, err := openLedger(octx, js, lf.bucket, false)
+	l, err := openLedger(octx, js, lf.bucket, false, events.JetStreamBusConfig{})
 	cancel()
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 			return err
 		}
 		if !found {
-			return fmt.Errorf("ledger %q: no task %q", lf.bucket, k)
+			return errNoTask(lf.bucket, string(k))
 		}
 	}
 	// WaitFinal is woken by the bucket's watch: no polling.

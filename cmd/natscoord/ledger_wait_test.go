@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -15,30 +16,26 @@ import (
 // openTestLedger opens the CLI's default ledger on n, as a worker would.
 func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
-	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true)
+	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 
+// claim claims key for owner for a minute, as a worker would, and
+// returns the fence.
+func claim(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, owner kvledger.OwnerID) kvledger.FenceToken {
+	t.Helper()
+	f, err := l.Claim(natstest.Context(t, 10*time.Second), "test", key, owner, time.Minute, time.Now())
+	require.NoError(t, err)
+	return f
+}
+
 // finish claims key and completes it with status.
 func finish(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, status kvledger.Status) {
 	t.Helper()
-	ctx := natstest.Context(t, 10*time.Second)
-	f, err := l.Claim(ctx, "test", key, "w", time.Minute, time.Now())
-	require.NoError(t, err)
-	require.NoError(t, l.Complete(ctx, "test", key, "w", f, status, time.Now()))
-}
-
-// waitAsync starts `ledger wait` with args and returns its result channel.
-func (c *cli) waitAsync(args ...string) <-chan result {
-	done := make(chan result, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		done <- runCLICtx(ctx, append([]string{"--server", c.url, "ledger", "wait"}, args...)...)
-	}()
-	return done
+	f := claim(t, l, key, "w")
+	require.NoError(t, l.Complete(natstest.Context(t, 10*time.Second), "test", key, "w", f, status, time.Now()))
 }
 
 // The exit code of `ledger wait` says how the tasks ended; it is woken by
@@ -53,10 +50,10 @@ func TestLedgerWait(t *testing.T) {
 	l := openTestLedger(t, n)
 
 	// Completed while waiting.
-	w := c.waitAsync("a", "b")
+	w := c.start("ledger", "wait", "a", "b")
 	finish(t, l, "a", kvledger.StatusCompleted)
 	finish(t, l, "b", kvledger.StatusCompleted)
-	r := natstest.Recv(t, w, 30*time.Second, "wait a b")
+	r := w.result(t)
 	require.Equal(t, waitCompleted, r.code, r.stderr)
 	require.Regexp(t, `(?m)^KEY\s+OUTCOME\s+ATTEMPTS\s+BLOCKED-BY\s+LAST-ERROR$`, r.stdout)
 	require.Regexp(t, `(?m)^b\s+completed\s+`, r.stdout)
@@ -66,9 +63,9 @@ func TestLedgerWait(t *testing.T) {
 	require.Equal(t, waitCompleted, r.code, r.stderr)
 
 	// A failure and the dependent it blocks: failed decides.
-	w = c.waitAsync("d", "c")
+	w = c.start("ledger", "wait", "d", "c")
 	finish(t, l, "c", kvledger.StatusFailed)
-	r = natstest.Recv(t, w, 30*time.Second, "wait d c")
+	r = w.result(t)
 	require.Equal(t, waitFailed, r.code, r.stderr)
 	require.Contains(t, r.stderr, "1 of 2 tasks failed (first: c)")
 	require.Regexp(t, `(?m)^d\s+blocked\s+\d+\s+c\s`, r.stdout)

@@ -37,13 +37,20 @@ var (
 
 // openLocker connects (reconnecting for as long as the lock lives: its
 // validity window, not the connection, decides when it is lost) and opens
-// a Locker on bucket, creating the bucket when missing.
-func (a *app) openLocker(ctx context.Context, bucket string, hf *holdFlags) (*nats.Conn, *kvlock.Locker, error) {
+// a Locker on bucket. With existing, a missing bucket is a noBucketError;
+// without, the bucket is created when missing.
+func (a *app) openLocker(ctx context.Context, bucket string, hf *holdFlags, existing bool) (*nats.Conn, *kvlock.Locker, error) {
 	cctx, cancel := a.conn.opContext(ctx)
 	defer cancel()
 	nc, js, err := a.conn.connect(cctx, nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, nil, err
+	}
+	if existing {
+		if _, err := bindExisting(cctx, js, bucket); err != nil {
+			nc.Close()
+			return nil, nil, err
+		}
 	}
 	l, err := kvlock.New(cctx, js, kvlock.Config{Name: hf.name, Bucket: bucket, TTL: hf.ttl, Holder: hf.holder, OpTimeout: a.conn.timeout})
 	if err != nil {
@@ -116,7 +123,7 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 			return fmt.Errorf("lock %q: %w", key, err)
 		}
 		ctx := cmd.Context()
-		nc, l, err := a.openLocker(ctx, *bucket, &hf)
+		nc, l, err := a.openLocker(ctx, *bucket, &hf, false)
 		if err != nil {
 			return err
 		}

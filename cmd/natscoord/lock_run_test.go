@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -15,44 +14,6 @@ import (
 
 	"github.com/natscoord/natscoord/internal/natstest"
 )
-
-// background runs one command line until it returns; the test reads its
-// output while it runs and cancels its context to stand for SIGINT.
-type background struct {
-	out, err natstest.SyncBuffer
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when the command returned code
-	code     int
-}
-
-func (c *cli) start(args ...string) *background {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	b := &background{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(b.done)
-		b.code = run(ctx, append([]string{"--server", c.url}, args...), &b.out, &b.err)
-	}()
-	c.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-b.done:
-		case <-time.After(30 * time.Second):
-		}
-	})
-	return b
-}
-
-func (b *background) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-b.done:
-		return b.code
-	case <-time.After(30 * time.Second):
-		t.Fatal("the command did not end")
-		return 0
-	}
-}
 
 // waitFile waits until path holds want.
 func waitFile(t *testing.T, path, want string) {

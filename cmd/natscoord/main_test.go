@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -21,13 +23,15 @@ type result struct {
 // runCLI runs one command line through run, bounded by 30 s.
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return runCLICtx(ctx, args...)
+	return runCLIWith(t, os.Stdin, args...)
 }
 
-func runCLICtx(ctx context.Context, args ...string) result {
+// runCLIWith is runCLI with the given stdin.
+func runCLIWith(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var out, errb bytes.Buffer
-	code := run(ctx, args, &out, &errb)
+	code := runIO(ctx, args, stdin, &out, &errb)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

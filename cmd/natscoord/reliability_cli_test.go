@@ -28,12 +28,7 @@ import (
 func TestLedgerCompleteChecksOwner(t *testing.T) {
 	c, n := newCLI(t)
 	c.ok("ledger", "admit", "build", "--seq", "1")
-	store, err := kvledger.NewKVStore(natstest.Context(t, 5*time.Second), n.JS, kvledger.KVStoreConfig{Bucket: defaultLedgerBucket})
-	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
-	require.NoError(t, err)
-	fence, err := l.Claim(natstest.Context(t, 5*time.Second), "w", "build", "w1", time.Minute, time.Now())
-	require.NoError(t, err)
+	fence := claim(t, openTestLedger(t, n), "build", "w1")
 	f := fmt.Sprint(uint64(fence))
 	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w2", "--fence", f, "--status", "completed"), "fence token is stale")
 	out := c.ok("ledger", "complete", "build", "--owner", "w1", "--fence", f, "--status", "completed")
@@ -137,30 +132,53 @@ func TestLedgerRestoreFailsWhole(t *testing.T) {
 	require.False(t, bucketExists(t, n, "fresh"), "no bucket left behind")
 }
 
+// restartable is an embedded server on a data dir of its own that a test
+// stops and starts again on the same port: to a client, the server going
+// away and coming back. The current server is shut down when the test
+// ends.
+type restartable struct {
+	*embedded.Server
+	t    *testing.T
+	dir  string
+	port int
+}
+
+func startRestartable(t *testing.T) *restartable {
+	t.Helper()
+	r := &restartable{t: t, dir: t.TempDir()}
+	r.start()
+	u, err := neturl.Parse(r.ClientURL())
+	require.NoError(t, err)
+	r.port, err = strconv.Atoi(u.Port())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	return r
+}
+
+func (r *restartable) start() {
+	r.t.Helper()
+	s, err := embedded.Start(natstest.Context(r.t, 30*time.Second), embedded.Options{DataDir: r.dir, Port: r.port})
+	require.NoError(r.t, err)
+	r.Server = s
+}
+
+// restart shuts the server down and starts it again.
+func (r *restartable) restart() {
+	r.t.Helper()
+	require.NoError(r.t, r.Shutdown(natstest.Context(r.t, 30*time.Second)))
+	r.start()
+}
+
 // `events tail --durable` says when the server goes away, and resumes
 // once it is back on the same data dir: the event published after the
 // restart is printed and the tail ends normally.
 func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
-	dir := t.TempDir()
 	ctx := natstest.Context(t, 60*time.Second)
-	start := func(port int) *embedded.Server {
-		s, err := embedded.Start(ctx, embedded.Options{DataDir: dir, Port: port})
-		require.NoError(t, err)
-		return s
-	}
-	s := start(0)
-	url := s.ClientURL()
-	u, err := neturl.Parse(url)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	c := &cli{t: t, url: url}
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "x", "--seq", "1")
 
-	res := make(chan result, 1)
-	go func() {
-		res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--durable", "resume", "--count", "2")
-	}()
+	tail := c.start("--json", "events", "tail", "--durable", "resume", "--count", "2")
 	js, err := s.JetStream()
 	require.NoError(t, err)
 	natstest.Eventually(t, 20*time.Second, func() bool {
@@ -172,12 +190,10 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 		return err == nil && ci.AckFloor.Consumer == 1 && ci.NumWaiting > 0
 	}, "the tail printed the first event and waits for more")
 
-	require.NoError(t, s.Shutdown(ctx))
-	s = start(port)
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s.restart()
 	c.ok("ledger", "admit", "y", "--seq", "1")
 
-	r := natstest.Recv(t, res, 40*time.Second, "tail to end")
+	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "connection to the server lost")
 	require.Contains(t, r.stderr, "reconnected")
@@ -188,20 +204,11 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 // A live `events tail` that loses its server says so, reconnects when the
 // server is back, and prints what is published then.
 func TestEventsTailLiveReconnects(t *testing.T) {
-	dir := t.TempDir()
-	ctx := natstest.Context(t, 60*time.Second)
-	s, err := embedded.Start(ctx, embedded.Options{DataDir: dir})
-	require.NoError(t, err)
-	url := s.ClientURL()
-	u, err := neturl.Parse(url)
-	require.NoError(t, err)
-	port, err := strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	c := &cli{t: t, url: url}
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
 
-	res := make(chan result, 1)
-	go func() { res <- runCLICtx(ctx, "--server", url, "--json", "events", "tail", "--count", "1") }()
+	tail := c.start("--json", "events", "tail", "--count", "1")
 	// The tail is subscribed when a connection of the CLI holds ledger.>.
 	subscribed := func() bool {
 		cz, err := s.NATS().Connz(&server.ConnzOptions{Subscriptions: true})
@@ -216,14 +223,11 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 		return false
 	}
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
-	require.NoError(t, s.Shutdown(ctx))
-	s, err = embedded.Start(ctx, embedded.Options{DataDir: dir, Port: port})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	s.restart()
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
 	c.ok("ledger", "admit", "after", "--seq", "1")
 
-	r := natstest.Recv(t, res, 30*time.Second, "tail to end")
+	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "connection to the server lost")
 	require.Contains(t, r.stderr, "reconnected")

@@ -35,15 +35,7 @@ func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) 
 	if a.l != nil {
 		return a.l, nil
 	}
-	store, err := kvledger.NewKVStore(ctx, a.js, kvledger.KVStoreConfig{Bucket: a.bucket})
-	if err != nil {
-		return nil, err
-	}
-	bus, err := events.NewJetStreamBus(ctx, a.js, a.bus)
-	if err != nil {
-		return nil, err
-	}
-	l, err := kvledger.New(store, bus)
+	l, err := openLedger(ctx, a.js, a.bucket, true, a.bus)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,71 +32,47 @@ func startUI(t *testing.T, url string, args ...string) string {
 // contains want.
 func startLong(t *testing.T, args []string, want string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, args, pw, io.Discard)
-		pw.Close()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case c := <-code:
-			require.Equal(t, 0, c, "%v exits cleanly on cancel", args)
-		case <-time.After(15 * time.Second):
-			t.Errorf("%v did not stop", args)
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), want) {
-				lines <- sc.Text()
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	select {
-	case l := <-lines:
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%v printed no line with %q", args, want)
-		return ""
-	}
+	b := startRun(t, args...)
+	t.Cleanup(func() { require.Equal(t, 0, b.stop(t).code, "%v exits cleanly on cancel", args) })
+	return b.line(t, 20*time.Second, want)
+}
+
+// dashboardAddr is the loopback dashboard URL a start line names.
+func dashboardAddr(t *testing.T, line string) string {
+	t.Helper()
+	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
+	require.NotEmpty(t, addr, line)
+	return addr
+}
+
+// get fetches url and returns its status code and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
 }
 
 func TestServeUI(t *testing.T) {
 	line := startLong(t, []string{"serve", "--port", "0", "--data-dir", t.TempDir(), "--ui", "--ui-listen", "127.0.0.1:0"}, "dashboard at")
-	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-	require.NotEmpty(t, addr, line)
-	resp, err := http.Get(addr)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(b), "natscoord_leases", "an empty server gets the default buckets")
+	code, page := get(t, dashboardAddr(t, line))
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, "natscoord_leases", "an empty server gets the default buckets")
 }
 
 func TestUIServesTheDashboard(t *testing.T) {
 	c, _ := newCLI(t)
 	line := startUI(t, c.url, "--listen", "127.0.0.1:0", "--create", "--read-only")
 	require.Contains(t, line, "(loopback; no authentication (loopback only); read-only)")
-	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(line)
-	require.NotEmpty(t, addr, line)
-	resp, err := http.Get(addr)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(b), "read-only")
-	resp, err = http.Get(addr + "metrics")
-	require.NoError(t, err)
-	b, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Contains(t, string(b), "natscoord_ledger_tasks")
+	addr := dashboardAddr(t, line)
+	code, page := get(t, addr)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, page, "read-only")
+	_, metrics := get(t, addr+"metrics")
+	require.Contains(t, metrics, "natscoord_ledger_tasks")
 }
 
 func TestUINonLoopbackWithTokenSaysSo(t *testing.T) {
@@ -110,55 +83,16 @@ func TestUINonLoopbackWithTokenSaysSo(t *testing.T) {
 	require.False(t, regexp.MustCompile(`\btok\b`).MatchString(line), "the token itself is not printed")
 	port := regexp.MustCompile(`:(\d+)/`).FindStringSubmatch(line)
 	require.Len(t, port, 2, line)
-	resp, err := http.Get("http://127.0.0.1:" + port[1] + "/")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	code, _ := get(t, "http://127.0.0.1:"+port[1]+"/")
+	require.Equal(t, http.StatusUnauthorized, code)
 }
 
 func TestDemoUIKeepsThePageUp(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	code := make(chan int, 1)
-	go func() {
-		code <- run(ctx, []string{"demo", "--ui", "--ui-listen", "127.0.0.1:0", "--ui-wait", "10ms"}, pw, io.Discard)
-		pw.Close()
-	}()
-	defer func() {
-		cancel()
-		select {
-		case c := <-code:
-			require.Equal(t, 0, c, "the demo ended as predicted and stopped on cancel")
-		case <-time.After(20 * time.Second):
-			t.Error("demo did not stop")
-		}
-	}()
-	sc := bufio.NewScanner(pr)
-	var addr string
-	up := make(chan struct{})
-	go func() {
-		defer close(up)
-		for sc.Scan() {
-			l := sc.Text()
-			if a := regexp.MustCompile(`dashboard at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(l); a != nil {
-				addr = a[1]
-			}
-			if strings.Contains(l, "the dashboard stays up") {
-				go func() { _, _ = io.Copy(io.Discard, pr) }()
-				return
-			}
-		}
-	}()
-	select {
-	case <-up:
-	case <-time.After(40 * time.Second):
-		t.Fatal("the demo did not finish")
-	}
-	require.NotEmpty(t, addr)
-	resp, err := http.Get(addr)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Contains(t, string(b), `data-count="completed">8<`, "the page shows the finished run")
-	require.Contains(t, string(b), `data-count="blocked">3<`)
+	demo := startRun(t, "demo", "--ui", "--ui-listen", "127.0.0.1:0", "--ui-wait", "10ms")
+	t.Cleanup(func() { require.Equal(t, 0, demo.stop(t).code, "the demo ended as predicted and stopped on cancel") })
+	addr := dashboardAddr(t, demo.line(t, 40*time.Second, "dashboard at "))
+	demo.line(t, 40*time.Second, "the dashboard stays up")
+	_, page := get(t, addr)
+	require.Contains(t, page, `data-count="completed">8<`, "the page shows the finished run")
+	require.Contains(t, page, `data-count="blocked">3<`)
 }

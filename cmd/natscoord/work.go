@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -125,7 +126,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	defer nc.Close()
-	l, err := openLedger(sctx, js, o.ledger.bucket, true)
+	l, err := openLedger(sctx, js, o.ledger.bucket, true, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,27 +14,6 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
-
-// startWork runs `natscoord work` with args until the returned stop is
-// called (its SIGINT); stop returns the command's result.
-func (c *cli) startWork(args ...string) func() result {
-	c.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan result, 1)
-	go func() { done <- runCLICtx(ctx, append([]string{"--server", c.url, "work"}, args...)...) }()
-	var once bool
-	var r result
-	stop := func() result {
-		if !once {
-			once = true
-			cancel()
-			r = natstest.Recv(c.t, done, 60*time.Second, "work to stop")
-		}
-		return r
-	}
-	c.t.Cleanup(func() { stop() })
-	return stop
-}
 
 // echoScript prints a JSON result made of the task's environment and its
 // stdin; a payload of "fail" exits 3 with a message on stderr.
@@ -53,8 +31,8 @@ func TestWorkRunsCommands(t *testing.T) {
 	c.ok("ledger", "admit", "other", "--seq", "1", "--kind", "not-mine")
 	c.ok("ledger", "admit", "text", "--seq", "1", "--kind", "plain")
 
-	stop := c.startWork("--kind", "echo", "--concurrency", "2", "--backoff", "10ms", "--", "sh", "-c", echoScript)
-	stopPlain := c.startWork("--kind", "plain", "--", "sh", "-c", "cat; echo done")
+	work := c.start("work", "--kind", "echo", "--concurrency", "2", "--backoff", "10ms", "--", "sh", "-c", echoScript)
+	plain := c.start("work", "--kind", "plain", "--", "sh", "-c", "cat; echo done")
 
 	r := c.run("ledger", "wait", "hello", "after", "text")
 	require.Equal(t, waitCompleted, r.code, r.stderr)
@@ -84,14 +62,14 @@ func TestWorkRunsCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "other")), &rec))
 	require.Equal(t, kvledger.StatusPending, rec.Status)
 
-	out := stop()
+	out := work.stop(t)
 	require.Equal(t, 0, out.code, out.stderr)
 	require.Regexp(t, `(?m)^completed\s+hello\s+attempt 1\s+fence \d+`, out.stdout)
 	require.Regexp(t, `(?m)^retried\s+bad\s+attempt 1 .*command exited with status 3`, out.stdout)
 	require.Regexp(t, `(?m)^failed\s+bad\s+attempt 2 `, out.stdout)
 	require.Contains(t, out.stdout, "natscoord work: stopped: ")
 	require.Contains(t, out.stderr, "no luck on attempt 1")
-	require.Equal(t, 0, stopPlain().code)
+	require.Equal(t, 0, plain.stop(t).code)
 }
 
 // A drain stops a running command with SIGTERM and gives its task back
@@ -111,10 +89,10 @@ func TestWorkDrainStopsCommand(t *testing.T) {
 			t.Setenv("MARK", mark)
 			t.Setenv("STARTED", started)
 			c.ok("ledger", "admit", "slow", "--seq", "1", "--kind", "slow")
-			stop := c.startWork("--kind", "slow", "--drain", "0s", "--grace", "300ms", "--", "sh", "-c", tc.script)
+			work := c.start("work", "--kind", "slow", "--drain", "0s", "--grace", "300ms", "--", "sh", "-c", tc.script)
 			natstest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(started); return err == nil })
 			begin := time.Now()
-			r := stop()
+			r := work.stop(t)
 			require.Equal(t, 0, r.code, r.stderr)
 			require.Less(t, time.Since(begin), 10*time.Second)
 			if tc.name == "sigterm" {
@@ -139,16 +117,16 @@ func TestWorkCancelledTask(t *testing.T) {
 	started := filepath.Join(dir, "started")
 	t.Setenv("STARTED", started)
 	c.ok("ledger", "admit", "long", "--seq", "1", "--kind", "long")
-	stop := c.startWork("--kind", "long", "--", "sh", "-c", `echo x > "$STARTED"; sleep 30 & wait`)
+	work := c.start("work", "--kind", "long", "--", "sh", "-c", `echo x > "$STARTED"; sleep 30 & wait`)
 	natstest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(started); return err == nil })
-	w := c.waitAsync("long")
+	w := c.start("ledger", "wait", "long")
 	l := openTestLedger(t, n)
 	_, err := l.Cancel(natstest.Context(t, 10*time.Second), "operator", "long", "not needed", time.Now())
 	require.NoError(t, err)
-	r := natstest.Recv(t, w, 30*time.Second, "wait long")
+	r := w.result(t)
 	require.Equal(t, waitCancelled, r.code, r.stderr)
 	require.Regexp(t, `(?m)^long\s+cancelled\s+1\s+-\s+not needed`, r.stdout)
-	out := stop()
+	out := work.stop(t)
 	require.Equal(t, 0, out.code, out.stderr)
 	require.Regexp(t, `(?m)^cancelled\s+long\s+attempt 1`, out.stdout)
 }
@@ -193,16 +171,11 @@ func TestWorkBadInput(t *testing.T) {
 func TestWorkMissingCommand(t *testing.T) {
 	c, _ := newCLI(t)
 	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "k")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan result, 1)
-	go func() {
-		done <- runCLICtx(ctx, "--server", c.url, "--json", "work", "--kind", "k", "--", "/nonexistent/natscoord-test-binary")
-	}()
+	work := c.start("--json", "work", "--kind", "k", "--", "/nonexistent/natscoord-test-binary")
 	r := c.run("ledger", "wait", "x")
 	require.Equal(t, waitFailed, r.code, r.stderr)
 	require.Regexp(t, `(?m)^x\s+failed\s+1\s+-\s+.*cannot start the command`, r.stdout)
-	cancel()
-	out := natstest.Recv(t, done, 60*time.Second, "work to stop")
+	out := work.stop(t)
 	require.Equal(t, 0, out.code, out.stderr)
 	// With --json, one JSON line per finished attempt and nothing else.
 	var line map[string]any
@@ -220,7 +193,7 @@ func TestWorkDelayedTask(t *testing.T) {
 	var rec kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "later")), &rec))
 	require.False(t, rec.RunAt.IsZero())
-	stop := c.startWork("--kind", "k", "--", "sh", "-c", `date +t%s.%N`)
+	work := c.start("work", "--kind", "k", "--", "sh", "-c", `date +t%s.%N`)
 	r := c.run("ledger", "wait", "later")
 	require.Equal(t, waitCompleted, r.code, r.stderr)
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "later")), &rec))
@@ -232,5 +205,5 @@ func TestWorkDelayedTask(t *testing.T) {
 	ran := time.Unix(sec, nsec)
 	require.False(t, ran.Before(rec.RunAt), "ran at %v, run-at %v", ran, rec.RunAt)
 	require.GreaterOrEqual(t, ran.Sub(admitted), 1500*time.Millisecond)
-	require.Equal(t, 0, stop().code)
+	require.Equal(t, 0, work.stop(t).code)
 }
