@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -27,14 +26,7 @@ import (
 	"github.com/natscoord/natscoord/kvlock"
 )
 
-func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "leader:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("leader", run) }
 
 // syncWriter serializes lines printed from several goroutines.
 type syncWriter struct {

@@ -1,27 +1,19 @@
 package main
 
 import (
-	"bytes"
-	"context"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/examples/internal/exampletest"
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
 func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
-	t.Setenv("NATS_URL", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	err := run(ctx, &out)
-	s := out.String()
-	t.Log("\n" + s)
-	require.NoError(t, err)
+	s := exampletest.Embedded(t, run)
 	for _, want := range []string{
 		"observer: no leader",
 		`observer: leader node-1 value "http://node-1:8080"`,
@@ -36,7 +28,7 @@ func TestRun(t *testing.T) {
 	// Initial vacancy, crash, two resignations: a term shorter than the
 	// observer's watch lag passes unseen on a loaded machine (its vacancy
 	// then merges with the one before), but the first two always show.
-	vacancies := bytes.Count(out.Bytes(), []byte("observer: no leader"))
+	vacancies := strings.Count(s, "observer: no leader")
 	require.GreaterOrEqual(t, vacancies, 2, "initial vacancy and the crash")
 	require.LessOrEqual(t, vacancies, 4, "initial vacancy, crash, two resignations")
 }

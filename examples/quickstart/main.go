@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -26,14 +25,7 @@ import (
 	"github.com/natscoord/natscoord/kvlock"
 )
 
-func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "quickstart:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("quickstart", run) }
 
 // fencedStore stands for any resource guarded by the lock: it remembers the
 // highest token it accepted and refuses writes carrying a smaller one.

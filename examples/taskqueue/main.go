@@ -15,9 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,14 +27,7 @@ import (
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "taskqueue:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("taskqueue", run) }
 
 // graph: lint fails, so package (needs lint) and publish (needs package)
 // are blocked; docs and test run.

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,14 +23,7 @@ import (
 	"github.com/natscoord/natscoord/kvlease"
 )
 
-func main() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "transfer:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleenv.Main("transfer", run) }
 
 // jobs is the lease family both processes declare.
 var jobs = kvlease.Define[string]("transfer-example", kvlease.StringCodec{})

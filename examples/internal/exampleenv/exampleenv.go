@@ -6,6 +6,8 @@ package exampleenv
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -34,4 +36,16 @@ func Connector(ctx context.Context) (Dialer, func(), error) {
 		_ = srv.Shutdown(sctx)
 	}
 	return func() (*nats.Conn, error) { return srv.Connect() }, stop, nil
+}
+
+// Main runs an example's run function with a minute's bound, writing to
+// stdout, and exits 1 with the error (prefixed by name) when it fails.
+func Main(name string, run func(ctx context.Context, out io.Writer) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err := run(ctx, os.Stdout)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
 }
