@@ -11,8 +11,8 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// run is one attempt: reserved by the dispatcher, then a lease, a claim,
-// the handler and the recorded outcome.
+// run is one attempt: reserved by the dispatcher, then a claim under the
+// worker's lease, the handler and the recorded outcome.
 type run struct {
 	w    *Worker
 	key  kvledger.IdempotencyKey
@@ -23,8 +23,8 @@ type run struct {
 	rev    uint64 // the claim's record revision; 0 until claimed
 	fence  kvledger.FenceToken
 	cancel context.CancelCauseFunc
-	cause  error // a cause seen before the handler's context existed
-	g      *kvlease.Guard
+	cause  error          // a cause seen before the handler's context existed
+	g      *kvlease.Guard // the worker's lease the claim names
 	task   *Task
 	hctx   context.Context // the handler's context, once it exists
 	ev     Event           // the attempt as the Observer sees it, once claimed
@@ -43,8 +43,8 @@ func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
 }
 
 // freeSlot gives r's concurrency slot back once its handler returned:
-// recording the outcome and ending the lease (two or three round trips)
-// then go on without holding up the next task. The key stays in running
+// recording the outcome (one or two round trips) then goes on without
+// holding up the next task. The key stays in running
 // until endRun, so it is not started again meanwhile.
 func (w *Worker) freeSlot(r *run) {
 	w.mu.Lock()

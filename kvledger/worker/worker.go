@@ -15,7 +15,7 @@ import (
 )
 
 // Worker runs the handlers registered per kind on the ready tasks of one
-// ledger, each under a claim paired with a lease. See the package
+// ledger, each under a claim that names the worker's one lease. See the package
 // documentation for what it guarantees. Its methods are safe for
 // concurrent use.
 type Worker struct {
