@@ -107,7 +107,7 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 		return 0, false, err
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence = StatusClaimed, owner, fence
+	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, ""
 	next.LeaseUntil = now.Add(lease)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
@@ -165,7 +165,7 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 			return err
 		}
 		next := cur.clone()
-		next.Status, next.Owner, next.LeaseUntil = StatusPending, "", time.Time{}
+		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
 		if _, ok, err := l.write(ctx, cur, true, next, false); err != nil || ok {
 			return err

@@ -38,7 +38,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, now.Add(lease), now, ev, false)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, "", now.Add(lease), now, ev, false)
 		if err != nil || ok {
 			return rec, err
 		}
@@ -46,20 +46,28 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 }
 
 // ClaimLeased is the runtime's claim: it claims key for owner while the
-// caller holds lease, the kvlease lease that goes with key's claims (the
-// runtime acquires it first, then calls ClaimLeased). Holding that lease
-// is what proves that no other claim of key is alive, since the server
-// expires a dead claimant's lease by its TTL; so a claimed record is
-// taken over whatever its LeaseUntil says, and no clock is compared with
-// another process's. The caller must use one lease key per record and
-// never claim without it; records claimed this way must not also be
-// claimed by Claim/Takeover, which judge by LeaseUntil.
+// caller holds lease, a live kvlease lease of the claimant (the runtime
+// holds one per worker and names it in every claim it makes). The
+// claimed record names that lease (TaskState.Lease = lease.Key()), and
+// the claim lives exactly as long as the lease: the server expires a
+// dead claimant's lease by its TTL, so no clock is compared with
+// another process's. Between claimants the record's compare-and-swap
+// decides; ClaimLeased itself takes over a claimed record whatever its
+// LeaseUntil says, so the caller must only ask for a claimed record
+// once the lease it names has ended (the runtime sees that through the
+// lease bucket's watch). A claimed record with an empty Lease was
+// written before records named their lease, or by a claimant that
+// holds the per-record lease (package worker's LeaseKey); it is judged
+// by that key. Records claimed this way must not also be claimed by
+// Claim/Takeover, which judge by LeaseUntil.
 //
 // A pending record must be ready (ErrNotReady otherwise). The record is
-// written claimed with a new fence, LeaseUntil = now + lease TTL (for
-// operators; nothing judges it), and Attempts counting this claim. A
-// record that used the last attempt its MaxAttempts allows is written
-// failed instead (ErrAttemptsExhausted; see ClaimLeasedFrom).
+// written claimed with a new fence, Lease = lease.Key(), LeaseUntil =
+// now + lease TTL (for operators; nothing judges it), and Attempts
+// counting this claim. Every write that takes the record out of claimed
+// clears Lease. A record that used the last attempt its MaxAttempts
+// allows is written failed instead (ErrAttemptsExhausted; see
+// ClaimLeasedFrom).
 func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
 	return l.ClaimLeasedFrom(ctx, actor, TaskState{Key: key}, owner, lease, 0, now) // no revision: read first
 }
@@ -88,16 +96,22 @@ func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskStat
 	if lease == nil {
 		return TaskState{}, ErrNoLease
 	}
+	judged := seen
 	if !l.remember || seen.Rev == 0 {
 		seen = TaskState{Key: seen.Key}
 	}
-	return l.claimLeased(ctx, actor, seen, owner, lease, maxAttempts, now)
+	return l.claimLeased(ctx, actor, seen, judged, owner, lease, maxAttempts, now)
 }
 
 // claimLeased claims under lease, starting from cur when it carries a
 // revision, else from a read of cur.Key; see ClaimLeasedFrom for
-// maxAttempts (0: no limit beyond the record's own).
-func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
+// maxAttempts (0: no limit beyond the record's own). judged is the
+// record the caller decided on (no revision: the first one read): a
+// claimed record is taken over only when it is the claim judged saw,
+// whose lease the caller found ended. Any other claim (one written since
+// the caller looked, by a claimant that won the race) is live as far as
+// the caller knows, and comes back as ErrLeaseActive.
+func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
 	key := cur.Key
 	for {
 		if err := lease.Err(); err != nil {
@@ -109,6 +123,12 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, ow
 			if cur, err = l.load(ctx, key); err != nil {
 				return TaskState{}, err
 			}
+			if judged.Rev == 0 {
+				judged = cur
+			}
+		}
+		if cur.Status == StatusClaimed && (judged.Status != StatusClaimed || judged.Fence != cur.Fence) {
+			return TaskState{}, fmt.Errorf("%w: %q was claimed by %q (fence %d) after the caller looked", ErrLeaseActive, string(key), string(cur.Owner), cur.Fence)
 		}
 		ev, err := l.claimEvent(ctx, cur, now)
 		if err != nil && seen {
@@ -127,7 +147,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur TaskState, ow
 		} else {
 			// The claim's event goes out while the handler starts; the
 			// claim's next write through this Ledger waits for it.
-			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, now.Add(lease.TTL()), now, ev, true)
+			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev, true)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -176,7 +196,7 @@ func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) e
 // blocks cur when a key in its transitive needs failed or is blocked.
 // With asyncEvent the claim's event is sent without waiting (write's
 // async).
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseUntil, now time.Time, ev events.Name, asyncEvent bool) (TaskState, bool, error) {
+func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name, asyncEvent bool) (TaskState, bool, error) {
 	fence, err := cur.nextFence()
 	if err != nil {
 		return TaskState{}, false, err
@@ -192,7 +212,7 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 		return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusClaimed, owner, fence, leaseUntil
+	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey
 	next.Attempts = cur.Attempts + 1
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
@@ -219,7 +239,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	if cur.LastError != "" {
 		msg += "; previous error: " + cur.LastError
 	}
-	next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusFailed, owner, fence, time.Time{}
+	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusFailed, owner, fence, time.Time{}, ""
 	next.LastError = TruncateError(msg)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
 	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) }, false)

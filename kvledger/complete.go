@@ -34,7 +34,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 			return err
 		}
 		next := cur.clone()
-		next.Status, next.LeaseUntil = status, time.Time{}
+		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
 		if err := next.Validate(); err != nil {
 			return err
@@ -142,7 +142,7 @@ func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, block
 			return nil
 		}
 		next := rec.clone()
-		next.Status, next.BlockedBy, next.LeaseUntil = StatusBlocked, blocker, time.Time{}
+		next.Status, next.BlockedBy, next.LeaseUntil, next.Lease = StatusBlocked, blocker, time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, BlockedEvent
 		if err := next.Validate(); err != nil {
 			return err

@@ -56,7 +56,7 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 			return TaskState{}, err
 		}
 		next := cur.clone()
-		next.LeaseUntil, next.UpdatedBy, next.UpdatedAt = time.Time{}, actor, now
+		next.LeaseUntil, next.Lease, next.UpdatedBy, next.UpdatedAt = time.Time{}, "", actor, now
 		if o.Error != "" || o.Status != StatusCompleted {
 			next.LastError = TruncateError(o.Error)
 		}

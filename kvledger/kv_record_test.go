@@ -100,6 +100,9 @@ func FuzzAppendRecord(f *testing.F) {
 			if nanos%3 == 0 {
 				s.LeaseUntil, s.Needs, s.CreatedAt = time.Time{}, nil, time.Time{}
 			}
+			if nanos%2 == 0 {
+				s.Lease = need + actor
+			}
 			want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
 			got, ok := appendRecord(nil, s, insert)
 			if werr != nil {

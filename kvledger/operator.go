@@ -38,7 +38,7 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 			return TaskState{}, err
 		}
 		next := cur.clone()
-		next.Status, next.Owner, next.Fence, next.LeaseUntil = StatusPending, "", fence, time.Time{}
+		next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusPending, "", fence, time.Time{}, ""
 		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
@@ -113,7 +113,7 @@ func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, re
 			reason = "cancelled by " + string(actor)
 		}
 		next := cur.clone()
-		next.Status, next.LeaseUntil, next.Cancelled = StatusFailed, time.Time{}, true
+		next.Status, next.LeaseUntil, next.Lease, next.Cancelled = StatusFailed, time.Time{}, "", true
 		next.LastError = TruncateError(reason)
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
 		after := func() error { return l.blockDependents(ctx, actor, key, now) }

@@ -19,6 +19,8 @@ const (
 	// MaxResultBytes bounds TaskState.Result, the JSON a handler leaves
 	// for the tasks that need it.
 	MaxResultBytes = 256 << 10
+	// MaxLeaseBytes bounds TaskState.Lease, a lease-bucket key.
+	MaxLeaseBytes = 1024
 )
 
 // validateRuntime checks the runtime fields: a bounded Kind, counts that
@@ -45,6 +47,12 @@ func (s TaskState) validateRuntime() error {
 		return bad("result is not valid JSON")
 	case s.Cancelled && s.Status != StatusFailed:
 		return bad("cancelled set on a " + string(s.Status) + " record")
+	case s.Lease != "" && s.Status != StatusClaimed:
+		return bad("lease set on a " + string(s.Status) + " record")
+	case len(s.Lease) > MaxLeaseBytes:
+		return bad("lease is " + strconv.Itoa(len(s.Lease)) + " bytes, above MaxLeaseBytes")
+	case !utf8.ValidString(s.Lease):
+		return bad("lease is not valid UTF-8")
 	}
 	return nil
 }
@@ -92,6 +100,10 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 	if s.Attempts != 0 {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(s.Attempts), 10)
+	}
+	if s.Lease != "" {
+		b = append(b, `,"lease":`...)
+		b = appendJSONString(b, s.Lease)
 	}
 	if s.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)

@@ -21,6 +21,9 @@ func FuzzAppendRuntimeFields(f *testing.F) {
 		if nanos != 0 {
 			s.RunAt = time.Unix(0, nanos).UTC()
 		}
+		if attempts%2 != 0 {
+			s.Lease = "kvledger.b.w." + kind
+		}
 		want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
 		got, ok := appendRecord(nil, s, insert)
 		if werr != nil {

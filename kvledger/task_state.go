@@ -87,9 +87,14 @@ type TaskState struct {
 	// The task runtime's fields (see runtime_fields.go). All are
 	// optional: a record admitted by Admit leaves them zero and is
 	// stored exactly as before they existed.
-	Kind        string          `json:"kind,omitempty"`
-	RunAt       time.Time       `json:"run_at,omitzero"`
-	Attempts    int             `json:"attempts,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	RunAt    time.Time `json:"run_at,omitzero"`
+	Attempts int       `json:"attempts,omitempty"`
+	// Lease is, on a claimed record, the key in the lease bucket of the
+	// kvlease lease that keeps the claim alive (ClaimLeased); empty on
+	// every other record, and on claims written by Claim/Takeover or
+	// before the field existed.
+	Lease       string          `json:"lease,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
 	Cancelled   bool            `json:"cancelled,omitempty"`

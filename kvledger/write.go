@@ -143,8 +143,9 @@ func (l *Ledger) PublishStored(ctx context.Context, rec TaskState) error {
 // the next write over rec through this Ledger waits for that send
 // instead of publishing it again; otherwise it does nothing and that
 // write publishes the event itself. The runtime calls it before it
-// acquires the lease that goes with a claim, so that the publish overlaps
-// the acquisition at no goroutine of its own; a failure is the claim's
+// prepares a claim (a read of the lease a claimed record names, or the
+// worker's own lease acquisition), so that the publish overlaps that work
+// at no goroutine of its own; a failure is the claim's
 // (ErrEventsUnavailable, nothing written), as with PublishStored.
 func (l *Ledger) PrepublishStored(rec TaskState) {
 	if rec.Rev == 0 || l.bus == nil || rec.LastEvent == "" || l.pub.has(rec.Key, rec.Rev) {

@@ -72,6 +72,9 @@ func runtimeRows(t kvledger.TaskState) [][]string {
 	if !t.RunAt.IsZero() {
 		add("run at", timeOrDash(t.RunAt))
 	}
+	if t.Lease != "" {
+		add("lease", t.Lease) // the lease-bucket key keeping the claim alive
+	}
 	if t.LastError != "" {
 		add("last error", oneLineText(t.LastError))
 	}

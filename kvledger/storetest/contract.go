@@ -45,6 +45,7 @@ func testStoreContract(t *testing.T, newStore NewStore) {
 	// A CAS with the loaded record succeeds and moves Rev forward.
 	next := got
 	next.Status, next.Owner, next.Fence, next.LeaseUntil = kvledger.StatusClaimed, "w", got.Fence+1, t0.Add(lease)
+	next.Lease = "kvledger.b.w.owner-1"
 	ok, err = s.CompareAndSwap(ctx, "k", got, next)
 	check.NoError(t, err)
 	check.True(t, ok)
@@ -53,6 +54,7 @@ func testStoreContract(t *testing.T, newStore NewStore) {
 	check.Greater(t, got2.Rev, got.Rev)
 	check.Equal(t, kvledger.StatusClaimed, got2.Status)
 	check.Equal(t, got.Fence+1, got2.Fence)
+	check.Equal(t, next.Lease, got2.Lease, "the claim's lease round-trips")
 
 	// The stale version (same Sequence/Status/Fence, old Rev) loses.
 	stale := got

@@ -2,7 +2,9 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,37 +95,49 @@ func TestObserverSeesDrainRelease(t *testing.T) {
 	require.Equal(t, 1, obs.finishes[0].Attempt)
 }
 
-// LeaseKey names the lease a worker holds while it runs a task.
-func TestLeaseKeyIsTheClaimsLease(t *testing.T) {
+// All the claims a worker has in flight name one lease, the worker's:
+// the lease bucket holds exactly one key for them, held while they run,
+// and each record's Lease is cleared by its outcome.
+func TestClaimsNameTheWorkersLease(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	started, finish := make(chan struct{}, 1), make(chan struct{})
-	e.worker(worker.Config{}, func(w *worker.Worker) {
+	const tasks = 4
+	started, finish := make(chan struct{}, tasks), make(chan struct{})
+	e.worker(worker.Config{Concurrency: tasks}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			started <- struct{}{}
 			<-finish
 			return nil
 		}))
 	})
-	e.submit(kvledger.Submission{Key: "a.b c/ü", Kind: "job"})
-	natstest.Recv(t, started, 10*time.Second, "the handler starts")
-	ctx := natstest.Context(t, 10*time.Second)
+	keys := make([]kvledger.IdempotencyKey, tasks)
+	for i := range keys {
+		keys[i] = kvledger.IdempotencyKey(fmt.Sprintf("a.b c/ü %d", i))
+		e.submit(kvledger.Submission{Key: keys[i], Kind: "job"})
+	}
+	for range tasks {
+		natstest.Recv(t, started, 10*time.Second, "a handler starts")
+	}
+	ctx := natstest.Context(t, 20*time.Second)
+	bucket := e.led.Store().(*kvledger.KVStore).Name()
+	lease := e.state(keys[0]).Lease
+	require.True(t, strings.HasPrefix(lease, strings.TrimSuffix(worker.LeaseKey(bucket, "x"), "x")+"w."), "lease key %q", lease)
+	for _, k := range keys {
+		require.Equal(t, lease, e.state(k).Lease, "record %q names the worker's lease", k)
+	}
+	require.Equal(t, []string{lease}, e.leaseKeys(), "one lease key for %d claims", tasks)
 	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	key := worker.LeaseKey(e.led.Store().(*kvledger.KVStore).Name(), "a.b c/ü")
-	_, ok, err := m.TryAcquireKey(ctx, key, time.Second)
+	_, ok, err := m.HolderOfKey(ctx, lease)
 	require.NoError(t, err)
-	require.False(t, ok, "the running task's lease is held")
+	require.True(t, ok, "the worker's lease is held")
 	close(finish)
-	e.waitFinal(10*time.Second, "a.b c/ü")
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		g, ok, err := m.TryAcquireKey(ctx, key, time.Second)
-		if err != nil || !ok {
-			return false
-		}
-		return g.Release(ctx) == nil
-	}, "the lease ends with the task")
+	final := e.waitFinal(10*time.Second, keys...)
+	for _, k := range keys {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status)
+		require.Empty(t, final[k].Lease, "the outcome clears the record's lease")
+	}
 }
 
 // A pending task whose need failed without blocking it (the failing

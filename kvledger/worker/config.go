@@ -42,10 +42,12 @@ type Config struct {
 	// replication when it is created (default 1).
 	LeaseBucket   string
 	LeaseReplicas int
-	// ClaimTTL is the TTL of a claim's lease: a worker that dies loses
-	// its claims this long after its last renewal, and another worker
-	// takes them over. MinTTL (1s) to MaxTTL (24h); default 10s. Leases
-	// renew every ClaimTTL/3 on the lease manager's one scheduler.
+	// ClaimTTL is the TTL of the worker's lease, which all its claims
+	// name: a worker that dies loses its claims this long after its
+	// last renewal, and other workers take them over. MinTTL (1s) to
+	// MaxTTL (24h); default 10s. The lease renews every ClaimTTL/3 on
+	// the lease manager's one scheduler, and is released once the
+	// worker has run nothing for ClaimTTL.
 	ClaimTTL time.Duration
 	// Concurrency bounds the handlers this worker runs at once, counting
 	// the claims being taken for them. Recording an attempt's outcome

@@ -45,39 +45,60 @@
 // A claim starts from the record the watch delivered: one
 // compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
 // that changed meanwhile is refused by the server and read again. A task
-// costs four writes (lease create, claim, outcome, lease delete) and the
-// events of claim and outcome, arranged so that few of them wait on one
-// another: the record's previous event (normally the admission's, which
-// another process published; the bus drops the duplicate) is published
-// again while the lease is acquired; the claim's event is sent without
-// waiting and its acknowledgement collected by the outcome's write, which
-// must follow it on the stream; the outcome's event is in flight while
-// the lease is deleted. Concurrency counts an attempt from its claim to
-// the end of its handler; recording the outcome holds no slot, so the
-// next task starts while the last one's writes land.
+// costs two record writes (claim, outcome) and the events of claim and
+// outcome; the worker's one lease (below) is shared by all its claims,
+// so no lease is written per task. They are arranged so that few of them
+// wait on one another: the record's previous event (normally the
+// admission's, which another process published; the bus drops the
+// duplicate) is published again while the claim is prepared; the
+// claim's event is sent without waiting and its acknowledgement
+// collected by the outcome's write, which must follow it on the stream.
+// Concurrency counts an attempt from its claim to the end of its
+// handler; recording the outcome holds no slot, so the next task starts
+// while the last one's writes land.
 //
 // # Liveness: leases judged by the server
 //
-// Every claim goes with a kvlease lease on "kvledger.<bucket>.<key>" in
-// the lease bucket (Config.Leases or LeaseBucket; all workers of a ledger
-// must share it). A worker first acquires the lease (create-if-absent
-// with a per-key TTL, Config.ClaimTTL), then claims the record with a new
-// fence; it then renews only the lease, every ClaimTTL/3, on the lease
-// manager's one scheduler (a heap, a fixed pool: 10k claims in flight
-// cost the same goroutines as 10). When a worker dies its lease expires
-// on the server; the expiry marker reaches every worker through the
-// lease watch, and the first whose acquisition succeeds takes the claim
+// Each worker holds one kvlease lease, "kvledger.<bucket>.w.<token of
+// owner and a nuid>" in the lease bucket (Config.Leases or LeaseBucket;
+// all workers of a ledger must share it), acquired at its first claim
+// (create-if-absent with a per-key TTL, Config.ClaimTTL) and renewed
+// every ClaimTTL/3 on the lease manager's one scheduler. Every claim the
+// worker makes names it: the claimed record's Lease holds its key. Its
+// key is new on every acquisition, so a lease that ended never comes
+// back: a record that names it stays free for takeover. Between workers
+// that race for a record the record's compare-and-swap decides (the
+// loser counts it in Stats.Contended). When a worker dies its lease
+// expires on the server; the expiry marker reaches every worker through
+// the lease watch, which keeps the set of live lease keys and, per
+// lease, the claimed records naming it; each of those records is then a
+// takeover candidate, and the first worker whose claim lands takes it
 // over with a new fence: within ClaimTTL (rounded up to whole seconds)
 // after the last renewal, plus the watch's delivery and one claim
 // (TestTakeoverWithinTTL, ClaimTTL 2s: taken over 1.99 s after the
-// worker's connection was closed). Nobody compares LeaseUntil (kept in
-// the record for operators) with a clock.
+// worker's connection was closed). A record naming a lease the watch
+// has not reported (it ended before the watch started, or its create is
+// still on its way) is read from the lease bucket's stream leader before
+// a takeover. A claimed record that names no lease (written before
+// records named their lease, or by a process holding LeaseKey) is
+// judged by its per-record key "kvledger.<bucket>.<key>". Nobody
+// compares LeaseUntil (kept in the record for operators) with a clock.
+// A worker idle for ClaimTTL releases its lease (it sends nothing while
+// idle) and acquires a new one at its next claim.
+//
+// Since one lease carries all of a worker's claims, they live and die
+// together: a worker that pauses (GC, SIGSTOP) or is cut off from the
+// server past its validity window loses every claim it holds at once,
+// every handler's ctx is cancelled with ErrClaimLost, and other workers
+// take all of them over within ClaimTTL plus a margin of the watch's
+// delivery; the worker's next claim acquires a fresh lease.
 //
 // A handler's ctx is cancelled as soon as the claim can no longer be
 // confirmed, by kvlease's validity-window rule: the window ends at (send
 // time of the last confirmed renewal) + ClaimTTL - Margin, on the
 // worker's monotonic clock, which is before the server can expire the
-// lease. context.Cause says ErrClaimLost. It is also cancelled when the
+// lease (for all the claims under that lease alike). context.Cause says
+// ErrClaimLost. It is also cancelled when the
 // record moves to another claim or is cancelled by an operator
 // (ErrCancelled), seen through the record watch.
 //
@@ -126,8 +147,9 @@
 // Close (or the end of Run's ctx) stops claiming, lets running handlers
 // finish for up to DrainTimeout, then cancels the rest (ErrDraining) and
 // releases their claims: the record goes back to pending with its
-// attempt not counted and the lease is deleted, so another worker's
-// watch sees both and starts the task at once. (Each attempt runs on
+// attempt not counted, so another worker's watch sees it and starts the
+// task at once. Then the worker's lease is deleted, so a claim that
+// could not be released is free for takeover at once too. (Each attempt runs on
 // one goroutine, reused for the next attempt once it is done, so at most
 // as many exist as attempts ran at once.) Close then stops the
 // watches; every goroutine of the worker has ended when it returns
@@ -137,9 +159,10 @@
 //
 // # Failure modes, partitions, skew and pauses
 //
-//   - Crash: the lease expires on the server after ClaimTTL; another
-//     worker takes over with a higher fence. The crashed attempt counts;
-//     a crash in the last allowed attempt fails the task.
+//   - Crash: the worker's lease expires on the server after ClaimTTL;
+//     other workers take over all its claims with higher fences. The
+//     crashed attempts count; a crash in a task's last allowed attempt
+//     fails the task.
 //   - Partition from the server: renewals fail; the handler's ctx is
 //     cancelled at the end of the validity window, before the server
 //     can expire the lease; the worker then writes nothing. A minority
@@ -152,8 +175,9 @@
 //     by d starts delayed tasks up to d early; bound skew below the
 //     delays you need. The same holds for schedule periods.
 //   - Pauses (GC, SIGSTOP): a worker paused past its window finds its
-//     lease lost on waking (kvlease checks the window synchronously);
-//     if it was taken over its outcome write is fenced. Side effects
+//     lease lost on waking (kvlease checks the window synchronously),
+//     for all its claims at once; any that were taken over have their
+//     outcome writes fenced. Side effects
 //     outside the ledger must carry the fence (Task.Fence, FenceFrom).
 //   - Watch failure: the worker stops claiming (it would no longer see
 //     changes) and reports the failure from Close; running handlers

@@ -128,6 +128,21 @@ func (e *env) startOn(js jetstream.JetStream, led *kvledger.Ledger, cfg worker.C
 	return w
 }
 
+// leaseKeys lists the live keys of the env's lease bucket.
+func (e *env) leaseKeys() []string {
+	e.t.Helper()
+	ctx := natstest.Context(e.t, 5*time.Second)
+	kv, err := e.js.KeyValue(ctx, e.leases)
+	require.NoError(e.t, err)
+	lister, err := kv.ListKeys(ctx)
+	require.NoError(e.t, err)
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 func closeWorker(w *worker.Worker) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/internal/heapx"
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -23,9 +24,29 @@ type index struct {
 	// timers holds pending records whose RunAt is in the future, and
 	// keys to look at again after a transient claim failure.
 	timers *heapx.Heap[timer]
-	// leased is the set of keys whose claim lease is live (lease watch,
-	// and this worker's own failed acquisitions).
+	// leased is the set of keys whose per-record lease (LeaseKey) is
+	// live: a process outside the runtime holds it to claim the record
+	// (or claimed it so before records named their lease).
 	leased map[kvledger.IdempotencyKey]bool
+	// leases holds what the lease watch (or a read) last saw of the lease
+	// keys that are live or that a claimed record names: worker leases
+	// ("w.<token>" under the prefix) and per-record leases alike, by full
+	// key. A key absent here is unknown: it ended before the watch
+	// started, or its creation has not been delivered yet.
+	leases map[string]leaseSeen
+	// byLease maps a lease key to the claimed records (of handled kinds)
+	// that name it: when it ends, each is a takeover candidate.
+	byLease map[string]map[kvledger.IdempotencyKey]struct{}
+	// prefix is the ledger's lease key prefix, for the per-record key of
+	// a claimed record that names no lease.
+	prefix string
+	// own is the key of this worker's current lease.
+	own string
+	// orphans holds, by key, the fence of a claim of this worker that
+	// outlived its attempt (the outcome could not be written): the
+	// worker's lease keeps it alive, so nobody else would take it over;
+	// this worker does.
+	orphans map[kvledger.IdempotencyKey]kvledger.FenceToken
 	// synced: both watches delivered their initial values.
 	recSynced, leaseSynced bool
 }
@@ -38,6 +59,10 @@ type entry struct {
 	fence  kvledger.FenceToken
 	owner  kvledger.OwnerID
 	rev    uint64
+	// lease, on a claimed record of a handled kind, is the lease key that
+	// keeps the claim alive: the record's Lease, or the per-record key
+	// for a record that names none.
+	lease string
 	// blockDue, for a pending record with a failed or blocked need, is
 	// when this worker stops waiting for the failure's walk to block it
 	// and claims it instead (which blocks it); zero until first seen so.
@@ -50,8 +75,19 @@ type entry struct {
 	rec *kvledger.TaskState
 }
 
-func newIndex() index {
+// leaseSeen is the last state of a lease key: live or ended, at a
+// revision of the lease bucket.
+type leaseSeen struct {
+	live bool
+	rev  uint64
+}
+
+func newIndex(prefix string) index {
 	return index{
+		prefix:  prefix,
+		leases:  make(map[string]leaseSeen),
+		byLease: make(map[string]map[kvledger.IdempotencyKey]struct{}),
+		orphans: make(map[kvledger.IdempotencyKey]kvledger.FenceToken),
 		recs:    make(map[kvledger.IdempotencyKey]*entry),
 		waiting: make(map[kvledger.IdempotencyKey]map[kvledger.IdempotencyKey]struct{}),
 		ready:   make(map[string]*fifo),
@@ -110,8 +146,12 @@ func (ix *index) nextTimer() (time.Time, bool) {
 // worker has a handler for its kind. It returns the previous entry.
 func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 	old := ix.recs[c.Key]
+	if old != nil && old.lease != "" {
+		ix.unname(old.lease, c.Key)
+	}
 	if c.Deleted || c.Err != nil {
 		delete(ix.recs, c.Key)
+		delete(ix.orphans, c.Key)
 		return old
 	}
 	r := c.Record
@@ -122,8 +162,58 @@ func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
 		e.rec = &r
 	}
+	if f, ok := ix.orphans[c.Key]; ok && (r.Status != kvledger.StatusClaimed || r.Fence != f) {
+		delete(ix.orphans, c.Key)
+	}
+	if handled && r.Status == kvledger.StatusClaimed {
+		e.lease = r.Lease
+		if e.lease == "" {
+			e.lease = ix.prefix + kvx.EncodeToken(string(c.Key))
+		}
+		m := ix.byLease[e.lease]
+		if m == nil {
+			m = make(map[kvledger.IdempotencyKey]struct{})
+			ix.byLease[e.lease] = m
+		}
+		m[c.Key] = struct{}{}
+	}
 	ix.recs[c.Key] = e
 	return old
+}
+
+// unname removes k from the records naming lease, and forgets an ended
+// lease that no record names any more.
+func (ix *index) unname(lease string, k kvledger.IdempotencyKey) {
+	m := ix.byLease[lease]
+	delete(m, k)
+	if len(m) == 0 {
+		delete(ix.byLease, lease)
+		if s, ok := ix.leases[lease]; ok && !s.live {
+			delete(ix.leases, lease)
+		}
+	}
+}
+
+// seeLease records the state of lease at revision rev (from the watch,
+// or a read), unless what is recorded is newer. It reports whether the
+// state changed.
+func (ix *index) seeLease(lease string, live bool, rev uint64) bool {
+	if s, ok := ix.leases[lease]; ok && s.rev >= rev {
+		return false
+	}
+	if !live && len(ix.byLease[lease]) == 0 {
+		delete(ix.leases, lease) // ended and named by nothing: unknown again
+		return true
+	}
+	ix.leases[lease] = leaseSeen{live: live, rev: rev}
+	return true
+}
+
+// leaseState says what the index knows of the lease of the claimed
+// record e: live, ended (known true), or unknown (known false).
+func (ix *index) leaseState(e *entry) (live, known bool) {
+	s, ok := ix.leases[e.lease]
+	return s.live, ok
 }
 
 // enqueue adds k to its kind's ready queue once.
@@ -189,10 +279,13 @@ func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvl
 		}
 		return candidate, ""
 	case kvledger.StatusClaimed:
-		if ix.leased[k] {
-			return notCandidate, ""
+		if f, ok := ix.orphans[k]; ok && f == e.fence {
+			return candidate, "" // this worker's claim, its attempt over
 		}
-		return candidate, ""
+		if live, _ := ix.leaseState(e); live {
+			return notCandidate, "" // its claimant is alive; the lease's end wakes us
+		}
+		return candidate, "" // an unknown lease is read before the takeover (run.go)
 	}
 	return notCandidate, ""
 }

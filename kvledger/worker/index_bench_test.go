@@ -15,7 +15,7 @@ import (
 func BenchmarkIndexPick(b *testing.B) {
 	for _, n := range []int{1_000, 100_000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			ix := newIndex()
+			ix := newIndex("kvledger.b.")
 			ix.recSynced, ix.leaseSynced = true, true
 			var rev uint64
 			change := func(k kvledger.IdempotencyKey, st kvledger.Status, needs []kvledger.IdempotencyKey) {

@@ -72,16 +72,18 @@ func TestIdleWorkerSendsNothing(t *testing.T) {
 	e := newEnv(t, n.JS, 1)
 	nc := natstest.Connect(t, n.Server)
 	js := natstest.JetStream(t, nc)
-	w := e.startOn(js, e.ledgerOn(js), worker.Config{}, func(w *worker.Worker) {
+	w := e.startOn(js, e.ledgerOn(js), worker.Config{ClaimTTL: 2 * time.Second}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error { return nil }))
 	})
 	t.Cleanup(func() { require.NoError(t, closeWorker(w)) })
 	// One task first, so renewals, releases and acks have all happened.
 	e.submit(kvledger.Submission{Key: "warm", Kind: "job"})
 	e.waitFinal(5*time.Second, "warm")
-	// Running drops to 0 when an attempt has ended: its outcome, lease
-	// release and event have all been sent and answered.
+	// Running drops to 0 when an attempt has ended: its outcome and
+	// event have been sent and answered. The worker's lease goes ClaimTTL
+	// later (renewals stop with it).
 	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Running == 0 }, "idle")
+	natstest.Eventually(t, 10*time.Second, func() bool { return len(e.leaseKeys()) == 0 }, "the idle worker's lease is released")
 
 	before := nc.Stats()
 	time.Sleep(time.Second) // the measurement interval itself

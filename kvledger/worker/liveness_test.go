@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -159,4 +160,112 @@ func TestDelayedTasksNeverStartEarly(t *testing.T) {
 		order = append(order, s.key)
 	}
 	require.Equal(t, []kvledger.IdempotencyKey{"d", "b", "c", "a"}, order)
+}
+
+// When a worker's lease ends (here an operator force-releases it), every
+// handler running under it is cancelled with ErrClaimLost, and another
+// worker takes over all its claims.
+func TestWorkerLeaseEndLosesAllItsClaims(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const tasks = 3
+	startedA := make(chan struct{}, tasks)
+	causes := make(chan error, tasks)
+	a := e.worker(worker.Config{Owner: "A", Concurrency: tasks}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			if task.Attempt() > 1 {
+				return nil
+			}
+			startedA <- struct{}{}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil
+		}))
+	})
+	keys := []kvledger.IdempotencyKey{"j1", "j2", "j3"}
+	for _, k := range keys {
+		e.submit(kvledger.Submission{Key: k, Kind: "job"})
+	}
+	for range tasks {
+		natstest.Recv(t, startedA, 10*time.Second, "A starts a job")
+	}
+	lease := e.state("j1").Lease
+	require.NotEmpty(t, lease)
+	var ranB atomic.Int64
+	b := e.worker(worker.Config{Owner: "B"}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			ranB.Add(1)
+			return nil
+		}))
+	})
+	ctx := natstest.Context(t, 20*time.Second)
+	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	ok, err := m.ForceReleaseKey(ctx, lease)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	for range tasks {
+		select {
+		case c := <-causes:
+			require.ErrorIs(t, c, worker.ErrClaimLost)
+		case <-ctx.Done():
+			t.Fatal("A's handlers were not all cancelled")
+		}
+	}
+	// A handles the tasks too (with a fresh lease), so the takeovers
+	// may be shared; together they take over all three.
+	final := e.waitFinal(10*time.Second, keys...)
+	for _, k := range keys {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status)
+		require.Equal(t, 2, final[k].Attempts, "%s: the lost attempt counts", k)
+	}
+	require.EqualValues(t, tasks, a.Stats().TakenOver+b.Stats().TakenOver)
+	require.EqualValues(t, tasks, a.Stats().Lost)
+}
+
+// A claimed record that names no lease (written before records named
+// their lease, or by a process holding the per-record lease) is judged
+// by its per-record lease key: left alone while that lease is held,
+// taken over once it ends.
+func TestClaimWithoutLeaseIsJudgedByItsPerRecordKey(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	ctx := natstest.Context(t, 30*time.Second)
+	e.submit(kvledger.Submission{Key: "old", Kind: "job"})
+	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	g, ok, err := m.TryAcquireKey(ctx, worker.LeaseKey(e.led.Store().(*kvledger.KVStore).Name(), "old"), 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The old format: claimed, Lease empty, written by a bare store write.
+	cur := e.state("old")
+	old := cur
+	old.Status, old.Owner, old.Fence, old.Attempts = kvledger.StatusClaimed, "ghost", cur.Fence+1, 1
+	old.LeaseUntil, old.LastEvent = time.Now().Add(time.Hour), kvledger.ClaimedEvent
+	ok, err = e.led.Store().CompareAndSwap(ctx, "old", cur, old)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	ran := make(chan struct{}, 1)
+	w := e.worker(worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			ran <- struct{}{}
+			return nil
+		}))
+	})
+	select {
+	case <-ran:
+		t.Fatal("a claim whose per-record lease is held was taken over")
+	case <-time.After(time.Second):
+	}
+	require.Equal(t, kvledger.OwnerID("ghost"), e.state("old").Owner)
+	require.NoError(t, g.Release(ctx))
+	natstest.Recv(t, ran, 10*time.Second, "the worker takes the claim over")
+	final := e.waitFinal(10*time.Second, "old")
+	require.Equal(t, kvledger.StatusCompleted, final["old"].Status)
+	require.Equal(t, 2, final["old"].Attempts)
+	require.EqualValues(t, 1, w.Stats().TakenOver)
 }

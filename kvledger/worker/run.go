@@ -11,8 +11,8 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// run is one attempt: reserved by the dispatcher, then a lease, a claim,
-// the handler and the recorded outcome.
+// run is one attempt: reserved by the dispatcher, then a claim under the
+// worker's lease, the handler and the recorded outcome.
 type run struct {
 	w    *Worker
 	key  kvledger.IdempotencyKey
@@ -23,8 +23,8 @@ type run struct {
 	rev    uint64 // the claim's record revision; 0 until claimed
 	fence  kvledger.FenceToken
 	cancel context.CancelCauseFunc
-	cause  error // a cause seen before the handler's context existed
-	g      *kvlease.Guard
+	cause  error          // a cause seen before the handler's context existed
+	g      *kvlease.Guard // the worker's lease the claim names
 	task   *Task
 	hctx   context.Context // the handler's context, once it exists
 	ev     Event           // the attempt as the Observer sees it, once claimed
@@ -43,8 +43,8 @@ func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
 }
 
 // freeSlot gives r's concurrency slot back once its handler returned:
-// recording the outcome and ending the lease (two or three round trips)
-// then go on without holding up the next task. The key stays in running
+// recording the outcome (one or two round trips) then goes on without
+// holding up the next task. The key stays in running
 // until endRun, so it is not started again meanwhile.
 func (w *Worker) freeSlot(r *run) {
 	w.mu.Lock()
@@ -70,6 +70,7 @@ func (w *Worker) endRun(r *run) {
 		delete(w.running, r.key)
 	}
 	w.considerLocked(r.key, w.now())
+	w.idleLocked()
 	w.poke()
 }
 
@@ -90,34 +91,31 @@ func (r *run) attempt() {
 	defer w.runs.Done()
 	defer w.endRun(r)
 
-	seen := kvledger.TaskState{Key: r.key}
+	seen, lease, known := kvledger.TaskState{Key: r.key}, "", false
 	w.mu.Lock()
 	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
-		seen = *e.rec
+		seen, lease = *e.rec, e.lease
+		_, known = w.ix.leaseState(e)
+		known = known || lease == w.ix.own
 	}
 	w.mu.Unlock()
 	// The claim overwrites seen, whose event must be out first: send it
 	// (a duplicate the bus drops, unless its writer died before
-	// publishing) while the lease is acquired; the claim waits for it,
-	// and publishes it again first if the send failed.
+	// publishing) while the worker's lease is checked; the claim waits
+	// for it, and publishes it again first if the send failed.
 	w.l.PrepublishStored(seen)
-	// The lease's context must outlive this call: cancelling it would
-	// release the lease. kvlease bounds the acquisition itself.
-	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), w.leaseKey(r.key), w.cfg.ClaimTTL)
-	if err != nil {
-		w.cfg.Logger.Warn("worker: acquiring a claim lease", "key", string(r.key), "err", err)
-		w.retryLater(r.key)
-		return
+	if seen.Status == kvledger.StatusClaimed && !known {
+		if ok := w.leaseEnded(r.key, lease); !ok {
+			return
+		}
 	}
-	if !ok {
-		// Another worker holds the lease: the lease watch reports its put
-		// and its end (which files the key again). The one timer is a
-		// safety net for a put and delete the watch delivered before this
-		// answer, which would otherwise leave the key unfiled here.
-		w.stats.contended.Add(1)
-		w.mu.Lock()
-		w.ix.addTimer(w.now().Add(w.cfg.ClaimTTL), r.key)
-		w.mu.Unlock()
+	g, err := w.workerLease()
+	if errors.Is(err, ErrClosed) {
+		return // draining: nothing more is claimed
+	}
+	if err != nil {
+		w.cfg.Logger.Warn("worker: acquiring the worker's lease", "key", string(r.key), "err", err)
+		w.retryLater(r.key)
 		return
 	}
 	octx, cancel := w.opCtx()
@@ -126,17 +124,21 @@ func (r *run) attempt() {
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
 		// The last allowed attempt was lost with its claimant: the task
 		// failed instead of running again.
-		w.releaseLease(g)
 		w.stats.failed.Add(1)
 		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
 			Attempt: rec.Attempts, Result: ResultFailed, Err: err})
 		return
 	}
 	if err != nil {
-		w.releaseLease(g)
 		switch {
-		case errors.Is(err, kvledger.ErrNotReady), errors.Is(err, kvledger.ErrNotClaimed), errors.Is(err, kvledger.ErrNoKey):
-			w.stats.contended.Add(1)
+		case errors.Is(err, kvledger.ErrNotReady), errors.Is(err, kvledger.ErrNotClaimed), errors.Is(err, kvledger.ErrNoKey),
+			errors.Is(err, kvledger.ErrLeaseActive):
+			w.stats.contended.Add(1) // another worker claimed it first; the record watch tells the rest
+		case errors.Is(err, kvledger.ErrNoLease):
+			// The worker's lease ended just now: the next claim
+			// acquires a fresh one.
+			w.cfg.Logger.Debug("worker: claiming", "key", string(r.key), "err", err)
+			w.retryLater(r.key)
 		default:
 			w.cfg.Logger.Warn("worker: claiming", "key", string(r.key), "err", err)
 			w.retryLater(r.key)
@@ -146,20 +148,20 @@ func (r *run) attempt() {
 	if rec.LastEvent == kvledger.TakenOverEvent {
 		w.stats.takenOver.Add(1)
 	}
-	if err := g.StartRenewing(0); err != nil {
-		w.cfg.Logger.Warn("worker: starting renewal", "key", string(r.key), "err", err)
-	}
 	t := &Task{w: w, rec: rec}
 	hctx, hcancel := context.WithCancelCause(context.WithValue(w.values, ctxKey{}, t))
 	defer hcancel(nil)
-	stopHook := g.AfterEnd(func() { hcancel(fmt.Errorf("%w: %w", ErrClaimLost, g.Err())) })
-	defer stopHook()
 
 	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
 	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
 	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
 		r.cause = ErrClaimLost
+	}
+	if err := g.Err(); err != nil && r.cause == nil {
+		// The lease ended before r was filed under it, so its end hook
+		// (workerLeaseEnded) missed r.
+		r.cause = fmt.Errorf("%w: %w", ErrClaimLost, err)
 	}
 	if r.cause != nil {
 		hcancel(r.cause)
@@ -195,15 +197,10 @@ func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
 	return h(ctx, t), false
 }
 
-// record writes the attempt's outcome and ends the claim's lease.
+// record writes the attempt's outcome. The worker's lease stays: the
+// next claims name it too.
 func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 	g, t := r.g, r.task
-	released := false
-	defer func() {
-		if !released {
-			w.releaseLease(g)
-		}
-	}()
 	ev.Err = herr
 	cause := context.Cause(hctx)
 	switch {
@@ -232,18 +229,23 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
 		ev.Result = ResultRetried
 	}
-	// The outcome's event goes out while the lease is deleted; then it
-	// is waited for.
+	// The outcome's event goes out without waiting; it is waited for
+	// below.
 	o.AsyncEvent = true
 	rec, err := w.finish(r, o)
 	if err != nil {
+		if g.Err() == nil {
+			// The claim may stand, kept alive by the worker's lease:
+			// take it over again (endRun files it).
+			w.mu.Lock()
+			w.ix.orphans[r.key] = r.fence
+			w.mu.Unlock()
+		}
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
 		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
 		return
 	}
-	released = true
-	w.releaseLease(g)
 	octx, cancel := w.opCtx()
 	if err := w.l.PublishStored(octx, rec); err != nil {
 		w.cfg.Logger.Warn("worker: publishing an outcome's event", "key", string(r.key), "err", err)
@@ -288,8 +290,8 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) 
 
 // release gives r's claim back during a drain: the handler's context is
 // cancelled with ErrDraining and the record goes back to pending (this
-// attempt not counted), then the lease is deleted, so another worker
-// starts the task at once.
+// attempt not counted), so another worker starts the task at once. The
+// worker's lease is deleted after every release (Close).
 func (w *Worker) release(r *run) {
 	w.mu.Lock()
 	claimed, cancel, g, hctx, ev := r.fence != 0, r.cancel, r.g, r.hctx, r.ev
@@ -301,7 +303,6 @@ func (w *Worker) release(r *run) {
 		if cancel != nil {
 			cancel(ErrDraining)
 		}
-		defer w.releaseLease(g)
 		ev.Result, ev.Err = ResultReleased, ErrDraining
 		err := g.Err()
 		if err == nil {
@@ -315,14 +316,6 @@ func (w *Worker) release(r *run) {
 		}
 		w.observe(hctx, ev)
 	})
-}
-
-func (w *Worker) releaseLease(g *kvlease.Guard) {
-	octx, cancel := w.opCtx()
-	defer cancel()
-	if err := g.Release(octx); err != nil && !errors.Is(err, kvlease.ErrLost) {
-		w.cfg.Logger.Debug("worker: releasing a claim lease", "key", g.Key(), "err", err)
-	}
 }
 
 func (w *Worker) observe(ctx context.Context, ev Event) {

@@ -12,11 +12,12 @@ type Stats struct {
 	// Released, Cancelled and Lost count how they ended; Panics counts
 	// handler panics (also counted as Retried or Failed).
 	Started, Completed, Retried, Failed, Released, Cancelled, Lost, Panics uint64
-	// Contended counts claims that found the task's lease held or the
-	// record no longer ready (another worker was first).
+	// Contended counts claims that another worker was first to: the
+	// record was claimed since this worker saw it, or is no longer
+	// ready, or names a lease that is still held.
 	Contended uint64
 	// TakenOver counts claims that took a task over from a worker whose
-	// lease had expired.
+	// lease had ended.
 	TakenOver uint64
 	// Scheduled counts periodic tasks this worker admitted (a period
 	// another process admitted first is not counted).

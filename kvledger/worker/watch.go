@@ -55,16 +55,18 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 }
 
 // watchLeases starts the watch of this ledger's lease keys in the lease
-// bucket; synced is closed once it has delivered the current leases.
-// Lease keys are this package's own namespace of the lease bucket (raw
-// kvlease keys), so watching them reads nothing kvlease owns.
+// bucket (workers' leases "<prefix>w.<token>" and per-record leases
+// "<prefix><key token>"); synced is closed once it has delivered the
+// current leases. Lease keys are this package's own namespace of the
+// lease bucket (raw kvlease keys), so watching them reads nothing kvlease
+// owns.
 func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 	b, err := kvx.Bind(ctx, w.js, w.leases.Bucket(), true)
 	if err != nil {
 		return fmt.Errorf("worker: lease bucket: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	kw, err := b.KV().Watch(wctx, w.prefix+"*")
+	kw, err := b.KV().Watch(wctx, w.prefix+">")
 	if err != nil {
 		cancel()
 		return fmt.Errorf("worker: watch leases: %w", err)
@@ -94,11 +96,15 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 			if !ok {
 				continue
 			}
+			if strings.HasPrefix(tok, workerLeaseInfix) {
+				w.onLease(ent.Key, "", false, ent.Live(), ent.Revision)
+				continue
+			}
 			k, err := kvx.DecodeToken(tok)
-			if err != nil {
+			if err != nil || strings.Contains(tok, ".") {
 				continue // not a key this package writes
 			}
-			w.onLease(kvledger.IdempotencyKey(k), ent.Live())
+			w.onLease(ent.Key, kvledger.IdempotencyKey(k), true, ent.Live(), ent.Revision)
 		}
 		if wctx.Err() == nil {
 			w.watchEnded("lease", errors.New("watch closed"))
@@ -107,16 +113,33 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 	return nil
 }
 
-func (w *Worker) onLease(k kvledger.IdempotencyKey, live bool) {
+// onLease applies one change of a lease key; perRecord says it is the
+// per-record lease of k.
+func (w *Worker) onLease(key string, k kvledger.IdempotencyKey, perRecord, live bool, rev uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if live {
-		w.ix.leased[k] = true
+	if perRecord {
+		if live {
+			w.ix.leased[k] = true
+		} else {
+			delete(w.ix.leased, k)
+		}
+	}
+	if !w.ix.seeLease(key, live, rev) || live || !w.ix.leaseSynced || !w.ix.recSynced {
 		return
 	}
-	delete(w.ix.leased, k)
-	if w.ix.leaseSynced && w.ix.recSynced {
+	w.leaseEndedLocked(key)
+	if perRecord {
 		w.considerLocked(k, w.now())
+	}
+}
+
+// leaseEndedLocked files again every claimed record that names lease,
+// which has ended: each is now a takeover candidate.
+func (w *Worker) leaseEndedLocked(lease string) {
+	now := w.now()
+	for k := range w.ix.byLease[lease] {
+		w.considerLocked(k, now)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 // Worker runs the handlers registered per kind on the ready tasks of one
-// ledger, each under a claim paired with a lease. See the package
+// ledger, each under a claim that names the worker's one lease. See the package
 // documentation for what it guarantees. Its methods are safe for
 // concurrent use.
 type Worker struct {
@@ -51,6 +51,14 @@ type Worker struct {
 	recWatch  *kvledger.RecordWatch
 	leaseStop func()
 	leaseDone chan struct{}
+	// wlease is the worker's lease, which every claim of this worker
+	// names (worker_lease.go): nil until the first claim, and after it
+	// ended. wleaseWait is closed when an acquisition in flight ends.
+	// Both guarded by mu.
+	wlease     *kvlease.Guard
+	wleaseWait chan struct{}
+	idle       *time.Timer    // guarded by mu: releases an idle worker's lease
+	idleWG     sync.WaitGroup // idle releases in flight
 
 	stats     counters
 	closeOnce sync.Once
@@ -82,7 +90,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
 		prefix:   leasePrefix(named.Name()),
 		handlers: make(map[string]Handler),
-		ix:       newIndex(),
+		ix:       newIndex(leasePrefix(named.Name())),
 		running:  make(map[kvledger.IdempotencyKey]*run),
 		perKind:  make(map[string]int),
 		wake:     make(chan struct{}, 1),
@@ -212,8 +220,9 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 // Close drains the worker: it stops claiming, lets running handlers
 // finish for up to DrainTimeout, then cancels the rest (cause
 // ErrDraining) and releases their claims (pending again, the attempt not
-// counted) so other workers start them at once; then it stops the
-// watches and, if it made it, the lease manager. ctx bounds the wait for
+// counted) so other workers start them at once; then it deletes the
+// worker's lease (a claim it could not release is free for takeover at
+// once), stops the watches and, if it made it, the lease manager. ctx bounds the wait for
 // handlers that ignore their cancelled context. Close is idempotent.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
@@ -225,6 +234,19 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.cancel() // dispatcher and schedules stop; handlers keep their own contexts
 			w.wg.Wait()
 			w.drain(ctx)
+			w.mu.Lock()
+			g := w.wlease
+			w.wlease = nil
+			if w.idle != nil {
+				w.idle.Stop()
+			}
+			w.mu.Unlock()
+			w.idleWG.Wait()
+			if g != nil {
+				// After the releases: what is still claimed under
+				// it is free for other workers at once.
+				w.releaseWorkerLease(g)
+			}
 			w.stopWatches()
 			select { // the attempt goroutines, parked or finishing
 			case <-doneOf(&w.pool):
@@ -323,15 +345,16 @@ func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
 	return w.cfg.MaxAttempts
 }
 
-// leaseKey is the lease that goes with key's claims.
-func (w *Worker) leaseKey(key kvledger.IdempotencyKey) string {
-	return w.prefix + kvx.EncodeToken(string(key))
-}
-
-// LeaseKey returns the key, in the lease bucket, of the kvlease lease
-// that goes with the claims of the record key in the ledger bucket
-// bucket: a process that claims a record with kvledger.Ledger.ClaimLeased
-// beside workers must hold this lease, as the workers do.
+// LeaseKey returns the per-record lease key of the record key in the
+// ledger bucket bucket, in the lease bucket. Workers claim under their
+// own lease (one per worker, named in each claimed record's Lease), but
+// they keep off a pending record whose per-record lease is held, and
+// judge a claimed record that names no lease (written before records
+// named their lease) by this key. A process that claims a record with
+// kvledger.Ledger.ClaimLeased beside workers holds this lease first,
+// so that no worker claims the record meanwhile; any lease it claims
+// under must be a key under the ledger's prefix ("kvledger.<bucket>."),
+// which the workers watch.
 func LeaseKey(bucket string, key kvledger.IdempotencyKey) string {
 	return leasePrefix(bucket) + kvx.EncodeToken(string(key))
 }
