@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/internal/heapx"
-	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -24,10 +23,6 @@ type index struct {
 	// timers holds pending records whose RunAt is in the future, and
 	// keys to look at again after a transient claim failure.
 	timers *heapx.Heap[timer]
-	// leased is the set of keys whose per-record lease (LeaseKey) is
-	// live: a process outside the runtime holds it to claim the record
-	// (or claimed it so before records named their lease).
-	leased map[kvledger.IdempotencyKey]bool
 	// leases holds what the lease watch (or a read) last saw of the lease
 	// keys that are live or that a claimed record names: worker leases
 	// ("w.<token>" under the prefix) and per-record leases alike, by full
@@ -37,11 +32,11 @@ type index struct {
 	// byLease maps a lease key to the claimed records (of handled kinds)
 	// that name it: when it ends, each is a takeover candidate.
 	byLease map[string]map[kvledger.IdempotencyKey]struct{}
-	// prefix is the ledger's lease key prefix, for the per-record key of
-	// a claimed record that names no lease.
+	// prefix is the ledger's lease key prefix, for a record's per-record
+	// lease key (recordLeaseKey): held by a process outside the runtime
+	// that claims the record, and the lease of a claimed record that
+	// names none.
 	prefix string
-	// own is the key of this worker's current lease.
-	own string
 	// orphans holds, by key, the fence of a claim of this worker that
 	// outlived its attempt (the outcome could not be written): the
 	// worker's lease keeps it alive, so nobody else would take it over;
@@ -92,7 +87,6 @@ func newIndex(prefix string) index {
 		waiting: make(map[kvledger.IdempotencyKey]map[kvledger.IdempotencyKey]struct{}),
 		ready:   make(map[string]*fifo),
 		queued:  make(map[kvledger.IdempotencyKey]bool),
-		leased:  make(map[kvledger.IdempotencyKey]bool),
 		timers:  heapx.New(func(a, b timer) bool { return a.at.Before(b.at) }, nil),
 	}
 }
@@ -168,7 +162,7 @@ func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 	if handled && r.Status == kvledger.StatusClaimed {
 		e.lease = r.Lease
 		if e.lease == "" {
-			e.lease = ix.prefix + kvx.EncodeToken(string(c.Key))
+			e.lease = recordLeaseKey(ix.prefix, c.Key)
 		}
 		m := ix.byLease[e.lease]
 		if m == nil {
@@ -259,8 +253,8 @@ func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvl
 	}
 	switch e.status {
 	case kvledger.StatusPending:
-		if ix.leased[k] {
-			return notCandidate, "" // another worker is claiming it; its lease watch event wakes us
+		if ix.leases[recordLeaseKey(ix.prefix, k)].live {
+			return notCandidate, "" // a process outside the runtime is claiming it; its lease's end wakes us
 		}
 		if e.runAt.After(now) {
 			return waitTime, ""

@@ -96,7 +96,6 @@ func (r *run) attempt() {
 	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
 		seen, lease = *e.rec, e.lease
 		_, known = w.ix.leaseState(e)
-		known = known || lease == w.ix.own
 	}
 	w.mu.Unlock()
 	// The claim overwrites seen, whose event must be out first: send it
@@ -105,7 +104,7 @@ func (r *run) attempt() {
 	// for it, and publishes it again first if the send failed.
 	w.l.PrepublishStored(seen)
 	if seen.Status == kvledger.StatusClaimed && !known {
-		if ok := w.leaseEnded(r.key, lease); !ok {
+		if ok := w.readLeaseEnded(r.key, lease); !ok {
 			return
 		}
 	}

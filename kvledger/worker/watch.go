@@ -118,13 +118,6 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 func (w *Worker) onLease(key string, k kvledger.IdempotencyKey, perRecord, live bool, rev uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if perRecord {
-		if live {
-			w.ix.leased[k] = true
-		} else {
-			delete(w.ix.leased, k)
-		}
-	}
 	if !w.ix.seeLease(key, live, rev) || live || !w.ix.leaseSynced || !w.ix.recSynced {
 		return
 	}

@@ -86,11 +86,12 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	if err != nil {
 		return nil, err
 	}
+	prefix := leasePrefix(named.Name())
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
-		prefix:   leasePrefix(named.Name()),
+		prefix:   prefix,
 		handlers: make(map[string]Handler),
-		ix:       newIndex(leasePrefix(named.Name())),
+		ix:       newIndex(prefix),
 		running:  make(map[kvledger.IdempotencyKey]*run),
 		perKind:  make(map[string]int),
 		wake:     make(chan struct{}, 1),
@@ -356,7 +357,12 @@ func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
 // under must be a key under the ledger's prefix ("kvledger.<bucket>."),
 // which the workers watch.
 func LeaseKey(bucket string, key kvledger.IdempotencyKey) string {
-	return leasePrefix(bucket) + kvx.EncodeToken(string(key))
+	return recordLeaseKey(leasePrefix(bucket), key)
+}
+
+// recordLeaseKey is LeaseKey under the ledger's lease prefix.
+func recordLeaseKey(prefix string, key kvledger.IdempotencyKey) string {
+	return prefix + kvx.EncodeToken(string(key))
 }
 
 func leasePrefix(bucket string) string { return "kvledger." + kvx.EncodeToken(bucket) + "." }

@@ -58,7 +58,7 @@ func (w *Worker) workerLease() (*kvlease.Guard, error) {
 			return nil, ErrClosed
 		}
 		if err == nil {
-			w.wlease, w.ix.own = g, g.Key()
+			w.wlease = g
 			// Known live at once: this worker's own claims are
 			// never judged by a watch event still on its way.
 			w.ix.seeLease(g.Key(), true, g.Revision())
@@ -151,12 +151,12 @@ func (w *Worker) releaseWorkerLease(g *kvlease.Guard) {
 	}
 }
 
-// leaseEnded reads lease, which the claimed record k names and the lease
+// readLeaseEnded reads lease, which the claimed record k names and the lease
 // watch has not reported (it ended before the watch started, or its
 // creation is still on its way), from the lease bucket's stream leader
 // before k is taken over. It reports whether lease has ended; when it is
 // live, the index learns so and the watch reports its end later.
-func (w *Worker) leaseEnded(k kvledger.IdempotencyKey, lease string) bool {
+func (w *Worker) readLeaseEnded(k kvledger.IdempotencyKey, lease string) bool {
 	octx, cancel := w.opCtx()
 	h, held, err := w.leases.HolderOfKey(octx, lease)
 	cancel()
