@@ -83,12 +83,12 @@ func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...Ide
 	var (
 		kw   jetstream.KeyWatcher
 		err  error
-		only map[IdempotencyKey]bool // when set, deliver changes of these keys only
+		only map[string]bool // when set, deliver changes of these bucket keys only
 	)
 	if len(keys) > maxWatchFilter {
-		only = make(map[IdempotencyKey]bool, len(keys))
+		only = make(map[string]bool, len(keys))
 		for _, k := range keys {
-			only[k] = true
+			only[taskKey(k)] = true
 		}
 	}
 	if len(keys) == 0 || only != nil {
@@ -121,11 +121,10 @@ func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...Ide
 				fn(Change{Synced: true})
 				continue
 			}
-			c := changeOf(kvx.FromWatch(e))
-			if only != nil && !only[c.Key] {
-				continue
+			if only != nil && !only[e.Key()] {
+				continue // dropped before its value is decoded
 			}
-			fn(c)
+			fn(changeOf(kvx.FromWatch(e)))
 		}
 		if wctx.Err() == nil {
 			fn(Change{Err: ErrWatchEnded})
