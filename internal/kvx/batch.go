@@ -77,11 +77,34 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 			return nil, err
 		}
 	}
+	// A commit answered "no responders" reached no stream, and neither
+	// did the messages before it (core publishes to no interest, as on a
+	// fresh replicated bucket): the whole batch is sent again, under a new
+	// Nats-Batch-Id so no server mixes it with a partial first try, with
+	// the same budget single writes get (noResponderRetry). The message
+	// ids stay the caller's: nothing was stored under them.
+	for attempt := 0; ; attempt++ {
+		batch := id
+		if attempt > 0 {
+			batch = id + "-" + strconv.Itoa(attempt)
+		}
+		revs, err := b.sendBatch(ctx, batch, id, keys, values)
+		if !errors.Is(err, nats.ErrNoResponders) || attempt == noResponderAttempts {
+			return revs, err
+		}
+		if err := sleepCtx(ctx, jetstream.DefaultPubRetryWait); err != nil {
+			return nil, errors.Join(nats.ErrNoResponders, err)
+		}
+	}
+}
+
+// sendBatch sends one try of CreateBatchAs under the batch id batch.
+func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte) ([]uint64, error) {
 	nc := b.js.Conn()
 	for i, k := range keys {
 		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: nats.Header{}}
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Id", batch)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		m.Header.Set(jetstream.MsgIDHeader, BatchMsgID(id, i))
 		if i < len(keys)-1 {

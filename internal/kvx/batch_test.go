@@ -74,3 +74,30 @@ func TestCreateBatchAsIdentifiesItsWrites(t *testing.T) {
 		require.Equal(t, kvx.BatchMsgID("batch-1", i), e.MsgID, k)
 	}
 }
+
+// A batch sent while no stream captures its subjects (a fresh replicated
+// bucket whose interest is still propagating, imitated here by deleting
+// the bucket and making it again a moment later) is answered "no
+// responders" and sent again whole, as a single write would be, instead
+// of failing at once.
+func TestCreateBatchResendsWhenNoStreamListens(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	require.NoError(t, n.JS.DeleteKeyValue(ctx, "t"))
+	back := make(chan error, 1)
+	time.AfterFunc(300*time.Millisecond, func() { // the fault's schedule, not a wait
+		nb, err := kvx.Open(ctx, n.JS, kvx.Config{Bucket: "t", LimitMarkerTTL: time.Second, RequireTTL: true})
+		if err == nil {
+			err = nb.EnableAtomicBatches(ctx)
+		}
+		back <- err
+	})
+	revs, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"r1", "r2"}, [][]byte{[]byte("1"), []byte("2")})
+	require.NoError(t, natstest.Recv(t, back, 5*time.Second, "the bucket is back"))
+	require.NoError(t, err, "the batch is sent again once a stream listens")
+	require.Len(t, revs, 2)
+	e, err := b.Get(ctx, "r2")
+	require.NoError(t, err)
+	require.Equal(t, revs[1], e.Revision)
+}

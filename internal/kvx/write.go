@@ -96,7 +96,11 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 // subjects' interest is still propagating through the cluster) or while it
 // changes leader, and surfaced as ErrNoStreamResponse on a fresh R3 bucket
 // under load (TestCASCluster). One option value, shared: it holds no state.
-var noResponderRetry = jetstream.WithRetryAttempts(10)
+var noResponderRetry = jetstream.WithRetryAttempts(noResponderAttempts)
+
+// noResponderAttempts is noResponderRetry's count, for the writes that
+// retry by hand (CreateBatchAs).
+const noResponderAttempts = 10
 
 func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
 	if err := b.checkSize(m); err != nil {
