@@ -145,7 +145,7 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableCo
 	if cfg.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
+	cons, err := kvx.Durable(ctx, js, cfg.Stream, cc, kvx.OpTimeoutOf(js))
 	if err != nil {
 		return nil, fmt.Errorf("events: consumer %q on %q: %w", cfg.Durable, cfg.Stream, err)
 	}

@@ -24,13 +24,13 @@ func (s *KVStore) StartRelay(ctx context.Context, cfg RelayConfig, publish func(
 		return nil, err
 	}
 	b := s.b
-	cons, err := b.JetStream().CreateOrUpdateConsumer(ctx, b.Stream(), jetstream.ConsumerConfig{
+	cons, err := kvx.Durable(ctx, b.JetStream(), b.Stream(), jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		FilterSubject: b.Subject(taskPrefix + ">"),
-	})
+	}, s.ops.Duration())
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: relay consumer: %w", err)
 	}
