@@ -71,8 +71,11 @@ func TestClusterR3Failover(t *testing.T) {
 	stream := embedded.KVStreamName(bucket)
 	kv := createR3Bucket(t, c.JS, bucket)
 	ctx := natstest.Context(t, 60*time.Second)
-	rev, err := kv.Put(ctx, "k0", []byte("v0"))
-	require.NoError(t, err)
+	// The first write to a fresh R3 bucket can find no stream listening
+	// for a moment (its subjects' interest is still propagating through
+	// the routes; nats.go retries "no responders" for only 0.5 s).
+	rev := putEventually(t, kv, "k0", "v0", 10*time.Second)
+	var err error
 
 	stopped := -1
 	t.Run("writable while the stream leader is stopped", func(t *testing.T) {
