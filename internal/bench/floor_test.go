@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+)
+
+// ledgerFloor is the least any ledger-shaped task runtime stores per
+// task, written with plain nats.go and no bookkeeping: the admission as a
+// create of the task's key (pipelined, like AdmitMany), then, in one of
+// queueHandlers handlers that learn of admissions from a watch of the
+// bucket, a compare-and-set to "claimed" and a compare-and-set to "done".
+// With events, each of the three writes also publishes one message to an
+// events stream (pipelined). It has no idempotency records, no fence
+// checks beyond the revisions, no JSON and no liveness: it is a floor to
+// measure the runtime against, not a design.
+type ledgerFloor struct {
+	pub    jetstream.JetStream
+	kv     jetstream.KeyValue
+	bucket string
+	// events is the events stream's subject prefix, "" for none.
+	events string
+	// acks, when not nil, receives the completions' ack futures: the
+	// handler sends its completion without waiting for its ack and goes
+	// on to the next task (the most a runtime could pipeline: the claim
+	// must be confirmed before the handler runs, the outcome need not).
+	acks   chan jetstream.PubAckFuture
+	handle chan jetstream.KeyValueEntry
+	done   atomic.Pointer[func()]
+}
+
+// newLedgerFloor creates the bucket (and, with events, a stream on
+// "floorev<id>.>") on n and starts the handlers on their own connection;
+// b.Cleanup stops them.
+func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) *ledgerFloor {
+	b.Helper()
+	ctx := context.Background()
+	id := strconv.FormatInt(queueSeq.Add(1), 10)
+	f := &ledgerFloor{pub: n.JS, bucket: "floor" + id, handle: make(chan jetstream.KeyValueEntry, 4096)}
+	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.bucket})
+	require.NoError(b, err)
+	wjs := n.NewJS(b)
+	if withEvents {
+		f.events = "floorev" + id
+		_, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOOREV" + id, Subjects: []string{f.events + ".>"}})
+		require.NoError(b, err)
+	}
+	f.kv, err = wjs.KeyValue(ctx, f.bucket)
+	require.NoError(b, err)
+	w, err := f.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	require.NoError(b, err)
+	stop := make(chan struct{})
+	var running atomic.Int64
+	running.Add(1)
+	go func() { // the watch: hands admissions to the handlers
+		defer running.Add(-1)
+		for {
+			select {
+			case e := <-w.Updates():
+				if e != nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == "pending" {
+					select {
+					case f.handle <- e:
+					case <-stop:
+						return
+					}
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	if pipelined {
+		f.acks = make(chan jetstream.PubAckFuture, 4096)
+		running.Add(1)
+		go func() { // counts the completions as their acks arrive
+			defer running.Add(-1)
+			for {
+				select {
+				case a := <-f.acks:
+					select {
+					case <-a.Ok():
+						f.completed()
+					case err := <-a.Err():
+						b.Errorf("floor done: %v", err)
+					}
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	for range queueHandlers {
+		running.Add(1)
+		go func() {
+			defer running.Add(-1)
+			for {
+				select {
+				case e := <-f.handle:
+					f.work(b, wjs, e)
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	b.Cleanup(func() {
+		close(stop)
+		_ = w.Stop()
+		natstest.Eventually(b, 10*time.Second, func() bool { return running.Load() == 0 })
+	})
+	return f
+}
+
+// work claims e's task, runs nothing, and records it done.
+func (f *ledgerFloor) work(b *testing.B, js jetstream.JetStream, e jetstream.KeyValueEntry) {
+	ctx := context.Background()
+	rev, err := f.kv.Update(ctx, e.Key(), []byte("claimed"), e.Revision())
+	if err != nil {
+		b.Errorf("floor claim: %v", err)
+		return
+	}
+	f.event(b, js, "claimed", e.Key())
+	if f.acks != nil {
+		m := nats.NewMsg("$KV." + f.bucket + "." + e.Key())
+		m.Data = []byte("done")
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+		a, err := js.PublishMsgAsync(m)
+		if err != nil {
+			b.Errorf("floor done: %v", err)
+			return
+		}
+		f.event(b, js, "done", e.Key())
+		f.acks <- a
+		return
+	}
+	if _, err := f.kv.Update(ctx, e.Key(), []byte("done"), rev); err != nil {
+		b.Errorf("floor done: %v", err)
+		return
+	}
+	f.event(b, js, "done", e.Key())
+	f.completed()
+}
+
+func (f *ledgerFloor) completed() {
+	if d := f.done.Load(); d != nil {
+		(*d)()
+	}
+}
+
+// event publishes one event without waiting for its ack, as the
+// ledger's PublishAsync does.
+func (f *ledgerFloor) event(b *testing.B, js jetstream.JetStream, kind, key string) {
+	if f.events == "" {
+		return
+	}
+	if _, err := js.PublishAsync(f.events+"."+kind+"."+key, []byte(kind)); err != nil {
+		b.Errorf("floor event: %v", err)
+	}
+}
+
+// run admits count tasks and returns the time until every one is done
+// (and, with events, every event acknowledged).
+func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
+	b.Helper()
+	var completed atomic.Int64
+	all := make(chan struct{})
+	d := func() {
+		if completed.Add(1) == int64(count) {
+			close(all)
+		}
+	}
+	f.done.Store(&d)
+	defer f.done.Store(nil)
+	round := strconv.FormatInt(roundSeq.Add(1), 10)
+	start := time.Now()
+	wait := func() {
+		select {
+		case <-f.pub.PublishAsyncComplete():
+		case <-time.After(2 * time.Minute):
+			b.Fatal("floor admission acks did not arrive")
+		}
+	}
+	for i := range count {
+		if i > 0 && i%publishWindow == 0 {
+			wait()
+		}
+		key := "f" + round + "-" + strconv.Itoa(i)
+		m := nats.NewMsg("$KV." + f.bucket + "." + key)
+		m.Data = []byte("pending")
+		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+		if _, err := f.pub.PublishMsgAsync(m); err != nil {
+			b.Fatalf("floor admit %d: %v", i, err)
+		}
+		if f.events != "" {
+			if _, err := f.pub.PublishAsync(f.events+".admitted."+key, []byte("admitted")); err != nil {
+				b.Fatalf("floor admit event %d: %v", i, err)
+			}
+		}
+	}
+	wait()
+	select {
+	case <-all:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("floor: %d of %d tasks done", completed.Load(), count)
+	}
+	return time.Since(start)
+}
+
+// BenchmarkLedgerFloor measures ledgerFloor, without and with events,
+// against the raw work queue in the same run: how close to 0.2x the raw
+// queue the ledger's three stored writes per task (six with events) can
+// come with no cost of the ledger's own. x_raw = floor tasks/s / raw
+// jobs/s.
+func BenchmarkLedgerFloor(b *testing.B) {
+	jobs := queueJobCount(b)
+	for _, c := range []struct {
+		name          string
+		events, piped bool
+	}{
+		{"writes3", false, false},
+		{"writes3+events3", true, false},
+		{"writes3/pipelined", false, true},
+		{"writes3+events3/pipelined", true, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			n := newServer(b, false)
+			q := newRawQueue(b, n, queueHandlers)
+			f := newLedgerFloor(b, n, c.events, c.piped)
+			var s split
+			for b.Loop() {
+				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })
+			}
+			s.report(b)
+			b.ReportMetric(float64(jobs)*float64(s.n)/s.prim.Seconds(), "tasks/s")
+			b.ReportMetric(float64(jobs)*float64(s.n)/s.raw.Seconds(), "raw-jobs/s")
+			b.ReportMetric(float64(s.primCPU.Microseconds())/float64(jobs*s.n), "cpu-µs/task")
+			b.ReportMetric(0, "ops/s")
+			b.ReportMetric(0, "raw-ops/s")
+		})
+	}
+}
