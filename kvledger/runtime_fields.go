@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/natscoord/natscoord/internal/jsonx"
 )
 
 // Bounds of the runtime fields, checked by Validate. They keep a record
@@ -89,11 +91,11 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 	ok := true
 	if s.Kind != "" {
 		b = append(b, `,"kind":`...)
-		b = appendJSONString(b, s.Kind)
+		b = jsonx.AppendString(b, s.Kind)
 	}
 	if !s.RunAt.IsZero() {
 		b = append(b, `,"run_at":`...)
-		if b, ok = appendJSONTime(b, s.RunAt); !ok {
+		if b, ok = jsonx.AppendTime(b, s.RunAt); !ok {
 			return b, false
 		}
 	}
@@ -103,7 +105,7 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 	}
 	if s.Lease != "" {
 		b = append(b, `,"lease":`...)
-		b = appendJSONString(b, s.Lease)
+		b = jsonx.AppendString(b, s.Lease)
 	}
 	if s.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)
@@ -111,14 +113,14 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 	}
 	if s.LastError != "" {
 		b = append(b, `,"last_error":`...)
-		b = appendJSONString(b, s.LastError)
+		b = jsonx.AppendString(b, s.LastError)
 	}
 	if s.Cancelled {
 		b = append(b, `,"cancelled":true`...)
 	}
 	if len(s.Result) > 0 {
 		b = append(b, `,"result":`...)
-		if b, ok = appendMarshaled(b, s.Result); !ok {
+		if b, ok = jsonx.AppendMarshaled(b, s.Result); !ok {
 			return b, false
 		}
 	}
