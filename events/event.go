@@ -91,6 +91,9 @@ func Marshal(e Event) ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
+	if b, ok := appendEvent(make([]byte, 0, eventSizeHint(e)), e); ok {
+		return b, nil
+	}
 	return json.Marshal(e)
 }
 

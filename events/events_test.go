@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -171,4 +172,37 @@ func TestConfigErrors(t *testing.T) {
 	n := natstest.WithServer(t)
 	_, err = events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{Stream: "a.b"})
 	require.ErrorIs(t, err, events.ErrInvalidConfig)
+}
+
+// FuzzMarshalMatchesEncodingJSON: Marshal's direct encoder writes exactly
+// what encoding/json writes for every valid event, and the same error for
+// every invalid one.
+func FuzzMarshalMatchesEncodingJSON(f *testing.F) {
+	f.Add("ledger.claimed", "tasks", "k.1 x", uint64(7), "claimed", "a", "w", uint64(3), "", int64(0), int64(0), "kind", 2, "")
+	f.Add("ledger.blocked", "s<&>", "a\u2028\"\\\n", uint64(1<<63), "", "", "", uint64(0), "p\x01", int64(-62135596800), int64(1), "", 0, "boom\t")
+	f.Add("ledger.retried", "s", "k\xff", uint64(1), "pending", "é", "", uint64(1), "", int64(1764582000), int64(1764582060), "", -1, "err")
+	f.Add("x", "s", "k", uint64(1), "", "", "", uint64(0), "", int64(253402300800), int64(0), "", 0, "")
+	f.Fuzz(func(t *testing.T, name, source, key string, rev uint64, status, actor, owner string, fence uint64,
+		blockedBy string, tsec, runSec int64, kind string, attempts int, lastErr string) {
+		e := events.Event{
+			Name: events.Name(name), Source: source, Key: key, Revision: rev, Status: status, Actor: actor,
+			Owner: owner, Fence: fence, BlockedBy: blockedBy, Time: time.Unix(tsec, tsec%1e9).In(time.FixedZone("z", int(tsec%50000))),
+			Kind: kind, Attempts: attempts, LastError: lastErr,
+		}
+		if runSec != 0 {
+			e.RunAt = time.Unix(runSec, 0).UTC()
+		}
+		got, err := events.Marshal(e)
+		if verr := e.Validate(); verr != nil {
+			require.Equal(t, verr, err)
+			return
+		}
+		want, werr := json.Marshal(e)
+		if werr != nil {
+			require.Error(t, err)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	})
 }
