@@ -18,11 +18,11 @@ var _ AsyncPublisher = (*JetStreamBus)(nil)
 // PublishAsync implements AsyncPublisher with a JetStream asynchronous
 // publish of the message Publish sends.
 func (b *JetStreamBus) PublishAsync(e Event) func(context.Context) error {
-	msg, opts, err := b.message(e)
+	msg, err := b.message(e)
 	if err != nil {
 		return func(context.Context) error { return err }
 	}
-	f, err := b.js.PublishMsgAsync(msg, opts...)
+	f, err := b.js.PublishMsgAsync(msg)
 	if err != nil {
 		return func(ctx context.Context) error { return b.Publish(ctx, e) }
 	}
