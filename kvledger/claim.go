@@ -173,9 +173,16 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 	}
 }
 
-// load is Load with a missing key turned into ErrNoKey.
+// load is Load with a missing key turned into ErrNoKey, for operations
+// that write what they read: a store that can confirm a missing record
+// (absenceConfirmer) does so before ErrNoKey is returned.
 func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error) {
 	cur, found, err := l.store.Load(ctx, key)
+	if err == nil && !found && l.confirm != nil {
+		if err = l.confirm.confirmAbsent(ctx, key); err == nil {
+			cur, found, err = l.store.Load(ctx, key)
+		}
+	}
 	if err != nil {
 		return TaskState{}, err
 	}

@@ -75,6 +75,15 @@
 //     ledger must carry the fence token to be safe.
 //   - Store faults are returned as they are; they are never reported as
 //     contention (false) or as a missing key.
+//   - A stream leader cut off from its quorum answers reads from its last
+//     state for a few seconds, so a client on its side of a partition can
+//     read "no such record" for a task admitted on the majority. Owner-only
+//     operations (Claim, Takeover, Renew, Release, Complete, Finish,
+//     Reopen, Cancel, Delete) with a KVStore confirm a missing record by a
+//     write to the bucket's "sync" key, which only a leader with a quorum
+//     acknowledges, and read again: there they fail with an unknown-outcome
+//     error instead of returning a false ErrNoKey (absence.go). State,
+//     Results and listings are reads and do not write.
 //
 // # Task runtime
 //
@@ -126,6 +135,8 @@
 // bounded sequence of them: Claim and Takeover make a load, one read per
 // key of the needs closure, a flush publish, the write, a read-back of an
 // outcome-unknown write and its publish, so at most (5 + closure) × T;
+// an owner-only operation that finds no record adds the confirming write
+// and a second read (2T) before it returns ErrNoKey;
 // Renew, Release and Complete at most 5T (Complete(failed) then walks the
 // dependents, one load and one write each); Admit one index write per
 // need, the needs reads (concurrent: T), the insert, a read-back, the

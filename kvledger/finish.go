@@ -106,9 +106,12 @@ func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, 
 // Results returns the results of key's completed needs, by need. A need
 // that is not completed, or left no result, is absent.
 func (l *Ledger) Results(ctx context.Context, key IdempotencyKey) (map[IdempotencyKey]json.RawMessage, error) {
-	rec, err := l.load(ctx, key)
+	rec, found, err := l.store.Load(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %q", ErrNoKey, string(key))
 	}
 	out := make(map[IdempotencyKey]json.RawMessage, len(rec.Needs))
 	for _, n := range rec.Needs {

@@ -17,9 +17,11 @@ import (
 //
 //	task.<key>          the record of <key> (JSON, below)
 //	rdep.<need>.<key>   <key> names <need> in its Needs (value "1")
+//	sync                empty; written to confirm a missing record (absence.go)
 const (
 	taskPrefix = "task."
 	rdepPrefix = "rdep."
+	syncKey    = "sync"
 )
 
 func taskKey(k IdempotencyKey) string { return taskPrefix + kvx.EncodeToken(string(k)) }

@@ -23,6 +23,8 @@ type Ledger struct {
 	source string
 	swap   Swapper         // nil when the store lacks it
 	index  DependencyIndex // nil when the store lacks it
+	// confirm is nil when the store's "not found" needs no confirmation.
+	confirm absenceConfirmer
 
 	// afterWrite is a test hook run between a successful write and its
 	// event publication; returning an error aborts the operation there,
@@ -69,6 +71,7 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	}
 	l.swap, _ = store.(Swapper)
 	l.index, _ = store.(DependencyIndex)
+	l.confirm, _ = store.(absenceConfirmer)
 	_, l.remember = store.(UniqueRevisions)
 	d := kvx.DefaultOpTimeout // a store that states no operation timeout
 	if t, ok := store.(interface{ OpTimeout() time.Duration }); ok && t.OpTimeout() > 0 {
