@@ -94,7 +94,8 @@ func (d *recordDecoder) field(name []byte, r *kvRecord) (uint32, bool) {
 	case "created_at":
 		return 1 << 10, d.timeInto(&s.CreatedAt)
 	case "updated_by":
-		return 1 << 11, d.stringInto((*string)(&s.UpdatedBy))
+		// Usually the creator or the owner: share their string.
+		return 1 << 11, d.stringInto((*string)(&s.UpdatedBy), string(s.Owner), string(s.CreatedBy))
 	case "updated_at":
 		return 1 << 12, d.timeInto(&s.UpdatedAt)
 	case "last_event":
@@ -179,6 +180,12 @@ func (d *recordDecoder) str() (raw []byte, esc, ok bool) {
 	}
 	high := false
 	for j := d.i; j < len(d.b); j++ {
+		for j < len(d.b) && plainByte[d.b[j]] {
+			j++
+		}
+		if j == len(d.b) {
+			break
+		}
 		switch c := d.b[j]; {
 		case c == '"':
 			raw, d.i = d.b[d.i:j], j+1
@@ -206,6 +213,15 @@ func (d *recordDecoder) str() (raw []byte, esc, ok bool) {
 	}
 	return nil, false, false
 }
+
+// plainByte marks the bytes str passes over without a second look:
+// printable ASCII other than the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // hex4 returns the code point of the four hex digits b starts with, or
 // -1.
@@ -274,7 +290,19 @@ func (d *recordDecoder) text() (string, bool) {
 	return string(b), true
 }
 
-func (d *recordDecoder) stringInto(p *string) bool {
+// stringInto decodes a string into p; when it equals one of same, p
+// gets that string instead of a copy.
+func (d *recordDecoder) stringInto(p *string, same ...string) bool {
+	start := d.i
+	if raw, esc, ok := d.str(); ok && !esc {
+		for _, s := range same {
+			if string(raw) == s {
+				*p = s
+				return true
+			}
+		}
+	}
+	d.i = start
 	var ok bool
 	*p, ok = d.text()
 	return ok
