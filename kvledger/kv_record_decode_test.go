@@ -96,6 +96,23 @@ func TestDecodeRecordFastDeclines(t *testing.T) {
 	}
 }
 
+// checkFastDecode fails t if the fast path decodes b, a record
+// appendRecord wrote, to anything but what encoding/json gives. (That it
+// takes the usual records is TestDecodeRecordFastTakesWrittenRecords.)
+func checkFastDecode(t *testing.T, b []byte) {
+	t.Helper()
+	var fast, want kvRecord
+	if err := json.Unmarshal(b, &want); err != nil {
+		return // a written record that does not decode: FuzzDecodeRecord's concern
+	}
+	if !decodeRecordFast(b, &fast) {
+		return
+	}
+	if !reflect.DeepEqual(fast, want) {
+		t.Fatalf("%s\nfast %#v\njson %#v", b, fast, want)
+	}
+}
+
 // FuzzDecodeRecordFast: for any bytes, the fast path declines or decodes
 // exactly what encoding/json decodes, and decodeRecord agrees with
 // encoding/json followed by the same checks (value and error-ness).
