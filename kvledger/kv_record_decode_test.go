@@ -3,6 +3,7 @@ package kvledger
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -55,6 +56,34 @@ func TestDecodeRecordFastTakesWrittenRecords(t *testing.T) {
 			if !reflect.DeepEqual(fast, want) {
 				t.Fatalf("sample %d: %s\nfast %#v\njson %#v", i, b, fast, want)
 			}
+		}
+	}
+}
+
+// TestDecodeRecordFastTakesOlderAndHandWritten: shapes appendRecord
+// does not write today but the fast path reads as encoding/json does:
+// the "rev" of older records (into kvRecord.Rev, not TaskState.Rev), an
+// explicit false, repeated keys inside the payload, escapes in payload
+// keys, times with offsets.
+func TestDecodeRecordFastTakesOlderAndHandWritten(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"key":"k","status":"pending","rev":5,"ins":false,"cancelled":false}`,
+		`{"key":"k","task":{"a":1,"a":[2,{"b":null}],"\u00e9\n":-0.5e-3}}`,
+		`{"key":"k","task":[],"attempts":-0,"max_attempts":-9223372036854775808}`,
+		`{"key":"k","lease_until":"2026-11-29T10:00:00.5+01:00","run_at":"2026-11-29T10:00:00-00:00","created_at":"2026-11-29T10:00:00Z"}`,
+		`{"key":"k","status":"completed","result":{"x":[1,2,{"y":"\u003c"}]}}`,
+		`{"key":"k","last_event":"ledger.claimed","updated_by":"w","owner":"w"}`,
+	} {
+		var fast, want kvRecord
+		if !decodeRecordFast([]byte(in), &fast) {
+			t.Fatalf("fast path declined %s", in)
+		}
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%s\nfast %#v\njson %#v", in, fast, want)
 		}
 	}
 }
@@ -115,7 +144,10 @@ func checkFastDecode(t *testing.T, b []byte) {
 
 // FuzzDecodeRecordFast: for any bytes, the fast path declines or decodes
 // exactly what encoding/json decodes, and decodeRecord agrees with
-// encoding/json followed by the same checks (value and error-ness).
+// encoding/json followed by the same checks (value and error-ness). The
+// bytes are also tried inside a record, as one field's value (raw or in
+// a string), so that mutations reach each value decoder in an envelope
+// that still parses.
 func FuzzDecodeRecordFast(f *testing.F) {
 	for _, s := range decodeSamples() {
 		for _, insert := range []bool{false, true} {
@@ -127,34 +159,53 @@ func FuzzDecodeRecordFast(f *testing.F) {
 	f.Add([]byte(`{"key":"k","status":"claimed","owner":"w","lease_until":"2026-11-29T10:00:00.5+01:00","attempts":-0}`), uint64(2))
 	f.Add([]byte(`{"key":"k","status":"pending","task":"\u00e9\/\b\f\n\r\t\\\"","kind":"\u0000"}`), uint64(1))
 	f.Add([]byte(`{}`), uint64(0))
+	f.Add([]byte(`{"a":[1.5e-3,-0,true,null,"x"]}`), uint64(1))
+	f.Add([]byte(`2026-11-29T10:00:00.123456789-07:00`), uint64(1))
+	f.Add([]byte(`-9223372036854775808`), uint64(1))
 	f.Fuzz(func(t *testing.T, data []byte, rev uint64) {
-		var fast, want kvRecord
-		werr := json.Unmarshal(data, &want)
-		if decodeRecordFast(data, &fast) {
-			if werr != nil {
-				t.Fatalf("fast path took %q, encoding/json fails: %v", data, werr)
-			}
-			if !reflect.DeepEqual(fast, want) {
-				t.Fatalf("%q\nfast %#v\njson %#v", data, fast, want)
-			}
+		compareDecoders(t, data, rev)
+		str := strconv.Quote(string(data))
+		for _, field := range []string{"task", "result", "needs", "attempts", "fence", "cancelled"} {
+			compareDecoders(t, []byte(`{"key":"k","status":"completed","`+field+`":`+string(data)+`}`), rev)
 		}
-		key := IdempotencyKey("k")
-		if werr == nil && want.Key != "" {
-			key = want.Key
-		}
-		got, err := decodeRecord(key, data, rev)
-		var ref TaskState
-		rerr := werr
-		if werr == nil {
-			ref, rerr = recordState(key, want, rev)
-		}
-		if (err == nil) != (rerr == nil) {
-			t.Fatalf("%q: decodeRecord error %v, encoding/json path %v", data, err, rerr)
-		}
-		if !reflect.DeepEqual(got, ref) {
-			t.Fatalf("%q\ndecodeRecord %#v\nencoding/json %#v", data, got, ref)
+		for _, field := range []string{"key", "owner", "lease_until", "kind"} {
+			compareDecoders(t, []byte(`{"key":"k","status":"pending","`+field+`":"`+string(data)+`"}`), rev)
+			compareDecoders(t, []byte(`{"key":"k","status":"pending","`+field+`":`+str+`}`), rev)
 		}
 	})
+}
+
+// compareDecoders fails t unless the fast path declines data or decodes
+// what encoding/json decodes, and decodeRecord agrees with encoding/json
+// followed by recordState.
+func compareDecoders(t *testing.T, data []byte, rev uint64) {
+	t.Helper()
+	var fast, want kvRecord
+	werr := json.Unmarshal(data, &want)
+	if decodeRecordFast(data, &fast) {
+		if werr != nil {
+			t.Fatalf("fast path took %q, encoding/json fails: %v", data, werr)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%q\nfast %#v\njson %#v", data, fast, want)
+		}
+	}
+	key := IdempotencyKey("k")
+	if werr == nil && want.Key != "" {
+		key = want.Key
+	}
+	got, err := decodeRecord(key, data, rev)
+	var ref TaskState
+	rerr := werr
+	if werr == nil {
+		ref, rerr = recordState(key, want, rev)
+	}
+	if (err == nil) != (rerr == nil) {
+		t.Fatalf("%q: decodeRecord error %v, encoding/json path %v", data, err, rerr)
+	}
+	if !reflect.DeepEqual(got, ref) {
+		t.Fatalf("%q\ndecodeRecord %#v\nencoding/json %#v", data, got, ref)
+	}
 }
 
 // BenchmarkDecodeRecord compares decodeRecord (fast path) with
