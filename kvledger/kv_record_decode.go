@@ -29,7 +29,7 @@ import (
 // field value, a value of the wrong JSON type, integers with a fraction,
 // an exponent or out of range, strings with invalid UTF-8 or a \u escape
 // of a surrogate half, an empty needs array, a Task number that float64
-// cannot hold, values nested deeper than maxDirectDepth, and trailing
+// cannot hold, values nested deeper than maxDecodeDepth, and trailing
 // bytes.
 func decodeRecordFast(value []byte, r *kvRecord) bool {
 	d := recordDecoder{b: value}
@@ -153,6 +153,10 @@ func eventOf(raw []byte) events.Name {
 	}
 	return events.Name(raw)
 }
+
+// maxDecodeDepth bounds the nesting the fast path follows in Task and
+// Result; deeper values go to encoding/json, which allows far more.
+const maxDecodeDepth = 32
 
 // recordDecoder reads b from offset i.
 type recordDecoder struct {
@@ -394,7 +398,7 @@ func (d *recordDecoder) needs(p *[]IdempotencyKey) bool {
 // encoding/json decodes into an `any`. Without build it only validates
 // (the raw Result).
 func (d *recordDecoder) value(depth int, build bool) (any, bool) {
-	if d.i >= len(d.b) || depth >= maxDirectDepth {
+	if d.i >= len(d.b) || depth >= maxDecodeDepth {
 		return nil, false
 	}
 	switch c := d.b[d.i]; {
