@@ -91,9 +91,21 @@ func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 // never overwritten by one.
 func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, error) {
 	var r kvRecord
-	if err := json.Unmarshal(value, &r); err != nil {
+	if decodeRecordFast(value, &r) {
+		return recordState(key, r, rev)
+	}
+	// A record of its own: the fast path may have filled some of r, and
+	// json.Unmarshal would move r to the heap on every call.
+	var j kvRecord
+	if err := json.Unmarshal(value, &j); err != nil {
 		return TaskState{}, fmt.Errorf("%w: key %q revision %d: %w", ErrCorruptRecord, string(key), rev, err)
 	}
+	return recordState(key, j, rev)
+}
+
+// recordState checks a decoded record against its key and the Validate
+// rules and gives it its revision.
+func recordState(key IdempotencyKey, r kvRecord, rev uint64) (TaskState, error) {
 	s := r.TaskState
 	if s.Key != key {
 		return TaskState{}, fmt.Errorf("%w: key %q revision %d holds a record for %q", ErrCorruptRecord, string(key), rev, string(s.Key))

@@ -114,6 +114,7 @@ func FuzzAppendRecord(f *testing.F) {
 			if !ok || !bytes.Equal(got, want) {
 				t.Fatalf("task %#v: appendRecord (ok %v)\n%s\njson.Marshal\n%s", task, ok, got, want)
 			}
+			checkFastDecode(t, got)
 		}
 	})
 }

@@ -35,6 +35,7 @@ func FuzzAppendRuntimeFields(f *testing.F) {
 		if !ok || !bytes.Equal(got, want) {
 			t.Fatalf("appendRecord (ok %v)\n%s\njson.Marshal\n%s", ok, got, want)
 		}
+		checkFastDecode(t, got)
 		if s.Validate() != nil {
 			return // never written: the ledger validates before encoding
 		}
