@@ -1,10 +1,11 @@
-// Package jsonx appends JSON as encoding/json writes it, without
-// reflection, for the hot write paths of kvledger's records and of
-// events: byte for byte the same output (the callers' fuzz tests compare
-// against encoding/json), so stored formats and decoders are untouched.
-// A function returns ok=false where encoding/json must decide (a value it
-// refuses or one these functions do not reproduce); the caller then
-// marshals with encoding/json.
+// Package jsonx writes and reads JSON as encoding/json does, without
+// reflection, for the hot paths of kvledger's records and of events:
+// appending gives encoding/json's bytes, and Scanner gives what
+// encoding/json decodes, for the shapes it takes (the callers' fuzz
+// tests compare both with encoding/json), so stored formats are
+// untouched. Where encoding/json must decide (a value it refuses, a shape
+// these functions do not reproduce) a function returns ok=false and the
+// caller falls back to encoding/json.
 package jsonx
 
 import (
@@ -25,17 +26,18 @@ func AppendTime(b []byte, t time.Time) ([]byte, bool) {
 	return append(b, '"'), err == nil
 }
 
-// maxDirectDepth bounds the recursion of AppendValue. Deeper values
-// (and a map that contains itself) go to encoding/json, which reports a
-// cycle as an error instead of overflowing the stack.
-const maxDirectDepth = 32
+// maxDepth bounds the nesting AppendValue and Scanner follow. Deeper
+// values go to encoding/json: when encoding, it reports a map that
+// contains itself as an error instead of overflowing the stack; when
+// decoding, it allows far more nesting.
+const maxDepth = 32
 
 // AppendValue appends v as encoding/json encodes it inside an `any`
 // field; depth is the nesting already written (0 at the top). It writes the types a decoded JSON payload and common Go
 // payloads are made of itself; any other type (structs, named types that
 // may have marshalers, []byte) is marshaled by encoding/json and appended.
 func AppendValue(b []byte, v any, depth int) ([]byte, bool) {
-	if depth >= maxDirectDepth {
+	if depth >= maxDepth {
 		return AppendMarshaled(b, v)
 	}
 	switch v := v.(type) {
