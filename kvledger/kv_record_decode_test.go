@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strconv"
 	"testing"
@@ -25,7 +26,7 @@ func decodeSamples() []TaskState {
 		{Key: "k", Status: StatusFailed, Fence: 1 << 62, LastError: "boom: <nil> & \"quoted\"\n\ttab \x01 \u2028 \xff", Cancelled: true,
 			RunAt: east, LastEvent: CancelledEvent},
 		{Key: "ключ ü 日本", Status: StatusBlocked, BlockedBy: "a.b c", Needs: []IdempotencyKey{"a.b c", "\u00e9", "x\\y/z"},
-			Task:      []any{1.5, "two", nil, true, false, map[string]any{}, []any{}, -0.0, 1e21, 1e-7, map[string]any{"deep": []any{[]any{"x"}}}},
+			Task:      []any{1.5, "two", nil, true, false, map[string]any{}, []any{}, math.Copysign(0, -1), 1e21, 1e-7, map[string]any{"deep": []any{[]any{"x"}}}},
 			LastEvent: BlockedEvent},
 		{Key: "k", Status: StatusPending, Task: "just a string", RunAt: t0.Add(time.Hour), Attempts: 3, LastError: "retry"},
 		{Key: "k", Status: StatusPending, Task: 42.0, LastEvent: "custom.event"},
