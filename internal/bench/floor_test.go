@@ -171,42 +171,25 @@ func (f *ledgerFloor) event(b *testing.B, js jetstream.JetStream, kind, key stri
 // (and, with events, every event acknowledged).
 func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	b.Helper()
-	var completed atomic.Int64
-	all := make(chan struct{})
-	d := func() {
-		if completed.Add(1) == int64(count) {
-			close(all)
-		}
-	}
+	d, all, completed := countdown(count)
 	f.done.Store(&d)
 	defer f.done.Store(nil)
 	round := strconv.FormatInt(roundSeq.Add(1), 10)
 	start := time.Now()
-	wait := func() {
-		select {
-		case <-f.pub.PublishAsyncComplete():
-		case <-time.After(2 * time.Minute):
-			b.Fatal("floor admission acks did not arrive")
-		}
-	}
-	for i := range count {
-		if i > 0 && i%publishWindow == 0 {
-			wait()
-		}
+	publishWindowed(b, f.pub, count, func(i int) error {
 		key := "f" + round + "-" + strconv.Itoa(i)
 		m := nats.NewMsg("$KV." + f.bucket + "." + key)
 		m.Data = []byte("pending")
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 		if _, err := f.pub.PublishMsgAsync(m); err != nil {
-			b.Fatalf("floor admit %d: %v", i, err)
+			return err
 		}
-		if f.events != "" {
-			if _, err := f.pub.PublishAsync(f.events+".admitted."+key, []byte("admitted")); err != nil {
-				b.Fatalf("floor admit event %d: %v", i, err)
-			}
+		if f.events == "" {
+			return nil
 		}
-	}
-	wait()
+		_, err := f.pub.PublishAsync(f.events+".admitted."+key, []byte("admitted"))
+		return err
+	})
 	select {
 	case <-all:
 	case <-time.After(5 * time.Minute):

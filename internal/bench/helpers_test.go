@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,4 +213,41 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
 	i := int(float64(len(ds)-1) * p / 100)
 	return ds[i]
+}
+
+// countdown returns a function to call once per finished item, a channel
+// closed at the n-th call, and the count so far.
+func countdown(n int) (func(), <-chan struct{}, *atomic.Int64) {
+	var count atomic.Int64
+	all := make(chan struct{})
+	return func() {
+		if count.Add(1) == int64(n) {
+			close(all)
+		}
+	}, all, &count
+}
+
+// publishWindowed calls send for i in [0, n), which publishes
+// asynchronously on js, with at most publishWindow calls' publishes
+// unacknowledged, and waits for every ack.
+func publishWindowed(b *testing.B, js jetstream.JetStream, n int, send func(i int) error) {
+	b.Helper()
+	wait := func() {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-time.After(2 * time.Minute):
+			b.Fatal("publish acks did not arrive")
+		}
+	}
+	for i := range n {
+		// nats.go stalls past 4000 unacknowledged publishes; a window
+		// below that keeps the pipeline full without hitting it.
+		if i > 0 && i%publishWindow == 0 {
+			wait()
+		}
+		if err := send(i); err != nil {
+			b.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	wait()
 }

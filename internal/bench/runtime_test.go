@@ -112,13 +112,7 @@ func (r *runtimeLedger) admitMany(b *testing.B, count int) {
 // admission until the worker has recorded every completion.
 func (r *runtimeLedger) run(b *testing.B, count int) time.Duration {
 	b.Helper()
-	var completed atomic.Int64
-	all := make(chan struct{})
-	f := func() {
-		if completed.Add(1) == int64(count) {
-			close(all)
-		}
-	}
+	f, all, completed := countdown(count)
 	r.done.Store(&f)
 	defer r.done.Store(nil)
 	start := time.Now()

@@ -83,13 +83,8 @@ func newRawQueue(b *testing.B, n *natstest.Node, handlers int) *rawQueue {
 // started every job.
 func (q *rawQueue) run(b *testing.B, jobs int) time.Duration {
 	b.Helper()
-	var handled atomic.Int64
-	done := make(chan struct{})
-	f := func(jetstream.Msg) {
-		if handled.Add(1) == int64(jobs) {
-			close(done)
-		}
-	}
+	handled, done, count := countdown(jobs)
+	f := func(jetstream.Msg) { handled() }
 	q.onJob.Store(&f)
 	defer q.onJob.Store(nil)
 	payload := []byte(`{"job":"noop"}`)
@@ -98,7 +93,7 @@ func (q *rawQueue) run(b *testing.B, jobs int) time.Duration {
 	select {
 	case <-done:
 	case <-time.After(2 * time.Minute):
-		b.Fatalf("raw queue: %d of %d jobs handled", handled.Load(), jobs)
+		b.Fatalf("raw queue: %d of %d jobs handled", count.Load(), jobs)
 	}
 	return time.Since(start)
 }
@@ -107,29 +102,10 @@ func (q *rawQueue) run(b *testing.B, jobs int) time.Duration {
 // publishWindow unacknowledged, and waits for every publish ack.
 func (q *rawQueue) publishAll(b *testing.B, jobs int, payload []byte) {
 	b.Helper()
-	js, ok := q.pub.(interface {
-		PublishAsync(string, []byte, ...jetstream.PublishOpt) (jetstream.PubAckFuture, error)
-		PublishAsyncComplete() <-chan struct{}
+	publishWindowed(b, q.pub, jobs, func(int) error {
+		_, err := q.pub.PublishAsync(q.subject, payload)
+		return err
 	})
-	require.True(b, ok)
-	wait := func() {
-		select {
-		case <-js.PublishAsyncComplete():
-		case <-time.After(2 * time.Minute):
-			b.Fatal("raw publish acks did not arrive")
-		}
-	}
-	for i := range jobs {
-		// nats.go stalls past 4000 unacknowledged publishes; a window
-		// below that keeps the pipeline full without hitting it.
-		if i > 0 && i%publishWindow == 0 {
-			wait()
-		}
-		if _, err := js.PublishAsync(q.subject, payload); err != nil {
-			b.Fatalf("raw publish %d: %v", i, err)
-		}
-	}
-	wait()
 }
 
 // pickup times samples single jobs on idle handlers, one after the other:
