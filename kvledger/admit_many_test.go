@@ -2,11 +2,13 @@ package kvledger_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -63,4 +65,49 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 			require.Greater(t, f, kvledger.FenceToken(1), "the fence starts at the insert's revision")
 		})
 	}
+}
+
+// AdmitMany with the JetStream bus sends a batch's events together and
+// returns once all are stored: each admission's event is in the stream
+// once. With the stream gone the admissions stand, every event is
+// reported to the publish-error handler, and the call still returns
+// within its bound (one operation timeout for the batch's events).
+func TestAdmitManyPublishesTheBatchsEvents(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	require.NoError(t, store.EnableAtomicBatches(ctx))
+	bus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{Stream: "BATCHEV", SubjectPrefix: "batchev."})
+	require.NoError(t, err)
+	var failed atomic.Int64
+	l := newLedger(t, store, bus, kvledger.WithPublishErrorHandler(func(kvledger.IdempotencyKey, uint64, error) { failed.Add(1) }))
+
+	subs := func(prefix string, count int) []kvledger.Submission {
+		out := make([]kvledger.Submission, count)
+		for i := range out {
+			out[i] = kvledger.Submission{Key: kvledger.IdempotencyKey(fmt.Sprintf("%s%d", prefix, i)), Seq: 1, Kind: "bulk"}
+		}
+		return out
+	}
+	oks, err := l.AdmitMany(ctx, "t", subs("a", 2500))
+	require.NoError(t, err)
+	require.NotContains(t, oks, false)
+	s, err := n.JS.Stream(ctx, "BATCHEV")
+	require.NoError(t, err)
+	info, err := s.Info(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2500, info.State.Msgs, "one event per admission")
+	require.Zero(t, failed.Load())
+
+	require.NoError(t, n.JS.DeleteStream(ctx, "BATCHEV"))
+	start := time.Now()
+	oks, err = l.AdmitMany(ctx, "t", subs("b", 1500))
+	require.NoError(t, err, "the admissions are the commit point")
+	require.NotContains(t, oks, false)
+	require.EqualValues(t, 1500, failed.Load(), "every unpublished event reported")
+	bound := 2 * (store.OpTimeout() + 5*time.Second) // two batches, each: insert, then its events
+	require.Less(t, time.Since(start), bound)
+	_, found, err := l.State(ctx, "b1499")
+	require.NoError(t, err)
+	require.True(t, found)
 }

@@ -149,11 +149,11 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 	if !ok {
 		return 0, len(recs), nil
 	}
-	for i, rec := range stored {
+	for i := range stored {
 		out[i] = true
-		if _, _, err := l.written(ctx, rec, false); err != nil {
-			return i + 1, 0, err
-		}
+	}
+	if n, err := l.writtenBatch(ctx, stored); err != nil {
+		return n, 0, err
 	}
 	return len(stored), 0, nil
 }
