@@ -140,8 +140,11 @@
 // Renew, Release and Complete at most 5T (Complete(failed) then walks the
 // dependents, one load and one write each); Admit one index write per
 // need, the needs reads (concurrent: T), the insert, a read-back, the
-// publish and the recheck. A lost compare-and-swap repeats the loop, which
-// is contention, not a stall. On a stalled connection a call fails at its
+// publish and the recheck; AdmitMany, per atomic batch of up to 1000 new
+// tasks, the batch insert and the batch's events (sent together, waited
+// for within one T), and for each task it admits one by one (one with
+// needs, or in a batch that held a duplicate) what Admit takes. A lost
+// compare-and-swap repeats the loop, which is contention, not a stall. On a stalled connection a call fails at its
 // first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
 // Range and Snapshot stream the whole bucket and are bounded by the
 // caller's ctx only.
