@@ -69,13 +69,8 @@ func (l *Ledger) insert(ctx context.Context, next TaskState) (rec TaskState, ok 
 // written runs after a successful write: the test hook, then the event
 // (async as for write).
 func (l *Ledger) written(ctx context.Context, rec TaskState, async bool) (TaskState, bool, error) {
-	if l.remember {
-		l.claims.note(rec)
-	}
-	if l.afterWrite != nil {
-		if err := l.afterWrite(rec.Key, rec); err != nil {
-			return rec, true, err
-		}
+	if err := l.wrote(rec); err != nil {
+		return rec, true, err
 	}
 	if ap, ok := l.bus.(events.AsyncPublisher); async && ok && rec.LastEvent != "" {
 		l.pub.sent(rec.Key, rec.Rev, ap.PublishAsync(l.eventOf(rec)))
@@ -83,6 +78,18 @@ func (l *Ledger) written(ctx context.Context, rec TaskState, async bool) (TaskSt
 	}
 	l.publish(ctx, rec)
 	return rec, true, nil
+}
+
+// wrote is what follows every successful write before its event: the
+// claim cache learns the record, and the test hook may abort there.
+func (l *Ledger) wrote(rec TaskState) error {
+	if l.remember {
+		l.claims.note(rec)
+	}
+	if l.afterWrite != nil {
+		return l.afterWrite(rec.Key, rec)
+	}
+	return nil
 }
 
 // writtenBatch is written for the records of one batch insert (distinct
@@ -105,13 +112,8 @@ func (l *Ledger) writtenBatch(ctx context.Context, recs []TaskState) (n int, err
 	waits := make([]func(context.Context) error, 0, len(recs))
 	defer func() { l.awaitEvents(ctx, recs[:len(waits)], waits) }()
 	for i, rec := range recs {
-		if l.remember {
-			l.claims.note(rec)
-		}
-		if l.afterWrite != nil {
-			if err := l.afterWrite(rec.Key, rec); err != nil {
-				return i + 1, err
-			}
+		if err := l.wrote(rec); err != nil {
+			return i + 1, err
 		}
 		if rec.LastEvent == "" {
 			waits = append(waits, nil)
@@ -122,9 +124,8 @@ func (l *Ledger) writtenBatch(ctx context.Context, recs []TaskState) (n int, err
 	return len(recs), nil
 }
 
-// awaitEvents waits for the events sent for recs (nil: none was sent), as
-// publish does for one: acknowledged ones are remembered, failed ones
-// reported to the publish-error handler. They were sent together, so one
+// awaitEvents waits for the events sent for recs (nil: none was sent) and
+// settles each, as publish does for one. They were sent together, so one
 // operation timeout bounds the wait for all of them.
 func (l *Ledger) awaitEvents(ctx context.Context, recs []TaskState, waits []func(context.Context) error) {
 	pctx, cancel := l.ops.Bound(ctx)
@@ -133,13 +134,7 @@ func (l *Ledger) awaitEvents(ctx context.Context, recs []TaskState, waits []func
 		if wait == nil {
 			continue
 		}
-		if err := wait(pctx); err != nil {
-			if h := l.onPublishError; h != nil {
-				h(recs[i].Key, recs[i].Rev, err)
-			}
-			continue
-		}
-		l.pub.add(recs[i].Key, recs[i].Rev)
+		l.settled(recs[i], wait(pctx))
 	}
 }
 
@@ -221,6 +216,13 @@ func (l *Ledger) publish(ctx context.Context, rec TaskState) {
 	pctx, cancel := l.ops.Bound(ctx)
 	err := l.bus.Publish(pctx, l.eventOf(rec))
 	cancel()
+	l.settled(rec, err)
+}
+
+// settled records how the publish of rec's event ended: remembered as
+// published, or reported to the publish-error handler (the write stands;
+// the event is recovered later).
+func (l *Ledger) settled(rec TaskState, err error) {
 	if err != nil {
 		if h := l.onPublishError; h != nil {
 			h(rec.Key, rec.Rev, err)
