@@ -64,15 +64,9 @@ func AppendValue(b []byte, v any, depth int) ([]byte, bool) {
 	case uint32:
 		return strconv.AppendUint(b, uint64(v), 10), true
 	case map[string]any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		return appendObject(b, v, depth)
+		return appendObject(b, v, func(b []byte, e any) ([]byte, bool) { return AppendValue(b, e, depth+1) })
 	case map[string]string:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		return appendStrings(b, v), true
+		return appendObject(b, v, func(b []byte, e string) ([]byte, bool) { return AppendString(b, e), true })
 	case []any:
 		return appendArray(b, v, func(b []byte, e any) ([]byte, bool) { return AppendValue(b, e, depth+1) })
 	case []string:
@@ -100,10 +94,14 @@ func appendArray[T any](b []byte, v []T, elem func([]byte, T) ([]byte, bool)) ([
 	return append(b, ']'), true
 }
 
-// appendObject appends m with its keys in sorted order, as
-// encoding/json writes maps.
-func appendObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
-	var small [16]field[any]
+// appendObject appends m as encoding/json writes a map (null when nil):
+// keys in sorted order, each value by elem; ok is false as soon as one
+// value fails.
+func appendObject[V any](b []byte, m map[string]V, elem func([]byte, V) ([]byte, bool)) ([]byte, bool) {
+	if m == nil {
+		return append(b, "null"...), true
+	}
+	var small [16]field[V]
 	b = append(b, '{')
 	for i, f := range sortedFields(m, small[:0]) {
 		if i > 0 {
@@ -112,26 +110,11 @@ func appendObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
 		b = AppendString(b, f.k)
 		b = append(b, ':')
 		var ok bool
-		if b, ok = AppendValue(b, f.v, depth+1); !ok {
+		if b, ok = elem(b, f.v); !ok {
 			return b, false
 		}
 	}
 	return append(b, '}'), true
-}
-
-// appendStrings is appendObject for a map of strings.
-func appendStrings(b []byte, m map[string]string) []byte {
-	var small [16]field[string]
-	b = append(b, '{')
-	for i, f := range sortedFields(m, small[:0]) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendString(b, f.k)
-		b = append(b, ':')
-		b = AppendString(b, f.v)
-	}
-	return append(b, '}')
 }
 
 // field is one entry of a map being encoded.
