@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 // checks beyond the revisions, no JSON and no liveness: it is a floor to
 // measure the runtime against, not a design.
 type ledgerFloor struct {
-	pub    jetstream.JetStream
+	pub jetstream.JetStream
+	// hjs is the handlers' connection: claims, outcomes and their events.
+	hjs    jetstream.JetStream
 	kv     jetstream.KeyValue
 	bucket string
 	// events is the events stream's subject prefix, "" for none.
@@ -35,6 +38,7 @@ type ledgerFloor struct {
 	// must be confirmed before the handler runs, the outcome need not).
 	acks   chan jetstream.PubAckFuture
 	handle chan jetstream.KeyValueEntry
+	stop   chan struct{}
 	done   atomic.Pointer[func()]
 }
 
@@ -45,24 +49,22 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) 
 	b.Helper()
 	ctx := context.Background()
 	id := strconv.FormatInt(queueSeq.Add(1), 10)
-	f := &ledgerFloor{pub: n.JS, bucket: "floor" + id, handle: make(chan jetstream.KeyValueEntry, 4096)}
+	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id,
+		handle: make(chan jetstream.KeyValueEntry, 4096), stop: make(chan struct{})}
 	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.bucket})
 	require.NoError(b, err)
-	wjs := n.NewJS(b)
 	if withEvents {
 		f.events = "floorev" + id
 		_, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOOREV" + id, Subjects: []string{f.events + ".>"}})
 		require.NoError(b, err)
 	}
-	f.kv, err = wjs.KeyValue(ctx, f.bucket)
+	f.kv, err = f.hjs.KeyValue(ctx, f.bucket)
 	require.NoError(b, err)
 	w, err := f.kv.WatchAll(ctx, jetstream.UpdatesOnly())
 	require.NoError(b, err)
-	stop := make(chan struct{})
-	var running atomic.Int64
-	running.Add(1)
-	go func() { // the watch: hands admissions to the handlers
-		defer running.Add(-1)
+	stop := f.stop
+	var wg sync.WaitGroup
+	wg.Go(func() { // the watch: hands admissions to the handlers
 		for {
 			select {
 			case e := <-w.Updates():
@@ -77,12 +79,10 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) 
 				return
 			}
 		}
-	}()
+	})
 	if pipelined {
 		f.acks = make(chan jetstream.PubAckFuture, 4096)
-		running.Add(1)
-		go func() { // counts the completions as their acks arrive
-			defer running.Add(-1)
+		wg.Go(func() { // counts the completions as their acks arrive
 			for {
 				select {
 				case a := <-f.acks:
@@ -96,57 +96,60 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) 
 					return
 				}
 			}
-		}()
+		})
 	}
 	for range queueHandlers {
-		running.Add(1)
-		go func() {
-			defer running.Add(-1)
+		wg.Go(func() {
 			for {
 				select {
 				case e := <-f.handle:
-					f.work(b, wjs, e)
+					f.work(b, e)
 				case <-stop:
 					return
 				}
 			}
-		}()
+		})
 	}
 	b.Cleanup(func() {
 		close(stop)
 		_ = w.Stop()
-		natstest.Eventually(b, 10*time.Second, func() bool { return running.Load() == 0 })
+		all := make(chan struct{})
+		go func() { wg.Wait(); close(all) }()
+		natstest.WaitClosed(b, all, 10*time.Second, "the floor's goroutines")
 	})
 	return f
 }
 
 // work claims e's task, runs nothing, and records it done.
-func (f *ledgerFloor) work(b *testing.B, js jetstream.JetStream, e jetstream.KeyValueEntry) {
+func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 	ctx := context.Background()
 	rev, err := f.kv.Update(ctx, e.Key(), []byte("claimed"), e.Revision())
 	if err != nil {
 		b.Errorf("floor claim: %v", err)
 		return
 	}
-	f.event(b, js, "claimed", e.Key())
+	f.event(b, "claimed", e.Key())
 	if f.acks != nil {
 		m := nats.NewMsg("$KV." + f.bucket + "." + e.Key())
 		m.Data = []byte("done")
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-		a, err := js.PublishMsgAsync(m)
+		a, err := f.hjs.PublishMsgAsync(m)
 		if err != nil {
 			b.Errorf("floor done: %v", err)
 			return
 		}
-		f.event(b, js, "done", e.Key())
-		f.acks <- a
+		f.event(b, "done", e.Key())
+		select {
+		case f.acks <- a:
+		case <-f.stop:
+		}
 		return
 	}
 	if _, err := f.kv.Update(ctx, e.Key(), []byte("done"), rev); err != nil {
 		b.Errorf("floor done: %v", err)
 		return
 	}
-	f.event(b, js, "done", e.Key())
+	f.event(b, "done", e.Key())
 	f.completed()
 }
 
@@ -158,17 +161,18 @@ func (f *ledgerFloor) completed() {
 
 // event publishes one event without waiting for its ack, as the
 // ledger's PublishAsync does.
-func (f *ledgerFloor) event(b *testing.B, js jetstream.JetStream, kind, key string) {
+func (f *ledgerFloor) event(b *testing.B, kind, key string) {
 	if f.events == "" {
 		return
 	}
-	if _, err := js.PublishAsync(f.events+"."+kind+"."+key, []byte(kind)); err != nil {
+	if _, err := f.hjs.PublishAsync(f.events+"."+kind+"."+key, []byte(kind)); err != nil {
 		b.Errorf("floor event: %v", err)
 	}
 }
 
 // run admits count tasks and returns the time until every one is done
-// (and, with events, every event acknowledged).
+// and every publish of both connections (admissions and, with events,
+// every event) is acknowledged.
 func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	b.Helper()
 	d, all, completed := countdown(count)
@@ -194,6 +198,11 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	case <-all:
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("floor: %d of %d tasks done", completed.Load(), count)
+	}
+	select {
+	case <-f.hjs.PublishAsyncComplete():
+	case <-time.After(2 * time.Minute):
+		b.Fatal("floor: the handlers' publish acks did not arrive")
 	}
 	return time.Since(start)
 }
@@ -222,12 +231,7 @@ func BenchmarkLedgerFloor(b *testing.B) {
 			for b.Loop() {
 				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })
 			}
-			s.report(b)
-			b.ReportMetric(float64(jobs)*float64(s.n)/s.prim.Seconds(), "tasks/s")
-			b.ReportMetric(float64(jobs)*float64(s.n)/s.raw.Seconds(), "raw-jobs/s")
-			b.ReportMetric(float64(s.primCPU.Microseconds())/float64(jobs*s.n), "cpu-µs/task")
-			b.ReportMetric(0, "ops/s")
-			b.ReportMetric(0, "raw-ops/s")
+			s.reportTasks(b, jobs)
 		})
 	}
 }

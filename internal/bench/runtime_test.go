@@ -174,15 +174,7 @@ func BenchmarkTaskRuntime(b *testing.B) {
 		for b.Loop() {
 			s.pair(func() { q.run(b, jobs) }, func() { r.run(b, jobs) })
 		}
-		s.report(b)
-		b.ReportMetric(float64(jobs)*float64(s.n)/s.prim.Seconds(), "tasks/s")
-		b.ReportMetric(float64(jobs)*float64(s.n)/s.raw.Seconds(), "raw-jobs/s")
-		// CPU per task, server included: the run is CPU-bound on 2 cores,
-		// so this is the figure to compare across loaded runs.
-		b.ReportMetric(float64(s.primCPU.Microseconds())/float64(jobs*s.n), "cpu-µs/task")
-		b.ReportMetric(float64(s.rawCPU.Microseconds())/float64(jobs*s.n), "raw-cpu-µs/job")
-		b.ReportMetric(0, "ops/s")
-		b.ReportMetric(0, "raw-ops/s")
+		s.reportTasks(b, jobs)
 	})
 	b.Run("pickup", func(b *testing.B) {
 		n := newServer(b, false)
@@ -328,14 +320,11 @@ func BenchmarkAdmitMany(b *testing.B) {
 				s.pair(func() { rawEnqueue(b, n.JS, count, true) }, func() { r.admitMany(b, count) })
 				s.timeExtra(func() { rawEnqueue(b, n.JS, count, false) })
 			}
-			s.report(b)
+			s.reportTasks(b, count)
 			s.reportExtra(b, "sync")
-			nf := float64(s.n * count)
-			b.ReportMetric(nf/s.prim.Seconds(), "tasks/s")
-			b.ReportMetric(nf/s.raw.Seconds(), "raw-jobs/s")
-			b.ReportMetric(float64(s.nx*count)/s.extra.Seconds(), "raw-sync-jobs/s")
-			b.ReportMetric(0, "ops/s")
-			b.ReportMetric(0, "raw-ops/s")
+			if s.nx > 0 {
+				b.ReportMetric(float64(s.nx*count)/s.extra.Seconds(), "raw-sync-jobs/s")
+			}
 		})
 	}
 }
