@@ -11,6 +11,8 @@ import "time"
 //   - TryAcquire, Renew, Release, Holder, Export, Restore: at most 2T,
 //     one operation plus one read-back that settles an outcome-unknown
 //     write (a timeout may have landed: the key is read to find out).
+//   - Release first waits for a renewal of the same lease in flight (it
+//     holds the lease's operation lock, within its own 2T).
 //   - Acquire and With: the wait, plus 2T.
 //   - ForceRelease: at most 4T (up to four read-and-delete rounds while
 //     the key keeps changing; a failing round returns at once).

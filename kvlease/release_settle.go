@@ -48,9 +48,11 @@ func (g *Guard) releaseID() string {
 // refused or unanswered (first is that error). It is the one loop in
 // which a release retries: it reads the key from the stream leader and
 // sends the same delete again until an outcome is proven, for as long as
-// ctx allows. deleteOwn gives it a fresh Config.OpTimeout, so a release
-// takes at most 2 × OpTimeout (bounds.go); between rounds it backs off
-// 10 ms, doubling up to 160 ms (settleBackoffCap).
+// ctx allows. deleteOwn bounds it by the manager's shared cleanup
+// context, which ends at most Config.OpTimeout (and at least half of it)
+// after the delete, so the delete and its settling take at most
+// 2 × OpTimeout (bounds.go); between rounds it backs off 10 ms, doubling
+// up to 160 ms (settleBackoffCap).
 //
 // A refusal is not proof of loss while the key still carries this
 // guard's owner hash, for the reasons casOwn gives; a renewal whose answer
@@ -106,7 +108,11 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			movedSince, refusals = time.Time{}, 0
 			continue
 		case rerr == nil && e.Live() && ownedBy(e.Value, g.owner):
-			if e.Revision != rev {
+			// Ours at a later revision (a renewal whose answer was lost):
+			// adopt it. Ours at an earlier one is a stale view of the
+			// value before our last renewal: the delete at rev is sent
+			// again, as for any view older than rev.
+			if e.Revision > rev {
 				rev = e.Revision
 				g.adopt(rev, attempt)
 			}
