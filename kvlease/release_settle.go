@@ -108,11 +108,13 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			movedSince, refusals = time.Time{}, 0
 			continue
 		case rerr == nil && e.Live() && ownedBy(e.Value, g.owner):
-			// Ours at a later revision (a renewal whose answer was lost):
-			// adopt it. Ours at an earlier one is a stale view of the
-			// value before our last renewal: the delete at rev is sent
-			// again, as for any view older than rev.
-			if e.Revision > rev {
+			// Ours at another revision: a renewal whose answer was lost
+			// (later), or a revision this guard recorded wrongly under
+			// leader changes (either side). Adopt it. A stale view of
+			// the value before our last renewal looks the same; the
+			// delete there is refused by the real leader and the next
+			// read, if the leader answers it, adopts the stored one.
+			if e.Revision != rev {
 				rev = e.Revision
 				g.adopt(rev, attempt)
 			}
