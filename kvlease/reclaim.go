@@ -2,6 +2,7 @@ package kvlease
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -52,10 +53,12 @@ func (g *Guard) adopt(stored uint64, attempt int) {
 // read key from the stream leader. While the value still carries owner
 // the refusal was spurious: write again at the stored revision (backing
 // off when it is the revision just tried), at most ownAttempts writes,
-// telling adopt each revision taken up. It returns the last write's
-// result, the revision it was made at, and what the read after its last
-// conflict found (zero when there was none or it failed), for a caller
-// that needs to tell more cases apart.
+// telling adopt each revision taken up; when the last of them is refused
+// too and the key still carries owner, the error is kvx.ErrUnsettled (an
+// unknown outcome), not a conflict. It returns the last write's result,
+// the revision it was made at, and what the read after its last conflict
+// found (zero when there was none or it failed), for a caller that needs
+// to tell more cases apart.
 func (m *Manager) casOwned(ctx context.Context, key, owner string, rev uint64,
 	write func(ctx context.Context, rev uint64) (uint64, error), adopt func(stored uint64, attempt int)) (uint64, uint64, kvx.Entry, error) {
 	var (
@@ -69,8 +72,15 @@ func (m *Manager) casOwned(ctx context.Context, key, owner string, rev uint64,
 			break
 		}
 		var ok bool
-		if seen, ok = m.reread(key); !ok || !ownedBy(seen.Value, owner) || attempt == ownAttempts-1 {
+		if seen, ok = m.reread(key); !ok || !ownedBy(seen.Value, owner) {
 			break
+		}
+		if attempt == ownAttempts-1 {
+			// Refused every time while the key kept carrying owner: the
+			// answers are not the cluster's (or it has not settled), so
+			// this is an unknown outcome, never loss.
+			return out, rev, seen, fmt.Errorf("%w: %q still carries its owner after %d refused writes (last: %v)",
+				kvx.ErrUnsettled, key, ownAttempts, err)
 		}
 		if seen.Revision == rev && kvx.Backoff(ctx, attempt) != nil {
 			return out, rev, seen, err

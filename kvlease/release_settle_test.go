@@ -30,6 +30,51 @@ func staleLeader(t *testing.T, nc *nats.Conn, bucket string) *nats.Subscription 
 	return sub
 }
 
+// cutOff makes bucket behave as a stream leader cut off in a minority:
+// the stream stores none of its keys' writes any more (reads still answer
+// what it holds) and every write is refused at once. heal undoes it.
+func cutOff(t *testing.T, n *natstest.Node, bucket string) (heal func()) {
+	t.Helper()
+	ctx := natstest.Context(t, 10*time.Second)
+	s, err := n.JS.Stream(ctx, embedded.KVStreamName(bucket))
+	require.NoError(t, err)
+	cfg := s.CachedInfo().Config
+	subjects := cfg.Subjects
+	cfg.Subjects = []string{"$KV." + bucket + ".other.>"}
+	_, err = n.JS.UpdateStream(ctx, cfg)
+	require.NoError(t, err)
+	sub := staleLeader(t, n.NC, bucket)
+	return func() {
+		require.NoError(t, sub.Unsubscribe())
+		cfg.Subjects = subjects
+		_, err := n.JS.UpdateStream(ctx, cfg)
+		require.NoError(t, err)
+	}
+}
+
+// A renewal refused every time while the lease still carries its owner
+// is an error of unknown outcome, not loss: the guard stays valid (its
+// validity window, not the refusal, ends it).
+func TestRenewRefusedWhileStillOursIsNotLoss(t *testing.T) {
+	n := natstest.WithServer(t)
+	m := newManager(t, n.JS, kvlease.Config{Bucket: "leases_renew_unsettled"})
+	ctx := natstest.Context(t, 30*time.Second)
+	g, ok, err := m.TryAcquireKey(ctx, "k", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	heal := cutOff(t, n, m.Bucket())
+
+	err = g.Renew(ctx)
+	require.Error(t, err)
+	require.ErrorIs(t, err, kvx.ErrUnsettled)
+	require.NotErrorIs(t, err, kvlease.ErrLost)
+	require.NoError(t, g.Err(), "the guard was not lost")
+
+	heal()
+	require.NoError(t, g.Renew(ctx), "the lease renews once the answers are the cluster's again")
+	require.NoError(t, g.Release(ctx))
+}
+
 // TestReleaseRefusedByStaleLeaderIsNotLoss: a release whose delete landed
 // while the first answer was a stale refusal reports success, and the key
 // is free; a release refused because another writer deleted the lease is
@@ -77,14 +122,7 @@ func TestAcquireRefusedWhileFreeIsAnErrorNotContention(t *testing.T) {
 	n := natstest.WithServer(t)
 	m := newManager(t, n.JS, kvlease.Config{Bucket: "leases_unsettled"})
 	ctx := natstest.Context(t, 30*time.Second)
-	stream := embedded.KVStreamName(m.Bucket())
-	s, err := n.JS.Stream(ctx, stream)
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.Subjects = []string{"$KV." + m.Bucket() + ".other.>"} // the stream stores none of the key's writes
-	_, err = n.JS.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-	staleLeader(t, n.NC, m.Bucket())
+	cutOff(t, n, m.Bucket())
 
 	g, ok, err := m.TryAcquireKey(ctx, "k", 5*time.Second)
 	require.Error(t, err)
