@@ -13,7 +13,7 @@ import (
 // PublishAsync sends the message Publish sends: the same prefixed
 // subject, body and Nats-Msg-Id, so a Publish of the same event is a
 // duplicate, and an invalid event fails at wait.
-func TestPublishAsyncSendsPublishsMessage(t *testing.T) {
+func TestPublishAsyncSendsPublishMessage(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 10*time.Second)
 	bus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{Stream: "ASYNC", SubjectPrefix: "async."})

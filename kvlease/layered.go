@@ -8,8 +8,13 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// This file holds what packages layered on kvlease (kvlock) need from the
-// lease bucket, so that they never read or write its storage themselves.
+// This file holds what packages layered on kvlease (kvlock) read from the
+// lease bucket: decoded holders, tickets and data keys. Writes under a
+// lease go through its Proof. The one exception is kvlock's election
+// record (the leader's value beside the election's lease): kvlock
+// watches the two keys (Observe) and deletes an ended election's record
+// (a marker conditioned on the revision it read) through its own
+// kvx.Bucket of the same bucket, since no live lease guards that delete.
 
 // DecodeHolder decodes a stored lease value (as `nats kv get` shows it)
 // into its Holder; Revision is left 0. Any value a Manager writes decodes;
@@ -52,7 +57,12 @@ func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
 // marker the server wrote when that ticket's TTL ran out; 0 when key has no
 // message at all) and whether it is a ticket still within its TTL. It
 // reads one key, so it costs the server the same whatever else the bucket
-// holds, and it sees every ticket drawn before the call.
+// holds, and it sees every ticket drawn before the call, unless the
+// bucket's shape changed under the running process (replicas raised, or
+// a direct-get mirror added: kvx.Bucket.LastFresh and RELIABILITY.md's
+// known limit), when the answer may lag. Fair queues accept that window:
+// a late view can put a waiter out of turn until its next read, but the
+// lock itself is still taken by a compare-and-set, which no view grants.
 func (m *Manager) LastTicket(ctx context.Context, key string) (rev uint64, live bool, err error) {
 	if err := m.checkDataKey(key); err != nil {
 		return 0, false, err

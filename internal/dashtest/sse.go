@@ -15,8 +15,8 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
-// SSEStream is an open /sse response read line by line. Lines that arrive
-// while its buffer is full are dropped.
+// SSEStream is an open /sse response read line by line. The reader blocks
+// rather than drop a line while its buffer is full; it ends at Cleanup.
 type SSEStream struct {
 	lines chan string
 }

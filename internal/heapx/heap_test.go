@@ -24,7 +24,7 @@ func TestHeapOrdersAndTracksPositions(t *testing.T) {
 	}
 	// Every tracked position names the item; Fix and Remove use them.
 	for _, it := range all {
-		require.GreaterOrEqual(t, it.idx, 0)
+		require.Same(t, it, h.h.items[it.idx])
 	}
 	all[7].v = -1
 	h.Fix(all[7].idx)

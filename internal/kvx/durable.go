@@ -15,6 +15,10 @@ import (
 // configuration is idempotent, so a repeat cannot make a second one.
 // Without the bound a lost answer would hold the caller for all of ctx.
 func Durable(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, perTry time.Duration) (jetstream.Consumer, error) {
+	if perTry <= 0 {
+		// Every try would end at once and the loop spin until ctx does.
+		perTry = DefaultOpTimeout
+	}
 	for {
 		tctx, cancel := context.WithTimeout(ctx, perTry)
 		cons, err := js.CreateOrUpdateConsumer(tctx, stream, cfg)

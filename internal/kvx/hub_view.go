@@ -124,11 +124,9 @@ var errNoView = errors.New("kvx: hub keeps no view (use KeepView)")
 
 // SyncTo returns once the hub's view has applied every change of its keys
 // up to revision rev (the revision of a write the caller knows was
-// acknowledged: its own, say), with no read. It starts the watch if it is
-// not running. A last-by-subject read over a wildcard costs the server a
-// walk over every subject it matches, which for keys used once (queue
-// entries, each leaving a marker for a while) grows with the traffic;
-// waiting for a known revision costs nothing.
+// acknowledged: its own, say), with no read: waiting for a known
+// revision costs the server nothing. It starts the watch if it is not
+// running.
 //
 // So a view read after SyncTo sees every write acknowledged up to rev,
 // even when the hub's consumer runs on a lagging replica of a replicated
