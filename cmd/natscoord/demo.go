@@ -353,7 +353,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, run: run}}
 		ws = append(ws, w)
 		last := &ws[len(ws)-1]
-		last.ledger, err = openLedger(ctx, js, run.bucket, true, run.busConfig())
+		last.ledger, err = openLedger(ctx, js, run.bucket, ledgerCreate, run.busConfig())
 		if err == nil {
 			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: demoClaimsBucket, Holder: string(name)})
 		}

@@ -41,20 +41,34 @@ func (a *app) ledgerCommand() *cobra.Command {
 	return cmd
 }
 
-// withLedger connects and opens the ledger. Without create, a missing
-// bucket is an error (inspections and completions never create one); with
-// create, the bucket is created when missing. Writes publish events on the
-// default JetStream bus.
-func (a *app) withLedger(parent context.Context, lf *ledgerFlags, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
+// ledgerAccess is what a command does with the ledger, which decides
+// what opening it may create.
+type ledgerAccess int
+
+const (
+	// ledgerInspect reads an existing ledger: a missing bucket is an error, and
+	// the ledger has no event bus, so nothing is created or written (not
+	// even the events stream).
+	ledgerInspect ledgerAccess = iota
+	// ledgerUpdate writes to an existing ledger, publishing events on the
+	// JetStream bus (its stream created when missing).
+	ledgerUpdate
+	// ledgerCreate is ledgerUpdate that also creates the bucket when missing.
+	ledgerCreate
+)
+
+// withLedger connects and opens the ledger for access, runs fn and closes
+// it.
+func (a *app) withLedger(parent context.Context, lf *ledgerFlags, access ledgerAccess, fn func(context.Context, *kvledger.Ledger) error) error {
 	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
-		return useLedger(ctx, js, lf.bucket, create, fn)
+		return useLedger(ctx, js, lf.bucket, access, fn)
 	})
 }
 
 // useLedger opens the ledger in bucket on js, as withLedger does, runs fn
 // with it and closes it.
-func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, fn func(context.Context, *kvledger.Ledger) error) error {
-	l, err := openLedger(ctx, js, bucket, create, events.JetStreamBusConfig{})
+func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, fn func(context.Context, *kvledger.Ledger) error) error {
+	l, err := openLedger(ctx, js, bucket, access, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
 	}
@@ -62,13 +76,16 @@ func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, creat
 	return fn(ctx, l)
 }
 
-// openLedger opens the ledger in bucket (see openStore), its writes'
-// events published on the JetStream bus that bus configures (the stream is
-// created when missing). The caller closes the ledger.
-func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, create bool, bus events.JetStreamBusConfig) (*kvledger.Ledger, error) {
-	store, err := openStore(ctx, js, bucket, create)
+// openLedger opens the ledger in bucket for access (see ledgerAccess);
+// one that writes publishes its events on the JetStream bus that bus
+// configures. The caller closes the ledger.
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, bus events.JetStreamBusConfig) (*kvledger.Ledger, error) {
+	store, err := openStore(ctx, js, bucket, access == ledgerCreate)
 	if err != nil {
 		return nil, err
+	}
+	if access == ledgerInspect {
+		return kvledger.New(store, nil)
 	}
 	b, err := events.NewJetStreamBus(ctx, js, bus)
 	if err != nil {
@@ -119,7 +136,7 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 		Short: "Show one task's record",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerInspect, func(ctx context.Context, l *kvledger.Ledger) error {
 				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
 				if err != nil {
 					return err
@@ -181,7 +198,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, true, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerCreate, func(ctx context.Context, l *kvledger.Ledger) error {
 				rb, err := prepareRebase(ctx, l, kvledger.IdempotencyKey(key), kvledger.Sequence(seq),
 					!cmd.Flags().Changed("task"), !cmd.Flags().Changed("needs"), payload, ns)
 				if err != nil {
@@ -234,7 +251,7 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 			if owner == "" {
 				return errors.New("--owner must not be empty")
 			}
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
 				if err != nil {

@@ -84,7 +84,7 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 			if err := cf.check(true, false); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				op := l.Claim
 				if takeover {
@@ -116,7 +116,7 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 			if err := cf.check(true, true); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				err := l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, time.Now())
 				if err != nil {
@@ -141,7 +141,7 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 			if err := cf.check(false, true); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				err := l.Release(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), time.Now())
 				if err != nil {

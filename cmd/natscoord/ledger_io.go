@@ -66,7 +66,7 @@ func (a *app) ledgerRestore(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				err = useLedger(ctx, js, lf.bucket, true, func(ctx context.Context, l *kvledger.Ledger) error {
+				err = useLedger(ctx, js, lf.bucket, ledgerCreate, func(ctx context.Context, l *kvledger.Ledger) error {
 					// Check all keys first, so that a conflicting file is
 					// refused naming its first existing key before anything
 					// is written.

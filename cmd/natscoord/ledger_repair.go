@@ -20,7 +20,7 @@ const corruptStatus = "!corrupt"
 // them. A stored value that is not a record does not fail the read: the
 // snapshot holds every valid record and bad names the others.
 func (a *app) withSnapshot(parent context.Context, lf *ledgerFlags, fn func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error) error {
-	return a.withLedger(parent, lf, false, func(ctx context.Context, l *kvledger.Ledger) error {
+	return a.withLedger(parent, lf, ledgerInspect, func(ctx context.Context, l *kvledger.Ledger) error {
 		snap, err := l.Snapshot(ctx)
 		var bad *kvledger.CorruptRecordsError
 		if err != nil && !errors.As(err, &bad) {
@@ -62,8 +62,8 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 			if !force {
 				return errors.New("ledger rm removes a record without any ledger check: add --force")
 			}
-			// withLedger's connection and store, without its event bus: rm
-			// publishes no event, and must not create the event stream.
+			// The store alone: rm removes a record beneath the ledger
+			// (no checks, no event).
 			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
 				store, err := openStore(ctx, js, lf.bucket, false)
 				if err != nil {

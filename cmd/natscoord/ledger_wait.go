@@ -93,7 +93,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	}
 	defer nc.Close()
 	octx, cancel = a.conn.opContext(ctx)
-	l, err := openLedger(octx, js, lf.bucket, false, events.JetStreamBusConfig{})
+	l, err := openLedger(octx, js, lf.bucket, ledgerInspect, events.JetStreamBusConfig{})
 	cancel()
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 // openTestLedger opens the CLI's default ledger on n, as a worker would.
 func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
-	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, true, events.JetStreamBusConfig{})
+	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, ledgerCreate, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
@@ -233,4 +234,24 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	require.Contains(t, r.stderr, "reconnected")
 	require.Contains(t, r.stderr, "not shown")
 	require.Contains(t, r.stdout, `"key":"after"`)
+}
+
+// Inspections write nothing: with the events stream gone, ls, show,
+// snapshot and wait work and do not create it again; a write does.
+func TestLedgerInspectionsCreateNoEventStream(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+	ctx := natstest.Context(t, 10*time.Second)
+	require.NoError(t, n.JS.DeleteStream(ctx, events.DefaultStream))
+
+	require.Regexp(t, `(?m)^a\s+pending\s`, c.ok("ledger", "ls"))
+	require.Contains(t, c.ok("ledger", "show", "a"), "pending")
+	c.ok("ledger", "snapshot")
+	c.run("ledger", "wait", "--for", "100ms", "a") // pending: it gives up; it must not write
+	_, err := n.JS.Stream(ctx, events.DefaultStream)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "an inspection created the events stream")
+
+	c.ok("ledger", "admit", "b", "--seq", "1")
+	_, err = n.JS.Stream(ctx, events.DefaultStream)
+	require.NoError(t, err, "a write publishes its event, creating the stream")
 }

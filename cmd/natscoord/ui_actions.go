@@ -35,7 +35,7 @@ func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) 
 	if a.l != nil {
 		return a.l, nil
 	}
-	l, err := openLedger(ctx, a.js, a.bucket, true, a.bus)
+	l, err := openLedger(ctx, a.js, a.bucket, ledgerCreate, a.bus)
 	if err != nil {
 		return nil, err
 	}

@@ -126,7 +126,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	defer nc.Close()
-	l, err := openLedger(sctx, js, o.ledger.bucket, true, events.JetStreamBusConfig{})
+	l, err := openLedger(sctx, js, o.ledger.bucket, ledgerCreate, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
 	}
