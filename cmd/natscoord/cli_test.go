@@ -86,10 +86,7 @@ func startRun(t *testing.T, args ...string) *background {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case <-b.done:
-		case <-time.After(30 * time.Second):
-		}
+		natstest.WaitClosed(t, b.done, 30*time.Second, fmt.Sprintf("the command %q to end after its cancellation", args))
 	})
 	return b
 }
