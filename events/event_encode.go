@@ -21,22 +21,22 @@ func appendEvent(b []byte, e Event) ([]byte, bool) {
 	b = jsonx.AppendString(b, e.Key)
 	b = append(b, `,"revision":`...)
 	b = strconv.AppendUint(b, e.Revision, 10)
-	b = appendOptional(b, `,"status":`, e.Status)
-	b = appendOptional(b, `,"actor":`, e.Actor)
-	b = appendOptional(b, `,"owner":`, e.Owner)
+	b = jsonx.AppendOptional(b, `,"status":`, e.Status)
+	b = jsonx.AppendOptional(b, `,"actor":`, e.Actor)
+	b = jsonx.AppendOptional(b, `,"owner":`, e.Owner)
 	b = append(b, `,"fence":`...)
 	b = strconv.AppendUint(b, e.Fence, 10)
-	b = appendOptional(b, `,"blocked_by":`, e.BlockedBy)
+	b = jsonx.AppendOptional(b, `,"blocked_by":`, e.BlockedBy)
 	b = append(b, `,"time":`...)
 	if b, ok = jsonx.AppendTime(b, e.Time); !ok {
 		return b, false
 	}
-	b = appendOptional(b, `,"kind":`, e.Kind)
+	b = jsonx.AppendOptional(b, `,"kind":`, e.Kind)
 	if e.Attempts != 0 {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(e.Attempts), 10)
 	}
-	b = appendOptional(b, `,"last_error":`, e.LastError)
+	b = jsonx.AppendOptional(b, `,"last_error":`, e.LastError)
 	if !e.RunAt.IsZero() {
 		b = append(b, `,"run_at":`...)
 		if b, ok = jsonx.AppendTime(b, e.RunAt); !ok {
@@ -44,15 +44,6 @@ func appendEvent(b []byte, e Event) ([]byte, bool) {
 		}
 	}
 	return append(b, '}'), true
-}
-
-// appendOptional appends an omitempty string field: name (with its
-// leading comma and colon) and v, unless v is empty.
-func appendOptional(b []byte, name, v string) []byte {
-	if v == "" {
-		return b
-	}
-	return jsonx.AppendString(append(b, name...), v)
 }
 
 // eventSizeHint is a capacity appendEvent's output fits in unless a

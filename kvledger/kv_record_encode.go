@@ -26,10 +26,7 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 	b = jsonx.AppendString(b, string(s.Status))
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, uint64(s.Sequence), 10)
-	if s.Owner != "" {
-		b = append(b, `,"owner":`...)
-		b = jsonx.AppendString(b, string(s.Owner))
-	}
+	b = jsonx.AppendOptional(b, `,"owner":`, string(s.Owner))
 	b = append(b, `,"fence":`...)
 	b = strconv.AppendUint(b, uint64(s.Fence), 10)
 	if !s.LeaseUntil.IsZero() {
@@ -48,20 +45,14 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 		}
 		b = append(b, ']')
 	}
-	if s.BlockedBy != "" {
-		b = append(b, `,"blocked_by":`...)
-		b = jsonx.AppendString(b, string(s.BlockedBy))
-	}
+	b = jsonx.AppendOptional(b, `,"blocked_by":`, string(s.BlockedBy))
 	if s.Task != nil {
 		b = append(b, `,"task":`...)
 		if b, ok = jsonx.AppendValue(b, s.Task, 0); !ok {
 			return b, false
 		}
 	}
-	if s.CreatedBy != "" {
-		b = append(b, `,"created_by":`...)
-		b = jsonx.AppendString(b, string(s.CreatedBy))
-	}
+	b = jsonx.AppendOptional(b, `,"created_by":`, string(s.CreatedBy))
 	var created []byte
 	if !s.CreatedAt.IsZero() {
 		b = append(b, `,"created_at":`...)
@@ -71,10 +62,7 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 		}
 		created = b[n:]
 	}
-	if s.UpdatedBy != "" {
-		b = append(b, `,"updated_by":`...)
-		b = jsonx.AppendString(b, string(s.UpdatedBy))
-	}
+	b = jsonx.AppendOptional(b, `,"updated_by":`, string(s.UpdatedBy))
 	if !s.UpdatedAt.IsZero() {
 		b = append(b, `,"updated_at":`...)
 		if created != nil && s.UpdatedAt == s.CreatedAt {
@@ -85,10 +73,7 @@ func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
 			return b, false
 		}
 	}
-	if s.LastEvent != "" {
-		b = append(b, `,"last_event":`...)
-		b = jsonx.AppendString(b, string(s.LastEvent))
-	}
+	b = jsonx.AppendOptional(b, `,"last_event":`, string(s.LastEvent))
 	if b, ok = appendRuntimeFields(b, s); !ok {
 		return b, false
 	}

@@ -89,10 +89,7 @@ func TruncateError(msg string) string {
 // goes through encoding/json, which compacts it exactly as Marshal does.
 func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 	ok := true
-	if s.Kind != "" {
-		b = append(b, `,"kind":`...)
-		b = jsonx.AppendString(b, s.Kind)
-	}
+	b = jsonx.AppendOptional(b, `,"kind":`, s.Kind)
 	if !s.RunAt.IsZero() {
 		b = append(b, `,"run_at":`...)
 		if b, ok = jsonx.AppendTime(b, s.RunAt); !ok {
@@ -103,18 +100,12 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 		b = append(b, `,"attempts":`...)
 		b = strconv.AppendInt(b, int64(s.Attempts), 10)
 	}
-	if s.Lease != "" {
-		b = append(b, `,"lease":`...)
-		b = jsonx.AppendString(b, s.Lease)
-	}
+	b = jsonx.AppendOptional(b, `,"lease":`, s.Lease)
 	if s.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)
 		b = strconv.AppendInt(b, int64(s.MaxAttempts), 10)
 	}
-	if s.LastError != "" {
-		b = append(b, `,"last_error":`...)
-		b = jsonx.AppendString(b, s.LastError)
-	}
+	b = jsonx.AppendOptional(b, `,"last_error":`, s.LastError)
 	if s.Cancelled {
 		b = append(b, `,"cancelled":true`...)
 	}

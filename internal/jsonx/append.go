@@ -18,6 +18,15 @@ import (
 	"unicode/utf8"
 )
 
+// AppendOptional appends an omitempty string field, name (with its
+// leading comma, quotes and colon) and v quoted, unless v is empty.
+func AppendOptional(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return AppendString(append(b, name...), v)
+}
+
 // AppendTime appends t as time.Time.MarshalJSON does (RFC 3339 with
 // nanoseconds, quoted); ok is false for the times it refuses.
 func AppendTime(b []byte, t time.Time) ([]byte, bool) {
