@@ -73,7 +73,7 @@ func NewElection(l *Locker, name string) (*Election, error) {
 	if name == "" || len(tok) > MaxKeyBytes {
 		return nil, fmt.Errorf("%w: election name must be 1..%d bytes once escaped, got %d", ErrInvalidKey, MaxKeyBytes, len(tok))
 	}
-	return &Election{l: l, name: name, s: electionSpec(l.cfg.Name, tok, name), value: l.cfg.Name + ".ev." + tok}, nil
+	return &Election{l: l, name: name, s: electionSpec(l.cfg.Name, tok, name), value: electionValueKey(l.cfg.Name, tok)}, nil
 }
 
 // Name returns the election's name.

@@ -99,20 +99,39 @@ func IsDataKey(key string) bool {
 		return false
 	}
 	switch parts[1] {
-	case "ev":
+	case kindElectionValue:
 		return true
-	case "q", "eq":
-		return strings.HasSuffix(parts[2], ".t")
+	case kindLockQueue, kindElectionQueue:
+		return strings.HasSuffix(parts[2], ticketSuffix)
 	}
 	return false
 }
 
+// The kind tokens that follow the Locker's name in its keys, and the
+// suffix of a queue's ticket key: the one spelling of the layout above,
+// for the specs that build keys and IsDataKey that reads them.
+const (
+	kindLock          = "l"
+	kindLockQueue     = "q"
+	kindElection      = "e"
+	kindElectionQueue = "eq"
+	kindElectionValue = "ev"
+	ticketSuffix      = ".t"
+)
+
 func lockSpec(name, key string) spec {
-	return spec{key: key, lease: name + ".l." + key, queue: name + ".q." + key, ticket: name + ".q." + key + ".t"}
+	return newSpec(key, name+"."+kindLock+"."+key, name+"."+kindLockQueue+"."+key)
 }
 
 func electionSpec(name, tok, election string) spec {
-	return spec{key: election, lease: name + ".e." + tok, queue: name + ".eq." + tok, ticket: name + ".eq." + tok + ".t"}
+	return newSpec(election, name+"."+kindElection+"."+tok, name+"."+kindElectionQueue+"."+tok)
+}
+
+// electionValueKey is the key of election tok's value record.
+func electionValueKey(name, tok string) string { return name + "." + kindElectionValue + "." + tok }
+
+func newSpec(key, lease, queue string) spec {
+	return spec{key: key, lease: lease, queue: queue, ticket: queue + ticketSuffix}
 }
 
 // entryKey is the queue entry of ticket t: zero-padded so the entries of
