@@ -481,9 +481,10 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	// entry, are all the answer needs (entries up to the holder's count as
 	// served, so what is ahead is what lies between it and t).
 	var (
-		best, second uint64 // the two highest tickets before t
-		bestKey      string // "" when there is none
-		hasSecond    bool
+		// The two highest tickets before t, 0 for none (tickets are
+		// revisions, so never 0), and best's entry.
+		best, second uint64
+		bestKey      string
 		served       string // the holder's lowest entry
 		servedT      uint64
 	)
@@ -493,11 +494,11 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 			return true
 		}
 		switch {
-		case bestKey == "" || x > best:
-			second, hasSecond = best, bestKey != ""
+		case x > best:
+			second = best
 			best, bestKey = x, e.Key
-		case !hasSecond || x > second:
-			second, hasSecond = x, true
+		case x > second:
+			second = x
 		}
 		if holder != "" && (served == "" || x < servedT) {
 			if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
@@ -510,12 +511,12 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 		return "", 0, l.viewErr(ctx, s, err)
 	}
 	switch {
-	case bestKey == "", served != "" && best <= servedT:
+	case best == 0, served != "" && best <= servedT:
 		// Nobody before t, or only the holder's entry and those of waiters
 		// served before it (the holder was first in line, so everyone
 		// before it has been served or has left).
 		return "", 0, nil
-	case hasSecond && (served == "" || second > servedT):
+	case second != 0 && (served == "" || second > servedT):
 		return bestKey, 2, nil
 	}
 	return bestKey, 1, nil
