@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -45,11 +44,7 @@ func TestWriteAsIdentifiesTheWrite(t *testing.T) {
 	require.Equal(t, "d1", e.MsgID)
 	require.Equal(t, d, e.Revision)
 
-	sub, err := c.JS.Conn().Subscribe("$KV.t.a", func(m *nats.Msg) {
-		_ = m.Respond([]byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"}}`))
-	})
-	require.NoError(t, err)
-	require.NoError(t, c.JS.Conn().Flush())
+	sub := natstest.RefuseWrites(t, c.JS.Conn(), "$KV.t.a")
 	rev, _, err := b.AcquireAs(ctx, "a", []byte("x"), 0, 0, "a1")
 	require.NoError(t, sub.Unsubscribe())
 	require.NoError(t, err, "our own write is not a holder")
@@ -68,18 +63,7 @@ func TestAcquireRefusedWhileTheKeyReadsFreeIsUnsettled(t *testing.T) {
 	n := natstest.WithServer(t)
 	b := openBucket(t, n.JS, 1)
 	ctx := natstest.Context(t, 30*time.Second)
-	s, err := n.JS.Stream(ctx, b.Stream())
-	require.NoError(t, err)
-	cfg := s.CachedInfo().Config
-	cfg.Subjects = []string{"$KV." + b.Name() + ".other.>"}
-	_, err = n.JS.UpdateStream(ctx, cfg)
-	require.NoError(t, err)
-	sub, err := n.NC.Subscribe(b.Subject("k"), func(m *nats.Msg) {
-		_ = m.Respond([]byte(`{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 1"}}`))
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	require.NoError(t, n.NC.Flush())
+	natstest.CutOff(t, n, b.Name())
 
 	_, cur, err := b.AcquireAs(ctx, "k", []byte("v"), 0, 0, "w1")
 	require.ErrorIs(t, err, kvx.ErrUnsettled)
