@@ -54,3 +54,29 @@ func TestRenewRefusedWhileStillOursIsNotLoss(t *testing.T) {
 	require.NoError(t, g.Renew(ctx), "the lease renews once the answers are the cluster's again")
 	require.NoError(t, g.Release(ctx))
 }
+
+// A restore whose write is refused every time while the lease still
+// carries the token's owner is an unknown outcome, not loss: the token
+// stays good, and restores once the answers are the cluster's again.
+func TestRestoreRefusedWhileStillTheTokensIsNotLoss(t *testing.T) {
+	n := natstest.WithServer(t)
+	m := newManager(t, n.JS, kvlease.Config{Bucket: "leases_restore_unsettled"})
+	l := bind(t, jobs, m)
+	ctx := natstest.Context(t, 30*time.Second)
+	g, ok, err := l.TryAcquire(ctx, "k", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	tok, err := l.Export(g)
+	require.NoError(t, err)
+	heal := natstest.CutOff(t, n, m.Bucket())
+
+	_, err = l.Restore(ctx, tok)
+	require.Error(t, err)
+	require.ErrorIs(t, err, kvx.ErrUnsettled)
+	require.NotErrorIs(t, err, kvlease.ErrLost)
+
+	heal()
+	g2, err := l.Restore(ctx, tok)
+	require.NoError(t, err, "the token was not used up")
+	require.NoError(t, g2.Release(ctx))
+}
