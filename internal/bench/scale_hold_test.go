@@ -42,7 +42,7 @@ func BenchmarkHold10kLocks(b *testing.B) {
 		b.FailNow()
 	}
 	st0 := l.Stats().Lease
-	held, maxGor, _ := sampleHold(hold)
+	held, maxGor, maxRSS := sampleHold(hold)
 	st1 := l.Stats().Lease
 	heap1, rss1, gor1 := measure()
 	for i, hctx := range hctxs {
@@ -53,7 +53,7 @@ func BenchmarkHold10kLocks(b *testing.B) {
 	require.Zero(b, st1.Lost-st0.Lost, "locks lost")
 	renewals := float64(st1.Renewals - st0.Renewals)
 	holdMetrics{unit: "lock", count: count, held: held, gor0: gor0, gor1: gor1, maxGor: maxGor,
-		heap0: heap0, heap1: heap1, rss1: rss1}.report(b)
+		heap0: heap0, heap1: heap1, rss1: rss1, maxRSS: maxRSS}.report(b)
 	b.ReportMetric(renewals/(float64(count)*held.Seconds()/(ttl/3).Seconds()), "renewals/lock/interval")
 	b.ReportMetric(float64(st1.RenewFailures-st0.RenewFailures), "renew-failures")
 	for _, r := range releases {
