@@ -15,6 +15,7 @@ import (
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 // fault names one kind of injected fault.
@@ -235,6 +236,25 @@ func retryCreate(t *testing.T, create func(ctx context.Context) error) {
 		defer cancel()
 		return create(ctx) == nil
 	}, "create bucket")
+}
+
+// openLedger opens a ledger without an event bus on the existing bucket,
+// retrying like bindKV (a node answers a fresh R3 bucket's info only once
+// it has caught up with its creation: it timed out once in CI under
+// load); t.Cleanup closes it.
+func openLedger(t *testing.T, js jetstream.JetStream, bucket string) *kvledger.Ledger {
+	t.Helper()
+	var l *kvledger.Ledger
+	retryCreate(t, func(ctx context.Context) error {
+		store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
+		if err != nil {
+			return err
+		}
+		l, err = kvledger.New(store, nil)
+		return err
+	})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
 }
 
 // bindKV binds bucket on js, retrying like retryCreate: a node answers

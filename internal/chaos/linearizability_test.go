@@ -357,19 +357,7 @@ func runLedgerLinearizability(t *testing.T, soak time.Duration) {
 		js, closeFn, err := cc.connect(fmt.Sprintf("lin%d", w))
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		// Bound like retryCreate: a node answers a fresh R3 bucket's
-		// info only once it has caught up with its creation (timed out
-		// once in CI under load).
-		var l *kvledger.Ledger
-		retryCreate(t, func(ctx context.Context) error {
-			store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
-			if err != nil {
-				return err
-			}
-			l, err = kvledger.New(store, nil)
-			return err
-		})
-		t.Cleanup(func() { _ = l.Close(context.Background()) })
+		l := openLedger(t, js, bucket)
 		owner := fmt.Sprintf("w%d", w)
 		// A fresh key set every 200 operations per worker.
 		wg.Go(func() {

@@ -218,17 +218,7 @@ func (w *linLedgerWL) setup(t *testing.T, r *partRun) {
 		js, closeFn, err := r.cc.connect(fmt.Sprintf("linledger%d", i))
 		require.NoError(t, err)
 		t.Cleanup(closeFn)
-		var l *kvledger.Ledger
-		retryCreate(t, func(ctx context.Context) error {
-			store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: linTaskBucket})
-			if err != nil {
-				return err
-			}
-			l, err = kvledger.New(store, nil)
-			return err
-		})
-		t.Cleanup(func() { _ = l.Close(context.Background()) })
-		w.ledgers = append(w.ledgers, l)
+		w.ledgers = append(w.ledgers, openLedger(t, js, linTaskBucket))
 	}
 }
 
