@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Defaults of JetStreamBusConfig.
@@ -83,22 +85,29 @@ func NewJetStreamBus(ctx context.Context, js jetstream.JetStream, cfg JetStreamB
 	if cfg.Replicas < 0 || cfg.Duplicates < 0 || cfg.MaxAge < 0 {
 		return nil, fmt.Errorf("%w: negative Replicas, Duplicates or MaxAge", ErrInvalidConfig)
 	}
-	_, err := js.Stream(ctx, cfg.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:       cfg.Stream,
-			Subjects:   cfg.Subjects,
-			Replicas:   cfg.Replicas,
-			Duplicates: cfg.Duplicates,
-			MaxAge:     cfg.MaxAge,
-			Storage:    cfg.Storage,
-			// Shown by `nats stream info`: whose stream this is.
-			Description: "natscoord events: ledger transitions, one per write (Nats-Msg-Id source/key/revision)",
-		})
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			_, err = js.Stream(ctx, cfg.Stream) // lost a creation race
+	// Each request is bounded by the operation timeout and sent again
+	// when unanswered (a lookup, or a create with a fixed configuration,
+	// is idempotent): on a cluster whose meta leader moves, one lost
+	// answer held the call for all of ctx.
+	err := kvx.Idempotent(ctx, kvx.OpTimeoutOf(js), func(ctx context.Context) error {
+		_, err := js.Stream(ctx, cfg.Stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+				Name:       cfg.Stream,
+				Subjects:   cfg.Subjects,
+				Replicas:   cfg.Replicas,
+				Duplicates: cfg.Duplicates,
+				MaxAge:     cfg.MaxAge,
+				Storage:    cfg.Storage,
+				// Shown by `nats stream info`: whose stream this is.
+				Description: "natscoord events: ledger transitions, one per write (Nats-Msg-Id source/key/revision)",
+			})
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				_, err = js.Stream(ctx, cfg.Stream) // lost a creation race
+			}
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("events: stream %q: %w", cfg.Stream, err)
 	}

@@ -8,23 +8,41 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Durable creates (or updates to cfg) the durable consumer cfg.Durable on
-// stream. Each request is bounded by perTry, and one whose answer did not
-// come within it (lost while a stream or meta leader moves, say) is sent
-// again for as long as ctx lives: creating a durable with the same
-// configuration is idempotent, so a repeat cannot make a second one.
-// Without the bound a lost answer would hold the caller for all of ctx.
-func Durable(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, perTry time.Duration) (jetstream.Consumer, error) {
+// Idempotent runs req, a request that may be sent any number of times
+// with one effect (a read, or creating a stream or durable consumer with
+// a fixed configuration), bounding each try by perTry and sending it
+// again when a try went unanswered, for as long as ctx lives. Without the
+// bound one answer lost while a stream or meta leader moves would hold
+// the caller for all of ctx. A ctx without a deadline gets
+// idempotentTries tries (so the call still ends, within
+// idempotentTries × perTry). A perTry <= 0 is DefaultOpTimeout (every try
+// would otherwise end at once).
+func Idempotent(ctx context.Context, perTry time.Duration, req func(ctx context.Context) error) error {
 	if perTry <= 0 {
-		// Every try would end at once and the loop spin until ctx does.
 		perTry = DefaultOpTimeout
 	}
-	for {
+	_, bounded := ctx.Deadline()
+	for try := 1; ; try++ {
 		tctx, cancel := context.WithTimeout(ctx, perTry)
-		cons, err := js.CreateOrUpdateConsumer(tctx, stream, cfg)
+		err := req(tctx)
 		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return cons, err
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || !bounded && try >= idempotentTries {
+			return err
 		}
 	}
+}
+
+// idempotentTries is Idempotent's ceiling for a ctx that cannot time out.
+const idempotentTries = 3
+
+// Durable creates (or updates to cfg) the durable consumer cfg.Durable on
+// stream, an Idempotent request: creating a durable with the same
+// configuration again cannot make a second one.
+func Durable(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, perTry time.Duration) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := Idempotent(ctx, perTry, func(ctx context.Context) (err error) {
+		cons, err = js.CreateOrUpdateConsumer(ctx, stream, cfg)
+		return err
+	})
+	return cons, err
 }

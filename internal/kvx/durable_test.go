@@ -2,6 +2,7 @@ package kvx_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,4 +42,36 @@ func TestDurableResendsAnUnansweredCreate(t *testing.T) {
 	cons, err := kvx.Durable(ctx, js, "D", cfg, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, "d1", cons.CachedInfo().Name)
+}
+
+// Idempotent sends an unanswered request again every perTry, returns the
+// first answer, and does not repeat a request that was answered with an
+// error.
+func TestIdempotentResendsOnlyUnanswered(t *testing.T) {
+	ctx := natstest.Context(t, 10*time.Second)
+	var tries atomic.Int64
+	err := kvx.Idempotent(ctx, 20*time.Millisecond, func(ctx context.Context) error {
+		if tries.Add(1) < 3 {
+			<-ctx.Done() // unanswered
+			return ctx.Err()
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, tries.Load())
+
+	tries.Store(0)
+	refused := errors.New("refused")
+	err = kvx.Idempotent(ctx, 20*time.Millisecond, func(context.Context) error { tries.Add(1); return refused })
+	require.ErrorIs(t, err, refused)
+	require.EqualValues(t, 1, tries.Load(), "an answer is not sent again")
+
+	tries.Store(0)
+	err = kvx.Idempotent(context.Background(), 20*time.Millisecond, func(ctx context.Context) error {
+		tries.Add(1)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a ctx that cannot end still gets an end")
+	require.EqualValues(t, 3, tries.Load())
 }
