@@ -37,7 +37,7 @@ func (a *app) tailReconnect(durable bool) []nats.Option {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			say("reconnected to %s; %s", nc.ConnectedUrlRedacted(), missed)
+			say("reconnected to %s; %s", redactURLs(nc.ConnectedUrl()), missed)
 		}),
 	}
 }
