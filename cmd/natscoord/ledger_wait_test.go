@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/events"
@@ -102,4 +103,79 @@ func TestLedgerWaitBadInput(t *testing.T) {
 	for _, args := range [][]string{{"ledger", "wait", "a", "missing"}, {"ledger", "wait"}} {
 		require.Equal(t, 1, c.run(args...).code, args)
 	}
+}
+
+// watching waits until a `ledger wait` watches the ledger bucket (its
+// ordered consumer exists): a change after that reaches its watch.
+func watching(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	ctx := natstest.Context(t, 20*time.Second)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		s, err := js.Stream(ctx, "KV_"+defaultLedgerBucket)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Consumers > 0
+	}, "ledger wait watches the bucket")
+}
+
+// A record deleted while `ledger wait` waits for it ends the wait (exit
+// 6, outcome deleted) instead of waiting for ever; a final record that
+// is deleted keeps how it ended, and the wait goes on for the others.
+func TestLedgerWaitEndsOnDelete(t *testing.T) {
+	c, n := newCLI(t)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		c.ok("ledger", "admit", k, "--seq", "1")
+	}
+	l := openTestLedger(t, n)
+	finish(t, l, "a", kvledger.StatusCompleted)
+
+	w := c.start("ledger", "wait", "a", "b")
+	watching(t, n.JS)
+	c.ok("ledger", "rm", "b", "--force")
+	r := w.result(t)
+	require.Equal(t, waitDeleted, r.code, r.stderr)
+	require.Contains(t, r.stderr, `task "b" was deleted`)
+	require.Regexp(t, `(?m)^a\s+completed\s`, r.stdout)
+	require.Regexp(t, `(?m)^b\s+deleted\s`, r.stdout)
+
+	w = c.start("--json", "ledger", "wait", "c", "d")
+	watching(t, n.JS)
+	finish(t, l, "c", kvledger.StatusCompleted)
+	require.NoError(t, l.Delete(natstest.Context(t, 10*time.Second), "test", "c", time.Now()))
+	finish(t, l, "d", kvledger.StatusCompleted)
+	r = w.result(t)
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"outcome": "completed"`)
+	require.NotContains(t, r.stdout, "deleted")
+
+	require.Contains(t, c.fail("ledger", "wait", "c"), `no task "c"`, "deleted before the wait: no such task")
+}
+
+// `ledger wait` outlives a server restart, as `events tail` does: it
+// says so on stderr, watches again once the server is back, and sees
+// the task end.
+func TestLedgerWaitResumesAfterRestart(t *testing.T) {
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
+	c.ok("ledger", "admit", "x", "--seq", "1")
+	js, err := s.JetStream()
+	require.NoError(t, err)
+
+	w := c.start("ledger", "wait", "x")
+	watching(t, js)
+	s.restart()
+	js, err = s.JetStream()
+	require.NoError(t, err)
+	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate, events.JetStreamBusConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	finish(t, l, "x", kvledger.StatusCompleted)
+
+	r := w.result(t)
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Contains(t, r.stderr, "connection to the server lost")
+	require.Contains(t, r.stderr, "reconnected")
+	require.Regexp(t, `(?m)^x\s+completed\s`, r.stdout)
 }
