@@ -114,6 +114,11 @@ func TestPasswordsOutsideArgv(t *testing.T) {
 			"serve printed its URL: %s", b.err.String())
 		return info.URL
 	}
+	t.Run("password without user", func(t *testing.T) {
+		t.Setenv("NATSCOORD_AUTH_PASSWORD", "secret")
+		args := []string{"serve", "--port", "0", "--data-dir", t.TempDir()}
+		require.Contains(t, requireFailure(t, runCLI(t, args...), args), "needs --auth-user")
+	})
 	tokenFile := filepath.Join(dir, "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("tok-123456\n"), 0o600))
 	for name, c := range map[string]struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,9 @@ func (a *app) serveCommand() *cobra.Command {
 			tok, err := token.resolve()
 			if err != nil {
 				return err
+			}
+			if pass != "" && authUser == "" {
+				return errors.New("a password (--auth-password, --auth-password-file or $NATSCOORD_AUTH_PASSWORD) needs --auth-user")
 			}
 			o.Auth = embedded.Auth{User: authUser, Password: pass, Token: tok}
 			if tlsCert != "" || tlsKey != "" || tlsCA != "" {
