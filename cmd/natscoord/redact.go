@@ -26,16 +26,15 @@ func redactURLs(s string) string {
 }
 
 // userInfoSpan returns where the user information of the URL u starts
-// and ends (at its '@'), if it has any.
+// and ends (at its last '@'), if it has any. A server URL has no path,
+// and a password may hold an unescaped '/' or '@', so everything up to
+// the last '@' is taken as user information: too much is hidden rather
+// than too little.
 func userInfoSpan(u string) (start, end int, ok bool) {
 	if i := strings.Index(u, "://"); i >= 0 {
 		start = i + len("://")
 	}
-	auth := u[start:]
-	if i := strings.IndexAny(auth, "/?#"); i >= 0 {
-		auth = auth[:i]
-	}
-	at := strings.LastIndex(auth, "@")
+	at := strings.LastIndex(u[start:], "@")
 	if at < 0 {
 		return 0, 0, false
 	}
