@@ -105,19 +105,34 @@ func TestLedgerWaitBadInput(t *testing.T) {
 	}
 }
 
-// watching waits until a `ledger wait` watches the ledger bucket (its
-// ordered consumer exists): a change after that reaches its watch.
-func watching(t *testing.T, js jetstream.JetStream) {
+// startWatching starts a `ledger wait` and returns once its watch of the
+// bucket has delivered the current records (a consumer the bucket did
+// not have before has nothing pending): a change after that reaches the
+// watch as a change. A consumer's creation races with writes made
+// meanwhile, so the test writes only after it.
+func startWatching(t *testing.T, js jetstream.JetStream, start func() *background) *background {
 	t.Helper()
 	ctx := natstest.Context(t, 20*time.Second)
+	s, err := js.Stream(ctx, "KV_"+defaultLedgerBucket)
+	require.NoError(t, err)
+	before := map[string]bool{}
+	names := s.ConsumerNames(ctx)
+	for n := range names.Name() {
+		before[n] = true
+	}
+	require.NoError(t, names.Err())
+	b := start()
 	natstest.Eventually(t, 20*time.Second, func() bool {
-		s, err := js.Stream(ctx, "KV_"+defaultLedgerBucket)
-		if err != nil {
-			return false
+		infos := s.ListConsumers(ctx)
+		found := false
+		for ci := range infos.Info() {
+			if !before[ci.Name] && ci.NumPending == 0 && ci.Delivered.Stream > 0 {
+				found = true
+			}
 		}
-		info, err := s.Info(ctx)
-		return err == nil && info.State.Consumers > 0
+		return infos.Err() == nil && found
 	}, "ledger wait watches the bucket")
+	return b
 }
 
 // A record deleted while `ledger wait` waits for it ends the wait (exit
@@ -131,8 +146,7 @@ func TestLedgerWaitEndsOnDelete(t *testing.T) {
 	l := openTestLedger(t, n)
 	finish(t, l, "a", kvledger.StatusCompleted)
 
-	w := c.start("ledger", "wait", "a", "b")
-	watching(t, n.JS)
+	w := startWatching(t, n.JS, func() *background { return c.start("ledger", "wait", "a", "b") })
 	c.ok("ledger", "rm", "b", "--force")
 	r := w.result(t)
 	require.Equal(t, waitDeleted, r.code, r.stderr)
@@ -140,8 +154,7 @@ func TestLedgerWaitEndsOnDelete(t *testing.T) {
 	require.Regexp(t, `(?m)^a\s+completed\s`, r.stdout)
 	require.Regexp(t, `(?m)^b\s+deleted\s`, r.stdout)
 
-	w = c.start("--json", "ledger", "wait", "c", "d")
-	watching(t, n.JS)
+	w = startWatching(t, n.JS, func() *background { return c.start("--json", "ledger", "wait", "c", "d") })
 	finish(t, l, "c", kvledger.StatusCompleted)
 	require.NoError(t, l.Delete(natstest.Context(t, 10*time.Second), "test", "c", time.Now()))
 	finish(t, l, "d", kvledger.StatusCompleted)
@@ -163,8 +176,7 @@ func TestLedgerWaitResumesAfterRestart(t *testing.T) {
 	js, err := s.JetStream()
 	require.NoError(t, err)
 
-	w := c.start("ledger", "wait", "x")
-	watching(t, js)
+	w := startWatching(t, js, func() *background { return c.start("ledger", "wait", "x") })
 	s.restart()
 	js, err = s.JetStream()
 	require.NoError(t, err)

@@ -58,9 +58,11 @@ func (w *taskWait) finalRecords() map[kvledger.IdempotencyKey]kvledger.TaskState
 }
 
 // gone handles a key that has no record (now): a typo before any watch
-// saw it, else a deletion, which ends the wait unless the key was
-// already final (a final record may be deleted; how it ended stands).
-// It returns the error that ends the wait, or nil.
+// saw it, else a deletion, which ends the wait unless the wait saw the
+// key final (Ledger.Delete removes final records; how it ended stands).
+// A record whose final value this wait never saw (a watch starting while
+// the record changes may deliver only a later value, here the deletion)
+// is reported deleted. It returns the error that ends the wait, or nil.
 func (w *taskWait) gone(k kvledger.IdempotencyKey) error {
 	if !w.existed {
 		return errNoTask(w.bucket, string(k))
