@@ -70,13 +70,14 @@ func (a *app) eventsCommand() *cobra.Command {
 func (a *app) tailEvents(parent context.Context, durable, stream, subject string, count int, filter eventFilter) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	rc := a.tailReconnect(durable != "")
 	cctx, ccancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(cctx, a.tailReconnect(durable != "")...)
+	nc, js, err := a.conn.connect(cctx, rc.opts...)
 	ccancel()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer rc.close(nc)
 
 	var (
 		mu      sync.Mutex

@@ -89,13 +89,14 @@ func waitKeys(args []string) ([]kvledger.IdempotencyKey, error) {
 func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.IdempotencyKey) error {
 	// The connection reconnects, as events tail's does: a server restart
 	// does not end the wait, the watch resumes once the server is back.
+	rc := a.reconnecting("ledger wait", "watching the tasks again")
 	octx, cancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(octx, a.reconnecting("ledger wait", "watching the tasks again")...)
+	nc, js, err := a.conn.connect(octx, rc.opts...)
 	cancel()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer rc.close(nc)
 	octx, cancel = a.conn.opContext(ctx)
 	store, err := openStore(octx, js, lf.bucket, false)
 	cancel()
