@@ -158,7 +158,7 @@ var eventColumns = []struct {
 
 func printEvent(a *app, e events.Event, header bool) error {
 	cells := []string{e.Time.UTC().Format(eventTimeFormat), string(e.Name), e.Source, e.Key, dash(e.Status), dash(e.Owner),
-		strconv.FormatUint(uint64(e.Fence), 10), strconv.FormatUint(e.Revision, 10), dash(e.BlockedBy)}
+		strconv.FormatUint(e.Fence, 10), strconv.FormatUint(e.Revision, 10), dash(e.BlockedBy)}
 	var b strings.Builder
 	if header {
 		for i, c := range eventColumns {
