@@ -241,7 +241,7 @@ func TestTablesSurviveAnyKey(t *testing.T) {
 func TestEventsTailFilters(t *testing.T) {
 	c, _ := newCLI(t)
 	c.ok("ledger", "admit", "x", "--seq", "1")
-	c.ok("ledger", "--bucket", "other", "admit", "x", "--seq", "1")
+	c.ok("ledger", "--bucket", "other", "admit", "x", "--seq", "1", "--create")
 	c.ok("ledger", "--bucket", "other", "admit", "y", "--seq", "1")
 	c.ok("ledger", "--bucket", "other", "claim", "x", "--owner", "w")
 

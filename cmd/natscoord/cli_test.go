@@ -222,7 +222,7 @@ func TestLedgerRestoreConflictWritesNothing(t *testing.T) {
 	c.ok("ledger", "admit", "b", "--seq", "1")
 	file := filepath.Join(t.TempDir(), "snap.json")
 	c.ok("ledger", "snapshot", "-o", file)
-	c.ok("ledger", "--bucket", "half", "admit", "b", "--seq", "7")
+	c.ok("ledger", "--bucket", "half", "admit", "b", "--seq", "7", "--create")
 	require.Contains(t, c.fail("ledger", "--bucket", "half", "restore", file), `task "b" already exists; nothing restored`)
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "--bucket", "half", "ls")), &tasks))

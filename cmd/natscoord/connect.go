@@ -16,7 +16,7 @@ import (
 type connFlags struct {
 	server   string
 	user     string
-	password string
+	password secretFlag
 	creds    string
 	tlsCA    string
 	tlsCert  string
@@ -27,8 +27,10 @@ type connFlags struct {
 func (c *connFlags) register(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVarP(&c.server, "server", "s", "", "NATS server URLs, comma separated (default $NATS_URL, else nats://127.0.0.1:4222)")
-	f.StringVar(&c.user, "user", "", "user name or token")
-	f.StringVar(&c.password, "password", "", "password")
+	c.password = secretFlag{flag: "password", fileFlag: "password-file", env: "NATS_PASSWORD"}
+	f.StringVar(&c.user, "user", "", "user name or token (default $NATS_USER)")
+	f.StringVar(&c.password.value, "password", "", "password for --user"+c.password.help())
+	f.StringVar(&c.password.file, "password-file", "", "file holding the password for --user (default: $NATS_PASSWORD)")
 	f.StringVar(&c.creds, "creds", "", "user credentials file")
 	f.StringVar(&c.tlsCA, "tlsca", "", "CA certificate to verify the server")
 	f.StringVar(&c.tlsCert, "tlscert", "", "client certificate")
@@ -49,13 +51,21 @@ func (c *connFlags) url() string {
 
 func (c *connFlags) options() ([]nats.Option, error) {
 	opts := []nats.Option{nats.Name("natscoord-cli"), nats.Timeout(c.timeout), nats.MaxReconnects(0)}
+	user := c.user
+	if user == "" {
+		user = os.Getenv("NATS_USER")
+	}
+	password, err := c.password.resolve()
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case c.user != "" && c.password != "":
-		opts = append(opts, nats.UserInfo(c.user, c.password))
-	case c.user != "":
-		opts = append(opts, nats.Token(c.user))
-	case c.password != "":
-		return nil, errors.New("--password needs --user")
+	case user != "" && password != "":
+		opts = append(opts, nats.UserInfo(user, password))
+	case user != "":
+		opts = append(opts, nats.Token(user))
+	case password != "":
+		return nil, errors.New("a password (--password, --password-file or $NATS_PASSWORD) needs --user")
 	}
 	if c.creds != "" {
 		if _, err := os.Stat(c.creds); err != nil {
@@ -89,7 +99,7 @@ func (c *connFlags) connect(ctx context.Context, extra ...nats.Option) (*nats.Co
 	opts = append(opts, extra...) // later options win
 	nc, err := nats.Connect(c.url(), opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect %s: %w", c.url(), err)
+		return nil, nil, fmt.Errorf("connect %s: %w", redactURLs(c.url()), err)
 	}
 	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(c.timeout))
 	if err != nil {

@@ -75,7 +75,7 @@ func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func
 		d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
 			nc, err := nats.Connect(url, append(opts, nats.Name(name))...)
 			if err != nil {
-				return nil, nil, fmt.Errorf("connect %s: %w", url, err)
+				return nil, nil, fmt.Errorf("connect %s: %w", redactURLs(url), err)
 			}
 			js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(a.conn.timeout))
 			if err != nil {
@@ -84,7 +84,7 @@ func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func
 			}
 			return nc, js, nil
 		}
-		return d, url, func() {}, nil
+		return d, redactURLs(url), func() {}, nil
 	}
 	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
 	if err != nil {
@@ -292,7 +292,7 @@ wait:
 	}
 	sum := summarize(run, snap, o.workers, time.Since(start))
 	if runErr != nil {
-		sum.Problems = append([]string{runErr.Error()}, sum.Problems...)
+		sum.Problems = append([]string{a.conn.redact(runErr.Error())}, sum.Problems...)
 		sum.OK = false
 	}
 	if a.json {

@@ -50,13 +50,27 @@ func (p *progress) line() string {
 		p.count(kvledger.StatusClaimed))
 }
 
+// demoEventWidths are the widths of the demo's event columns (event,
+// key, status, who acted), fitting every value a run can print: the
+// longest event name, the longest key of the graph, and a worker name or
+// "by " and the key that blocked a task, whichever is longer.
+var demoEventWidths = func() [4]int {
+	w := [4]int{len(kvledger.TakenOverEvent), 0, len(kvledger.StatusCompleted), len("worker-16")}
+	for _, t := range demoGraph {
+		w[1] = max(w[1], displayWidth(string(t.key)))
+		w[3] = max(w[3], displayWidth("by "+string(t.key)))
+	}
+	return w
+}()
+
 func printDemoEvent(w io.Writer, since time.Duration, e events.Event, p *progress) {
 	who := e.Owner
 	if e.BlockedBy != "" {
 		who = "by " + e.BlockedBy
 	}
-	fmt.Fprintf(w, "%7.2fs  %-18s %-10s %-9s %-12s fence %-2d %s\n",
-		since.Seconds(), e.Name, e.Key, e.Status, who, e.Fence, p.line())
+	c := demoEventWidths
+	fmt.Fprintf(w, "%7.2fs  %s %s %s %s fence %-2d %s\n", since.Seconds(), fitCell(string(e.Name), c[0]),
+		fitCell(e.Key, c[1]), fitCell(e.Status, c[2]), fitCell(who, c[3]), e.Fence, p.line())
 }
 
 // demoSummary is the end of a demo run, also its --json output.

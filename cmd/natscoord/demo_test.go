@@ -20,9 +20,9 @@ func TestDemoRunsToCompletion(t *testing.T) {
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		"was elected leader",
-		"ledger.completed   integ-test failed",
-		"ledger.blocked     package    blocked   by integ-test",
-		"ledger.taken_over  docs",
+		"ledger.completed  integ-test failed",
+		"ledger.blocked    package    blocked   by integ-test fence",
+		"ledger.taken_over docs",
 		"TASK        STATUS     OWNER     FENCE  BLOCKED-BY",
 		"12 tasks: 8 completed, 1 failed, 3 blocked",
 		"was refused (kvledger: fence token is stale",
@@ -30,6 +30,15 @@ func TestDemoRunsToCompletion(t *testing.T) {
 	} {
 		require.Contains(t, r.stdout, want)
 	}
+	// Every event line, blocked ones included, keeps its columns.
+	var events []string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "  ledger.") {
+			events = append(events, l)
+		}
+	}
+	require.NotEmpty(t, events)
+	requireColumn(t, events, " fence ", " fence ")
 }
 
 func TestDemoJSON(t *testing.T) {

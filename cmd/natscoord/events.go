@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -67,13 +70,14 @@ func (a *app) eventsCommand() *cobra.Command {
 func (a *app) tailEvents(parent context.Context, durable, stream, subject string, count int, filter eventFilter) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	rc := a.tailReconnect(durable != "")
 	cctx, ccancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(cctx, a.tailReconnect(durable != "")...)
+	nc, js, err := a.conn.connect(cctx, rc.opts...)
 	ccancel()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer rc.close(nc)
 
 	var (
 		mu      sync.Mutex
@@ -139,19 +143,51 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 	return nil
 }
 
+// eventColumns are the columns of `events tail`. A stream has no last
+// row to measure, so the widths are fixed: a longer value is truncated
+// (fitCell) so that every row keeps its columns in place, and --json
+// prints it whole. Numbers are right-aligned and never cut.
+var eventColumns = []struct {
+	name  string
+	width int
+}{
+	{"TIME", len(eventTimeFormat) - len("Z07:00") + len("Z")}, // printed in UTC
+	{"EVENT", 18}, {"SOURCE", 20}, {"KEY", 24}, {"STATUS", 9}, {"OWNER", 16},
+	{"FENCE", 6}, {"REV", 10}, {"BLOCKED-BY", maxCellWidth},
+}
+
 func printEvent(a *app, e events.Event, header bool) error {
+	cells := []string{e.Time.UTC().Format(eventTimeFormat), string(e.Name), e.Source, e.Key, dash(e.Status), dash(e.Owner),
+		strconv.FormatUint(e.Fence, 10), strconv.FormatUint(e.Revision, 10), dash(e.BlockedBy)}
+	var b strings.Builder
 	if header {
-		if _, err := fmt.Fprintf(a.stdout, "%-24s  %-18s  %-20s  %-10s  %-9s  %-12s  %6s  %8s  %s\n",
-			"TIME", "EVENT", "SOURCE", "KEY", "STATUS", "OWNER", "FENCE", "REV", "BLOCKED-BY"); err != nil {
-			return err
+		for i, c := range eventColumns {
+			writeEventCell(&b, i, c.name)
 		}
 	}
-	// The columns are fixed (a stream has no last row to measure), padded
-	// by display width so that wide keys stay aligned where they fit.
-	_, err := fmt.Fprintf(a.stdout, "%-24s  %s  %s  %s  %s  %s  %6d  %8d  %s\n",
-		e.Time.UTC().Format(eventTimeFormat), padCell(string(e.Name), 18), padCell(e.Source, 20), padCell(e.Key, 10),
-		padCell(dash(e.Status), 9), padCell(dash(e.Owner), 12), e.Fence, e.Revision, escapeCell(dash(e.BlockedBy)))
+	for i, c := range cells {
+		writeEventCell(&b, i, c)
+	}
+	_, err := io.WriteString(a.stdout, b.String())
 	return err
+}
+
+// writeEventCell writes the cell of column i of eventColumns: fitted to
+// its width, numbers right-aligned, the last one unpadded and ending the
+// line.
+func writeEventCell(b *strings.Builder, i int, cell string) {
+	width := eventColumns[i].width
+	switch name := eventColumns[i].name; {
+	case i == len(eventColumns)-1:
+		b.WriteString(truncateCell(escapeCell(cell), width))
+		b.WriteByte('\n')
+		return
+	case name == "FENCE" || name == "REV":
+		b.WriteString(strings.Repeat(" ", max(0, width-len(cell))) + cell)
+	default:
+		b.WriteString(fitCell(cell, width))
+	}
+	b.WriteString("  ")
 }
 
 // eventFilter keeps the events of one source (ledger bucket) and one key;

@@ -111,23 +111,39 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		Short: "List every task of the ledger",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
-				if a.json {
-					return corruptAfter(writeJSON(a.stdout, snap.Tasks), lf.bucket, bad)
-				}
-				rows := make([][]string, 0, len(snap.Tasks))
-				for _, t := range snap.Tasks {
-					rows = append(rows, []string{string(t.Key), string(t.Status), strconv.FormatUint(uint64(t.Sequence), 10),
-						dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
-						dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
-				}
-				if bad != nil {
-					rows = append(rows, corruptRows(bad)...)
-				}
-				return writeTable(a.stdout, []string{"KEY", "STATUS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
+			err := a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
+				return a.printLedger(lf, snap, bad)
 			})
+			if defaultBucketMissing(cmd, err) {
+				// Nothing was ever admitted on this server: an empty list, as
+				// lease ls and lock ls print.
+				return a.printLedger(lf, kvledger.Snapshot{}, nil)
+			}
+			return err
 		},
 	}
+}
+
+// printLedger prints the tasks of a snapshot, then the corrupt records bad
+// names, as `ledger ls` lists them.
+func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
+	if a.json {
+		tasks := snap.Tasks
+		if tasks == nil {
+			tasks = []kvledger.TaskState{}
+		}
+		return corruptAfter(writeJSON(a.stdout, tasks), lf.bucket, bad)
+	}
+	rows := make([][]string, 0, len(snap.Tasks))
+	for _, t := range snap.Tasks {
+		rows = append(rows, []string{string(t.Key), string(t.Status), strconv.FormatUint(uint64(t.Sequence), 10),
+			dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
+			dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
+	}
+	if bad != nil {
+		rows = append(rows, corruptRows(bad)...)
+	}
+	return writeTable(a.stdout, []string{"KEY", "STATUS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
 }
 
 func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
@@ -176,11 +192,15 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 		seq         uint64
 		needs, task string
 		rt          admitRuntime
+		create      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-] [--kind K] [--run-at T | --delay D]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
-		Args:  cobra.ExactArgs(1),
+		Long: "admit admits a task once per key (a duplicate or older sequence is not admitted).\n" +
+			"The default ledger bucket is created when missing; a bucket named with --bucket must\n" +
+			"exist unless --create is given (a misspelt name is refused, not made a new ledger).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
 			if key == "" {
@@ -198,7 +218,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, ledgerCreate, func(ctx context.Context, l *kvledger.Ledger) error {
+			access := ledgerCreate
+			if cmd.Flags().Changed("bucket") && !create {
+				access = ledgerUpdate
+			}
+			err = a.withLedger(cmd.Context(), lf, access, func(ctx context.Context, l *kvledger.Ledger) error {
 				rb, err := prepareRebase(ctx, l, kvledger.IdempotencyKey(key), kvledger.Sequence(seq),
 					!cmd.Flags().Changed("task"), !cmd.Flags().Changed("needs"), payload, ns)
 				if err != nil {
@@ -223,9 +247,14 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, t), t.Status, t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
+			if nb := (noBucketError{}); errors.As(err, &nb) {
+				return fmt.Errorf("%w (add --create to create it)", err)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&create, "create", false, "create the --bucket ledger when it does not exist")
 	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
 	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs (a rebase without it keeps the stored ones)")
 	f.StringVar(&task, "task", "", "task payload: JSON, @FILE or - (stdin); null for none (a rebase without it keeps the stored one)")

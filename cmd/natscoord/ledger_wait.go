@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -22,11 +21,13 @@ const (
 	waitBlocked   = 3 // a task is blocked: something it needs failed
 	waitCancelled = 4 // a task was cancelled by an operator
 	waitGaveUp    = 5 // --for elapsed or the wait was interrupted before every task was final
+	waitDeleted   = 6 // a task's record was deleted before it was final
 )
 
 const waitHelp = `wait blocks until every KEY is final (completed, failed, blocked or
 cancelled) and prints how each ended. It learns about changes by push
 (a watch on the ledger bucket), not by polling; a KEY that has no record is an error.
+When the server goes away, wait says so on stderr, reconnects and watches again.
 
 Exit codes:
   0  every task completed
@@ -34,6 +35,7 @@ Exit codes:
   3  a task is blocked (a task it needs failed)
   4  a task was cancelled
   5  --for elapsed, or the wait was interrupted, before every task was final
+  6  a task's record was deleted (ledger rm, Ledger.Delete) before it was final
   1  any other error (bad input, no such task, no server)
 When tasks ended differently, the first of failed, blocked, cancelled decides.`
 
@@ -85,42 +87,39 @@ func waitKeys(args []string) ([]kvledger.IdempotencyKey, error) {
 }
 
 func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.IdempotencyKey) error {
+	// The connection reconnects, as events tail's does: a server restart
+	// does not end the wait, the watch resumes once the server is back.
+	rc := a.reconnecting("ledger wait", "watching the tasks again")
 	octx, cancel := a.conn.opContext(ctx)
-	nc, js, err := a.conn.connect(octx)
+	nc, js, err := a.conn.connect(octx, rc.opts...)
 	cancel()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer rc.close(nc)
 	octx, cancel = a.conn.opContext(ctx)
-	l, err := openLedger(octx, js, lf.bucket, ledgerInspect, events.JetStreamBusConfig{})
+	store, err := openStore(octx, js, lf.bucket, false)
 	cancel()
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close(context.Background()) }()
 
-	// A key without a record is a typo, not something to wait for.
-	for _, k := range keys {
-		octx, cancel := a.conn.opContext(ctx)
-		_, found, err := l.State(octx, k)
-		cancel()
-		if err != nil {
+	w := &taskWait{keys: keys, bucket: lf.bucket, last: map[kvledger.IdempotencyKey]kvledger.TaskState{}}
+	err = a.watchUntilFinal(ctx, nc, store, w)
+	final := w.finalRecords()
+	var gone taskDeletedError
+	switch {
+	case ctx.Err() != nil:
+		return a.waitGaveUp(ctx, keys, final)
+	case errors.As(err, &gone):
+		if err := a.printWaited(keys, final, gone.key); err != nil {
 			return err
 		}
-		if !found {
-			return errNoTask(lf.bucket, string(k))
-		}
-	}
-	// WaitFinal is woken by the bucket's watch: no polling.
-	final, err := l.WaitFinal(ctx, keys...)
-	if err != nil {
-		if ctx.Err() != nil {
-			return a.waitGaveUp(ctx, keys, final)
-		}
+		return exitError{code: waitDeleted, err: err}
+	case err != nil:
 		return err
 	}
-	if err := a.printWaited(keys, final); err != nil {
+	if err := a.printWaited(keys, final, ""); err != nil {
 		return err
 	}
 	code, why := waitOutcome(keys, final)
@@ -131,7 +130,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 }
 
 func (a *app) waitGaveUp(ctx context.Context, keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
-	if err := a.printWaited(keys, final); err != nil {
+	if err := a.printWaited(keys, final, ""); err != nil {
 		return err
 	}
 	why := "interrupted"
@@ -172,7 +171,9 @@ func waitOutcome(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyK
 	return waitCompleted, ""
 }
 
-func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
+// printWaited prints how each key ended; deleted names the key whose
+// record was deleted before it was final, if any.
+func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState, deleted kvledger.IdempotencyKey) error {
 	type row struct {
 		Key     kvledger.IdempotencyKey `json:"key"`
 		Outcome string                  `json:"outcome"`
@@ -184,6 +185,9 @@ func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.Ide
 	for _, k := range keys {
 		t, done := final[k]
 		r := row{Key: k, Outcome: outcome(t, done), Final: done}
+		if k == deleted {
+			r.Outcome = "deleted"
+		}
 		cells := []string{string(k), r.Outcome, "-", "-", "-"}
 		if done {
 			r.Task = &t

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/events"
@@ -102,4 +103,91 @@ func TestLedgerWaitBadInput(t *testing.T) {
 	for _, args := range [][]string{{"ledger", "wait", "a", "missing"}, {"ledger", "wait"}} {
 		require.Equal(t, 1, c.run(args...).code, args)
 	}
+}
+
+// startWatching starts a `ledger wait` and returns once its watch of the
+// bucket has delivered the current records (a consumer the bucket did
+// not have before has nothing pending): a change after that reaches the
+// watch as a change. A consumer's creation races with writes made
+// meanwhile, so the test writes only after it.
+func startWatching(t *testing.T, js jetstream.JetStream, start func() *background) *background {
+	t.Helper()
+	ctx := natstest.Context(t, 20*time.Second)
+	s, err := js.Stream(ctx, "KV_"+defaultLedgerBucket)
+	require.NoError(t, err)
+	before := map[string]bool{}
+	names := s.ConsumerNames(ctx)
+	for n := range names.Name() {
+		before[n] = true
+	}
+	require.NoError(t, names.Err())
+	b := start()
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		infos := s.ListConsumers(ctx)
+		found := false
+		for ci := range infos.Info() {
+			if !before[ci.Name] && ci.NumPending == 0 && ci.Delivered.Stream > 0 {
+				found = true
+			}
+		}
+		return infos.Err() == nil && found
+	}, "ledger wait watches the bucket")
+	return b
+}
+
+// A record deleted while `ledger wait` waits for it ends the wait (exit
+// 6, outcome deleted) instead of waiting for ever; a final record that
+// is deleted keeps how it ended, and the wait goes on for the others.
+func TestLedgerWaitEndsOnDelete(t *testing.T) {
+	c, n := newCLI(t)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		c.ok("ledger", "admit", k, "--seq", "1")
+	}
+	l := openTestLedger(t, n)
+	finish(t, l, "a", kvledger.StatusCompleted)
+
+	w := startWatching(t, n.JS, func() *background { return c.start("ledger", "wait", "a", "b") })
+	c.ok("ledger", "rm", "b", "--force")
+	r := w.result(t)
+	require.Equal(t, waitDeleted, r.code, r.stderr)
+	require.Contains(t, r.stderr, `task "b" was deleted`)
+	require.Regexp(t, `(?m)^a\s+completed\s`, r.stdout)
+	require.Regexp(t, `(?m)^b\s+deleted\s`, r.stdout)
+
+	w = startWatching(t, n.JS, func() *background { return c.start("--json", "ledger", "wait", "c", "d") })
+	finish(t, l, "c", kvledger.StatusCompleted)
+	require.NoError(t, l.Delete(natstest.Context(t, 10*time.Second), "test", "c", time.Now()))
+	finish(t, l, "d", kvledger.StatusCompleted)
+	r = w.result(t)
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"outcome": "completed"`)
+	require.NotContains(t, r.stdout, "deleted")
+
+	require.Contains(t, c.fail("ledger", "wait", "c"), `no task "c"`, "deleted before the wait: no such task")
+}
+
+// `ledger wait` outlives a server restart, as `events tail` does: it
+// says so on stderr, watches again once the server is back, and sees
+// the task end.
+func TestLedgerWaitResumesAfterRestart(t *testing.T) {
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
+	c.ok("ledger", "admit", "x", "--seq", "1")
+	js, err := s.JetStream()
+	require.NoError(t, err)
+
+	w := startWatching(t, js, func() *background { return c.start("ledger", "wait", "x") })
+	s.restart()
+	js, err = s.JetStream()
+	require.NoError(t, err)
+	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate, events.JetStreamBusConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	finish(t, l, "x", kvledger.StatusCompleted)
+
+	r := w.result(t)
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Contains(t, r.stderr, "connection to the server lost")
+	require.Contains(t, r.stderr, "reconnected")
+	require.Regexp(t, `(?m)^x\s+completed\s`, r.stdout)
 }

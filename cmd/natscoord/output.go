@@ -13,9 +13,18 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// maxCellWidth bounds, in display columns, every table cell but a row's
+// last: every row is padded to its column's widest cell, so one huge
+// cell (a task that needs 20,000 others) would otherwise make every row
+// of the table as wide. The last cell is not padded, so it only widens
+// its own row and is printed whole (`ledger show` prints whole values).
+// --json prints every value exactly.
+const maxCellWidth = 48
+
 // writeTable prints an aligned table with a header row, two spaces
-// between columns. Cells are escaped (escapeCell) and aligned by their
-// display width, so any key keeps its row and its columns in place
+// between columns. Cells are escaped (escapeCell), truncated to
+// maxCellWidth (truncateCell) but for the last of a row, and aligned by
+// their display width, so any key keeps its row and its columns in place
 // (text/tabwriter counts runes, which misaligns wide characters).
 func writeTable(w io.Writer, header []string, rows [][]string) error {
 	all := make([][]string, 0, len(rows)+1)
@@ -26,6 +35,9 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 		esc := make([]string, len(row))
 		for i, c := range row {
 			esc[i] = escapeCell(c)
+			if i < len(row)-1 {
+				esc[i] = truncateCell(esc[i], maxCellWidth)
+			}
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}

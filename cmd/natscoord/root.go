@@ -40,7 +40,7 @@ func runIO(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		if errors.As(err, &silent) {
 			return int(silent)
 		}
-		fmt.Fprintln(stderr, "natscoord: "+oneLine(err))
+		fmt.Fprintln(stderr, "natscoord: "+a.conn.redact(oneLine(err)))
 		var ee exitError
 		if errors.As(err, &ee) {
 			return ee.code

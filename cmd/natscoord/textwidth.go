@@ -131,10 +131,32 @@ func wide(r rune) bool {
 	return false
 }
 
-// padCell returns s escaped and padded with spaces to width columns (it is
-// returned escaped and unpadded when it is wider).
-func padCell(s string, width int) string {
-	s = escapeCell(s)
+// truncMarker ends a cell cut short by truncateCell.
+const truncMarker = "…"
+
+// truncateCell returns the escaped cell s cut to at most width display
+// columns, ending with truncMarker when anything was cut. A cell is cut
+// between characters (an escape such as \x1b may be cut within).
+func truncateCell(s string, width int) string {
+	if len(s) <= width || displayWidth(s) <= width {
+		return s // a byte per column at most: fits
+	}
+	w, limit := 0, width-displayWidth(truncMarker)
+	for i, r := range s {
+		rw := runeWidth(r)
+		if w+rw > limit {
+			return s[:i] + truncMarker
+		}
+		w += rw
+	}
+	return s
+}
+
+// fitCell returns s escaped, truncated to width columns (truncateCell)
+// and padded with spaces to exactly width: a cell of a column whose
+// width is fixed before its rows are known, such as a stream's.
+func fitCell(s string, width int) string {
+	s = truncateCell(escapeCell(s), width)
 	if n := width - displayWidth(s); n > 0 {
 		return s + strings.Repeat(" ", n)
 	}
