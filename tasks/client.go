@@ -16,10 +16,11 @@ import (
 // Client submits tasks to one ledger, runs the workers added to it and
 // inspects the ledger. It is safe for concurrent use.
 type Client struct {
-	cfg    Config
-	store  *kvledger.KVStore
-	ledger *kvledger.Ledger
-	worker *worker.Worker
+	cfg     Config
+	store   *kvledger.KVStore
+	ledger  *kvledger.Ledger
+	worker  *worker.Worker
+	counter counter
 
 	mu      sync.Mutex
 	kinds   map[string]bool
@@ -110,5 +111,6 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.counter.stop()
 	return errors.Join(c.worker.Close(ctx), c.ledger.Close(ctx))
 }

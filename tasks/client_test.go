@@ -180,3 +180,23 @@ func keys(ts []kvledger.TaskState) []kvledger.IdempotencyKey {
 	}
 	return out
 }
+
+// Counts are kept by the client's watch: after the first call, a
+// submission shows in the next call without a listing.
+func TestCountsFollowTheLedger(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 20*time.Second)
+	_, err := c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "now"})
+	require.NoError(t, err)
+	counts, err := c.Counts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Total)
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1}, counts.ByKind["big"])
+
+	_, err = c.Submit(ctx, failArgs{}, &tasks.SubmitOpts{Key: "later", Delay: time.Hour})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		counts, err := c.Counts(ctx)
+		return err == nil && counts.ByKind["fail"][kvledger.PhaseScheduled] == 1 && counts.Total == 2
+	}, 10*time.Second, 5*time.Millisecond)
+}

@@ -13,4 +13,6 @@ var (
 	ErrDuplicateKind = errors.New("tasks: kind already has a worker")
 	// ErrStarted: AddWorker after Start, or Start twice.
 	ErrStarted = errors.New("tasks: client already started")
+	// ErrClosed: the client was closed.
+	ErrClosed = errors.New("tasks: client closed")
 )
