@@ -37,7 +37,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
-		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf))
+		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }

@@ -107,3 +107,22 @@ func TestLedgerPurge(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
 	require.Empty(t, tasks)
 }
+
+// stats counts tasks by state and kind, telling scheduled and cancelled
+// tasks apart from pending and failed ones.
+func TestLedgerStats(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "m1", "--seq", "1", "--kind", "mail")
+	c.ok("ledger", "admit", "m2", "--seq", "1", "--kind", "mail", "--delay", "1h")
+	c.ok("ledger", "admit", "r1", "--seq", "1", "--kind", "report")
+	c.ok("ledger", "cancel", "r1")
+	var counts kvledger.Counts
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "stats")), &counts))
+	require.Equal(t, 3, counts.Total)
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1, kvledger.PhaseScheduled: 1}, counts.ByKind["mail"])
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhaseCancelled: 1}, counts.ByKind["report"])
+	out := c.ok("ledger", "stats")
+	require.Regexp(t, `(?m)^KIND\s+pending\s+scheduled\s+retrying\s+running\s+completed\s+failed\s+cancelled\s+blocked\s+total$`, out)
+	require.Regexp(t, `(?m)^mail\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+2$`, out)
+	require.Regexp(t, `(?m)^\(all\)\s+1\s+1\s+0\s+0\s+0\s+0\s+1\s+0\s+3$`, out)
+}
