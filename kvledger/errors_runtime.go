@@ -29,4 +29,6 @@ var (
 	ErrNoWatch = errors.New("kvledger: store has no record watch")
 	// ErrNoDelete: the store cannot delete records (no RecordDeleter).
 	ErrNoDelete = errors.New("kvledger: store cannot delete records")
+	// ErrInvalidPhase: ParsePhase got a name that is not a Phase.
+	ErrInvalidPhase = errors.New("kvledger: unknown phase")
 )

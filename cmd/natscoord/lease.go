@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -216,11 +215,12 @@ func corruptRow(e kvx.Entry) (leaseRow, bool) {
 	return leaseRow{Key: e.Key, Holder: corruptHolder, Host: "-", TTL: "-", Revision: e.Revision, Corrupt: true}, true
 }
 
-// decodeLease reads a lease value; data keys written through a Proof and
-// anything else that is not a lease report false.
+// decodeLease reads a lease value through kvlease, which owns the
+// format; data keys written through a Proof and anything else that is not
+// a lease report false.
 func decodeLease(e kvx.Entry) (leaseRow, bool) {
-	var h kvlease.Holder
-	if err := json.Unmarshal(e.Value, &h); err != nil || h.OwnerHash == "" || h.TTLMillis <= 0 {
+	h, err := kvlease.DecodeHolder(e.Value)
+	if err != nil {
 		return leaseRow{}, false
 	}
 	return leaseRow{Key: e.Key, Holder: h.ID, Host: h.Host, PID: h.PID, TTL: h.TTL().String(),

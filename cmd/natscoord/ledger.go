@@ -36,7 +36,8 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
-		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf))
+		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
+		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }

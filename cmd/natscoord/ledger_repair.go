@@ -53,17 +53,27 @@ func corruptRows(bad *kvledger.CorruptRecordsError) [][]string {
 }
 
 func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
-	var force bool
+	var (
+		sel   opSelect
+		force bool
+	)
 	cmd := &cobra.Command{
-		Use:   "rm KEY --force",
-		Short: "Remove one stored record whatever it holds (a repair tool: no event, any status)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "rm [KEY...] [--state S] [--kind K] [--prefix P] [--dry-run] | rm KEY --force",
+		Short: "Remove ended tasks (each with an event); --force removes one record whatever it holds",
+		Long: `rm removes completed, failed, cancelled and blocked tasks, named by key or
+chosen with filters, each by a compare-and-set that leaves an event; the
+key can then be admitted again. A task that has not ended is refused
+(cancel it first). rm KEY --force is the repair tool: it removes one stored
+value whatever it holds, a corrupt one included, with no check and no event.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !force {
-				return errors.New("ledger rm removes a record without any ledger check: add --force")
+				return a.runOp(cmd.Context(), lf, &sel, deleteAction(lf, "rm"), args)
 			}
-			// The store alone: rm removes a record beneath the ledger
-			// (no checks, no event).
+			if len(args) != 1 || sel.filtered() {
+				return errors.New("ledger rm --force removes exactly one key, named, without filters")
+			}
+			// The store alone: rm --force removes a record beneath the
+			// ledger (no checks, no event).
 			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
 				store, err := openStore(ctx, js, lf.bucket, false)
 				if err != nil {
@@ -84,6 +94,7 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "confirm removing the record without any ledger check")
+	sel.flags(cmd)
+	cmd.Flags().BoolVar(&force, "force", false, "remove one record without any ledger check or event (repair)")
 	return cmd
 }

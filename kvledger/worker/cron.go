@@ -62,7 +62,14 @@ func parseSpec(s string, loc *time.Location) (spec, error) {
 		c.dow |= 1 // 7 is Sunday too
 	}
 	c.domStar, c.dowStar = f[2] == "*", f[4] == "*"
-	return spec{cron: &c, loc: loc}, nil
+	sp := spec{cron: &c, loc: loc}
+	if sp.next(time.Now()).IsZero() {
+		// next searches five years ahead, which covers every date that
+		// exists (29 February included): a pattern that finds none, such
+		// as "0 0 31 2 *", would never run.
+		return spec{}, fmt.Errorf("%w: schedule %q never runs: no date matches it", ErrInvalidConfig, s)
+	}
+	return sp, nil
 }
 
 func parseField(f string, lo, hi int) (uint64, error) {
@@ -110,6 +117,19 @@ func (s spec) next(t time.Time) time.Time {
 		return time.Unix(0, (n+1)*int64(s.every)).In(s.loc)
 	}
 	return s.cron.next(t.In(s.loc))
+}
+
+// latest returns the last period start in [from, now]; from must be a
+// period start not after now.
+func (s spec) latest(from, now time.Time) time.Time {
+	if s.every > 0 {
+		return time.Unix(0, now.UnixNano()/int64(s.every)*int64(s.every)).In(s.loc)
+	}
+	last := from
+	for n := s.next(from); !n.IsZero() && !n.After(now); n = s.next(n) {
+		last = n
+	}
+	return last
 }
 
 func (c *cronSpec) dayMatches(t time.Time) bool {

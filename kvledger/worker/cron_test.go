@@ -37,9 +37,35 @@ func TestParseSpecNext(t *testing.T) {
 			t.Errorf("%q after %s: got %s, want %s", c.spec, c.from, got, c.want)
 		}
 	}
-	for _, bad := range []string{"", "* * *", "60 * * * *", "* 24 * * *", "*/0 * * * *", "5-1 * * * *", "@every 10ms", "@every x", "@sometimes"} {
+	for _, bad := range []string{"", "* * *", "60 * * * *", "* 24 * * *", "*/0 * * * *", "5-1 * * * *", "@every 10ms", "@every x", "@sometimes",
+		"0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"} {
 		if _, err := parseSpec(bad, nil); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// latest finds the last period start in a stretch of missed periods.
+func TestSpecLatest(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, c := range []struct{ spec, from, now, want string }{
+		{"@every 1m", "2026-12-01T10:00:00Z", "2026-12-01T10:05:30Z", "2026-12-01T10:05:00Z"},
+		{"@every 1m", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"},
+		{"*/15 * * * *", "2026-12-01T10:15:00Z", "2026-12-01T11:20:00Z", "2026-12-01T11:15:00Z"},
+		{"0 0 * * *", "2026-12-01T00:00:00Z", "2026-12-01T23:59:00Z", "2026-12-01T00:00:00Z"},
+	} {
+		s, err := parseSpec(c.spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.latest(at(c.from), at(c.now)); !got.Equal(at(c.want)) {
+			t.Errorf("%q from %s to %s: got %s, want %s", c.spec, c.from, c.now, got, c.want)
 		}
 	}
 }

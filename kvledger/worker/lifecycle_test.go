@@ -186,3 +186,28 @@ func TestConcurrencyLimits(t *testing.T) {
 	require.Equal(t, int32(1), peakA.Load())
 	require.GreaterOrEqual(t, peak.Load(), int32(2), "kinds run side by side")
 }
+
+// A worker whose clock jumps past many periods (a pause, a server that
+// could not be reached) admits one task for them, not one per period.
+func TestScheduleRunsMissedPeriodsOnce(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	w := e.worker(worker.Config{Clock: clock}, func(w *worker.Worker) {
+		require.NoError(t, w.Schedule(worker.Schedule{Name: "tick", Spec: "@every 1s", Task: kvledger.Submission{Kind: "tick"}}))
+		require.NoError(t, w.Handle("tick", func(context.Context, *worker.Task) error { return nil }))
+	})
+	require.Eventually(t, func() bool { return w.Stats().Scheduled >= 1 }, 10*time.Second, 5*time.Millisecond)
+	offset.Store(int64(time.Minute)) // sixty periods go by at once
+	require.Eventually(t, func() bool { return w.Stats().Scheduled >= 3 }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, w.Close(natstest.Context(t, 10*time.Second)))
+	var keys []kvledger.IdempotencyKey
+	require.NoError(t, e.led.Store().Range(natstest.Context(t, 5*time.Second), func(s kvledger.TaskState) bool {
+		if strings.HasPrefix(string(s.Key), "schedule/tick/") {
+			keys = append(keys, s.Key)
+		}
+		return true
+	}))
+	require.LessOrEqual(t, len(keys), 5, "the skipped minute was admitted once: %v", keys)
+}

@@ -11,6 +11,9 @@ import (
 // may run the same schedule: each admits the period's task under the
 // key PeriodKey(Name, period start), so the ledger's idempotency makes
 // exactly one admission per period count, whichever process is first.
+// Periods missed while a worker was paused or could not reach the server
+// run at most once: the worker admits the latest period that has started
+// and skips the earlier ones.
 type Schedule struct {
 	// Name identifies the schedule; it is part of every period's key.
 	Name string
@@ -91,10 +94,14 @@ func (w *Worker) scheduleLoop() {
 		}
 		now := w.now()
 		for _, s := range w.schedules {
-			for !s.next.IsZero() && !s.next.After(now) {
-				w.admitPeriod(s, s.next)
-				s.next = s.spec.next(s.next)
+			if s.next.IsZero() || s.next.After(now) {
+				continue
 			}
+			// Periods that went by while this process was paused, or
+			// while the server could not be reached, run once: the
+			// latest of them is admitted and the others are skipped.
+			w.admitPeriod(s, s.spec.latest(s.next, now))
+			s.next = s.spec.next(now)
 		}
 	}
 }

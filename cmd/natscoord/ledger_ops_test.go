@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// opReport reads an operator action's --json report.
+func opReport(t *testing.T, out string) map[string]string {
+	t.Helper()
+	var rows []opResult
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	got := make(map[string]string, len(rows))
+	for _, r := range rows {
+		got[r.Key] = r.Action
+	}
+	return got
+}
+
+// taskPhase is key's phase as `ledger show` reads it.
+func taskPhase(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey) kvledger.Phase {
+	t.Helper()
+	s, found, err := l.State(natstest.Context(t, 10*time.Second), key)
+	require.NoError(t, err)
+	require.True(t, found, key)
+	return s.Phase(time.Now())
+}
+
+// An operator repairs a failed batch from the CLI: reopen, cancel and rm
+// take keys or filters, a dry run changes nothing, and each change is the
+// ledger's own transition (its record names the event it left).
+func TestLedgerOperatorActions(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "mail.1", "--seq", "1", "--kind", "mail")
+	c.ok("ledger", "admit", "mail.2", "--seq", "1", "--kind", "mail")
+	c.ok("ledger", "admit", "report", "--seq", "1", "--kind", "report", "--needs", "mail.1")
+	c.ok("ledger", "admit", "other", "--seq", "1", "--kind", "other")
+	l := openTestLedger(t, n)
+	finish(t, l, "mail.1", kvledger.StatusFailed)
+	finish(t, l, "mail.2", kvledger.StatusFailed)
+	require.Equal(t, kvledger.PhaseBlocked, taskPhase(t, l, "report"))
+
+	// Keys and filters do not mix; an action needs one of them.
+	require.Contains(t, c.fail("ledger", "reopen"), "needs keys or a filter")
+	require.Contains(t, c.fail("ledger", "reopen", "mail.1", "--kind", "mail"), "keys or filters, not both")
+	require.Contains(t, c.fail("ledger", "reopen", "--state", "done"), "unknown phase")
+
+	// A dry run shows what would change and changes nothing.
+	require.Equal(t, map[string]string{"mail.1": "would reopen", "mail.2": "would reopen"},
+		opReport(t, c.ok("--json", "ledger", "reopen", "--kind", "mail", "--dry-run")))
+	require.Equal(t, kvledger.PhaseFailed, taskPhase(t, l, "mail.1"))
+
+	// Cancel by key: a cancelled task has its own state.
+	require.Contains(t, c.ok("ledger", "cancel", "other", "--reason", "bad deploy"), "cancelled 1 task(s), 0 error(s)")
+	require.Equal(t, kvledger.PhaseCancelled, taskPhase(t, l, "other"))
+	require.Contains(t, c.fail("ledger", "cancel", "other"), "not pending or claimed")
+
+	// Reopen by filter: only failed and cancelled tasks of the kind, and
+	// the dependent they blocked is unblocked.
+	require.Equal(t, map[string]string{"mail.1": "reopened", "mail.2": "reopened"},
+		opReport(t, c.ok("--json", "ledger", "reopen", "--state", "failed", "--prefix", "mail.")))
+	for _, k := range []kvledger.IdempotencyKey{"mail.1", "mail.2", "report"} {
+		require.Equal(t, kvledger.PhasePending, taskPhase(t, l, k), k)
+	}
+	s, _, err := l.State(natstest.Context(t, 10*time.Second), "mail.1")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.ReopenedEvent, s.LastEvent)
+
+	// rm removes ended tasks only; a filter skips those that have not ended.
+	require.Contains(t, c.fail("ledger", "rm", "mail.1"), "not final")
+	require.Equal(t, map[string]string{"other": "removed"}, opReport(t, c.ok("--json", "ledger", "rm", "--state", "cancelled,failed")))
+	_, found, err := l.State(natstest.Context(t, 10*time.Second), "other")
+	require.NoError(t, err)
+	require.False(t, found)
+	require.Contains(t, c.fail("ledger", "rm", "other"), `no task "other"`)
+}
+
+// purge removes ended tasks; purge --all empties the ledger only when the
+// bucket is named again.
+func TestLedgerPurge(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "b", "--seq", "1")
+	c.ok("ledger", "admit", "c", "--seq", "1")
+	l := openTestLedger(t, n)
+	finish(t, l, "a", kvledger.StatusCompleted)
+	claim(t, l, "b", "w")
+
+	require.Equal(t, map[string]string{"a": "would remove"}, opReport(t, c.ok("--json", "ledger", "purge", "--dry-run")))
+	require.Equal(t, map[string]string{"a": "removed"}, opReport(t, c.ok("--json", "ledger", "purge")))
+
+	require.Contains(t, c.fail("ledger", "purge", "--all"), "--confirm "+defaultLedgerBucket)
+	require.Contains(t, c.fail("ledger", "purge", "--all", "--confirm", "other"), "--confirm "+defaultLedgerBucket)
+	require.Equal(t, map[string]string{"b": "would cancel, would remove", "c": "would cancel, would remove"},
+		opReport(t, c.ok("--json", "ledger", "purge", "--all", "--confirm", defaultLedgerBucket, "--dry-run")))
+	require.Equal(t, kvledger.PhaseRunning, taskPhase(t, l, "b"))
+	out := c.ok("ledger", "purge", "--all", "--confirm", defaultLedgerBucket)
+	require.Contains(t, out, "removed 2 task(s), 0 error(s)")
+	require.Regexp(t, `(?m)^b\s+running\s+cancelled, removed\s+-$`, out)
+	var tasks []kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
+	require.Empty(t, tasks)
+}
+
+// stats counts tasks by state and kind, telling scheduled and cancelled
+// tasks apart from pending and failed ones.
+func TestLedgerStats(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "m1", "--seq", "1", "--kind", "mail")
+	c.ok("ledger", "admit", "m2", "--seq", "1", "--kind", "mail", "--delay", "1h")
+	c.ok("ledger", "admit", "r1", "--seq", "1", "--kind", "report")
+	c.ok("ledger", "cancel", "r1")
+	var counts kvledger.Counts
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "stats")), &counts))
+	require.Equal(t, 3, counts.Total)
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1, kvledger.PhaseScheduled: 1}, counts.ByKind["mail"])
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhaseCancelled: 1}, counts.ByKind["report"])
+	out := c.ok("ledger", "stats")
+	require.Regexp(t, `(?m)^KIND\s+pending\s+scheduled\s+retrying\s+running\s+completed\s+failed\s+cancelled\s+blocked\s+total$`, out)
+	require.Regexp(t, `(?m)^mail\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+2$`, out)
+	require.Regexp(t, `(?m)^\(all\)\s+1\s+1\s+0\s+0\s+0\s+0\s+1\s+0\s+3$`, out)
+}

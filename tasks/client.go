@@ -1,0 +1,116 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// Client submits tasks to one ledger, runs the workers added to it and
+// inspects the ledger. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	store   *kvledger.KVStore
+	ledger  *kvledger.Ledger
+	worker  *worker.Worker
+	counter counter
+
+	mu      sync.Mutex
+	kinds   map[string]bool
+	started bool
+	closed  bool
+}
+
+// NewClient opens the ledger named by cfg on js and provisions what it
+// needs when missing: the ledger bucket, the events stream (ledger.>) and
+// the claims' lease bucket. It starts the ledger's event relay; workers
+// start with Start. Close releases everything.
+func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, error) {
+	if js == nil {
+		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: cfg.Ledger, Replicas: cfg.Replicas, Retention: cfg.Retention})
+	if err != nil {
+		return nil, err
+	}
+	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: cfg.Replicas})
+	if err != nil {
+		return nil, err
+	}
+	l, err := kvledger.New(store, bus)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, store: store, ledger: l, kinds: make(map[string]bool)}
+	if err := l.StartRelay(ctx, kvledger.RelayConfig{}); err != nil {
+		return nil, errors.Join(err, l.Close(context.WithoutCancel(ctx)))
+	}
+	if c.worker, err = worker.New(ctx, js, l, cfg.workerConfig()); err != nil {
+		return nil, errors.Join(err, l.Close(context.WithoutCancel(ctx)))
+	}
+	return c, nil
+}
+
+// Ledger returns the ledger underneath, for what the client does not
+// wrap (snapshots, the fenced claim API of kvledger).
+func (c *Client) Ledger() *kvledger.Ledger { return c.ledger }
+
+// Start starts the workers added with AddWorker: they claim ready tasks
+// of their kinds until Close. It returns once the worker has read the
+// ledger (bounded by ctx). A client with no worker added starts nothing.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started || c.closed {
+		c.mu.Unlock()
+		return ErrStarted
+	}
+	c.started = true
+	working := len(c.kinds) > 0
+	c.mu.Unlock()
+	if !working {
+		return nil
+	}
+	return c.worker.Start(ctx)
+}
+
+// Run is Start, then Close when ctx ends, or earlier when the worker
+// stops by itself (its watch ended for good): it returns that error.
+func (c *Client) Run(ctx context.Context) error {
+	if err := c.Start(ctx); err != nil {
+		return errors.Join(err, c.Close(context.WithoutCancel(ctx)))
+	}
+	select {
+	case <-ctx.Done():
+	case <-c.worker.Done():
+	}
+	return c.Close(context.WithoutCancel(ctx))
+}
+
+// Stats is the worker's counters (claims, completions, failures...).
+func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
+
+// Close drains the workers (running handlers get Config.DrainTimeout),
+// then closes the ledger, which drains its event relay. Every goroutine
+// the client started has ended when it returns. ctx bounds the wait.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.counter.stop()
+	return errors.Join(c.worker.Close(ctx), c.ledger.Close(ctx))
+}

@@ -1,0 +1,202 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/tasks"
+)
+
+type bigArgs struct {
+	ID    uint64  `json:"id"`
+	Neg   int64   `json:"neg"`
+	Ratio float64 `json:"ratio"`
+	Blob  []byte  `json:"blob"`
+}
+
+func (bigArgs) Kind() string { return "big" }
+
+type failArgs struct{ Permanent bool }
+
+func (failArgs) Kind() string { return "fail" }
+
+type noKind struct{}
+
+func (noKind) Kind() string { return "" }
+
+type badJSON struct{ C chan int }
+
+func (badJSON) Kind() string { return "bad" }
+
+func newClient(t *testing.T, cfg tasks.Config) *tasks.Client {
+	t.Helper()
+	n := natstest.WithServer(t)
+	c, err := tasks.NewClient(natstest.Context(t, 10*time.Second), n.JS, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close(context.Background())) })
+	return c
+}
+
+// Arguments reach the handler as they were submitted: integers beyond
+// 2^53, the extremes of int64, and bytes.
+func TestArgsRoundTripExactly(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	got := make(chan bigArgs, 1)
+	require.NoError(t, tasks.AddWorker(c, func(ctx context.Context, tk *tasks.Task[bigArgs]) error {
+		got <- tk.Args
+		return nil
+	}))
+	ctx := natstest.Context(t, 20*time.Second)
+	require.NoError(t, c.Start(ctx))
+	want := bigArgs{ID: math.MaxUint64 - 1, Neg: math.MinInt64 + 1, Ratio: 0.1, Blob: []byte{0, 1, 0xff}}
+	sub, err := c.Submit(ctx, want, nil)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(sub.Key), "big."), sub.Key)
+	final, err := c.Wait(ctx, sub.Key)
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusCompleted, final[sub.Key].Status, final[sub.Key].LastError)
+	require.Equal(t, want, <-got)
+	// The stored payload keeps the submitted digits after the claim and
+	// the outcome rewrote the record.
+	raw, err := json.Marshal(final[sub.Key].Task)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"id":18446744073709551614`)
+	require.Contains(t, string(raw), `"neg":-9223372036854775807`)
+}
+
+// A key is admitted once; bad arguments are refused before any write.
+func TestSubmitKeysAndBadArgs(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 10*time.Second)
+	opts := &tasks.SubmitOpts{Key: "k1", Delay: time.Hour}
+	first, err := c.Submit(ctx, bigArgs{ID: 1}, opts)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Submitted{Key: "k1", Admitted: true}, first)
+	again, err := c.Submit(ctx, bigArgs{ID: 2}, opts)
+	require.NoError(t, err)
+	require.False(t, again.Admitted)
+	rec, found, err := c.Get(ctx, "k1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "big", rec.Kind)
+	require.Equal(t, kvledger.PhaseScheduled, rec.Phase(time.Now()))
+
+	_, err = c.Submit(ctx, noKind{}, nil)
+	require.ErrorIs(t, err, tasks.ErrInvalidArgs)
+	_, err = c.Submit(ctx, badJSON{}, nil)
+	require.ErrorIs(t, err, tasks.ErrInvalidArgs)
+	_, err = c.Submit(ctx, nil, nil)
+	require.ErrorIs(t, err, tasks.ErrInvalidArgs)
+	_, err = c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{RunAt: time.Now(), Delay: time.Second})
+	require.ErrorIs(t, err, kvledger.ErrInvalidState)
+}
+
+// A kind has one worker; workers are added before Start.
+func TestAddWorkerRules(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	noop := func(context.Context, *tasks.Task[bigArgs]) error { return nil }
+	require.NoError(t, tasks.AddWorker(c, noop))
+	require.ErrorIs(t, tasks.AddWorker(c, noop), tasks.ErrDuplicateKind)
+	require.ErrorIs(t, tasks.AddWorker[noKind](c, func(context.Context, *tasks.Task[noKind]) error { return nil }), tasks.ErrInvalidArgs)
+	require.ErrorIs(t, tasks.AddWorker[bigArgs](c, nil), tasks.ErrInvalidConfig)
+	require.NoError(t, c.Start(natstest.Context(t, 10*time.Second)))
+	require.ErrorIs(t, tasks.AddWorker(c, func(context.Context, *tasks.Task[failArgs]) error { return nil }), tasks.ErrStarted)
+	require.ErrorIs(t, c.Start(context.Background()), tasks.ErrStarted)
+}
+
+// An error is retried up to MaxAttempts; a permanent one fails at once.
+func TestRetriesAndPermanentErrors(t *testing.T) {
+	c := newClient(t, tasks.Config{MaxAttempts: 2})
+	require.NoError(t, tasks.AddWorker(c, func(ctx context.Context, tk *tasks.Task[failArgs]) error {
+		if tk.Args.Permanent {
+			return tasks.Permanent(errors.New("bad address"))
+		}
+		return fmt.Errorf("attempt %d of %d", tk.Attempt, tk.MaxAttempts)
+	}))
+	ctx := natstest.Context(t, 30*time.Second)
+	require.NoError(t, c.Start(ctx))
+	subs, err := c.SubmitMany(ctx, []tasks.Submission{
+		{Args: failArgs{Permanent: true}, Opts: &tasks.SubmitOpts{Key: "perm"}},
+		{Args: failArgs{}, Opts: &tasks.SubmitOpts{Key: "retry"}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []tasks.Submitted{{Key: "perm", Admitted: true}, {Key: "retry", Admitted: true}}, subs)
+	final, err := c.Wait(ctx, "perm", "retry")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusFailed, final["perm"].Status)
+	require.Equal(t, 1, final["perm"].Attempts)
+	require.Contains(t, final["perm"].LastError, "bad address")
+	require.Equal(t, kvledger.StatusFailed, final["retry"].Status)
+	require.Equal(t, 2, final["retry"].Attempts)
+	require.Contains(t, final["retry"].LastError, "attempt 2 of 2")
+}
+
+// List filters by phase, kind and prefix, a page at a time.
+func TestListPages(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 10*time.Second)
+	var subs []tasks.Submission
+	for i := range 5 {
+		subs = append(subs, tasks.Submission{Args: bigArgs{ID: uint64(i)}, Opts: &tasks.SubmitOpts{Key: kvledger.IdempotencyKey(fmt.Sprintf("a.%d", i))}})
+	}
+	subs = append(subs, tasks.Submission{Args: failArgs{}, Opts: &tasks.SubmitOpts{Key: "b.0", Delay: time.Hour}})
+	_, err := c.SubmitMany(ctx, subs)
+	require.NoError(t, err)
+
+	p, err := c.List(ctx, tasks.Filter{Prefix: "a.", Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, []kvledger.IdempotencyKey{"a.0", "a.1"}, keys(p.Tasks))
+	require.Equal(t, kvledger.IdempotencyKey("a.1"), p.Next)
+	p, err = c.List(ctx, tasks.Filter{Prefix: "a.", Limit: 2, After: p.Next})
+	require.NoError(t, err)
+	require.Equal(t, []kvledger.IdempotencyKey{"a.2", "a.3"}, keys(p.Tasks))
+	p, err = c.List(ctx, tasks.Filter{Prefix: "a.", Limit: 2, After: p.Next})
+	require.NoError(t, err)
+	require.Equal(t, []kvledger.IdempotencyKey{"a.4"}, keys(p.Tasks))
+	require.Empty(t, p.Next)
+
+	p, err = c.List(ctx, tasks.Filter{Phases: []kvledger.Phase{kvledger.PhaseScheduled}})
+	require.NoError(t, err)
+	require.Equal(t, []kvledger.IdempotencyKey{"b.0"}, keys(p.Tasks))
+	p, err = c.List(ctx, tasks.Filter{Kind: "fail"})
+	require.NoError(t, err)
+	require.Equal(t, []kvledger.IdempotencyKey{"b.0"}, keys(p.Tasks))
+}
+
+func keys(ts []kvledger.TaskState) []kvledger.IdempotencyKey {
+	out := make([]kvledger.IdempotencyKey, len(ts))
+	for i, t := range ts {
+		out[i] = t.Key
+	}
+	return out
+}
+
+// Counts are kept by the client's watch: after the first call, a
+// submission shows in the next call without a listing.
+func TestCountsFollowTheLedger(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 20*time.Second)
+	_, err := c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "now"})
+	require.NoError(t, err)
+	counts, err := c.Counts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, counts.Total)
+	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1}, counts.ByKind["big"])
+
+	_, err = c.Submit(ctx, failArgs{}, &tasks.SubmitOpts{Key: "later", Delay: time.Hour})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		counts, err := c.Counts(ctx)
+		return err == nil && counts.ByKind["fail"][kvledger.PhaseScheduled] == 1 && counts.Total == 2
+	}, 10*time.Second, 5*time.Millisecond)
+}

@@ -1,0 +1,122 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// Args is a task's arguments. Its Kind routes the task to the worker
+// added for that type, and its JSON is the stored payload: numbers,
+// strings and bytes round-trip exactly (integers beyond 2^53 too), so a
+// handler receives what was submitted.
+type Args interface {
+	// Kind names the task's kind. It must be constant for the type.
+	Kind() string
+}
+
+// SubmitOpts are a submission's options. The zero value (or nil) is valid:
+// every field states its default.
+type SubmitOpts struct {
+	// Key is the task's idempotency key: a second submission under a key
+	// that has a record admits nothing (Submitted.Admitted is false).
+	// Default: "<kind>.<nuid>", a new key every time.
+	Key kvledger.IdempotencyKey
+	// Seq is the submission's sequence: a submission with a higher Seq
+	// rebases a pending task in place (new payload and needs), a lower or
+	// equal one changes nothing. Default 1.
+	Seq kvledger.Sequence
+	// Needs are keys that must complete before this task runs; one that
+	// fails blocks it. Default none.
+	Needs []kvledger.IdempotencyKey
+	// RunAt is the earliest time the task may start; Delay, when
+	// positive, sets it to now plus Delay (not both). Default: at once.
+	RunAt time.Time
+	Delay time.Duration
+	// MaxAttempts bounds the task's attempts. Default 0: the worker's
+	// Config.MaxAttempts.
+	MaxAttempts int
+}
+
+// Submitted is the outcome of one submission.
+type Submitted struct {
+	// Key is the task's key (the one generated when SubmitOpts.Key was
+	// empty).
+	Key kvledger.IdempotencyKey
+	// Admitted is false when the key already had a record, which is
+	// then unchanged unless the submission rebased it.
+	Admitted bool
+}
+
+// Submission pairs arguments with their options, for SubmitMany.
+type Submission struct {
+	Args Args
+	Opts *SubmitOpts
+}
+
+// Submit admits one task.
+func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
+	sub, err := submission(args, opts)
+	if err != nil {
+		return Submitted{}, err
+	}
+	ok, err := c.ledger.Submit(ctx, c.cfg.Actor, sub)
+	if err != nil {
+		return Submitted{Key: sub.Key}, err
+	}
+	return Submitted{Key: sub.Key, Admitted: ok}, nil
+}
+
+// SubmitMany admits tasks in batches (one round trip for up to 1000 new
+// tasks without needs, where the server allows atomic batches), in order.
+// On an error the returned slice says what was admitted before it.
+func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted, error) {
+	out := make([]Submitted, len(subs))
+	ks := make([]kvledger.Submission, len(subs))
+	for i, s := range subs {
+		sub, err := submission(s.Args, s.Opts)
+		if err != nil {
+			return nil, fmt.Errorf("submission %d: %w", i, err)
+		}
+		ks[i], out[i].Key = sub, sub.Key
+	}
+	ok, err := c.ledger.AdmitMany(ctx, c.cfg.Actor, ks)
+	for i := range ok {
+		out[i].Admitted = ok[i]
+	}
+	return out, err
+}
+
+// submission is the ledger's submission of args with opts.
+func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
+	if args == nil {
+		return kvledger.Submission{}, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
+	}
+	kind := args.Kind()
+	if kind == "" {
+		return kvledger.Submission{}, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return kvledger.Submission{}, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+	}
+	var o SubmitOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Key == "" {
+		o.Key = kvledger.IdempotencyKey(kind + "." + nuid.Next())
+	}
+	if o.Seq == 0 {
+		o.Seq = 1
+	}
+	return kvledger.Submission{
+		Key: o.Key, Seq: o.Seq, Task: json.RawMessage(payload), Needs: o.Needs,
+		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
+	}, nil
+}
