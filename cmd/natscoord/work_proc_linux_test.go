@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,34 +15,6 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
-
-// process is natscoord run as a process of its own (the test binary, see
-// TestMain), for the tests that must kill it.
-type process struct {
-	cmd      *exec.Cmd
-	out, err natstest.SyncBuffer
-	done     chan struct{}
-}
-
-// startProcess starts natscoord with args against c's server; it is
-// killed, and waited for, when the test ends.
-func (c *cli) startProcess(args ...string) *process {
-	c.t.Helper()
-	p := &process{done: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], append([]string{"--server", c.url}, args...)...)
-	p.cmd.Env = append(os.Environ(), cliProcessEnv+"=1")
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
-	require.NoError(c.t, p.cmd.Start())
-	go func() {
-		defer close(p.done)
-		_ = p.cmd.Wait()
-	}()
-	c.t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		natstest.WaitClosed(c.t, p.done, 30*time.Second, "natscoord to end")
-	})
-	return p
-}
 
 // alive reports whether pid runs (a zombie does not).
 func alive(pid int) bool {

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -321,4 +323,62 @@ func TestWorkDelayedTask(t *testing.T) {
 	require.False(t, ran.Before(rec.RunAt), "ran at %v, run-at %v", ran, rec.RunAt)
 	require.GreaterOrEqual(t, ran.Sub(admitted), 1500*time.Millisecond)
 	require.Equal(t, 0, work.stop(t).code)
+}
+
+// process is natscoord run as a process of its own (the test binary, see
+// TestMain), for the tests that must kill it.
+type process struct {
+	cmd      *exec.Cmd
+	out, err natstest.SyncBuffer
+	done     chan struct{}
+}
+
+// startProcess starts natscoord with args against c's server; it is
+// killed, and waited for, when the test ends.
+func (c *cli) startProcess(args ...string) *process {
+	c.t.Helper()
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], append([]string{"--server", c.url}, args...)...)
+	p.cmd.Env = append(os.Environ(), cliProcessEnv+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
+	require.NoError(c.t, p.cmd.Start())
+	go func() {
+		defer close(p.done)
+		_ = p.cmd.Wait()
+	}()
+	c.t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		natstest.WaitClosed(c.t, p.done, 30*time.Second, "natscoord to end")
+	})
+	return p
+}
+
+// A worker outlives a server restart and says so in its own lines: one
+// when the connection is lost, one when it is back, and nats.go's
+// asynchronous errors (a consumer that missed its heartbeats: "consumer
+// not active") formatted as its own instead of raw, every time.
+func TestWorkServerRestart(t *testing.T) {
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
+	c.ok("ledger", "admit", "before", "--seq", "1", "--kind", "k")
+	w := c.startProcess("work", "--kind", "k", "--", "sh", "-c", "echo ok")
+	r := c.run("ledger", "wait", "before")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+
+	s.restart()
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(w.err.String(), "natscoord work: reconnected to ") },
+		"the worker says it reconnected: %q", &w.err)
+	c.ok("ledger", "admit", "after", "--seq", "1", "--kind", "k")
+	r = c.run("ledger", "wait", "after")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGINT))
+	natstest.WaitClosed(t, w.done, 30*time.Second, "the worker to drain and stop")
+	require.Equal(t, 0, w.cmd.ProcessState.ExitCode(), w.err.String())
+	errs := w.err.String()
+	require.Contains(t, errs, "natscoord work: connection to the server lost")
+	for _, l := range strings.Split(strings.TrimSuffix(errs, "\n"), "\n") {
+		require.True(t, strings.HasPrefix(l, "natscoord work: "), "a line of the worker's own: %q", l)
+	}
+	require.Regexp(t, `(?m)^completed\s+after\s+attempt 1`, w.out.String())
 }
