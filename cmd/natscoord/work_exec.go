@@ -55,7 +55,9 @@ func (t execTask) env() []string {
 // result and its stderr passed through. When the run's context ends (the
 // claim was lost, the task cancelled, or the worker drains), the child's
 // process group gets SIGTERM, and SIGKILL grace later if it is still
-// running.
+// running; when it exits, so does what it left running. On Linux the
+// child is a supervisor that also does so if the worker dies (see
+// work_supervise_linux.go).
 type commandRunner struct {
 	argv   []string
 	grace  time.Duration
