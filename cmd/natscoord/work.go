@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -132,6 +133,8 @@ func (o workOptions) validate() error {
 	switch {
 	case o.kind == "":
 		return errors.New("--kind must not be empty")
+	case kvlease.ValidateTTL(o.ttl) != nil:
+		return fmt.Errorf("--ttl: %w", kvlease.ValidateTTL(o.ttl))
 	case o.concurrency < 1 || o.concurrency > maxWorkConcurrency:
 		return fmt.Errorf("--concurrency must be 1..%d, got %d", maxWorkConcurrency, o.concurrency)
 	case o.maxAttempts < 1 || o.maxAttempts > maxWorkAttempts:
@@ -237,7 +240,7 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 			return err
 		}
 		if cut {
-			fmt.Fprintf(r.stderr, "natscoord work: %s: stdout beyond %d bytes was dropped from the result\n", t.Key(), r.limit)
+			fmt.Fprintf(r.stderr, "natscoord work: %s: stdout beyond %d bytes was dropped from the result\n", escapeCell(string(t.Key())), r.limit)
 		}
 		if len(res) > 0 && r.limit > 0 {
 			if err := t.SetRawResult(res); err != nil {
