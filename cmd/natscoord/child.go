@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,6 +77,9 @@ func runUnder(held context.Context, what string, argv, env []string, stdin io.Re
 	c.Env = append(os.Environ(), env...)
 	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
 	c.SysProcAttr = childProcAttr()
+	// The parent-death signal follows the thread that started c.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)

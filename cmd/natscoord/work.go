@@ -181,7 +181,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
-	r := &commandRunner{argv: argv, grace: o.grace, limit: o.resultLimit, stderr: a.stderr,
+	r := &commandRunner{argv: argv, grace: o.grace, orphanGrace: min(o.grace, o.ttl/3), limit: o.resultLimit, stderr: a.stderr,
 		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1)}
 	if err := w.Handle(o.kind, r.handle(o.ledger.bucket)); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))

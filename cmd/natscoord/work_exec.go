@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,11 +60,14 @@ func (t execTask) env() []string {
 // child is a supervisor that also does so if the worker dies (see
 // work_supervise_linux.go).
 type commandRunner struct {
-	argv   []string
-	grace  time.Duration
-	limit  int       // bytes of stdout kept
-	stderr io.Writer // where the child's stderr goes (shared: lines from concurrent tasks interleave)
-	env    []string  // the worker's environment, secrets removed (commandEnv)
+	argv  []string
+	grace time.Duration
+	// orphanGrace is the grace when the worker died (a third of the
+	// claim's TTL at most; see work_supervise_linux.go).
+	orphanGrace time.Duration
+	limit       int       // bytes of stdout kept
+	stderr      io.Writer // where the child's stderr goes (shared: lines from concurrent tasks interleave)
+	env         []string  // the worker's environment, secrets removed (commandEnv)
 	// startFailed gets the first *commandStartError: the worker stops.
 	startFailed chan error
 }
@@ -119,7 +123,7 @@ func checkCommand(name string) error {
 // error when ctx ended first (the command has been stopped by then). In
 // every case, what the command left running has been stopped as well.
 func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, bool, error) {
-	cmd, sup, err := commandFor(r.argv, r.grace)
+	cmd, sup, err := commandFor(r.argv, r.grace, r.orphanGrace)
 	if err != nil {
 		return nil, false, err
 	}
@@ -132,6 +136,10 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 	// WaitDelay bounds the wait for pipes a leftover process still holds
 	// open after the command itself exited.
 	cmd.WaitDelay = time.Second
+	// The supervisor's parent-death signal follows the thread that
+	// started it (childProcAttr).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		sup.abort()
 		return nil, false, &commandStartError{code: startErrorCode(err), msg: fmt.Sprintf("%q: %v", r.argv[0], err)}

@@ -52,16 +52,20 @@ func requireGone(t *testing.T, pids []int, what string) {
 }
 
 // A worker killed by SIGKILL leaves nothing running: the command and its
-// grandchild (a shell's `sleep 300 &`) are stopped, and the worker that
-// takes the task over runs the only copy. Before, the command was
+// grandchild (a shell's `sleep 300 &`) are stopped within a third of the
+// claim's TTL, and the worker that takes the task over runs the only
+// copy. Before, the command was
 // re-parented to pid 1 and ran on beside the second worker's copy.
 func TestWorkKilledWorkerLeavesNoCommand(t *testing.T) {
 	c, _ := newCLI(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
 	c.ok("ledger", "admit", "long", "--seq", "1", "--kind", "long")
-	script := `sleep 300 & echo "$$ $!" > "` + pidFile + `.tmp"; mv "` + pidFile + `.tmp" "` + pidFile + `"; wait`
-	w := c.startProcess("work", "--kind", "long", "--ttl", "2s", "--grace", "500ms", "--", "sh", "-c", script)
+	// Both ignore SIGTERM: they are killed once the orphan grace, a third
+	// of the claim's TTL, has passed, not --grace (an hour) later, long
+	// after another worker took the task over.
+	script := `trap '' TERM; sleep 300 & echo "$$ $!" > "` + pidFile + `.tmp"; mv "` + pidFile + `.tmp" "` + pidFile + `"; wait`
+	w := c.startProcess("work", "--kind", "long", "--ttl", "3s", "--grace", "1h", "--", "sh", "-c", script)
 	pids := readPids(t, pidFile)
 	require.Len(t, pids, 2)
 	for _, pid := range pids {

@@ -28,6 +28,10 @@ import (
 //     has, and SIGKILL grace later; when the command exits, it does the
 //     same to what the command left behind; it exits once it has no child
 //     left, so every descendant is gone by then;
+//   - when the worker died, the grace is at most a third of the claim's
+//     TTL (orphan grace): the claim's lease outlives the worker by up to
+//     the TTL, then another worker takes the task over, and it must not
+//     find the old copy still running;
 //   - the command gets the parent-death signal SIGKILL from it, in case
 //     the supervisor itself is killed;
 //   - it reports how the command ended on a pipe (fd 3): "exit N",
@@ -39,7 +43,7 @@ import (
 // taking the task over would run a second copy beside it.
 
 // superviseArg is the first argument of a supervisor: superviseArg GRACE
-// -- CMD ARGS...
+// ORPHAN-GRACE -- CMD ARGS...
 const superviseArg = "__natscoord-work-supervisor"
 
 // stopMargin is the time the worker gives the supervisor, after grace,
@@ -60,12 +64,12 @@ type supervision struct {
 }
 
 // commandFor returns the (unstarted) supervisor of argv.
-func commandFor(argv []string, grace time.Duration) (*exec.Cmd, *supervision, error) {
+func commandFor(argv []string, grace, orphanGrace time.Duration) (*exec.Cmd, *supervision, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("natscoord work: status pipe: %w", err)
 	}
-	cmd := exec.Command("/proc/self/exe", append([]string{superviseArg, grace.String(), "--"}, argv...)...)
+	cmd := exec.Command("/proc/self/exe", append([]string{superviseArg, grace.String(), orphanGrace.String(), "--"}, argv...)...)
 	cmd.Args[0] = "natscoord"
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.SysProcAttr = childProcAttr()
@@ -106,20 +110,27 @@ func (s *supervision) ended(int) (childStatus, bool) {
 	return st, err == nil
 }
 
-// superviseMain is the supervisor: args are GRACE -- CMD ARGS...
+// superviseMain is the supervisor: args are GRACE ORPHAN-GRACE -- CMD
+// ARGS...
 func superviseMain(args []string) int {
+	ppid := os.Getppid()
 	report := os.NewFile(3, "status")
 	syscall.CloseOnExec(3)
-	if len(args) < 3 || args[1] != "--" || report == nil {
+	if len(args) < 4 || args[2] != "--" {
 		fmt.Fprintln(os.Stderr, "natscoord: internal supervisor of natscoord work; not for use on its own")
 		return 2
 	}
 	grace, err := time.ParseDuration(args[0])
-	if err != nil || grace <= 0 {
-		fmt.Fprintln(os.Stderr, "natscoord: supervisor: bad grace", args[0])
+	orphanGrace, oerr := time.ParseDuration(args[1])
+	if err != nil || oerr != nil || grace <= 0 || orphanGrace <= 0 {
+		fmt.Fprintln(os.Stderr, "natscoord: supervisor: bad grace", args[0], args[1])
 		return 2
 	}
-	argv := args[2:]
+	argv := args[3:]
+	// A write to the worker's pipes once it died must not kill the
+	// supervisor before it has stopped the command (a caught signal is
+	// reset to its default for the command by exec).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	// Orphans of the command's tree become this process's children.
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		fmt.Fprintf(os.Stderr, "natscoord: supervisor: PR_SET_CHILD_SUBREAPER: %v\n", errno)
@@ -137,12 +148,32 @@ func superviseMain(args []string) int {
 	t := &tree{pgid: c.Process.Pid, termed: make(map[int]bool)}
 	waitc := make(chan error, 1)
 	go func() { waitc <- c.Wait() }()
-	var kill *time.Timer
+	var (
+		mu   sync.Mutex
+		kill *time.Timer
+	)
 	stopping := func() {
-		if kill == nil {
-			t.signal(syscall.SIGTERM)
-			kill = time.AfterFunc(grace, func() { t.signal(syscall.SIGKILL) })
+		mu.Lock()
+		defer mu.Unlock()
+		if kill != nil {
+			return
 		}
+		t.signal(syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		// Whether the worker died is judged when the orphan grace is
+		// over, not when the signal came: the parent-death signal comes
+		// when the thread that started the supervisor exits, and the
+		// supervisor is the worker process's child until its last
+		// thread has gone.
+		kill = time.AfterFunc(min(grace, orphanGrace), func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if os.Getppid() == ppid && time.Now().Before(deadline) {
+				kill.Reset(time.Until(deadline)) // the worker lives and asked for the stop: the whole grace
+				return
+			}
+			t.signal(syscall.SIGKILL)
+		})
 	}
 	for {
 		select {

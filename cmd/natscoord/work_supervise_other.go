@@ -23,7 +23,7 @@ func maybeSupervise() {}
 // supervision is nothing but the group to clean up.
 type supervision struct{}
 
-func commandFor(argv []string, _ time.Duration) (*exec.Cmd, *supervision, error) {
+func commandFor(argv []string, _, _ time.Duration) (*exec.Cmd, *supervision, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = childProcAttr()
 	return cmd, &supervision{}, nil
