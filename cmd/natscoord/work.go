@@ -86,7 +86,9 @@ it is still running. A drained task is given back, not failed, so another
 worker starts it at once. When CMD exits, whatever it left running in the
 background is stopped the same way. On Linux, CMD runs under a small
 supervisor (natscoord itself) that stops CMD and everything it started,
-grandchildren included, if the worker dies, even by SIGKILL.`
+grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
+once, SIGKILL a third of --ttl later (at most --grace), before another
+worker can take the task over.`
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
