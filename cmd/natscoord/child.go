@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -76,17 +77,16 @@ func runUnder(held context.Context, what string, argv, env []string, stdin io.Re
 	c.Env = append(os.Environ(), env...)
 	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
 	c.SysProcAttr = childProcAttr()
+	// The parent-death signal follows the thread that started c.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)
 	defer signal.Stop(sigc)
 
 	if err := c.Start(); err != nil {
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		return exitError{code: code, err: fmt.Errorf("run %s: %w", argv[0], err)}
+		return exitError{code: startErrorCode(err), err: fmt.Errorf("run %s: %w", argv[0], err)}
 	}
 	waitc := make(chan error, 1)
 	go func() { waitc <- c.Wait() }()
@@ -115,6 +115,15 @@ func runUnder(held context.Context, what string, argv, env []string, stdin io.Re
 			return nil
 		}
 	}
+}
+
+// startErrorCode is the shell's exit code for a command that could not
+// be started: 127 when it was not found, 126 when it could not be run.
+func startErrorCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return 127
+	}
+	return 126
 }
 
 // statusCode is the shell's view of how the command ended.

@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	maybeSupervise() // natscoord work's supervisor of one command
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -11,7 +11,19 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 )
 
-func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The test binary is natscoord as well: the supervisor of the
+	// commands `work` runs (it starts /proc/self/exe), and the CLI of the
+	// tests that must run it as a process of its own (startProcess).
+	maybeSupervise()
+	if os.Getenv(cliProcessEnv) == "1" {
+		main()
+	}
+	natstest.VerifyTestMain(m)
+}
+
+// cliProcessEnv makes the test binary run as natscoord (startProcess).
+const cliProcessEnv = "NATSCOORD_TEST_RUN_CLI"
 
 // result is one CLI invocation's outcome.
 type result struct {

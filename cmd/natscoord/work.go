@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -32,7 +35,18 @@ type workOptions struct {
 	resultLimit int
 	owner       string
 	leaseBucket string
+	passSecrets bool
 }
+
+// Upper bounds of work's flags: far above any sane use, and low enough
+// that nothing downstream overflows (a concurrency of 2^62 once wrapped
+// the dispatcher's count, and the worker ran nothing).
+const (
+	maxWorkConcurrency = 4096
+	maxWorkAttempts    = 1000
+	maxWorkDuration    = 24 * time.Hour // --backoff, --drain
+	maxWorkGrace       = time.Hour
+)
 
 const workHelp = `work runs CMD once per task of --kind, as a worker of the ledger: it
 claims ready tasks (pending, run-at passed, every need completed) as they
@@ -52,13 +66,29 @@ bytes; JSON kept as JSON, other text as a JSON string) becomes its result,
 which the tasks that need it can read (natscoord ledger show). Any other
 exit status is a failed attempt: the task runs again after a backoff, and
 fails once its attempts are used up (its dependents are then blocked).
-CMD's stderr passes through.
+CMD's stderr passes through, and its last 512 bytes are stored as the
+task's last error: shown by ledger show, on the dashboard and in the
+ledger's events. Never print secrets on CMD's stderr.
+
+CMD does not get natscoord's and NATS's own settings: every NATS_* and
+NATSCOORD_* variable (the server URL with its password, credentials, the
+dashboard token) is removed from its environment unless --pass-secrets.
+
+CMD is checked before anything is claimed: natscoord work exits 127 if it
+cannot be found, 126 if it cannot be run. If it cannot be started later
+(the binary was removed), the task is given back, its attempt not
+counted, and the worker drains and exits 127 or 126.
 
 When the claim is lost (this worker could not renew it in time, or another
 took the task over), the task is cancelled, or the worker drains (SIGINT,
 SIGTERM), CMD's process group gets SIGTERM, and SIGKILL --grace later if
 it is still running. A drained task is given back, not failed, so another
-worker starts it at once.`
+worker starts it at once. When CMD exits, whatever it left running in the
+background is stopped the same way. On Linux, CMD runs under a small
+supervisor (natscoord itself) that stops CMD and everything it started,
+grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
+once, SIGKILL a third of --ttl later (at most --grace), before another
+worker can take the task over.`
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
@@ -76,6 +106,11 @@ func (a *app) workCommand() *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
+			// Before anything is claimed: a mistyped command would
+			// otherwise fail every task of its kind.
+			if err := checkCommand(args[0]); err != nil {
+				return err
+			}
 			return a.runWork(cmd.Context(), o, args)
 		},
 	}
@@ -91,6 +126,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
 	f.StringVar(&o.owner, "name", "", "this worker's owner id in claims (default <host>:<pid>:<id>)")
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
+	f.BoolVar(&o.passSecrets, "pass-secrets", false, "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed")
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd
 }
@@ -99,16 +135,18 @@ func (o workOptions) validate() error {
 	switch {
 	case o.kind == "":
 		return errors.New("--kind must not be empty")
-	case o.concurrency < 1:
-		return fmt.Errorf("--concurrency must be at least 1, got %d", o.concurrency)
-	case o.maxAttempts < 1:
-		return fmt.Errorf("--max-attempts must be at least 1, got %d", o.maxAttempts)
-	case o.backoff <= 0:
-		return errors.New("--backoff must be positive")
-	case o.grace <= 0:
-		return errors.New("--grace must be positive")
-	case o.drain < 0:
-		return errors.New("--drain must not be negative")
+	case kvlease.ValidateTTL(o.ttl) != nil:
+		return fmt.Errorf("--ttl: %w", kvlease.ValidateTTL(o.ttl))
+	case o.concurrency < 1 || o.concurrency > maxWorkConcurrency:
+		return fmt.Errorf("--concurrency must be 1..%d, got %d", maxWorkConcurrency, o.concurrency)
+	case o.maxAttempts < 1 || o.maxAttempts > maxWorkAttempts:
+		return fmt.Errorf("--max-attempts must be 1..%d, got %d", maxWorkAttempts, o.maxAttempts)
+	case o.backoff <= 0 || o.backoff > maxWorkDuration:
+		return fmt.Errorf("--backoff must be positive and at most %v", maxWorkDuration)
+	case o.grace <= 0 || o.grace > maxWorkGrace:
+		return fmt.Errorf("--grace must be positive and at most %v", maxWorkGrace)
+	case o.drain < 0 || o.drain > maxWorkDuration:
+		return fmt.Errorf("--drain must be 0..%v", maxWorkDuration)
 	case o.resultLimit < 0 || o.resultLimit > kvledger.MaxResultBytes:
 		return fmt.Errorf("--result-limit must be 0..%d", kvledger.MaxResultBytes)
 	}
@@ -118,10 +156,11 @@ func (o workOptions) validate() error {
 func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	sctx, cancel := a.conn.opContext(ctx)
 	defer cancel()
+	out := &workPrinter{w: a.stdout, errw: a.stderr, json: a.json}
 	// A worker outlives network blips: unlike the one-shot commands it
 	// reconnects for as long as it runs (its claims' leases judge whether
-	// it was away too long).
-	nc, js, err := a.conn.connect(ctx, nats.Name("natscoord-work"), nats.MaxReconnects(-1))
+	// it was away too long), and says so in one line each way.
+	nc, js, err := a.conn.connect(ctx, append([]nats.Option{nats.Name("natscoord-work")}, out.connOptions()...)...)
 	if err != nil {
 		return err
 	}
@@ -135,7 +174,6 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if drain == 0 {
 		drain = -1 // the worker's "do not wait"
 	}
-	out := &workPrinter{w: a.stdout, json: a.json}
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
@@ -145,7 +183,8 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
-	r := &commandRunner{argv: argv, grace: o.grace, limit: o.resultLimit, stderr: a.stderr, env: workerEnv()}
+	r := &commandRunner{argv: argv, grace: o.grace, orphanGrace: min(o.grace, o.ttl/3), limit: o.resultLimit, stderr: a.stderr,
+		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1)}
 	if err := w.Handle(o.kind, r.handle(o.ledger.bucket)); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))
 		return err
@@ -155,13 +194,22 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	out.banner(w.Owner(), o, argv)
-	<-ctx.Done()
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-r.startFailed:
+		fmt.Fprintf(a.stderr, "natscoord work: %s; draining: its task is given back, its attempt not counted\n", oneLineText(escapeCell(failed.Error())))
+	}
 	// The drain: running commands get --drain to finish, then SIGTERM;
-	// their claims are given back. The bound covers --grace as well.
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), max(o.drain, 0)+o.grace+2*a.conn.timeout)
+	// their claims are given back. The bound covers --grace (and the
+	// supervisor's own bound, see stopMargin) as well.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), max(o.drain, 0)+o.grace+stopMargin+2*a.conn.timeout)
 	defer ccancel()
 	err = w.Close(cctx)
 	out.closed(w.Stats())
+	if se := (*commandStartError)(nil); errors.As(failed, &se) {
+		return exitError{code: se.code, err: fmt.Errorf("work: %w (its task was given back, the attempt not counted)", failed)}
+	}
 	return err
 }
 
@@ -181,13 +229,20 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 			attempt: t.Attempt(), max: t.MaxAttempts(), payload: payload,
 		})
 		if errors.Is(err, errStart) {
-			return worker.Permanent(err) // every attempt would fail alike
+			// The worker's fault, not the task's: stop the worker, and
+			// hold the claim until the drain gives it back uncounted.
+			select {
+			case r.startFailed <- err:
+			default:
+			}
+			<-ctx.Done()
+			return context.Cause(ctx)
 		}
 		if err != nil {
 			return err
 		}
 		if cut {
-			fmt.Fprintf(r.stderr, "natscoord work: %s: stdout beyond %d bytes was dropped from the result\n", t.Key(), r.limit)
+			fmt.Fprintf(r.stderr, "natscoord work: %s: stdout beyond %d bytes was dropped from the result\n", escapeCell(string(t.Key())), r.limit)
 		}
 		if len(res) > 0 && r.limit > 0 {
 			if err := t.SetRawResult(res); err != nil {
@@ -199,11 +254,20 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 }
 
 // workPrinter prints one line per finished attempt (a JSON line with
-// --json) and is the worker's Observer.
+// --json) and is the worker's Observer; it also says on stderr when the
+// connection goes and comes back.
 type workPrinter struct {
-	mu   sync.Mutex
-	w    io.Writer
-	json bool
+	mu     sync.Mutex
+	w      io.Writer
+	errw   io.Writer
+	json   bool
+	starts map[startKey]time.Time // attempts running, for the duration of one given back
+	said   map[string]bool        // async errors already said since the last (re)connect
+}
+
+type startKey struct {
+	key   kvledger.IdempotencyKey
+	fence kvledger.FenceToken
 }
 
 func (p *workPrinter) banner(owner kvledger.OwnerID, o workOptions, argv []string) {
@@ -212,15 +276,29 @@ func (p *workPrinter) banner(owner kvledger.OwnerID, o workOptions, argv []strin
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "natscoord work: %s runs kind %q from ledger %q, %d at a time: %q; Ctrl-C drains and stops\n",
-		owner, o.kind, o.ledger.bucket, o.concurrency, argv)
+	fmt.Fprintf(p.w, "natscoord work: %s runs kind %s from ledger %q, %d at a time: %s; Ctrl-C drains and stops\n",
+		escapeCell(string(owner)), escapeCell(strconv.Quote(o.kind)), o.ledger.bucket, o.concurrency, escapeCell(fmt.Sprintf("%q", argv)))
 }
 
-func (p *workPrinter) OnStart(context.Context, worker.Event) {}
+func (p *workPrinter) OnStart(_ context.Context, e worker.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.starts == nil {
+		p.starts = make(map[startKey]time.Time)
+	}
+	p.starts[startKey{e.Key, e.Fence}] = time.Now()
+}
 
 func (p *workPrinter) OnFinish(_ context.Context, e worker.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	k := startKey{e.Key, e.Fence}
+	// An attempt given back during a drain is reported while its
+	// command still runs, without a duration: it ran since its start.
+	if start, ok := p.starts[k]; ok && e.Duration == 0 {
+		e.Duration = time.Since(start)
+	}
+	delete(p.starts, k)
 	if p.json {
 		line := map[string]any{"key": e.Key, "kind": e.Kind, "result": e.Result, "attempt": e.Attempt,
 			"fence": e.Fence, "duration_ms": e.Duration.Milliseconds()}
@@ -233,15 +311,22 @@ func (p *workPrinter) OnFinish(_ context.Context, e worker.Event) {
 		_ = writeJSONLine(p.w, line)
 		return
 	}
-	fmt.Fprintf(p.w, "%-10s %s  attempt %d  fence %d  %v", e.Result, e.Key, e.Attempt, e.Fence, e.Duration.Round(time.Millisecond))
+	// Keys, kinds and errors come from the bucket and from the command:
+	// escaped like every table cell, so no escape sequence reaches the
+	// terminal.
+	fmt.Fprintf(p.w, "%-10s %s  attempt %d  fence %d  %v", e.Result, escapeCell(string(e.Key)), e.Attempt, e.Fence, e.Duration.Round(time.Millisecond))
 	if e.Err != nil {
-		fmt.Fprintf(p.w, "  %s", oneLineText(e.Err.Error()))
+		fmt.Fprintf(p.w, "  %s", escapeCell(oneLineText(e.Err.Error())))
 	}
 	if !e.RunAt.IsZero() {
-		fmt.Fprintf(p.w, "  next %s", e.RunAt.Format(time.RFC3339))
+		fmt.Fprintf(p.w, "  next %s (in %v)", e.RunAt.Format(workTimeFormat), time.Until(e.RunAt).Round(time.Millisecond))
 	}
 	fmt.Fprintln(p.w)
 }
+
+// workTimeFormat is RFC 3339 with milliseconds: backoffs are often
+// shorter than a second.
+const workTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 func (p *workPrinter) closed(s worker.Stats) {
 	if p.json {
@@ -251,4 +336,52 @@ func (p *workPrinter) closed(s worker.Stats) {
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back\n",
 		s.Started, s.Completed, s.Retried, s.Failed, s.Released)
+}
+
+// say prints one line of the worker's own on stderr.
+func (p *workPrinter) say(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.errw, "natscoord work: "+format+"\n", args...)
+}
+
+// connOptions keep the worker reconnecting for as long as it runs and
+// route the connection's news through say: one line when it is lost, one
+// when it is back, and each asynchronous error (a consumer that missed
+// its heartbeats while the server restarted: "consumer not active") once
+// per connection instead of nats.go's raw line per occurrence.
+func (p *workPrinter) connOptions() []nats.Option {
+	return []nats.Option{
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			switch {
+			case nc.IsClosed():
+				// the worker's own Close at its end
+			case err != nil:
+				p.say("connection to the server lost (%s); reconnecting, running commands go on while their claims last", escapeCell(oneLineText(err.Error())))
+			default:
+				p.say("connection to the server lost; reconnecting, running commands go on while their claims last")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			p.mu.Lock()
+			p.said = nil
+			p.mu.Unlock()
+			p.say("reconnected to %s", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			msg := escapeCell(oneLineText(err.Error()))
+			p.mu.Lock()
+			seen := p.said[msg]
+			if p.said == nil {
+				p.said = make(map[string]bool)
+			}
+			p.said[msg] = true
+			p.mu.Unlock()
+			if !seen {
+				p.say("%s (said once until the next reconnect)", msg)
+			}
+		}),
+	}
 }

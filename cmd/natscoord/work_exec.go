@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,13 +56,20 @@ func (t execTask) env() []string {
 // result and its stderr passed through. When the run's context ends (the
 // claim was lost, the task cancelled, or the worker drains), the child's
 // process group gets SIGTERM, and SIGKILL grace later if it is still
-// running.
+// running; when it exits, so does what it left running. On Linux the
+// child is a supervisor that also does so if the worker dies (see
+// work_supervise_linux.go).
 type commandRunner struct {
-	argv   []string
-	grace  time.Duration
-	limit  int       // bytes of stdout kept
-	stderr io.Writer // where the child's stderr goes (shared: lines from concurrent tasks interleave)
-	env    []string  // the worker's environment
+	argv  []string
+	grace time.Duration
+	// orphanGrace is the grace when the worker died (a third of the
+	// claim's TTL at most; see work_supervise_linux.go).
+	orphanGrace time.Duration
+	limit       int       // bytes of stdout kept
+	stderr      io.Writer // where the child's stderr goes (shared: lines from concurrent tasks interleave)
+	env         []string  // the worker's environment, secrets removed (commandEnv)
+	// startFailed gets the first *commandStartError: the worker stops.
+	startFailed chan error
 }
 
 // exitCodeError is a command that ran and exited non-zero (or was killed
@@ -87,29 +94,57 @@ func (e *exitCodeError) Error() string {
 }
 
 // errStart marks a command that could not be started at all (missing
-// binary, no permission): every attempt would fail the same way.
-var errStart = errors.New("natscoord work: cannot start the command")
+// binary, no permission): the worker's fault, not the task's.
+var errStart = errors.New("cannot start the command")
+
+// commandStartError is a command that could not be started; code is the
+// shell's: 127 when it was not found, 126 when it could not be run.
+type commandStartError struct {
+	code int
+	msg  string
+}
+
+func (e *commandStartError) Error() string        { return errStart.Error() + ": " + e.msg }
+func (e *commandStartError) Is(target error) bool { return target == errStart }
+
+// checkCommand finds name as the command would be started, before the
+// worker claims anything: a mistyped or non-executable command exits 127
+// or 126, as `lock` does, instead of failing every task of its kind.
+func checkCommand(name string) error {
+	if _, err := exec.LookPath(name); err != nil {
+		return exitError{code: startErrorCode(err), err: fmt.Errorf("work: %w", err)}
+	}
+	return nil
+}
 
 // run runs the command once for t. It returns the result (nil when stdout
 // was empty) and nil when the command exited 0; an *exitCodeError when it
-// exited otherwise; errStart wrapped when it could not start; ctx's error
-// when ctx ended first (the child has been stopped by then).
+// exited otherwise; a *commandStartError when it could not start; ctx's
+// error when ctx ended first (the command has been stopped by then). In
+// every case, what the command left running has been stopped as well.
 func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, bool, error) {
-	cmd := exec.Command(r.argv[0], r.argv[1:]...)
+	cmd, sup, err := commandFor(r.argv, r.grace, r.orphanGrace)
+	if err != nil {
+		return nil, false, err
+	}
 	cmd.Env = append(append([]string(nil), r.env...), t.env()...)
 	cmd.Stdin = bytes.NewReader(t.payload)
 	out := &boundedBuffer{limit: r.limit}
 	cmd.Stdout = out
 	tail := &tailWriter{w: r.stderr, max: stderrTail}
 	cmd.Stderr = tail
-	// Its own process group, so that a shell's children get the signals
-	// too; WaitDelay bounds the wait for pipes a leftover grandchild
-	// still holds open after the command itself exited.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// WaitDelay bounds the wait for pipes a leftover process still holds
+	// open after the command itself exited.
 	cmd.WaitDelay = time.Second
+	// The supervisor's parent-death signal follows the thread that
+	// started it (childProcAttr).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
-		return nil, false, fmt.Errorf("%w %q: %v", errStart, r.argv[0], err)
+		sup.abort()
+		return nil, false, &commandStartError{code: startErrorCode(err), msg: fmt.Sprintf("%q: %v", r.argv[0], err)}
 	}
+	sup.started()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var werr error
@@ -117,9 +152,18 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 	case werr = <-waited:
 	case <-ctx.Done():
 		werr = r.stop(cmd.Process.Pid, waited)
+		sup.ended(cmd.Process.Pid)
 		return nil, false, fmt.Errorf("%w (command stopped: %v)", context.Cause(ctx), exitText(werr))
 	}
-	if werr != nil && !errors.Is(werr, exec.ErrWaitDelay) {
+	st, ok := sup.ended(cmd.Process.Pid)
+	switch {
+	case ok && st.start != nil:
+		return nil, false, st.start
+	case ok && st.signal != 0:
+		return nil, false, &exitCodeError{code: -1, signal: st.signal.String(), tail: tail.String()}
+	case ok && st.code != 0:
+		return nil, false, &exitCodeError{code: st.code, tail: tail.String()}
+	case !ok && werr != nil && !errors.Is(werr, exec.ErrWaitDelay):
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) {
 			return nil, false, werr
@@ -134,11 +178,20 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 	return res, cut || out.dropped > 0, nil
 }
 
-// stop sends SIGTERM to the command's process group, SIGKILL after the
-// grace period, and returns the command's wait error.
+// childStatus is how the command ended, as its supervisor saw it.
+type childStatus struct {
+	code   int
+	signal syscall.Signal
+	start  *commandStartError
+}
+
+// stop sends SIGTERM to the process group of what was started (the
+// command, or its supervisor, which passes it on), SIGKILL after the
+// grace period (and stopMargin, the supervisor's time to do the same and
+// report), and returns the wait error.
 func (r *commandRunner) stop(pid int, waited <-chan error) error {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	t := time.NewTimer(r.grace)
+	t := time.NewTimer(r.grace + stopMargin)
 	defer t.Stop()
 	select {
 	case err := <-waited:
@@ -245,5 +298,21 @@ func (t *tailWriter) String() string {
 	return strings.Join(strings.Fields(string(b)), " ")
 }
 
-// workerEnv is the environment the worker passes on to its commands.
-func workerEnv() []string { return os.Environ() }
+// commandEnv is the environment the worker passes on to its commands:
+// env without natscoord's and NATS's own variables (NATS_URL may hold a
+// password, NATS_CREDS names credentials, NATSCOORD_UI_TOKEN is the
+// dashboard's token), unless pass. The task's variables are added later.
+func commandEnv(env []string, pass bool) []string {
+	if pass {
+		return env
+	}
+	kept := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "NATS_") || strings.HasPrefix(name, "NATSCOORD_") {
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	return kept
+}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,7 +135,7 @@ func TestWorkCancelledTask(t *testing.T) {
 }
 
 func TestWorkBadInput(t *testing.T) {
-	c, _ := newCLI(t)
+	c, n := newCLI(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -142,14 +145,31 @@ func TestWorkBadInput(t *testing.T) {
 		{[]string{"work", "--kind", "k", "cat"}, "give the command after --"},
 		{[]string{"work", "--kind", "k", "x", "--", "cat"}, "give the command after --"},
 		{[]string{"work", "--kind", "", "--", "cat"}, "--kind must not be empty"},
-		{[]string{"work", "--kind", "k", "--concurrency", "0", "--", "cat"}, "--concurrency must be at least 1"},
-		{[]string{"work", "--kind", "k", "--max-attempts", "0", "--", "cat"}, "--max-attempts must be at least 1"},
+		{[]string{"work", "--kind", "k", "--concurrency", "0", "--", "cat"}, "--concurrency must be 1..4096, got 0"},
+		// Once wrapped the dispatcher's count: the worker ran nothing.
+		{[]string{"work", "--kind", "k", "--concurrency", "4611686018427387904", "--", "cat"}, "--concurrency must be 1..4096"},
+		{[]string{"work", "--kind", "k", "--max-attempts", "0", "--", "cat"}, "--max-attempts must be 1..1000"},
+		{[]string{"work", "--kind", "k", "--max-attempts", "9223372036854775807", "--", "cat"}, "--max-attempts must be 1..1000"},
 		{[]string{"work", "--kind", "k", "--grace", "0s", "--", "cat"}, "--grace must be positive"},
+		{[]string{"work", "--kind", "k", "--grace", "2562047h", "--", "cat"}, "--grace must be positive and at most 1h"},
 		{[]string{"work", "--kind", "k", "--backoff", "-1s", "--", "cat"}, "--backoff must be positive"},
+		{[]string{"work", "--kind", "k", "--backoff", "25h", "--", "cat"}, "--backoff must be positive and at most 24h"},
+		{[]string{"work", "--kind", "k", "--drain", "2562047h", "--", "cat"}, "--drain must be 0..24h"},
 		{[]string{"work", "--kind", "k", "--result-limit", "999999999", "--", "cat"}, "--result-limit must be"},
-		{[]string{"work", "--kind", "k", "--ttl", "100ms", "--", "cat"}, "ClaimTTL"},
+		{[]string{"work", "--kind", "k", "--ttl", "100ms", "--", "cat"}, "--ttl: kvlease: invalid TTL: 100ms outside 1s..24h"},
 	} {
 		require.Contains(t, c.fail(tc.args...), tc.want, tc.args)
+	}
+	// Flags are judged before anything else: no server is needed to be
+	// told.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--server", "nats://127.0.0.1:1", "work", "--kind", "k", "--concurrency", "4611686018427387904", "--", "cat"}, "--concurrency must be 1..4096"},
+		{[]string{"--server", "nats://127.0.0.1:1", "work", "--kind", "k", "--ttl", "100ms", "--", "cat"}, "--ttl: kvlease: invalid TTL"},
+	} {
+		require.Contains(t, requireFailure(t, runCLI(t, tc.args...), tc.args), tc.want, tc.args)
 	}
 	// Bad input to admit's runtime flags writes nothing.
 	for _, args := range [][]string{
@@ -161,28 +181,134 @@ func TestWorkBadInput(t *testing.T) {
 	} {
 		c.fail(args...)
 	}
-	var tasks []kvledger.TaskState
-	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
-	require.Empty(t, tasks, "no bad command wrote a task")
+	require.False(t, bucketExists(t, n, defaultLedgerBucket), "no bad command wrote anything")
 }
 
-// A command that cannot start fails its task at once (every attempt
-// would fail alike).
-func TestWorkMissingCommand(t *testing.T) {
+// A mistyped or non-executable command is refused before anything is
+// claimed, with the shell's 127 or 126, as `lock` does: it once failed
+// every task of its kind within seconds and blocked their dependents.
+func TestWorkChecksCommandFirst(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "k")
-	work := c.start("--json", "work", "--kind", "k", "--", "/nonexistent/natscoord-test-binary")
-	r := c.run("ledger", "wait", "x")
+	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "mail")
+	notExec := filepath.Join(t.TempDir(), "send.sh")
+	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	for _, tc := range []struct {
+		cmd  string
+		code int
+	}{{"pyhton3-natscoord-test", 127}, {"/nonexistent/natscoord-test-binary", 127}, {notExec, 126}} {
+		r := c.run("work", "--kind", "mail", "--", tc.cmd, "send.py")
+		require.Equal(t, tc.code, r.code, r.stderr)
+		require.Contains(t, requireFailure(t, r, nil), tc.cmd)
+	}
+	var rec kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
+	require.Equal(t, kvledger.StatusPending, rec.Status)
+	require.Zero(t, rec.Attempts)
+}
+
+// A command that passed the check but cannot be started when a task
+// comes (its binary was removed) is the worker's fault, not the task's:
+// the claim is given back without using an attempt, and the worker
+// drains and exits 127 saying why.
+func TestWorkCommandGoneAfterStart(t *testing.T) {
+	c, _ := newCLI(t)
+	bin := filepath.Join(t.TempDir(), "send")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho sent\n"), 0o755))
+	work := c.start("work", "--kind", "mail", "--drain", "0s", "--", bin)
+	work.line(t, 20*time.Second, "Ctrl-C drains and stops")
+	require.NoError(t, os.Remove(bin))
+	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "mail")
+	r := work.result(t)
+	require.Equal(t, 127, r.code, r.stderr)
+	require.Regexp(t, `(?m)^released\s+x\s+attempt 1`, r.stdout)
+	require.Contains(t, r.stdout, "1 given back")
+	require.Contains(t, r.stderr, "natscoord work: cannot start the command: \""+bin+"\"")
+	require.Contains(t, r.stderr, "the attempt not counted")
+	var rec kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
+	require.Equal(t, kvledger.StatusPending, rec.Status)
+	require.Zero(t, rec.Attempts, "the attempt was not used up")
+	require.Empty(t, rec.LastError)
+}
+
+// The command does not inherit natscoord's and NATS's secrets
+// (NATS_URL with its password, credentials, the dashboard token) unless
+// --pass-secrets; the rest of the environment and the task's variables
+// it gets.
+func TestWorkCommandEnvironment(t *testing.T) {
+	c, _ := newCLI(t)
+	t.Setenv("NATS_URL", "nats://user:s3cret-pass@127.0.0.1:1")
+	t.Setenv("NATS_CREDS", "/secret/user.creds")
+	t.Setenv("NATSCOORD_UI_TOKEN", "ui-t0ken")
+	t.Setenv("WORK_TEST_KEPT", "kept")
+	env := func(key string, pass bool) string {
+		t.Helper()
+		c.ok("ledger", "admit", key, "--seq", "1", "--kind", "env")
+		args := []string{"work", "--kind", "env", "--", "env"}
+		if pass {
+			args = []string{"work", "--kind", "env", "--pass-secrets", "--", "env"}
+		}
+		work := c.start(args...)
+		r := c.run("ledger", "wait", key)
+		require.Equal(t, waitCompleted, r.code, r.stderr)
+		require.Equal(t, 0, work.stop(t).code)
+		var rec kvledger.TaskState
+		require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", key)), &rec))
+		var out string
+		require.NoError(t, json.Unmarshal(rec.Result, &out))
+		return out
+	}
+	out := env("default", false)
+	require.Contains(t, out, "WORK_TEST_KEPT=kept")
+	require.Contains(t, out, "NATSCOORD_TASK_KEY=default")
+	require.NotContains(t, out, "s3cret-pass")
+	require.NotContains(t, out, "NATS_CREDS")
+	require.NotContains(t, out, "ui-t0ken")
+	out = env("passed", true)
+	require.Contains(t, out, "NATS_URL=nats://user:s3cret-pass@127.0.0.1:1")
+	require.Contains(t, out, "NATS_CREDS=/secret/user.creds")
+	require.Contains(t, out, "NATSCOORD_UI_TOKEN=ui-t0ken")
+	require.Contains(t, out, "NATSCOORD_TASK_KEY=passed")
+	help := c.ok("work", "--help")
+	require.Contains(t, help, "--pass-secrets")
+	// The stderr tail is stored: the help says so, so that nobody prints
+	// secrets there.
+	require.Contains(t, help, "its last 512 bytes are stored as the\ntask's last error")
+	require.Contains(t, help, "Never print secrets on CMD's stderr")
+}
+
+// work's lines escape keys and errors as the tables do, a drained
+// attempt shows how long it ran, and a retry's next time has
+// milliseconds.
+func TestWorkOutputLines(t *testing.T) {
+	c, _ := newCLI(t)
+	key := "esc\x1b[31mred"
+	c.ok("ledger", "admit", key, "--seq", "1", "--kind", "k", "--max-attempts", "2")
+	work := c.start("work", "--kind", "k", "--backoff", "250ms", "--", "sh", "-c", `printf 'bad\033[2J\n' >&2; exit 3`)
+	r := c.run("ledger", "wait", key)
 	require.Equal(t, waitFailed, r.code, r.stderr)
-	require.Regexp(t, `(?m)^x\s+failed\s+1\s+-\s+.*cannot start the command`, r.stdout)
-	out := work.stop(t)
-	require.Equal(t, 0, out.code, out.stderr)
-	// With --json, one JSON line per finished attempt and nothing else.
-	var line map[string]any
-	require.NoError(t, json.Unmarshal([]byte(out.stdout), &line), out.stdout)
-	require.Equal(t, "x", line["key"])
-	require.Equal(t, "failed", line["result"])
-	require.Contains(t, line["error"], "cannot start the command")
+	out := work.stop(t).stdout
+	require.NotContains(t, out, "\x1b")
+	require.Regexp(t, `(?m)^retried\s+esc\\x1b\[31mred\s+attempt 1 .*status 3: bad\\x1b\[2J  next \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\S* \(in \d+(\.\d+)?m?s\)$`, out)
+	require.Regexp(t, `(?m)^failed\s+esc\\x1b\[31mred\s+attempt 2 `, out)
+
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	t.Setenv("STARTED", started)
+	c.ok("ledger", "admit", "slow", "--seq", "1", "--kind", "slow")
+	work = c.start("work", "--kind", "slow", "--drain", "0s", "--grace", "300ms", "--", "sh", "-c", `echo x > "$STARTED"; sleep 30`)
+	natstest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(started); return err == nil })
+	seen := time.Now()
+	// The command runs while the record says claimed.
+	require.Contains(t, c.ok("ledger", "show", "slow"), "claimed")
+	ran := time.Since(seen)
+	stopped := work.stop(t).stdout
+	m := regexp.MustCompile(`(?m)^released\s+slow\s+attempt 1\s+fence \d+\s+(\S+)  worker: draining$`).FindStringSubmatch(stopped)
+	require.NotNil(t, m, stopped)
+	d, err := time.ParseDuration(m[1])
+	require.NoError(t, err, m[0])
+	require.GreaterOrEqual(t, d, ran.Round(time.Millisecond), "the released line says how long the command ran: %q", m[0])
+	require.Positive(t, d)
 }
 
 // Delayed admission: the worker starts the task only once its time came.
@@ -206,4 +332,62 @@ func TestWorkDelayedTask(t *testing.T) {
 	require.False(t, ran.Before(rec.RunAt), "ran at %v, run-at %v", ran, rec.RunAt)
 	require.GreaterOrEqual(t, ran.Sub(admitted), 1500*time.Millisecond)
 	require.Equal(t, 0, work.stop(t).code)
+}
+
+// process is natscoord run as a process of its own (the test binary, see
+// TestMain), for the tests that must kill it.
+type process struct {
+	cmd      *exec.Cmd
+	out, err natstest.SyncBuffer
+	done     chan struct{}
+}
+
+// startProcess starts natscoord with args against c's server; it is
+// killed, and waited for, when the test ends.
+func (c *cli) startProcess(args ...string) *process {
+	c.t.Helper()
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], append([]string{"--server", c.url}, args...)...)
+	p.cmd.Env = append(os.Environ(), cliProcessEnv+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
+	require.NoError(c.t, p.cmd.Start())
+	go func() {
+		defer close(p.done)
+		_ = p.cmd.Wait()
+	}()
+	c.t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		natstest.WaitClosed(c.t, p.done, 30*time.Second, "natscoord to end")
+	})
+	return p
+}
+
+// A worker outlives a server restart and says so in its own lines: one
+// when the connection is lost, one when it is back, and nats.go's
+// asynchronous errors (a consumer that missed its heartbeats: "consumer
+// not active") formatted as its own instead of raw, every time.
+func TestWorkServerRestart(t *testing.T) {
+	s := startRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
+	c.ok("ledger", "admit", "before", "--seq", "1", "--kind", "k")
+	w := c.startProcess("work", "--kind", "k", "--", "sh", "-c", "echo ok")
+	r := c.run("ledger", "wait", "before")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+
+	s.restart()
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(w.err.String(), "natscoord work: reconnected to ") },
+		"the worker says it reconnected: %q", &w.err)
+	c.ok("ledger", "admit", "after", "--seq", "1", "--kind", "k")
+	r = c.run("ledger", "wait", "after")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGINT))
+	natstest.WaitClosed(t, w.done, 30*time.Second, "the worker to drain and stop")
+	require.Equal(t, 0, w.cmd.ProcessState.ExitCode(), w.err.String())
+	errs := w.err.String()
+	require.Contains(t, errs, "natscoord work: connection to the server lost")
+	for _, l := range strings.Split(strings.TrimSuffix(errs, "\n"), "\n") {
+		require.True(t, strings.HasPrefix(l, "natscoord work: "), "a line of the worker's own: %q", l)
+	}
+	require.Regexp(t, `(?m)^completed\s+after\s+attempt 1`, w.out.String())
 }
