@@ -55,3 +55,7 @@ func (c *connFlags) redact(s string) string {
 	}
 	return s
 }
+
+// redactAll is redact, then redactURLs: the configured credentials
+// wherever they appear, and the user information of any URL.
+func (c *connFlags) redactAll(s string) string { return redactURLs(c.redact(s)) }

@@ -160,11 +160,12 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	// A worker outlives network blips: unlike the one-shot commands it
 	// reconnects for as long as it runs (its claims' leases judge whether
 	// it was away too long), and says so in one line each way.
-	nc, js, err := a.conn.connect(ctx, append([]nats.Option{nats.Name("natscoord-work")}, out.connOptions()...)...)
+	rc := newReconnector(out.say, a.conn.redactAll, "reconnecting, running commands go on while their claims last", "claims and the ledger's watch resume", a.conn.timeout)
+	nc, js, err := a.conn.connect(ctx, append([]nats.Option{nats.Name("natscoord-work")}, rc.opts...)...)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
+	defer rc.close(nc)
 	l, err := openLedger(sctx, js, o.ledger.bucket, ledgerCreate, events.JetStreamBusConfig{})
 	if err != nil {
 		return err
@@ -262,7 +263,6 @@ type workPrinter struct {
 	errw   io.Writer
 	json   bool
 	starts map[startKey]time.Time // attempts running, for the duration of one given back
-	said   map[string]bool        // async errors already said since the last (re)connect
 }
 
 type startKey struct {
@@ -345,43 +345,3 @@ func (p *workPrinter) say(format string, args ...any) {
 	fmt.Fprintf(p.errw, "natscoord work: "+format+"\n", args...)
 }
 
-// connOptions keep the worker reconnecting for as long as it runs and
-// route the connection's news through say: one line when it is lost, one
-// when it is back, and each asynchronous error (a consumer that missed
-// its heartbeats while the server restarted: "consumer not active") once
-// per connection instead of nats.go's raw line per occurrence.
-func (p *workPrinter) connOptions() []nats.Option {
-	return []nats.Option{
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
-			switch {
-			case nc.IsClosed():
-				// the worker's own Close at its end
-			case err != nil:
-				p.say("connection to the server lost (%s); reconnecting, running commands go on while their claims last", escapeCell(oneLineText(err.Error())))
-			default:
-				p.say("connection to the server lost; reconnecting, running commands go on while their claims last")
-			}
-		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) {
-			p.mu.Lock()
-			p.said = nil
-			p.mu.Unlock()
-			p.say("reconnected to %s", nc.ConnectedUrlRedacted())
-		}),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			msg := escapeCell(oneLineText(err.Error()))
-			p.mu.Lock()
-			seen := p.said[msg]
-			if p.said == nil {
-				p.said = make(map[string]bool)
-			}
-			p.said[msg] = true
-			p.mu.Unlock()
-			if !seen {
-				p.say("%s (said once until the next reconnect)", msg)
-			}
-		}),
-	}
-}
