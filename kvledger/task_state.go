@@ -57,8 +57,11 @@ type Actor string
 //
 // Task is the caller's payload. The MemStore keeps the value as given;
 // the KVStore stores it as JSON, so a value read back is what
-// encoding/json decodes into an `any` (map[string]any, []any, float64,
-// string, bool or nil). Use DecodeTask to get a typed value back.
+// encoding/json decodes into an `any` with UseNumber (map[string]any,
+// []any, json.Number, string, bool or nil): numbers keep their exact
+// text, so a record rewritten by a claim stores the digits it was
+// admitted with (a float64 would round integers above 2^53). Use
+// DecodeTask to get a typed value back.
 //
 // Rev is assigned by the Store on every write (the KV revision for the
 // KVStore); the Ledger passes it back unchanged as the compare-and-swap

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLedgerKeepsLargeNumbers: a payload's integers above 2^53 reach the
+// command and stay in the record after a claim with every digit (issue
+// 25 item 5: they came back rounded through float64, and the claim
+// stored the rounding).
+func TestLedgerKeepsLargeNumbers(t *testing.T) {
+	c, _ := newCLI(t)
+	const payload = `{"big":12345678901234567890,"id":9007199254740993}`
+	c.ok("ledger", "admit", "n", "--seq", "1", "--task", payload)
+	c.ok("ledger", "claim", "n", "--owner", "w")
+	require.Contains(t, compact(t, c.ok("--json", "ledger", "show", "n")), `"task":`+payload)
+	require.Contains(t, c.ok("ledger", "snapshot"), `"task":`+payload)
+
+	c.ok("ledger", "admit", "run", "--seq", "1", "--kind", "cat", "--task", payload)
+	work := c.start("work", "--kind", "cat", "--", "sh", "-c", "cat")
+	r := c.run("ledger", "wait", "run")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	work.stop(t)
+	shown := compact(t, c.ok("--json", "ledger", "show", "run"))
+	require.Contains(t, shown, `"task":`+payload)
+	require.Contains(t, shown, `"result":`+payload, "the command's stdin is the payload as admitted")
+	require.False(t, strings.Contains(shown, "9007199254740992"))
+}
+
+// compact returns the JSON text s on one line, its numbers as written.
+func compact(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, []byte(s)))
+	return b.String()
+}
