@@ -122,8 +122,8 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 
 // Renew moves the lease of the caller's claim to now+lease. The order of
 // checks: ErrInvalidLease (no store access), ErrNoKey, ErrNotClaimed
-// (the record is not claimed), ErrFenced (the fence is not the
-// record's), then the Validate error. A lost compare-and-swap reloads:
+// (the record is not claimed), ErrFenced (the fence or owner is not the
+// claim's), then the Validate error. A lost compare-and-swap reloads:
 // while the record is still the caller's claim, Renew tries again,
 // otherwise it returns the error the fresh record calls for.
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
@@ -131,14 +131,8 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
 	for {
-		cur, err := l.loadOwned(ctx, key, fence)
+		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
-			return err
-		}
-		if cur.Status != StatusClaimed {
-			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
-		}
-		if err := checkFence(cur, owner, fence); err != nil {
 			return err
 		}
 		next := cur.clone()
@@ -155,9 +149,9 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 
 // Release gives the caller's claim back: the record returns to pending
 // with no owner and no lease, keeping its fence (the next Claim outbids
-// it). The order of checks: ErrNoKey, ErrFenced, ErrNotClaimed (note:
-// fence before status, unlike Renew). A lost compare-and-swap reloads and
-// retries while the record is still the caller's claim.
+// it). The order of checks, as for Renew and Complete: ErrNoKey,
+// ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
+// while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
@@ -192,12 +186,11 @@ func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error
 	return cur, nil
 }
 
-// checkFence refuses a caller that does not hold the record's claim: its
-// token is not the record's, or the record names another owner. An owner
-// that does not hold the claim holds no valid fence, so both are
-// ErrFenced; a record with no owner (pending after a Release or a
-// rebase) is judged by the fence alone, so the status check that follows
-// reports ErrNotClaimed for it.
+// checkFence refuses a caller that does not hold cur, a claimed record:
+// its token is not the record's, or the record names another owner. An
+// owner that does not hold the claim holds no valid fence, so both are
+// ErrFenced. loadClaim calls it only after the status check, so a record
+// that is not claimed is ErrNotClaimed whatever the fence and owner.
 func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 	if cur.Fence != fence {
 		return fmt.Errorf("%w: %q is at fence %d owned by %q, caller has %d as %q",

@@ -83,20 +83,22 @@ func (l *Ledger) loadOwned(ctx context.Context, key IdempotencyKey, fence FenceT
 	return l.load(ctx, key)
 }
 
-// loadClaim is the start of Release and Complete: the caller's claim of
-// key, checked in a fixed order so that every store reports the same
-// error for the same record: ErrNoKey, then ErrFenced, then
-// ErrNotClaimed.
+// loadClaim is the start of Renew, Release and Complete: the caller's
+// claim of key, checked in a fixed order so that every store reports the
+// same error for the same record: ErrNoKey, then ErrNotClaimed (the
+// record is not claimed, whoever finished or released it and whatever
+// fence the caller has), then ErrFenced. This is the reference ledger's
+// contract; a record that is not claimed has no claim to be fenced from.
 func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
 	cur, err := l.loadOwned(ctx, key, fence)
 	if err != nil {
 		return TaskState{}, err
 	}
-	if err := checkFence(cur, owner, fence); err != nil {
-		return TaskState{}, err
-	}
 	if cur.Status != StatusClaimed {
 		return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+	}
+	if err := checkFence(cur, owner, fence); err != nil {
+		return TaskState{}, err
 	}
 	return cur, nil
 }

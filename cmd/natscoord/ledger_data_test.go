@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,4 +39,28 @@ func compact(t *testing.T, s string) string {
 	var b bytes.Buffer
 	require.NoError(t, json.Compact(&b, []byte(s)))
 	return b.String()
+}
+
+// TestLedgerReleaseFinishedIsNotClaimed: release, renew and complete on
+// a record another owner finished say "not claimed", as the reference
+// ledger does, even with the record's current fence (issue 25 item 27:
+// release said the fence was stale).
+func TestLedgerReleaseFinishedIsNotClaimed(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "k", "--seq", "1")
+	var rec struct {
+		Fence uint64 `json:"fence"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "claim", "k", "--owner", "w1")), &rec))
+	fence := strconv.FormatUint(rec.Fence, 10)
+	c.ok("ledger", "complete", "k", "--owner", "w1", "--fence", fence, "--status", "completed")
+	for _, args := range [][]string{
+		{"ledger", "release", "k", "--owner", "w2", "--fence", fence},
+		{"ledger", "renew", "k", "--owner", "w2", "--fence", fence},
+		{"ledger", "complete", "k", "--owner", "w2", "--fence", fence, "--status", "failed"},
+	} {
+		msg := c.fail(args...)
+		require.Contains(t, msg, "not claimed", args)
+		require.NotContains(t, msg, "stale", args)
+	}
 }

@@ -13,7 +13,7 @@ import (
 // testStaleOwner: two Ledgers share one store. What the first wrote last
 // is out of date once the second writes; the first's Renew, Release and
 // Complete must still judge the stored record, checking ErrNoKey, then
-// ErrFenced, then ErrNotClaimed, and every write still publishes its
+// ErrNotClaimed, then ErrFenced, and every write still publishes its
 // event once.
 func testStaleOwner(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
