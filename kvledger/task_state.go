@@ -12,8 +12,11 @@ import (
 )
 
 // IdempotencyKey is the caller's name for a task. Submitting the same key
-// twice admits the task once. Any non-empty valid UTF-8 string works
-// (spaces, dots, any script); the KVStore escapes it into a bucket key.
+// twice admits the task once. Any non-empty valid UTF-8 string without
+// control characters works (spaces, dots, any script); the KVStore
+// escapes it into a bucket key. Admission refuses control characters
+// (U+0000-U+001F, U+007F-U+009F) with ErrInvalidState: the task runtime
+// passes the key in an environment variable, which cannot hold NUL.
 // A key that is not valid UTF-8 is refused (ErrInvalidState) before
 // anything is written: records, snapshots and events carry the key as a
 // JSON string, which would store such a key as another one (invalid bytes

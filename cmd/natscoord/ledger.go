@@ -113,7 +113,8 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				if a.json {
-					return corruptAfter(writeJSON(a.stdout, snap.Tasks), lf.bucket, bad)
+					// An empty ledger is the empty list, not null.
+					return corruptAfter(writeJSON(a.stdout, append([]kvledger.TaskState{}, snap.Tasks...)), lf.bucket, bad)
 				}
 				rows := make([][]string, 0, len(snap.Tasks))
 				for _, t := range snap.Tasks {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,4 +65,18 @@ func TestLedgerReleaseFinishedIsNotClaimed(t *testing.T) {
 		require.Contains(t, msg, "not claimed", args)
 		require.NotContains(t, msg, "stale", args)
 	}
+}
+
+// TestLedgerAdmitRefusesControlCharacters: a key with a control
+// character is refused at admission with an error that says why, by
+// `ledger admit` and by `ledger restore` (whose file can hold a NUL,
+// which the runtime could never pass to a command: issue 25 item 18).
+func TestLedgerAdmitRefusesControlCharacters(t *testing.T) {
+	c, _ := newCLI(t)
+	require.Contains(t, c.fail("ledger", "admit", "tab\there", "--seq", "1"), "control character U+0009")
+	require.Contains(t, c.fail("ledger", "admit", "ok", "--seq", "1", "--needs", "new\nline"), "control character U+000A")
+	file := filepath.Join(t.TempDir(), "snap.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"tasks":[{"key":"a\u0000b","status":"pending","sequence":1,"fence":0,"rev":0}]}`), 0o600))
+	require.Contains(t, c.fail("ledger", "restore", file), "control character U+0000")
+	require.Equal(t, "[]", strings.TrimSpace(c.ok("--json", "ledger", "ls")), "nothing admitted")
 }
