@@ -80,3 +80,22 @@ func TestLedgerAdmitRefusesControlCharacters(t *testing.T) {
 	require.Contains(t, c.fail("ledger", "restore", file), "control character U+0000")
 	require.Equal(t, "[]", strings.TrimSpace(c.ok("--json", "ledger", "ls")), "nothing admitted")
 }
+
+// TestWorkResultKeepsItsLimit: a command whose text output is longer
+// than --result-limit leaves a result of the limit's size, not 3/4 of it
+// (issue 25 item 19).
+func TestWorkResultKeepsItsLimit(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "long", "--seq", "1", "--kind", "long")
+	work := c.start("work", "--kind", "long", "--", "sh", "-c", `i=0; while [ $i -lt 70 ]; do printf '%01000d' 0; i=$((i+1)); done`)
+	r := c.run("ledger", "wait", "long")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	work.stop(t)
+	var rec struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "long")), &rec))
+	var s string
+	require.NoError(t, json.Unmarshal(rec.Result, &s))
+	require.Equal(t, strings.Repeat("0", 65534), s, "all of the 65,536-byte limit but the quotes")
+}
