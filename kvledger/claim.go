@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 )
 
 // Claim gives owner the record of key for lease, from now, and returns
@@ -17,7 +18,8 @@ import (
 // first failing one wins:
 //
 //  1. ErrEmptyOwner: owner is empty.
-//  2. ErrInvalidLease: lease <= 0. Neither check touches the store.
+//  2. ErrInvalidLease: lease <= 0 or above MaxLease. Neither check
+//     touches the store.
 //  3. ErrNoKey: the key has no record.
 //  4. ErrLeaseActive: LeaseUntil is after now, whoever holds it (an owner
 //     extends its own lease with Renew, not Claim).
@@ -71,8 +73,8 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	if owner == "" {
 		return 0, ErrEmptyOwner
 	}
-	if lease <= 0 {
-		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return 0, err
 	}
 	for {
 		cur, err := l.load(ctx, key)
@@ -127,8 +129,8 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 // while the record is still the caller's claim, Renew tries again,
 // otherwise it returns the error the fresh record calls for.
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
-	if lease <= 0 {
-		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return err
 	}
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
@@ -199,6 +201,25 @@ func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 	if cur.Owner != "" && cur.Owner != owner {
 		return fmt.Errorf("%w: %q at fence %d is owned by %q, not by the caller %q",
 			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), string(owner))
+	}
+	return nil
+}
+
+// MaxLease is the longest lease Claim, Renew, Takeover, ClaimIfReady and
+// ClaimNext accept: kvlease's MaxTTL (24h), the bound on every other
+// lease here. A claim holds a task against every other worker until its
+// lease runs out; an unbounded one (a mistyped --lease 2562047h ran to
+// the year 2319) keeps a crashed owner's task from ever being taken
+// over. Work longer than a day renews.
+const MaxLease = kvlease.MaxTTL
+
+// checkLease refuses a lease outside (0, MaxLease] with ErrInvalidLease.
+func checkLease(lease time.Duration) error {
+	switch {
+	case lease <= 0:
+		return fmt.Errorf("%w: %v is not positive", ErrInvalidLease, lease)
+	case lease > MaxLease:
+		return fmt.Errorf("%w: %v is above MaxLease (%v); renew a longer claim", ErrInvalidLease, lease, MaxLease)
 	}
 	return nil
 }

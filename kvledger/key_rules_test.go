@@ -45,3 +45,38 @@ func TestAdmissionRefusesControlCharacters(t *testing.T) {
 		require.True(t, ok)
 	}
 }
+
+// TestLeaseIsBounded: Claim, Renew, Takeover, ClaimIfReady and ClaimNext
+// refuse a lease above MaxLease (kvlease's 24h) with ErrInvalidLease
+// and write nothing; MaxLease itself is taken (issue 25 item 13: a
+// 2562047h claim held its task until 2319).
+func TestLeaseIsBounded(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}), nil)
+	require.NoError(t, err)
+	ok, err := l.Admit(ctx, "a", "k", 1, nil, t0)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	long := kvledger.MaxLease + time.Second
+	_, err = l.Claim(ctx, "w", "k", "w", 2562047*time.Hour, t0)
+	require.ErrorIs(t, err, kvledger.ErrInvalidLease)
+	require.Contains(t, err.Error(), "above MaxLease")
+	_, err = l.ClaimIfReady(ctx, "w", "k", "w", long, t0)
+	require.ErrorIs(t, err, kvledger.ErrInvalidLease)
+	_, err = l.ClaimNext(ctx, "w", "w", long, t0)
+	require.ErrorIs(t, err, kvledger.ErrInvalidLease)
+	s, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusPending, s.Status, "nothing written")
+
+	f, err := l.Claim(ctx, "w", "k", "w", kvledger.MaxLease, t0)
+	require.NoError(t, err)
+	require.ErrorIs(t, l.Renew(ctx, "w", "k", "w", f, long, t0), kvledger.ErrInvalidLease)
+	_, err = l.Takeover(ctx, "x", "k", "x", long, t0.Add(48*time.Hour))
+	require.ErrorIs(t, err, kvledger.ErrInvalidLease)
+	s, _, err = l.State(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(kvledger.MaxLease), s.LeaseUntil.UTC())
+}

@@ -99,3 +99,16 @@ func TestWorkResultKeepsItsLimit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Result, &s))
 	require.Equal(t, strings.Repeat("0", 65534), s, "all of the 65,536-byte limit but the quotes")
 }
+
+// TestLedgerClaimLeaseIsBounded: `ledger claim` and `ledger renew`
+// refuse a lease above 24h (kvlease's bound) before connecting (issue 25
+// item 13: --lease 2562047h held the task until 2319).
+func TestLedgerClaimLeaseIsBounded(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "k", "--seq", "1")
+	require.Contains(t, c.fail("ledger", "claim", "k", "--owner", "w", "--lease", "2562047h"), "--lease 2562047h0m0s is above the 24h0m0s limit")
+	require.Contains(t, c.ok("ledger", "show", "k"), "pending")
+	out := c.ok("ledger", "claim", "k", "--owner", "w", "--lease", "24h")
+	require.Contains(t, out, "claimed by w")
+	require.Contains(t, c.fail("ledger", "renew", "k", "--owner", "w", "--fence", "2", "--lease", "25h"), "above the 24h0m0s limit")
+}
