@@ -112,3 +112,36 @@ func TestLedgerClaimLeaseIsBounded(t *testing.T) {
 	require.Contains(t, out, "claimed by w")
 	require.Contains(t, c.fail("ledger", "renew", "k", "--owner", "w", "--fence", "2", "--lease", "25h"), "above the 24h0m0s limit")
 }
+
+// TestLedgerMissingNeedIsSaid: admitting a task whose need has no record
+// is taken with a note (late admission of the need is allowed), and a
+// `ledger wait` that gives up on it says why instead of a bare "-"
+// (issue 25 item 25).
+func TestLedgerMissingNeedIsSaid(t *testing.T) {
+	c, _ := newCLI(t)
+	r := c.run("ledger", "admit", "t", "--seq", "1", "--needs", "ghost,real")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "t admitted: pending")
+	require.Contains(t, r.stderr, `note: needs "ghost", "real" have no record yet; "t" waits until it is admitted and completes`)
+
+	c.ok("ledger", "admit", "real", "--seq", "1")
+	var adm struct {
+		Admitted bool     `json:"admitted"`
+		Missing  []string `json:"missing_needs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "u", "--seq", "1", "--needs", "real,ghost")), &adm))
+	require.True(t, adm.Admitted)
+	require.Equal(t, []string{"ghost"}, adm.Missing)
+	c.ok("ledger", "admit", "v", "--seq", "1", "--needs", "real") // no note (ok checks stderr is empty)
+
+	r = c.run("ledger", "wait", "t", "real", "--for", "200ms")
+	require.Equal(t, waitGaveUp, r.code, r.stderr)
+	require.Contains(t, r.stderr, `t: needs "ghost", which has no record; real: pending, not claimed yet`)
+	r = c.run("--json", "ledger", "wait", "u", "--for", "200ms")
+	require.Equal(t, waitGaveUp, r.code, r.stderr)
+	var rows []struct {
+		Waiting string `json:"waiting"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	require.Equal(t, `needs "ghost", which has no record`, rows[0].Waiting)
+}

@@ -116,11 +116,11 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	final, err := l.WaitFinal(ctx, keys...)
 	if err != nil {
 		if ctx.Err() != nil {
-			return a.waitGaveUp(ctx, keys, final)
+			return a.waitGaveUp(ctx, l, keys, final)
 		}
 		return err
 	}
-	if err := a.printWaited(keys, final); err != nil {
+	if err := a.printWaited(keys, final, nil); err != nil {
 		return err
 	}
 	code, why := waitOutcome(keys, final)
@@ -130,15 +130,30 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	return exitError{code: code, err: errors.New(why)}
 }
 
-func (a *app) waitGaveUp(ctx context.Context, keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
-	if err := a.printWaited(keys, final); err != nil {
+// waitGaveUp prints the tasks when the wait ends early, and for each one
+// that is not final why not (waitingReason), in the JSON rows and on the
+// error line: a bare "-" left a need without a record unexplained.
+func (a *app) waitGaveUp(ctx context.Context, l *kvledger.Ledger, keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
+	waiting := make(map[kvledger.IdempotencyKey]string)
+	var reasons []string
+	// ctx has ended: the reads get a bound of their own, one for all.
+	octx, cancel := a.conn.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	for _, k := range keys {
+		if _, done := final[k]; done {
+			continue
+		}
+		waiting[k] = waitingReason(octx, l, k)
+		reasons = append(reasons, escapeCell(string(k))+": "+waiting[k])
+	}
+	if err := a.printWaited(keys, final, waiting); err != nil {
 		return err
 	}
 	why := "interrupted"
 	if errors.Is(context.Cause(ctx), errWaitElapsed) {
 		why = errWaitElapsed.Error()
 	}
-	return exitError{code: waitGaveUp, err: fmt.Errorf("ledger wait: %s with %d of %d tasks final", why, len(final), len(keys))}
+	return exitError{code: waitGaveUp, err: fmt.Errorf("ledger wait: %s with %d of %d tasks final; %s", why, len(final), len(keys), strings.Join(reasons, "; "))}
 }
 
 // outcome names how a final task ended: completed, failed, blocked or
@@ -172,18 +187,21 @@ func waitOutcome(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyK
 	return waitCompleted, ""
 }
 
-func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
+// printWaited prints how each task ended; waiting says, for the tasks
+// that are not final, why not.
+func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState, waiting map[kvledger.IdempotencyKey]string) error {
 	type row struct {
 		Key     kvledger.IdempotencyKey `json:"key"`
 		Outcome string                  `json:"outcome"`
 		Final   bool                    `json:"final"`
+		Waiting string                  `json:"waiting,omitempty"`
 		Task    *kvledger.TaskState     `json:"task,omitempty"`
 	}
 	rows := make([]row, 0, len(keys))
 	table := make([][]string, 0, len(keys))
 	for _, k := range keys {
 		t, done := final[k]
-		r := row{Key: k, Outcome: outcome(t, done), Final: done}
+		r := row{Key: k, Outcome: outcome(t, done), Final: done, Waiting: waiting[k]}
 		cells := []string{string(k), r.Outcome, "-", "-", "-"}
 		if done {
 			r.Task = &t
