@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -27,17 +28,27 @@ func FuzzResultOf(f *testing.F) {
 			return
 		}
 		require.True(t, json.Valid(res), "%s", res)
-		var s string
-		if json.Unmarshal(res, &s) != nil {
-			return // JSON output kept as it is
+		var compact bytes.Buffer
+		if json.Valid(out) && json.Compact(&compact, out) == nil && compact.Len() <= limit {
+			require.Equal(t, compact.String(), string(res), "JSON output kept as it is")
+			require.False(t, cut)
+			return
 		}
+		var s string
+		require.NoError(t, json.Unmarshal(res, &s))
 		text := strings.TrimSuffix(string(out), "\n")
 		kept := utf8.RuneCountInString(s)
 		require.Equal(t, cut, kept < utf8.RuneCountInString(text))
 		if cut {
-			// One more rune would not fit.
-			prefix := []rune(text)[:kept+1]
-			more, err := json.Marshal(string(prefix))
+			// One more rune (or invalid byte) of the output would not
+			// fit.
+			n := 0
+			for range kept {
+				_, size := utf8.DecodeRuneInString(text[n:])
+				n += size
+			}
+			_, size := utf8.DecodeRuneInString(text[n:])
+			more, err := json.Marshal(text[:n+size])
 			require.NoError(t, err)
 			require.Greater(t, len(more), limit)
 		}
