@@ -136,6 +136,8 @@ func TestLedgerMissingNeedIsSaid(t *testing.T) {
 
 	r = c.run("ledger", "wait", "t", "real", "--for", "200ms")
 	require.Equal(t, waitGaveUp, r.code, r.stderr)
+	require.Contains(t, r.stderr, `ledger wait: note: need "ghost" has no record yet; "t" waits until it is admitted and completes`,
+		"said when the wait starts")
 	require.Contains(t, r.stderr, `t: needs "ghost", which has no record; real: pending, not claimed yet`)
 	r = c.run("--json", "ledger", "wait", "u", "--for", "200ms")
 	require.Equal(t, waitGaveUp, r.code, r.stderr)

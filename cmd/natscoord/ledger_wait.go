@@ -27,6 +27,8 @@ const (
 const waitHelp = `wait blocks until every KEY is final (completed, failed, blocked or
 cancelled) and prints how each ended. It learns about changes by push
 (a watch on the ledger bucket), not by polling; a KEY that has no record is an error.
+A need without a record is noted when the wait starts; when the wait gives up, it
+says for each task that is not final what it is waiting for.
 
 Exit codes:
   0  every task completed
@@ -100,10 +102,17 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	}
 	defer func() { _ = l.Close(context.Background()) }()
 
-	// A key without a record is a typo, not something to wait for.
+	// A key without a record is a typo, not something to wait for. A
+	// need without one is said up front: nothing runs the task until
+	// someone admits it, and the wait would otherwise just hang.
+	var notes []string
 	for _, k := range keys {
 		octx, cancel := a.conn.opContext(ctx)
-		_, found, err := l.State(octx, k)
+		t, found, err := l.State(octx, k)
+		var missing []kvledger.IdempotencyKey
+		if err == nil && found && t.Status == kvledger.StatusPending {
+			missing, err = missingNeeds(octx, l, t)
+		}
 		cancel()
 		if err != nil {
 			return err
@@ -111,6 +120,12 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 		if !found {
 			return errNoTask(lf.bucket, string(k))
 		}
+		if len(missing) > 0 {
+			notes = append(notes, missingNote(k, missing))
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintln(a.stderr, "natscoord: ledger wait: "+escapeCell(n))
 	}
 	// WaitFinal is woken by the bucket's watch: no polling.
 	final, err := l.WaitFinal(ctx, keys...)
