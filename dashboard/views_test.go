@@ -153,7 +153,9 @@ func TestEventsPageAndSSE(t *testing.T) {
 
 func TestKeysWithAnyBytesAreEscaped(t *testing.T) {
 	nasty := "<script>alert(1)</script>\x00\u202e\n\"'&"
-	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.Admit(t, e.Ledger, nasty, nil) }, nil)
+	// Admission refuses the NUL and the newline; a record stored before
+	// that rule still reaches the pages.
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) { dashtest.StoreRecord(t, e.Ledger, nasty) }, nil)
 	ref := url.QueryEscape(nasty)
 	for _, path := range []string{"/tasks", "/task?key=" + ref, "/graph?key=" + ref, "/events", "/"} {
 		body := e.Page(t, path)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 )
 
 // Claim gives owner the record of key for lease, from now, and returns
@@ -17,7 +18,8 @@ import (
 // first failing one wins:
 //
 //  1. ErrEmptyOwner: owner is empty.
-//  2. ErrInvalidLease: lease <= 0. Neither check touches the store.
+//  2. ErrInvalidLease: lease <= 0 or above MaxLease. Neither check
+//     touches the store.
 //  3. ErrNoKey: the key has no record.
 //  4. ErrLeaseActive: LeaseUntil is after now, whoever holds it (an owner
 //     extends its own lease with Renew, not Claim).
@@ -71,8 +73,8 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	if owner == "" {
 		return 0, ErrEmptyOwner
 	}
-	if lease <= 0 {
-		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return 0, err
 	}
 	for {
 		cur, err := l.load(ctx, key)
@@ -122,23 +124,17 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 
 // Renew moves the lease of the caller's claim to now+lease. The order of
 // checks: ErrInvalidLease (no store access), ErrNoKey, ErrNotClaimed
-// (the record is not claimed), ErrFenced (the fence is not the
-// record's), then the Validate error. A lost compare-and-swap reloads:
+// (the record is not claimed), ErrFenced (the fence or owner is not the
+// claim's), then the Validate error. A lost compare-and-swap reloads:
 // while the record is still the caller's claim, Renew tries again,
 // otherwise it returns the error the fresh record calls for.
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
-	if lease <= 0 {
-		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return err
 	}
 	for {
-		cur, err := l.loadOwned(ctx, key, fence)
+		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
-			return err
-		}
-		if cur.Status != StatusClaimed {
-			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
-		}
-		if err := checkFence(cur, owner, fence); err != nil {
 			return err
 		}
 		next := cur.clone()
@@ -155,9 +151,9 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 
 // Release gives the caller's claim back: the record returns to pending
 // with no owner and no lease, keeping its fence (the next Claim outbids
-// it). The order of checks: ErrNoKey, ErrFenced, ErrNotClaimed (note:
-// fence before status, unlike Renew). A lost compare-and-swap reloads and
-// retries while the record is still the caller's claim.
+// it). The order of checks, as for Renew and Complete: ErrNoKey,
+// ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
+// while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
@@ -192,12 +188,11 @@ func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error
 	return cur, nil
 }
 
-// checkFence refuses a caller that does not hold the record's claim: its
-// token is not the record's, or the record names another owner. An owner
-// that does not hold the claim holds no valid fence, so both are
-// ErrFenced; a record with no owner (pending after a Release or a
-// rebase) is judged by the fence alone, so the status check that follows
-// reports ErrNotClaimed for it.
+// checkFence refuses a caller that does not hold cur, a claimed record:
+// its token is not the record's, or the record names another owner. An
+// owner that does not hold the claim holds no valid fence, so both are
+// ErrFenced. loadClaim calls it only after the status check, so a record
+// that is not claimed is ErrNotClaimed whatever the fence and owner.
 func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 	if cur.Fence != fence {
 		return fmt.Errorf("%w: %q is at fence %d owned by %q, caller has %d as %q",
@@ -206,6 +201,25 @@ func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 	if cur.Owner != "" && cur.Owner != owner {
 		return fmt.Errorf("%w: %q at fence %d is owned by %q, not by the caller %q",
 			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), string(owner))
+	}
+	return nil
+}
+
+// MaxLease is the longest lease Claim, Renew, Takeover, ClaimIfReady and
+// ClaimNext accept: kvlease's MaxTTL (24h), the bound on every other
+// lease here. A claim holds a task against every other worker until its
+// lease runs out; an unbounded one (a mistyped --lease 2562047h ran to
+// the year 2319) keeps a crashed owner's task from ever being taken
+// over. Work longer than a day renews.
+const MaxLease = kvlease.MaxTTL
+
+// checkLease refuses a lease outside (0, MaxLease] with ErrInvalidLease.
+func checkLease(lease time.Duration) error {
+	switch {
+	case lease <= 0:
+		return fmt.Errorf("%w: %v is not positive", ErrInvalidLease, lease)
+	case lease > MaxLease:
+		return fmt.Errorf("%w: %v is above MaxLease (%v); renew a longer claim", ErrInvalidLease, lease, MaxLease)
 	}
 	return nil
 }

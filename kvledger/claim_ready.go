@@ -23,8 +23,8 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
 	}
-	if lease <= 0 {
-		return TaskState{}, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return TaskState{}, err
 	}
 	for {
 		cur, err := l.load(ctx, key)
@@ -259,8 +259,8 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
 	}
-	if lease <= 0 {
-		return TaskState{}, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
+	if err := checkLease(lease); err != nil {
+		return TaskState{}, err
 	}
 	status := make(map[IdempotencyKey]Status)
 	var cands []TaskState

@@ -61,42 +61,44 @@ func (c *claims) forget(key IdempotencyKey) {
 	delete(c.rec, key)
 }
 
-// owned returns the remembered claim of key when it carries fence.
-func (c *claims) owned(key IdempotencyKey, fence FenceToken) (TaskState, bool) {
+// owned returns the remembered claim of key when it is owner's claim
+// at fence.
+func (c *claims) owned(key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.rec[key]
-	if !ok || r.Status != StatusClaimed || r.Fence != fence {
+	if !ok || r.Status != StatusClaimed || r.Fence != fence || r.Owner != owner {
 		return TaskState{}, false
 	}
 	return r.clone(), true
 }
 
-// loadOwned is the first read of Renew, Release and Complete: the
-// remembered claim when it is the caller's, else the stored record.
-func (l *Ledger) loadOwned(ctx context.Context, key IdempotencyKey, fence FenceToken) (TaskState, error) {
+// loadClaim is the start of Renew, Release and Complete: the caller's
+// claim of key, checked in a fixed order so that every store reports the
+// same error for the same record: ErrNoKey, then ErrNotClaimed (the
+// record is not claimed, whoever finished or released it and whatever
+// fence the caller has), then ErrFenced. This is the reference ledger's
+// contract; a record that is not claimed has no claim to be fenced from.
+//
+// The remembered claim is used only when it passes every check (it is
+// the caller's, at the caller's fence); any error is decided on the
+// stored record, which another Ledger may have finished since: the
+// remembered one would call that ErrFenced for another owner.
+func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
 	if l.remember {
-		if r, ok := l.claims.owned(key, fence); ok {
+		if r, ok := l.claims.owned(key, owner, fence); ok {
 			return r, nil
 		}
 	}
-	return l.load(ctx, key)
-}
-
-// loadClaim is the start of Release and Complete: the caller's claim of
-// key, checked in a fixed order so that every store reports the same
-// error for the same record: ErrNoKey, then ErrFenced, then
-// ErrNotClaimed.
-func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
-	cur, err := l.loadOwned(ctx, key, fence)
+	cur, err := l.load(ctx, key)
 	if err != nil {
-		return TaskState{}, err
-	}
-	if err := checkFence(cur, owner, fence); err != nil {
 		return TaskState{}, err
 	}
 	if cur.Status != StatusClaimed {
 		return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
+	}
+	if err := checkFence(cur, owner, fence); err != nil {
+		return TaskState{}, err
 	}
 	return cur, nil
 }

@@ -12,9 +12,10 @@ import (
 //
 //  1. ErrUnknownStatus: status is neither (no store access).
 //  2. ErrNoKey.
-//  3. ErrFenced: fence is not the record's.
-//  4. ErrNotClaimed: the record is not claimed, which includes a record
-//     this call already finished: a repeated Complete never rewrites it.
+//  3. ErrNotClaimed: the record is not claimed, which includes a record
+//     this call or another owner already finished, whatever the fence: a
+//     repeated Complete never rewrites it.
+//  4. ErrFenced: fence or owner is not the claim's.
 //
 // The record keeps its Owner and Fence (who finished it) and loses its
 // LeaseUntil. On StatusFailed, Complete then blocks every pending or

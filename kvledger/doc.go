@@ -28,7 +28,11 @@
 //   - Idempotency: a key is admitted once; a duplicate or older submission
 //     returns false, nil. With MemStoreOptions.MaxEntries or
 //     KVStoreConfig.Retention the guarantee becomes a window on purpose.
-//   - Keys: an IdempotencyKey is any non-empty valid UTF-8 string. A key,
+//   - Keys: an IdempotencyKey is any non-empty valid UTF-8 string
+//     without control characters (U+0000-U+001F, U+007F-U+009F), which
+//     admission and Restore refuse with ErrInvalidState: the task runtime
+//     hands a key to a command in an environment variable, which cannot
+//     hold NUL, and tables and logs show it on one line. A key,
 //     a need or an owner that is not valid UTF-8 is refused with
 //     ErrInvalidState before anything is written: records, snapshots and
 //     events carry them as JSON strings, which replace invalid bytes with
@@ -41,10 +45,16 @@
 //     token of that key, also after the record was deleted and admitted
 //     again; Renew, Release and Complete refuse an older token, and the
 //     right token presented under another owner's name (ErrFenced: an
-//     owner that does not hold the claim holds no valid fence). Fences
+//     owner that does not hold the claim holds no valid fence); on a
+//     record that is not claimed they return ErrNotClaimed whatever the
+//     token, as the reference ledger does. A lease is at most MaxLease
+//     (24h). Fences
 //     never wrap: a record at MaxFence cannot be claimed again
 //     (ErrFenceExhausted), and a record above it is refused wherever it
 //     enters (Load, Decode, Restore).
+//   - Payloads: a KVStore stores Task as JSON and reads its numbers back
+//     as json.Number, so every digit survives a read and the rewrite of
+//     the record that follows (a claim, a completion).
 //   - Every write is a compare-and-swap on the record's revision; a lost
 //     race reloads and re-decides, so concurrent Ledgers never overwrite
 //     each other.

@@ -18,9 +18,10 @@ var (
 	// Fences never wrap: the key must be deleted and admitted again under
 	// a new name to run once more.
 	ErrFenceExhausted = errors.New("kvledger: fence token has no room left")
-	// ErrInvalidLease: Claim, Renew or Takeover got a lease <= 0, which
-	// would be expired the moment it was written.
-	ErrInvalidLease = errors.New("kvledger: lease must be positive")
+	// ErrInvalidLease: Claim, Renew, Takeover, ClaimIfReady or ClaimNext
+	// got a lease <= 0, which would be expired the moment it was
+	// written, or one above MaxLease.
+	ErrInvalidLease = errors.New("kvledger: lease must be positive and at most MaxLease")
 	// ErrInvalidMaxEntries: MemStoreOptions.MaxEntries is negative.
 	ErrInvalidMaxEntries = errors.New("kvledger: MaxEntries must not be negative")
 	// ErrLeaseActive: Claim found a lease (anyone's) that has not reached

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/natscoord/natscoord/internal/jsonx"
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -95,9 +96,11 @@ func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, erro
 		return recordState(key, r, rev)
 	}
 	// A record of its own: the fast path may have filled some of r, and
-	// json.Unmarshal would move r to the heap on every call.
+	// decoding into it would move r to the heap on every call. Numbers in
+	// the Task stay json.Number, as on the fast path, so a write of the
+	// record stores the digits it read.
 	var j kvRecord
-	if err := json.Unmarshal(value, &j); err != nil {
+	if err := jsonx.Unmarshal(value, &j); err != nil {
 		return TaskState{}, fmt.Errorf("%w: key %q revision %d: %w", ErrCorruptRecord, string(key), rev, err)
 	}
 	return recordState(key, j, rev)

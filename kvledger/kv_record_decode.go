@@ -12,20 +12,20 @@ import (
 // bucket watch decodes every record write (three per task), where
 // json.Unmarshal into kvRecord was a large share of the runtime's CPU.
 //
-// The result is exactly what json.Unmarshal into a zero kvRecord gives
-// (FuzzDecodeRecordFast checks it): the same strings, times parsed by
-// time.Time.UnmarshalJSON from the same bytes, Task as the generic JSON
-// value (map[string]any, []any, float64, string, bool, nil), Result as a
-// copy of the same raw bytes. ok is false for anything it does not
-// reproduce exactly, and the caller then runs json.Unmarshal on a fresh
+// The result is exactly what jsonx.Unmarshal (encoding/json with
+// json.Number) into a zero kvRecord gives (FuzzDecodeRecordFast checks
+// it): the same strings, times parsed by time.Time.UnmarshalJSON from the
+// same bytes, Task as the generic JSON value (map[string]any, []any,
+// json.Number, string, bool, nil), Result as a copy of the same raw
+// bytes. ok is false for anything it does not reproduce exactly, and the
+// caller then runs jsonx.Unmarshal on a fresh
 // kvRecord, so what decodes, and how, never depends on this file. It
 // declines: whitespace anywhere, a key that is not exactly one of the
 // record's lowercase field names (encoding/json would also match keys
 // case-insensitively and skip unknown ones), a repeated key, null as a
 // field value, a value of the wrong JSON type, integers with a fraction,
 // an exponent or out of range, strings with invalid UTF-8 or a \u escape
-// of a surrogate half, an empty needs array, a Task number that float64
-// cannot hold, values nested deeper than jsonx's depth bound, and trailing
+// of a surrogate half, an empty needs array, values nested deeper than jsonx's depth bound, and trailing
 // bytes.
 func decodeRecordFast(value []byte, r *kvRecord) bool {
 	d := jsonx.NewScanner(value)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/jsonx"
 )
 
 // FuzzDecodeRecord: whatever bytes sit under a task key, decoding returns
@@ -77,11 +78,15 @@ func FuzzAppendRecord(f *testing.F) {
 	f.Add("a.b c", "claimed", uint64(0), "", uint64(0), int64(0), int32(3600), "", "", `[1,"x",null,true,{"z":{}}]`, 1e21, false)
 	f.Add("<&>\"\\\n\t\x01", "blocked", uint64(1<<63), "ü\u2028\xff", uint64(9), int64(math.MinInt64), int32(-5400), "\u2029", "\x7f", `"\u003c\ud800"`, 1e-7, true)
 	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(math.MaxInt64), int32(86400), "n", "x", `1e400`, math.Copysign(0, -1), false)
+	f.Add("k", "pending", uint64(1), "w", uint64(2), int64(7), int32(0), "n", "x", `{"id":9007199254740993,"big":12345678901234567890}`, 0.1, false)
 	f.Add("a\xffb\xc3", "pending", uint64(1), "w\xfe", uint64(2), int64(7), int32(0), "\x80n", "\xed\xa0\x80", "\"\xff\"", 2.5, true) // invalid UTF-8 everywhere
 	f.Fuzz(func(t *testing.T, key, status string, seq uint64, owner string, fence uint64, nanos int64, offset int32, need, actor, taskJSON string, num float64, insert bool) {
-		var decoded any
+		var decoded, numbers any
 		if json.Unmarshal([]byte(taskJSON), &decoded) != nil {
 			decoded = taskJSON
+		}
+		if jsonx.Unmarshal([]byte(taskJSON), &numbers) != nil {
+			numbers = taskJSON
 		}
 		at := time.Unix(0, nanos).In(time.FixedZone("z", int(offset)))
 		type payload struct {
@@ -91,7 +96,8 @@ func FuzzAppendRecord(f *testing.F) {
 		tasks := []any{decoded, nil, num, float32(num), int(seq), int64(nanos), uint(fence), uint32(offset), int32(offset),
 			map[string]string{key: owner, need: actor}, []string{need, actor}, []any{num, decoded},
 			map[string]any{"n": num, "t": decoded, key: []any{}}, map[string]any(nil), []any(nil),
-			payload{A: owner, N: num}, []byte(taskJSON), json.RawMessage(taskJSON), json.Number(taskJSON)}
+			payload{A: owner, N: num}, []byte(taskJSON), json.RawMessage(taskJSON), json.Number(taskJSON), numbers,
+			map[string]any{"n": numbers}}
 		for _, task := range tasks {
 			s := TaskState{Key: IdempotencyKey(key), Status: Status(status), Sequence: Sequence(seq), Owner: OwnerID(owner),
 				Fence: FenceToken(fence), LeaseUntil: at, Needs: []IdempotencyKey{IdempotencyKey(need)}, BlockedBy: IdempotencyKey(need),

@@ -2,6 +2,7 @@ package kvledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -198,7 +199,7 @@ func TestDecodeTask(t *testing.T) {
 	require.True(t, ok)
 	s, _, err := l.State(ctx, "k")
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{"name": "x", "n": float64(3)}, s.Task)
+	require.Equal(t, map[string]any{"name": "x", "n": json.Number("3")}, s.Task)
 	j, err := kvledger.DecodeTask[job](s)
 	require.NoError(t, err)
 	require.Equal(t, job{Name: "x", N: 3}, j)

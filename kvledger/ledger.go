@@ -127,7 +127,8 @@ func (l *Ledger) Close(ctx context.Context) error {
 // pending, and Claim's closure check still stops it from running.
 //
 // The record is validated before any write: a key that needs itself, for
-// example, returns false and the Validate error.
+// example, returns false and the Validate error, and so does a key or
+// need holding a control character (see checkNewKeys).
 func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs ...IdempotencyKey) (bool, error) {
 	return l.admit(ctx, actor, key, seq, task, now, needs, runtimeFields{})
 }
@@ -138,6 +139,9 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
 	rt.apply(&probe)
 	if err := probe.Validate(); err != nil {
+		return false, err
+	}
+	if err := checkNewKeys(key, needs); err != nil {
 		return false, err
 	}
 	if l.index != nil && len(needs) > 0 {

@@ -52,7 +52,8 @@ func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 // Restore inserts every record of s into the store, for a cold start or a
-// test set-up, all or nothing. It validates every record first, and on a
+// test set-up, all or nothing. It validates every record first (and
+// refuses keys and needs with control characters, as Admit does), and on a
 // store that implements RecordChecker (the KVStore: encoding and the
 // server's size limits) checks every record against the store too, so a
 // record the server would refuse fails the restore before anything is
@@ -67,6 +68,11 @@ func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 func (l *Ledger) Restore(ctx context.Context, s Snapshot) error {
 	if err := s.Validate(); err != nil {
 		return err
+	}
+	for i, t := range s.Tasks {
+		if err := checkNewKeys(t.Key, t.Needs); err != nil {
+			return fmt.Errorf("kvledger: restore: snapshot task %d: %w; nothing restored", i, err)
+		}
 	}
 	if c, ok := l.store.(RecordChecker); ok {
 		for i, t := range s.Tasks {

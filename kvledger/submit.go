@@ -133,8 +133,8 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 			CreatedBy: actor, CreatedAt: sub.Now, UpdatedBy: actor, UpdatedAt: sub.Now, LastEvent: AdmittedEvent,
 		}
 		rt.apply(&rec)
-		if rec.Validate() != nil {
-			break
+		if rec.Validate() != nil || checkNewKeys(rec.Key, nil) != nil {
+			break // Submit reports it
 		}
 		seen[sub.Key] = true
 		recs = append(recs, rec)

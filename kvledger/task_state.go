@@ -12,8 +12,11 @@ import (
 )
 
 // IdempotencyKey is the caller's name for a task. Submitting the same key
-// twice admits the task once. Any non-empty valid UTF-8 string works
-// (spaces, dots, any script); the KVStore escapes it into a bucket key.
+// twice admits the task once. Any non-empty valid UTF-8 string without
+// control characters works (spaces, dots, any script); the KVStore
+// escapes it into a bucket key. Admission refuses control characters
+// (U+0000-U+001F, U+007F-U+009F) with ErrInvalidState: the task runtime
+// passes the key in an environment variable, which cannot hold NUL.
 // A key that is not valid UTF-8 is refused (ErrInvalidState) before
 // anything is written: records, snapshots and events carry the key as a
 // JSON string, which would store such a key as another one (invalid bytes
@@ -57,8 +60,11 @@ type Actor string
 //
 // Task is the caller's payload. The MemStore keeps the value as given;
 // the KVStore stores it as JSON, so a value read back is what
-// encoding/json decodes into an `any` (map[string]any, []any, float64,
-// string, bool or nil). Use DecodeTask to get a typed value back.
+// encoding/json decodes into an `any` with UseNumber (map[string]any,
+// []any, json.Number, string, bool or nil): numbers keep their exact
+// text, so a record rewritten by a claim stores the digits it was
+// admitted with (a float64 would round integers above 2^53). Use
+// DecodeTask to get a typed value back.
 //
 // Rev is assigned by the Store on every write (the KV revision for the
 // KVStore); the Ledger passes it back unchanged as the compare-and-swap

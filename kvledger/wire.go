@@ -24,10 +24,12 @@ func Encode(s Snapshot) ([]byte, error) {
 // Decode parses Encode's output and validates it. Malformed JSON,
 // trailing data and a wrong shape return ErrMalformed; a record with an
 // unknown status or another broken rule returns ErrInvalidState. Task
-// values come back as encoding/json decodes them into an `any`.
+// values come back as encoding/json decodes them into an `any`, with
+// numbers as json.Number: a restored task keeps every digit.
 func Decode(data []byte) (Snapshot, error) {
 	var s Snapshot
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
 	if err := dec.Decode(&s); err != nil {
 		return Snapshot{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}

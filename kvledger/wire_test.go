@@ -1,6 +1,7 @@
 package kvledger_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,7 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	s, err := kvledger.Decode([]byte(`{"tasks":[{"key":"a","status":"claimed","owner":"w","lease_until":"2026-11-29T10:00:00Z","fence":3,"task":{"n":1}}]}`))
 	require.NoError(t, err)
-	require.Equal(t, map[string]any{"n": float64(1)}, s.Tasks[0].Task)
+	require.Equal(t, map[string]any{"n": json.Number("1")}, s.Tasks[0].Task)
 	_, err = kvledger.Encode(kvledger.Snapshot{Tasks: []kvledger.TaskState{{Key: "a", Status: "x"}}})
 	require.ErrorIs(t, err, kvledger.ErrInvalidState)
 }

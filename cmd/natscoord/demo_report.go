@@ -151,7 +151,7 @@ func summarize(run *demoRun, snap kvledger.Snapshot, workers int, elapsed time.D
 	case f.TakenBy == "" || f.TakenBy == f.Worker || f.TakenFence <= f.Fence:
 		s.Problems = append(s.Problems, fmt.Sprintf("%s was not taken over with a larger fence", demoStalling))
 	case !f.LateRefused:
-		s.Problems = append(s.Problems, fmt.Sprintf("the paused worker's late Complete was not refused as fenced (%q)", f.LateError))
+		s.Problems = append(s.Problems, fmt.Sprintf("the paused worker's late Complete was not refused (%q)", f.LateError))
 	}
 	s.OK = len(s.Problems) == 0
 	return s

@@ -25,7 +25,7 @@ func TestDemoRunsToCompletion(t *testing.T) {
 		"ledger.taken_over docs",
 		"TASK        STATUS     OWNER     FENCE  BLOCKED-BY",
 		"12 tasks: 8 completed, 1 failed, 3 blocked",
-		"was refused (kvledger: fence token is stale",
+		"was refused (kvledger: record is not claimed",
 		"outcome: as predicted",
 	} {
 		require.Contains(t, r.stdout, want)

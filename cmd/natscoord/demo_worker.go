@@ -143,7 +143,9 @@ func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)
 	w.run.mu.Lock()
 	w.run.stall = stallReport{
 		Worker: w.name, Fence: uint64(rec.Fence), TakenBy: now.Owner, TakenFence: uint64(now.Fence),
-		LateRefused: errors.Is(late, kvledger.ErrFenced),
+		// Refused as fenced, or, since the taker finished the task first,
+		// as not claimed (a finished record is judged before the fence).
+		LateRefused: errors.Is(late, kvledger.ErrFenced) || errors.Is(late, kvledger.ErrNotClaimed),
 	}
 	if late != nil {
 		w.run.stall.LateError = late.Error()

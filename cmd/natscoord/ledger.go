@@ -238,12 +238,26 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// A need without a record is taken (it may be admitted
+				// later), but said: the task cannot run until it is.
+				var missing []kvledger.IdempotencyKey
+				if ok {
+					if missing, err = missingNeeds(ctx, l, t); err != nil {
+						return err
+					}
+				}
 				if a.json {
 					out := map[string]any{"admitted": ok, "task": t}
 					if ok && len(rb.kept) > 0 {
 						out["kept"] = rb.kept
 					}
+					if len(missing) > 0 {
+						out["missing_needs"] = missing
+					}
 					return writeJSON(a.stdout, out)
+				}
+				if len(missing) > 0 {
+					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
 				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, t), t.Status, t.Fence, t.Rev, rb.note(ok))
 				return err

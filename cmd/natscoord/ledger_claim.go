@@ -49,8 +49,8 @@ func actorFor(cmd *cobra.Command, lf *ledgerFlags, owner string) kvledger.Actor 
 }
 
 // check refuses bad flags before any connection: an empty --owner, then,
-// where the command takes them, a lease that is not positive and a zero
-// fence. The ledger does not check them all up front (Release takes an
+// where the command takes them, a lease that is not positive or above
+// kvledger.MaxLease and a zero fence. The ledger does not check them all up front (Release takes an
 // empty owner whose fence matches an ownerless record, and answers "not
 // claimed"), and these errors name the flag.
 func (cf *claimFlags) check(lease, fence bool) error {
@@ -59,6 +59,9 @@ func (cf *claimFlags) check(lease, fence bool) error {
 	}
 	if lease && cf.lease <= 0 {
 		return fmt.Errorf("--lease must be positive, got %v", cf.lease)
+	}
+	if lease && cf.lease > kvledger.MaxLease {
+		return fmt.Errorf("--lease %v is above the %v limit; renew a longer claim", cf.lease, kvledger.MaxLease)
 	}
 	if fence && cf.fence == 0 {
 		return errors.New("--fence must be the claim's fence token (printed by ledger claim)")

@@ -28,6 +28,8 @@ const waitHelp = `wait blocks until every KEY is final (completed, failed, block
 cancelled) and prints how each ended. It learns about changes by push
 (a watch on the ledger bucket), not by polling; a KEY that has no record is an error.
 When the server goes away, wait says so on stderr, reconnects and watches again.
+A need without a record is noted when the wait starts; when the wait gives up, it
+says for each task that is not final what it is waiting for.
 
 Exit codes:
   0  every task completed
@@ -104,22 +106,47 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 		return err
 	}
 
+	// The ledger over the store, for reads only (no event bus): the notes
+	// below and the reasons given when the wait gives up.
+	l, err := kvledger.New(store, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = l.Close(context.Background()) }()
+	// A need without a record is said up front: nothing runs the task
+	// until someone admits it, and the wait would otherwise just hang.
+	for _, k := range keys {
+		octx, cancel := a.conn.opContext(ctx)
+		t, found, err := l.State(octx, k)
+		var missing []kvledger.IdempotencyKey
+		if err == nil && found && t.Status == kvledger.StatusPending {
+			missing, err = missingNeeds(octx, l, t)
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			fmt.Fprintln(a.stderr, "natscoord: ledger wait: "+escapeCell(missingNote(k, missing)))
+		}
+	}
+
 	w := &taskWait{keys: keys, bucket: lf.bucket, last: map[kvledger.IdempotencyKey]kvledger.TaskState{}}
 	err = a.watchUntilFinal(ctx, nc, store, w)
 	final := w.finalRecords()
 	var gone taskDeletedError
 	switch {
 	case ctx.Err() != nil:
-		return a.waitGaveUp(ctx, keys, final)
+		return a.waitGaveUp(ctx, l, keys, final)
 	case errors.As(err, &gone):
-		if err := a.printWaited(keys, final, gone.key); err != nil {
+		if err := a.printWaited(keys, final, gone.key, nil); err != nil {
 			return err
 		}
 		return exitError{code: waitDeleted, err: err}
 	case err != nil:
 		return err
 	}
-	if err := a.printWaited(keys, final, ""); err != nil {
+	if err := a.printWaited(keys, final, "", nil); err != nil {
 		return err
 	}
 	code, why := waitOutcome(keys, final)
@@ -129,15 +156,30 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 	return exitError{code: code, err: errors.New(why)}
 }
 
-func (a *app) waitGaveUp(ctx context.Context, keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
-	if err := a.printWaited(keys, final, ""); err != nil {
+// waitGaveUp prints the tasks when the wait ends early, and for each one
+// that is not final why not (waitingReason), in the JSON rows and on the
+// error line: a bare "-" left a need without a record unexplained.
+func (a *app) waitGaveUp(ctx context.Context, l *kvledger.Ledger, keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState) error {
+	waiting := make(map[kvledger.IdempotencyKey]string)
+	var reasons []string
+	// ctx has ended: the reads get a bound of their own, one for all.
+	octx, cancel := a.conn.opContext(context.WithoutCancel(ctx))
+	defer cancel()
+	for _, k := range keys {
+		if _, done := final[k]; done {
+			continue
+		}
+		waiting[k] = waitingReason(octx, l, k)
+		reasons = append(reasons, escapeCell(string(k))+": "+waiting[k])
+	}
+	if err := a.printWaited(keys, final, "", waiting); err != nil {
 		return err
 	}
 	why := "interrupted"
 	if errors.Is(context.Cause(ctx), errWaitElapsed) {
 		why = errWaitElapsed.Error()
 	}
-	return exitError{code: waitGaveUp, err: fmt.Errorf("ledger wait: %s with %d of %d tasks final", why, len(final), len(keys))}
+	return exitError{code: waitGaveUp, err: fmt.Errorf("ledger wait: %s with %d of %d tasks final; %s", why, len(final), len(keys), strings.Join(reasons, "; "))}
 }
 
 // outcome names how a final task ended: completed, failed, blocked or
@@ -172,19 +214,21 @@ func waitOutcome(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyK
 }
 
 // printWaited prints how each key ended; deleted names the key whose
-// record was deleted before it was final, if any.
-func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState, deleted kvledger.IdempotencyKey) error {
+// record was deleted before it was final, if any, and waiting says, for
+// the tasks that are not final, why not.
+func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.IdempotencyKey]kvledger.TaskState, deleted kvledger.IdempotencyKey, waiting map[kvledger.IdempotencyKey]string) error {
 	type row struct {
 		Key     kvledger.IdempotencyKey `json:"key"`
 		Outcome string                  `json:"outcome"`
 		Final   bool                    `json:"final"`
+		Waiting string                  `json:"waiting,omitempty"`
 		Task    *kvledger.TaskState     `json:"task,omitempty"`
 	}
 	rows := make([]row, 0, len(keys))
 	table := make([][]string, 0, len(keys))
 	for _, k := range keys {
 		t, done := final[k]
-		r := row{Key: k, Outcome: outcome(t, done), Final: done}
+		r := row{Key: k, Outcome: outcome(t, done), Final: done, Waiting: waiting[k]}
 		if k == deleted {
 			r.Outcome = "deleted"
 		}

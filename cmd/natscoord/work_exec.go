@@ -209,40 +209,6 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// resultOf turns a command's stdout into a task result: JSON output is
-// kept as it is; any other output becomes a JSON string, without its last
-// newline. The result's JSON is at most limit bytes; the second value
-// reports that the text was cut to fit.
-func resultOf(stdout []byte, limit int) (json.RawMessage, bool) {
-	if len(bytes.TrimSpace(stdout)) == 0 {
-		return nil, false
-	}
-	if json.Valid(stdout) {
-		var b bytes.Buffer
-		if json.Compact(&b, stdout) == nil && b.Len() <= limit {
-			return b.Bytes(), false
-		}
-	}
-	s := strings.TrimSuffix(string(stdout), "\n")
-	cut := false
-	for {
-		enc, err := json.Marshal(s)
-		if err == nil && len(enc) <= limit {
-			return enc, cut
-		}
-		if s == "" {
-			return nil, true
-		}
-		// Escaping made it too long: keep a shorter prefix, on a rune
-		// boundary.
-		n := len(s) * 3 / 4
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s, cut = s[:n], true
-	}
-}
-
 // boundedBuffer keeps the first limit bytes written and counts the rest,
 // so a chatty command never blocks on a full pipe nor fills memory.
 type boundedBuffer struct {

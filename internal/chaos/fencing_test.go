@@ -413,7 +413,9 @@ func (f *fencing) workLoop(ctx context.Context, owner string, closed func() bool
 		if err == nil {
 			f.completions.add()
 			f.done(key)
-		} else if !errors.Is(err, kvledger.ErrFenced) {
+		} else if !errors.Is(err, kvledger.ErrFenced) && !errors.Is(err, kvledger.ErrNotClaimed) {
+			// Refused as fenced, or as not claimed when the taker has
+			// finished already: both are the fence at work.
 			f.transient.add()
 		}
 	}
@@ -430,7 +432,8 @@ func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledg
 	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	err := l.Complete(octx, "chaos", key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), kvledger.StatusCompleted, time.Now())
-	if errors.Is(err, kvledger.ErrFenced) {
+	// Not claimed when the taker has finished already: refused as well.
+	if errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) {
 		f.zombieFenced.add()
 	}
 }

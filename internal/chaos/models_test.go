@@ -208,23 +208,23 @@ func ledgerApply(s ledgerState, in ledgerIn) []ledgerCand {
 		if !s.Exists {
 			return same(ledgerOut{Err: "nokey"})
 		}
+		// The status before the fence, as the reference ledger says: a
+		// record that is not claimed is "notclaimed" whatever the fence.
+		if s.Status != "claimed" {
+			return same(ledgerOut{Err: "notclaimed"})
+		}
 		fenced := same(ledgerOut{Err: "fenced"})
 		if s.FenceKnown && in.Fence != s.Fence || !s.FenceKnown && in.Fence < s.Fence {
 			return fenced
 		}
-		var match []ledgerCand
-		if s.Status != "claimed" {
-			match = same(ledgerOut{Err: "notclaimed"})
+		n := s
+		n.Fence, n.FenceKnown, n.LeaseUntil = in.Fence, true, -1
+		if in.Op == opRelease {
+			n.Status, n.Owner = "pending", ""
 		} else {
-			n := s
-			n.Fence, n.FenceKnown, n.LeaseUntil = in.Fence, true, -1
-			if in.Op == opRelease {
-				n.Status, n.Owner = "pending", ""
-			} else {
-				n.Status = "completed"
-			}
-			match = []ledgerCand{{out: ledgerOut{}, next: n}}
+			n.Status = "completed"
 		}
+		match := []ledgerCand{{out: ledgerOut{}, next: n}}
 		if !s.FenceKnown { // in.Fence may or may not be the record's
 			return append(match, fenced...)
 		}

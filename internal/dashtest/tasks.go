@@ -26,6 +26,21 @@ func Admit(t testing.TB, l *kvledger.Ledger, key string, task any, needs ...stri
 	require.True(t, ok)
 }
 
+// StoreRecord writes a pending record for key through the Store, past
+// the Ledger's admission rules: how a record from before a rule (a key
+// with control characters, refused at admission since) still reaches
+// the pages.
+func StoreRecord(t testing.TB, l *kvledger.Ledger, key string) {
+	t.Helper()
+	k := kvledger.IdempotencyKey(key)
+	now := time.Now()
+	ok, err := l.Store().CompareAndSwap(natstest.Context(t, 5*time.Second), k, kvledger.TaskState{}, kvledger.TaskState{
+		Key: k, Status: kvledger.StatusPending, Sequence: 1, CreatedBy: Source, CreatedAt: now, UpdatedBy: Source, UpdatedAt: now,
+	})
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
 // RunTask claims key for owner and completes it with status.
 func RunTask(t testing.TB, l *kvledger.Ledger, key, owner string, status kvledger.Status) {
 	t.Helper()

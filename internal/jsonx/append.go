@@ -56,6 +56,13 @@ func AppendValue(b []byte, v any, depth int) ([]byte, bool) {
 		return AppendString(b, v), true
 	case bool:
 		return strconv.AppendBool(b, v), true
+	case json.Number:
+		// Its text as it is, as encoding/json writes it; an empty or
+		// invalid one is encoding/json's to write ("0") or refuse.
+		if v == "" || !ValidNumber(string(v)) {
+			return AppendMarshaled(b, v)
+		}
+		return append(b, v...), true
 	case float64:
 		return appendFloat(b, v, 64)
 	case float32:

@@ -1,8 +1,11 @@
 package jsonx
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"math"
-	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -32,8 +35,8 @@ func (d *Scanner) Next() byte {
 	return 0
 }
 
-// Value consumes any JSON value and returns it as encoding/json decodes
-// into an `any`: map[string]any, []any, float64, string, bool or nil.
+// Value consumes any JSON value and returns it as Unmarshal decodes into
+// an `any`: map[string]any, []any, json.Number, string, bool or nil.
 // Nesting deeper than maxDepth is declined.
 func (d *Scanner) Value() (any, bool) { return d.value(0, true) }
 
@@ -336,8 +339,8 @@ func (d *Scanner) value(depth int, build bool) (any, bool) {
 	return d.number(build)
 }
 
-// number consumes a JSON number; built, it is the float64 encoding/json
-// gives, and a number float64 cannot hold is declined (an error there).
+// number consumes a JSON number; built, it is its text as a json.Number,
+// as Unmarshal gives it: no digit is lost to a float64.
 func (d *Scanner) number(build bool) (any, bool) {
 	start := d.i
 	d.Eat('-')
@@ -361,8 +364,34 @@ func (d *Scanner) number(build bool) (any, bool) {
 	if !build {
 		return nil, true
 	}
-	f, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
-	return f, err == nil
+	return json.Number(d.b[start:d.i]), true
+}
+
+// ValidNumber reports whether s is one JSON number, the text a
+// json.Number may hold.
+func ValidNumber(s string) bool {
+	d := NewScanner([]byte(s))
+	_, ok := d.number(false)
+	return ok && d.Done()
+}
+
+// Unmarshal is json.Unmarshal with numbers decoded as json.Number: a
+// payload's numbers keep their exact text (an integer above 2^53, a long
+// fraction), so decoding and encoding again gives the same bytes. Like
+// json.Unmarshal it refuses trailing data after the value.
+func Unmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("invalid character after top-level value")
+		}
+		return err
+	}
+	return nil
 }
 
 // run consumes one or more decimal digits.

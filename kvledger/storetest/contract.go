@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/natscoord/natscoord/internal/check"
@@ -17,7 +18,7 @@ func testStoreContract(t *testing.T, newStore NewStore) {
 
 	rec := kvledger.TaskState{
 		Key: "k", Status: kvledger.StatusPending, Sequence: 1,
-		Task:      map[string]any{"n": float64(7), "tags": []any{"a", "b"}},
+		Task:      map[string]any{"n": json.Number("9007199254740993"), "tags": []any{"a", "b"}},
 		Needs:     []kvledger.IdempotencyKey{"dep"},
 		CreatedBy: "me", CreatedAt: t0, UpdatedBy: "me", UpdatedAt: t0,
 	}

@@ -13,7 +13,7 @@ import (
 // testStaleOwner: two Ledgers share one store. What the first wrote last
 // is out of date once the second writes; the first's Renew, Release and
 // Complete must still judge the stored record, checking ErrNoKey, then
-// ErrFenced, then ErrNotClaimed, and every write still publishes its
+// ErrNotClaimed, then ErrFenced, and every write still publishes its
 // event once.
 func testStaleOwner(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
@@ -62,6 +62,18 @@ func testStaleOwner(t *testing.T, newStore NewStore) {
 	check.NoError(t, b.Complete(ctx, "wb", "p", "wb", fp, kvledger.StatusFailed, t0))
 	requireBlocked(t, a, "c", "p")
 	check.ErrorIs(t, a.Complete(ctx, "wa", "c", "wa", fc, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
+
+	// Finished by b under a's claim: to another owner with that fence,
+	// a says not claimed, not fenced (what a remembers of its claim must
+	// not decide an error; issue 25 item 27).
+	admit(t, a, "d")
+	fd := claim(t, a, "d", "wa", t0)
+	check.NoError(t, b.Complete(ctx, "wa", "d", "wa", fd, kvledger.StatusCompleted, t0))
+	check.ErrorIs(t, a.Release(ctx, "wx", "d", "wx", fd, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Renew(ctx, "wx", "d", "wx", fd, lease, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Complete(ctx, "wx", "d", "wx", fd, kvledger.StatusFailed, t0), kvledger.ErrNotClaimed)
+	check.ErrorIs(t, a.Release(ctx, "wa", "d", "wa", fd, t0), kvledger.ErrNotClaimed)
+	check.Equal(t, kvledger.StatusCompleted, state(t, a, "d").Status)
 
 	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent,
 		kvledger.RenewedEvent, kvledger.CompletedEvent}, bus.names("k"))

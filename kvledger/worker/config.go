@@ -137,9 +137,15 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // expBackoff is base*2^(n-1), capped at ceil, jittered into [d/2, d].
+// It never doubles past ceil: with a ceiling near the Duration range,
+// doubling first and capping after overflowed to a negative pause.
 func expBackoff(base, ceil time.Duration, n int) time.Duration {
 	d := base
 	for i := 1; i < n && d < ceil; i++ {
+		if d > ceil/2 {
+			d = ceil
+			break
+		}
 		d *= 2
 	}
 	d = min(d, ceil)

@@ -82,6 +82,13 @@ func parseField(f string, lo, hi int) (uint64, error) {
 			if err != nil || n <= 0 {
 				return 0, fmt.Errorf("bad step %q", stepS)
 			}
+			// A step beyond the field's range would only name its
+			// first value; one near the int range made v overflow and
+			// wrap to other values (30/9223372036854775807 fired at
+			// minutes 30, 28, 26, ...).
+			if n > hi-lo+1 {
+				return 0, fmt.Errorf("step %d is larger than the field's range %d-%d", n, lo, hi)
+			}
 			step = n
 		}
 		a, b := lo, hi
@@ -103,8 +110,11 @@ func parseField(f string, lo, hi int) (uint64, error) {
 		if a < lo || b > hi || a > b {
 			return 0, fmt.Errorf("%q outside %d-%d", part, lo, hi)
 		}
-		for v := a; v <= b; v += step {
+		for v := a; ; v += step {
 			bits |= 1 << uint(v)
+			if b-v < step {
+				break
+			}
 		}
 	}
 	return bits, nil

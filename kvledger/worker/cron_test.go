@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,4 +88,47 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("%q: next %s not after %s", s, n, from)
 		}
 	})
+}
+
+// TestParseSpecHugeStep: a step beyond the field's range is refused
+// with an error that says so; one near the int range used to wrap the
+// loop around and read "30/9223372036854775807" as minutes 30, 28, 26...
+// (issue 25 item 13). A step the size of the range names the start only.
+func TestParseSpecHugeStep(t *testing.T) {
+	for _, s := range []string{"30/9223372036854775807 * * * *", "*/61 * * * *", "0 */25 * * *", "0 0 1/9223372036854775806 * *"} {
+		_, err := parseSpec(s, nil)
+		if err == nil || !strings.Contains(err.Error(), "larger than the field's range") {
+			t.Errorf("%q: got %v, want a step error", s, err)
+		}
+	}
+	sp, err := parseSpec("30/60 * * * *", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.cron.min != 1<<30 {
+		t.Errorf("30/60: minutes %b, want only 30", sp.cron.min)
+	}
+	sp, err = parseSpec("58/1 * * * *", nil)
+	if err != nil || sp.cron.min != 1<<58|1<<59 {
+		t.Errorf("58/1: %b %v", sp.cron.min, err)
+	}
+}
+
+// TestExpBackoffNeverNegative: with a ceiling near the Duration range
+// the doubling used to overflow to a negative pause (issue 25 item 13).
+func TestExpBackoffNeverNegative(t *testing.T) {
+	for _, ceil := range []time.Duration{math.MaxInt64, math.MaxInt64 / 3, time.Hour} {
+		for n := 1; n < 200; n++ {
+			d := expBackoff(time.Second, ceil, n)
+			if d < 0 || d > ceil {
+				t.Fatalf("ceil %v attempt %d: %v", ceil, n, d)
+			}
+			if n > 70 && d < ceil/2 {
+				t.Fatalf("ceil %v attempt %d: %v below the capped range", ceil, n, d)
+			}
+		}
+	}
+	if d := expBackoff(time.Second, time.Hour, 3); d < 2*time.Second || d > 4*time.Second {
+		t.Errorf("attempt 3: %v, want in [2s, 4s]", d)
+	}
 }

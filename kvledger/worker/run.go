@@ -224,7 +224,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		o = kvledger.Outcome{Status: kvledger.StatusFailed, Error: herr.Error()}
 		ev.Result = ResultFailed
 	default:
-		ev.RunAt = w.now().Add(w.cfg.Backoff(t.rec.Attempts))
+		// A caller's Backoff may return a negative pause: retry now.
+		pause := w.cfg.Backoff(t.rec.Attempts)
+		if pause < 0 {
+			pause = 0
+		}
+		ev.RunAt = w.now().Add(pause)
 		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
 		ev.Result = ResultRetried
 	}
