@@ -29,12 +29,18 @@ func missingNeeds(ctx context.Context, l *kvledger.Ledger, t kvledger.TaskState)
 // missingNote is the note `ledger admit` prints for needs without a
 // record.
 func missingNote(key kvledger.IdempotencyKey, missing []kvledger.IdempotencyKey) string {
-	names := make([]string, len(missing))
-	for i, n := range missing {
-		names[i] = fmt.Sprintf("%q", string(n))
+	// At most maxNamedNeeds names: a task with thousands of needs gets a
+	// one-line note, not a line as long as its needs.
+	const maxNamedNeeds = 5
+	names := make([]string, 0, maxNamedNeeds+1)
+	for _, n := range missing[:min(len(missing), maxNamedNeeds)] {
+		names = append(names, fmt.Sprintf("%q", string(n)))
+	}
+	if len(missing) > maxNamedNeeds {
+		names = append(names, fmt.Sprintf("and %d more", len(missing)-maxNamedNeeds))
 	}
 	what := "need " + names[0] + " has"
-	if len(names) > 1 {
+	if len(missing) > 1 {
 		what = "needs " + strings.Join(names, ", ") + " have"
 	}
 	return fmt.Sprintf("note: %s no record yet; %q waits until it is admitted and completes", what, string(key))

@@ -131,7 +131,12 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 		}
 	}
 
-	w := &taskWait{keys: keys, bucket: lf.bucket, last: map[kvledger.IdempotencyKey]kvledger.TaskState{}}
+	load := func(k kvledger.IdempotencyKey) (kvledger.TaskState, bool, error) {
+		octx, cancel := a.conn.opContext(ctx)
+		defer cancel()
+		return store.Load(octx, k)
+	}
+	w := &taskWait{keys: keys, bucket: lf.bucket, load: load, last: map[kvledger.IdempotencyKey]kvledger.TaskState{}}
 	err = a.watchUntilFinal(ctx, nc, store, w)
 	final := w.finalRecords()
 	var gone taskDeletedError

@@ -25,6 +25,11 @@ import (
 type taskWait struct {
 	keys   []kvledger.IdempotencyKey
 	bucket string
+	// load reads a key's record, bounded: a key a watch did not deliver
+	// before its end-of-initial-values marker is read before it is called
+	// missing (a record written while the watch starts may be delivered
+	// only after the marker).
+	load func(kvledger.IdempotencyKey) (kvledger.TaskState, bool, error)
 
 	mu sync.Mutex
 	// last is the latest record of each key seen by any watch.
@@ -116,6 +121,16 @@ func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher, rec
 			synced = true
 			for _, k := range w.keys {
 				if present[k] {
+					continue
+				}
+				rec, found, err := w.load(k)
+				switch {
+				case err != nil:
+					finish(err)
+					return
+				case found:
+					present[k] = true
+					w.last[k] = rec
 					continue
 				}
 				if err := w.gone(k); err != nil {

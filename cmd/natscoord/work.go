@@ -344,4 +344,3 @@ func (p *workPrinter) say(format string, args ...any) {
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.errw, "natscoord work: "+format+"\n", args...)
 }
-
