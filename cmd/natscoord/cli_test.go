@@ -352,7 +352,7 @@ func TestBadInput(t *testing.T) {
 			{"ledger", "admit", "b", "--seq", "1", "--needs", "b"},
 			{"ledger", "admit", "b", "--seq", "1", "--task", "{"},
 			{"ledger", "admit", "b", "--seq", "-1"},
-			{"ledger", "admit", "b"},
+			{"ledger", "admit", "b", "--seq", "x"},
 			{"ledger", "complete", "a", "--owner", "o", "--fence", "1", "--status", "done?"},
 			{"ledger", "complete", "a", "--owner", "o", "--status", "failed"},
 			{"ledger", "show"},

@@ -196,11 +196,15 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 		create      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY --seq N [--needs a,b] [--task JSON|@FILE|-] [--kind K] [--run-at T | --delay D]",
+		Use:   "admit KEY [--seq N] [--needs a,b] [--task JSON|@FILE|-] [--kind K] [--run-at T | --delay D]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Long: "admit admits a task once per key (a duplicate or older sequence is not admitted).\n" +
 			"The default ledger bucket is created when missing; a bucket named with --bucket must\n" +
-			"exist unless --create is given (a misspelt name is refused, not made a new ledger).",
+			"exist unless --create is given (a misspelt name is refused, not made a new ledger).\n\n" +
+			"--seq protects a task from stale resubmissions: a submission with a higher sequence\n" +
+			"replaces a pending task's payload and needs (a rebase), while an equal or lower one\n" +
+			"changes nothing, so a retried or delayed submission of an older version never\n" +
+			"overwrites a newer one. It defaults to 1: resubmitting the same key is then a no-op.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
@@ -270,11 +274,10 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&create, "create", false, "create the --bucket ledger when it does not exist")
-	f.Uint64Var(&seq, "seq", 0, "submission sequence: a higher one rebases a pending or claimed task (required)")
+	f.Uint64Var(&seq, "seq", 1, "submission sequence: a higher one rebases a pending task, an equal or lower one changes nothing")
 	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs (a rebase without it keeps the stored ones)")
 	f.StringVar(&task, "task", "", "task payload: JSON, @FILE or - (stdin); null for none (a rebase without it keeps the stored one)")
 	rt.register(cmd)
-	_ = cmd.MarkFlagRequired("seq")
 	return cmd
 }
 

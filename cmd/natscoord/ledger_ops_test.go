@@ -126,3 +126,17 @@ func TestLedgerStats(t *testing.T) {
 	require.Regexp(t, `(?m)^mail\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+2$`, out)
 	require.Regexp(t, `(?m)^\(all\)\s+1\s+1\s+0\s+0\s+0\s+0\s+1\s+0\s+3$`, out)
 }
+
+// --seq defaults to 1, and its help says what it protects: a newer
+// submission rebases a pending task, an older one changes nothing.
+func TestLedgerAdmitSeqDefault(t *testing.T) {
+	c, _ := newCLI(t)
+	require.Contains(t, c.ok("ledger", "admit", "x", "--task", `"v1"`), "x admitted: pending")
+	c.ok("ledger", "admit", "x", "--seq", "2", "--task", `"v2"`)
+	c.ok("ledger", "admit", "x", "--task", `"stale"`)
+	var rec kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
+	require.Equal(t, "v2", rec.Task)
+	require.Equal(t, kvledger.Sequence(2), rec.Sequence)
+	require.Contains(t, c.ok("ledger", "admit", "--help"), "--seq protects a task from stale resubmissions")
+}
