@@ -11,16 +11,20 @@ import (
 // Claim gives owner the record of key for lease, from now, and returns
 // the new fence token (one above the record's previous token).
 //
-// A record is claimable when it is pending, or claimed with a LeaseUntil
-// at or before now; now against LeaseUntil is the only staleness test
-// (the ledger keeps no heartbeats). The checks run in this order, the
-// first failing one wins:
+// A record is claimable when it is pending, or claimed by a claim that
+// ended: a claim that names a lease (the runtime's, TaskState.Lease)
+// ended when the lease bucket's stream leader no longer holds that lease
+// (LeaseEnded; the Ledger needs WithLeases to read it, and without it
+// never takes such a claim), whatever its LeaseUntil says; any other
+// claim (Claim's own) ended when its LeaseUntil is at or before now. The
+// checks run in this order, the first failing one wins:
 //
 //  1. ErrEmptyOwner: owner is empty.
 //  2. ErrInvalidLease: lease <= 0. Neither check touches the store.
 //  3. ErrNoKey: the key has no record.
-//  4. ErrLeaseActive: LeaseUntil is after now, whoever holds it (an owner
-//     extends its own lease with Renew, not Claim).
+//  4. ErrLeaseActive: the claim has not ended, whoever holds it (an
+//     owner extends its own lease with Renew, not Claim); also a failed
+//     read of the lease it names, as that error.
 //  5. ErrNotClaimed: the record is completed, failed or blocked.
 //  6. ErrNotClaimed: a key in the record's transitive needs is failed or
 //     blocked. Claim then writes the record blocked, naming the nearest
@@ -30,8 +34,12 @@ import (
 // A lost compare-and-swap reloads and runs the checks again.
 func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
 	return l.claim(ctx, actor, key, owner, lease, now, ClaimedEvent, func(cur TaskState) error {
-		if cur.LeaseUntil.After(now) {
-			return fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		live, detail, err := l.claimLive(ctx, cur, now)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("%w: %s", ErrLeaseActive, detail)
 		}
 		if cur.Status != StatusPending && cur.Status != StatusClaimed {
 			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
@@ -40,15 +48,17 @@ func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	})
 }
 
-// Takeover gives owner a claimed record whose lease is stale (LeaseUntil
-// at or before now), with a new fence token that fences the previous
-// owner out. The order of checks:
+// Takeover gives owner a claimed record whose claim ended (judged as in
+// Claim: by the lease it names on the server, else by LeaseUntil at or
+// before now), with a new fence token that fences the previous owner
+// out. The order of checks:
 //
 //  1. ErrEmptyOwner, 2. ErrInvalidLease (no store access),
 //  3. ErrNoKey,
 //  4. ErrNotClaimed: the record is pending (use Claim), completed, failed
 //     or blocked,
-//  5. ErrNotStale: LeaseUntil is after now,
+//  5. ErrNotStale: the claim has not ended (or the read of the lease it
+//     names failed: that error),
 //  6. ErrNotClaimed: a key in the transitive needs is failed or blocked;
 //     the record is written blocked first, as in Claim,
 //  7. the Validate error of the record it would write.
@@ -57,8 +67,12 @@ func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, 
 		if cur.Status != StatusClaimed {
 			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
 		}
-		if cur.LeaseUntil.After(now) {
-			return fmt.Errorf("%w: %q held by %q until %s", ErrNotStale, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		live, detail, err := l.claimLive(ctx, cur, now)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("%w: %s", ErrNotStale, detail)
 		}
 		return nil
 	})

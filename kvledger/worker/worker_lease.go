@@ -158,14 +158,14 @@ func (w *Worker) releaseWorkerLease(g *kvlease.Guard) {
 // live, the index learns so and the watch reports its end later.
 func (w *Worker) readLeaseEnded(k kvledger.IdempotencyKey, lease string) bool {
 	octx, cancel := w.opCtx()
-	h, held, err := w.leases.HolderOfKey(octx, lease)
+	ended, h, err := kvledger.LeaseEnded(octx, w.leases, lease)
 	cancel()
 	if err != nil {
 		w.cfg.Logger.Warn("worker: reading a claim's lease", "key", string(k), "lease", lease, "err", err)
 		w.retryLater(k)
 		return false
 	}
-	if !held {
+	if ended {
 		return true
 	}
 	w.stats.contended.Add(1)
