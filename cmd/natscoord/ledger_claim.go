@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -77,14 +81,16 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 		Long: "claim gives a pending task to --owner for --lease and prints its new fence token. A task\n" +
 			"one of whose needs (directly or transitively) failed or is blocked is refused and\n" +
 			"written blocked. Whether the needs have completed is the caller's to check.\n" +
-			"With --takeover it takes a claimed task whose lease has run out (judged against this\n" +
-			"machine's clock); the earlier owner's fence is refused from then on.",
+			"With --takeover it takes a claimed task whose claim has ended; the earlier owner's fence\n" +
+			"is refused from then on. A worker's claim (natscoord work) has ended only when its lease\n" +
+			"in --lease-bucket is gone on the server; any other claim when its lease until (this\n" +
+			"machine's clock) has passed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cf.check(true, false); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				op := l.Claim
 				if takeover {
@@ -101,7 +107,7 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cf.owner, "owner", "", "owner taking the task (required)")
 	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "how long the claim lasts without a renewal")
-	f.BoolVar(&takeover, "takeover", false, "take a claimed task whose lease has run out")
+	f.BoolVar(&takeover, "takeover", false, "take a claimed task whose claim has ended")
 	_ = cmd.MarkFlagRequired("owner")
 	return cmd
 }
@@ -191,4 +197,73 @@ func noTask(lf *ledgerFlags, key string, err error) error {
 // errNoTask is the error for a key without a record in the ledger bucket.
 func errNoTask(bucket, key string) error {
 	return fmt.Errorf("ledger %q: no task %q", bucket, key)
+}
+
+// withClaimLedger is withLedger for the commands that judge or show a
+// claim (claim, show): the ledger reads the lease a worker's claim names
+// from --lease-bucket (kvledger.WithLeases), so a takeover finds that
+// lease gone on the server and show prints its real expiry.
+func (a *app) withClaimLedger(parent context.Context, lf *ledgerFlags, access ledgerAccess, fn func(context.Context, *kvledger.Ledger) error) error {
+	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
+		lr := &claimLeases{js: js, bucket: lf.leaseBucket}
+		defer lr.close()
+		l, err := openLedger(ctx, js, lf.bucket, access, events.JetStreamBusConfig{}, kvledger.WithLeases(lr))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close(context.Background()) }()
+		return fn(ctx, l)
+	})
+}
+
+// claimLeases reads lease keys from the lease bucket, which it binds (and
+// never creates) the first time a record names a lease: a command whose
+// records name none touches no lease bucket.
+type claimLeases struct {
+	js     jetstream.JetStream
+	bucket string
+
+	mu sync.Mutex
+	m  *kvlease.Manager
+}
+
+func (c *claimLeases) HolderOfKey(ctx context.Context, key string) (kvlease.Holder, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		if _, err := bindExisting(ctx, c.js, c.bucket); err != nil {
+			return kvlease.Holder{}, false, fmt.Errorf("the lease %q a claim names (--lease-bucket): %w", key, err)
+		}
+		m, err := kvlease.NewManager(ctx, c.js, kvlease.Config{Bucket: c.bucket})
+		if err != nil {
+			return kvlease.Holder{}, false, err
+		}
+		c.m = m
+	}
+	return c.m.HolderOfKey(ctx, key)
+}
+
+func (c *claimLeases) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m != nil {
+		_ = c.m.Close(context.Background()) // it holds no lease: nothing to release
+	}
+}
+
+// claimExpiry is show's "lease until": for a worker's claim, the server's
+// expiry of the lease it names (the worker renews the lease, not the
+// record, so the record's LeaseUntil is only when the claim was made),
+// else the record's LeaseUntil.
+func claimExpiry(ctx context.Context, l *kvledger.Ledger, t kvledger.TaskState) (string, error) {
+	h, held, named, err := l.ClaimLease(ctx, t)
+	switch {
+	case err != nil:
+		return "", err
+	case !named:
+		return timeOrDash(t.LeaseUntil), nil
+	case !held:
+		return "ended (lease " + t.Lease + " is gone: free for takeover)", nil
+	}
+	return timeOrDash(h.Expires) + " (server, lease " + t.Lease + ")", nil
 }

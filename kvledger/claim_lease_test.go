@@ -1,0 +1,80 @@
+package kvledger_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// A runtime claim (one that names a renewed lease) whose LeaseUntil has
+// passed is live while its lease is: Claim, Takeover, ClaimIfReady and
+// ClaimNext refuse it, with or without a lease reader, and ClaimLease
+// shows the server's expiry, later than LeaseUntil. Once the lease ends,
+// Takeover takes it at once.
+func TestTakeoverWaitsForTheNamedLeaseOnTheServer(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "judged"})
+	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: "judged_leases"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	runtime, err := kvledger.New(store, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = runtime.Close(context.Background()) })
+	judge, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = judge.Close(context.Background()) })
+	_, err = kvledger.New(store, nil, kvledger.WithLeases(nil))
+	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
+
+	g, ok, err := m.TryAcquireKey(ctx, "kvledger.judged.w.A", time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, g.StartRenewing(0))
+	ok, err = runtime.Admit(ctx, "test", "k", 1, nil, time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	claimed, err := runtime.ClaimLeased(ctx, "A", "k", "A", g, time.Now())
+	require.NoError(t, err)
+
+	natstest.Eventually(t, 10*time.Second, func() bool { return time.Now().After(claimed.LeaseUntil.Add(500 * time.Millisecond)) },
+		"the record's LeaseUntil has passed")
+	require.NoError(t, g.Err(), "the claimant renews its lease")
+	for _, l := range []*kvledger.Ledger{runtime, judge} {
+		_, err = l.Takeover(ctx, "intruder", "k", "intruder", time.Minute, time.Now())
+		require.ErrorIs(t, err, kvledger.ErrNotStale)
+		_, err = l.Claim(ctx, "intruder", "k", "intruder", time.Minute, time.Now())
+		require.ErrorIs(t, err, kvledger.ErrLeaseActive)
+		_, err = l.ClaimIfReady(ctx, "intruder", "k", "intruder", time.Minute, time.Now())
+		require.ErrorIs(t, err, kvledger.ErrLeaseActive)
+		_, err = l.ClaimNext(ctx, "intruder", "intruder", time.Minute, time.Now())
+		require.ErrorIs(t, err, kvledger.ErrNoReady)
+	}
+	h, held, named, err := judge.ClaimLease(ctx, claimed)
+	require.NoError(t, err)
+	require.True(t, named)
+	require.True(t, held)
+	require.True(t, h.Expires.After(claimed.LeaseUntil), "the lease, renewed, expires after the claim's LeaseUntil: %s vs %s", h.Expires, claimed.LeaseUntil)
+	_, _, _, err = runtime.ClaimLease(ctx, claimed)
+	require.ErrorIs(t, err, kvledger.ErrInvalidConfig, "no lease reader")
+
+	require.NoError(t, g.Release(ctx))
+	_, held, _, err = judge.ClaimLease(ctx, claimed)
+	require.NoError(t, err)
+	require.False(t, held)
+	_, err = runtime.Takeover(ctx, "intruder", "k", "intruder", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotStale, "without a lease reader the end cannot be confirmed")
+	fence, err := judge.Takeover(ctx, "intruder", "k", "intruder", time.Minute, time.Now())
+	require.NoError(t, err, "the lease ended on the server")
+	require.Greater(t, fence, claimed.Fence)
+	rec, _, err := judge.State(ctx, "k")
+	require.NoError(t, err)
+	require.Empty(t, rec.Lease)
+	require.Equal(t, kvledger.OwnerID("intruder"), rec.Owner)
+}
