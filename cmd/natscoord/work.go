@@ -155,7 +155,10 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	out.banner(w.Owner(), o, argv)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.Done(): // a watch ended for good: the worker closed itself, Close says why
+	}
 	// The drain: running commands get --drain to finish, then SIGTERM;
 	// their claims are given back. The bound covers --grace as well.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), max(o.drain, 0)+o.grace+2*a.conn.timeout)

@@ -189,14 +189,18 @@ func waitSynced(ctx context.Context, ch <-chan struct{}, what string) error {
 }
 
 // Run is Start, then Close when ctx ends (the drain is bounded by
-// DrainTimeout plus the time to release claims). It returns Start's
-// error or Close's.
+// DrainTimeout plus the time to release claims), or when the worker
+// closed itself because its record or lease watch ended for good. It
+// returns Start's error or Close's (which names the watch that ended).
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.done:
+	}
 	return w.Close(context.WithoutCancel(ctx))
 }
 
@@ -215,7 +219,8 @@ func (w *Worker) Stats() Stats {
 	}
 }
 
-// Done is closed when Close has finished.
+// Done is closed when Close has finished, also the Close the worker
+// makes itself when its record or lease watch ends for good.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Close drains the worker: it stops claiming, lets running handlers
