@@ -9,7 +9,11 @@ import (
 )
 
 // Claim gives owner the record of key for lease, from now, and returns
-// the new fence token (one above the record's previous token).
+// the new fence token (one above the record's previous token). With a
+// LeaseTaker (WithLeases) the claim holds a fresh lease with TTL lease
+// (1s to 24h, else ErrInvalidLease), named in the record, which the
+// server expires unless Renew replaces it; LeaseUntil is then for
+// operators. Without one, LeaseUntil = now + lease is the claim's end.
 //
 // A record is claimable when it is pending, or claimed by a claim that
 // ended: a claim that names a lease (the runtime's, TaskState.Lease)
@@ -88,6 +92,10 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	if lease <= 0 {
 		return 0, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
+	var (
+		leaseKey string
+		held     bool // leaseKey is taken (or there is no LeaseTaker)
+	)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -96,7 +104,14 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := check(cur); err != nil {
 			return 0, err
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, ev)
+		if !held {
+			// Once the checks pass; a lost swap reuses it.
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return 0, err
+			}
+			held = true
+		}
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
 		if err != nil || ok {
 			return fence, err
 		}
@@ -105,7 +120,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 
 // take is the shared tail of Claim and Takeover: the needs-closure check
 // and the write. ok false means the compare-and-swap lost.
-func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, now time.Time, ev events.Name) (FenceToken, bool, error) {
+func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, leaseKey string, now time.Time, ev events.Name) (FenceToken, bool, error) {
 	blocker, err := l.blockingAncestor(ctx, cur)
 	if err != nil {
 		return 0, false, err
@@ -121,7 +136,7 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 		return 0, false, err
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, ""
+	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, leaseKey
 	next.LeaseUntil = now.Add(lease)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
@@ -134,16 +149,23 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 	return rec.Fence, true, nil
 }
 
-// Renew moves the lease of the caller's claim to now+lease. The order of
-// checks: ErrInvalidLease (no store access), ErrNoKey, ErrNotClaimed
-// (the record is not claimed), ErrFenced (the fence is not the
-// record's), then the Validate error. A lost compare-and-swap reloads:
+// Renew moves the lease of the caller's claim to now+lease. With a
+// LeaseTaker (WithLeases) it takes a new lease for lease and names it in
+// the record instead of the old one, which the server expires in its
+// time; a claim that names a lease cannot be renewed without one
+// (ErrNoLease). The order of checks: ErrInvalidLease (no store access),
+// ErrNoKey, ErrNotClaimed (the record is not claimed), ErrFenced (the
+// fence is not the record's), ErrNoLease, then the Validate error. A lost compare-and-swap reloads:
 // while the record is still the caller's claim, Renew tries again,
 // otherwise it returns the error the fresh record calls for.
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
 	if lease <= 0 {
 		return fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
+	var (
+		leaseKey string
+		held     bool
+	)
 	for {
 		cur, err := l.loadOwned(ctx, key, fence)
 		if err != nil {
@@ -155,8 +177,17 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := checkFence(cur, owner, fence); err != nil {
 			return err
 		}
+		if !held {
+			if cur.Lease != "" && l.taker == nil {
+				return fmt.Errorf("%w: %q's claim names lease %q, which only a new lease renews (WithLeases with a LeaseTaker)", ErrNoLease, string(key), cur.Lease)
+			}
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return err
+			}
+			held = true
+		}
 		next := cur.clone()
-		next.LeaseUntil = now.Add(lease)
+		next.LeaseUntil, next.Lease = now.Add(lease), leaseKey
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
 		if err := next.Validate(); err != nil {
 			return err

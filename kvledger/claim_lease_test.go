@@ -75,6 +75,65 @@ func TestTakeoverWaitsForTheNamedLeaseOnTheServer(t *testing.T) {
 	require.Greater(t, fence, claimed.Fence)
 	rec, _, err := judge.State(ctx, "k")
 	require.NoError(t, err)
-	require.Empty(t, rec.Lease)
 	require.Equal(t, kvledger.OwnerID("intruder"), rec.Owner)
+	require.NotEqual(t, claimed.Lease, rec.Lease, "the new claim holds its own lease")
+	_, held, _, err = judge.ClaimLease(ctx, rec)
+	require.NoError(t, err)
+	require.True(t, held)
+}
+
+// With a lease taker, Claim holds a lease that the server expires: the
+// claim is not taken (Claim, Takeover) while it lives, also not once its
+// LeaseUntil has passed on a clock that runs ahead; Renew names a new
+// lease; once the server expired it, Takeover takes the claim.
+func TestClaimHoldsALeaseTheServerExpires(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "held"})
+	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: "held_leases"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	plain, err := kvledger.New(store, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close(context.Background()) })
+
+	ok, err := l.Admit(ctx, "test", "r", 1, nil, time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = l.Claim(ctx, "cli", "r", "cli", 500*time.Millisecond, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrInvalidLease, "below kvlease's MinTTL")
+	fence, err := l.Claim(ctx, "cli", "r", "cli", 2*time.Second, time.Now())
+	require.NoError(t, err)
+	rec, _, err := l.State(ctx, "r")
+	require.NoError(t, err)
+	require.NotEmpty(t, rec.Lease)
+	require.Contains(t, rec.Lease, "kvledger.held.w.")
+
+	ahead := time.Now().Add(time.Hour) // a clock that says LeaseUntil passed
+	_, err = l.Takeover(ctx, "other", "r", "other", time.Minute, ahead)
+	require.ErrorIs(t, err, kvledger.ErrNotStale)
+	_, err = plain.Takeover(ctx, "other", "r", "other", time.Minute, ahead)
+	require.ErrorIs(t, err, kvledger.ErrNotStale)
+	_, err = l.Claim(ctx, "other", "r", "other", time.Minute, ahead)
+	require.ErrorIs(t, err, kvledger.ErrLeaseActive)
+
+	require.ErrorIs(t, plain.Renew(ctx, "cli", "r", "cli", fence, time.Minute, time.Now()), kvledger.ErrNoLease)
+	require.NoError(t, l.Renew(ctx, "cli", "r", "cli", fence, time.Second, time.Now()))
+	renewed, _, err := l.State(ctx, "r")
+	require.NoError(t, err)
+	require.NotEqual(t, rec.Lease, renewed.Lease)
+
+	natstest.Eventually(t, 15*time.Second, func() bool {
+		_, held, _, err := l.ClaimLease(ctx, renewed)
+		return err == nil && !held
+	}, "the server expires the renewed lease")
+	_, err = plain.Takeover(ctx, "other", "r", "other", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotStale, "no lease reader: the end cannot be confirmed")
+	next, err := l.Takeover(ctx, "other", "r", "other", time.Minute, time.Now())
+	require.NoError(t, err)
+	require.Greater(t, next, fence)
+	require.ErrorIs(t, l.Renew(ctx, "cli", "r", "cli", fence, time.Minute, time.Now()), kvledger.ErrFenced)
 }

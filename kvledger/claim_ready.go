@@ -17,7 +17,8 @@ import (
 // claimed, with Attempts counting this claim. Beyond Claim's checks it
 // returns ErrNotReady for a pending record that may not start yet; a
 // claimed record whose claim ended (judged as by Claim: the lease it
-// names on the server, else LeaseUntil) is taken over as by Claim. Needs are read from the store (one read
+// names on the server, else LeaseUntil) is taken over as by Claim. With
+// a LeaseTaker the claim holds a lease, as Claim's does. Needs are read from the store (one read
 // each).
 func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (TaskState, error) {
 	if owner == "" {
@@ -26,6 +27,10 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 	if lease <= 0 {
 		return TaskState{}, fmt.Errorf("%w: %v", ErrInvalidLease, lease)
 	}
+	var (
+		leaseKey string
+		held     bool
+	)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -42,7 +47,13 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, "", now.Add(lease), now, ev, false)
+		if !held {
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return TaskState{}, err
+			}
+			held = true
+		}
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev, false)
 		if err != nil || ok {
 			return rec, err
 		}

@@ -57,12 +57,19 @@
 //     take such a claim; the runtime's takeover reads it the same way. Its
 //     LeaseUntil is the claim time plus the TTL, for operators only:
 //     ClaimLease reads the lease's real expiry (kvlease.Holder.Expires).
-//     A claim made by Claim names no lease and is judged by LeaseUntil
-//     against the caller's now, which its owner moves with Renew: the
-//     ledger reads no clock, and callers must pass comparable clocks (see
-//     clock skew below). The runtime judges such a claim by the per-record
-//     lease key its claimant should hold (package worker's LeaseKey), so a
-//     Claim made beside running workers must hold that lease too.
+//     A Ledger whose WithLeases reader can take leases (a
+//     *kvlease.Manager) makes its own claims (Claim, Takeover,
+//     ClaimIfReady, ClaimNext) hold one as well: a fresh lease key
+//     (NewClaimLeaseKey) with the claim's lease as TTL, abandoned at once
+//     so it lives exactly that long on the server, also after the process
+//     exits; Renew names a new one. Workers then leave such a claim alone
+//     until the server expires it (natscoord ledger claim does this). A
+//     claim that names no lease (a Ledger without a lease taker) is
+//     judged by LeaseUntil against the caller's now, which its owner
+//     moves with Renew: the ledger reads no clock, and callers must pass
+//     comparable clocks (see clock skew below); the runtime judges such
+//     a claim by the per-record lease key (package worker's LeaseKey),
+//     which its claimant must hold beside running workers.
 //   - Failure propagation costs the affected subgraph: a reverse
 //     dependency index (DependencyIndex) lists a key's dependents and
 //     Claim/Takeover read only the needs closure.

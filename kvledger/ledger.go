@@ -28,6 +28,9 @@ type Ledger struct {
 	// leases reads the leases that runtime claims name (WithLeases); nil
 	// when the Ledger has none, and then such claims are never taken.
 	leases LeaseReader
+	// taker is leases when it can take leases too: claims made by
+	// this Ledger then hold one (WithLeases).
+	taker LeaseTaker
 
 	// afterWrite is a test hook run between a successful write and its
 	// event publication; returning an error aborts the operation there,

@@ -141,7 +141,7 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 		Short: "Show one task's record",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, "", func(ctx context.Context, l *kvledger.Ledger) error {
 				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
 				if err != nil {
 					return err

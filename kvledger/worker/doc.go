@@ -192,8 +192,12 @@
 //     not take a worker's claim while its lease lives on the server
 //     (kvledger.LeaseEnded; the Ledger needs kvledger.WithLeases on the
 //     workers' lease bucket, and without it never takes such a claim).
-//     The other way round, a worker judges a claim made by Claim (no
-//     Lease) by its per-record lease key (LeaseKey), so a process that
-//     claims with Claim beside running workers must hold that lease for
-//     as long as its claim lives; Claim does not acquire it.
+//     The other way round, a Ledger with WithLeases on a lease manager of
+//     the workers' lease bucket makes claims that hold a lease there
+//     (kvledger.NewClaimLeaseKey), which workers judge like their own:
+//     they take such a claim over only once the server expired it
+//     (TestLedgerClaimHoldsOffWorkers; natscoord ledger claim does this).
+//     A claim with no lease (a Ledger without one) is judged by its
+//     per-record lease key (LeaseKey), which its claimant must hold for
+//     as long as the claim lives.
 package worker

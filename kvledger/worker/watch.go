@@ -55,7 +55,8 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 }
 
 // watchLeases starts the watch of this ledger's lease keys in the lease
-// bucket (workers' leases "<prefix>w.<token>" and per-record leases
+// bucket (claimants' leases "<prefix>w.<token>": workers', and those of
+// kvledger's Claim with a lease taker; and per-record leases
 // "<prefix><key token>"); synced is closed once it has delivered the
 // current leases. Lease keys are this package's own namespace of the
 // lease bucket (raw kvlease keys), so watching them reads nothing kvlease
@@ -96,7 +97,7 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 			if !ok {
 				continue
 			}
-			if strings.HasPrefix(tok, workerLeaseInfix) {
+			if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {
 				w.onLease(ent.Key, "", false, ent.Live(), ent.Revision)
 				continue
 			}

@@ -25,6 +25,7 @@ type Worker struct {
 	cfg     Config
 	leases  *kvlease.Manager
 	ownsMgr bool
+	bucket  string // the ledger's bucket (its store's name)
 	prefix  string // lease key prefix: "kvledger.<bucket>."
 
 	handlers  map[string]Handler
@@ -89,6 +90,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	prefix := leasePrefix(named.Name())
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
+		bucket:   named.Name(),
 		prefix:   prefix,
 		handlers: make(map[string]Handler),
 		ix:       newIndex(prefix),
@@ -370,4 +372,4 @@ func recordLeaseKey(prefix string, key kvledger.IdempotencyKey) string {
 	return prefix + kvx.EncodeToken(string(key))
 }
 
-func leasePrefix(bucket string) string { return "kvledger." + kvx.EncodeToken(bucket) + "." }
+func leasePrefix(bucket string) string { return kvledger.LeasePrefix(bucket) }
