@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -18,10 +19,21 @@ import (
 // shows the server's expiry, later than LeaseUntil. Once the lease ends,
 // Takeover takes it at once.
 func TestTakeoverWaitsForTheNamedLeaseOnTheServer(t *testing.T) {
-	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 30*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "judged"})
-	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: "judged_leases"})
+	t.Run("R1", func(t *testing.T) { takeoverWaitsForTheNamedLease(t, natstest.WithServer(t).JS, 1) })
+	t.Run("R3", func(t *testing.T) { takeoverWaitsForTheNamedLease(t, natstest.WithCluster(t, 3).JS, 3) })
+}
+
+func takeoverWaitsForTheNamedLease(t *testing.T, js jetstream.JetStream, replicas int) {
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, js, kvledger.KVStoreConfig{Bucket: "judged", Replicas: replicas})
+	var (
+		m   *kvlease.Manager
+		err error
+	)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		m, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "judged_leases", Replicas: replicas})
+		return err == nil
+	}, "lease bucket")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	runtime, err := kvledger.New(store, nil)
