@@ -16,6 +16,9 @@ var (
 	// ErrExported is the cause of a guard's context after Export handed
 	// its ownership to a token.
 	ErrExported = errors.New("kvlease: lease exported")
+	// ErrAbandoned is the cause of a guard's context after Abandon: the
+	// lease stays until the server expires it.
+	ErrAbandoned = errors.New("kvlease: lease abandoned")
 	// ErrInvalidTTL means a TTL outside MinTTL..MaxTTL.
 	ErrInvalidTTL = errors.New("kvlease: invalid TTL")
 	// ErrInvalidWait means a negative wait or one above Config.MaxWait.

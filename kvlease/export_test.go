@@ -13,11 +13,6 @@ func (m *Manager) SetClock(now func() time.Time) {
 	m.mu.Unlock()
 }
 
-// Abandon ends g without releasing its lease, as a crashed holder would.
-func (g *Guard) Abandon() { g.end(errAbandoned, false, false) }
-
-var errAbandoned = ErrReleased
-
 // CorruptRevision makes g record a revision other than the stored one, as
 // a write stored at an unexpected revision would (see reclaim).
 func (g *Guard) CorruptRevision(rev uint64) {

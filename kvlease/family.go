@@ -188,5 +188,8 @@ func (m *Manager) holder(ctx context.Context, key string) (Holder, bool, error) 
 		return Holder{}, true, err
 	}
 	h.Revision = e.Revision
+	if !e.Created.IsZero() {
+		h.Expires = e.Created.Add(serverTTL(h.TTL()))
+	}
 	return h, true, nil
 }

@@ -110,7 +110,7 @@ func TestExpiryAfterHolderStops(t *testing.T) {
 	g1, ok, err := l1.TryAcquire(ctx, "crash", time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	g1.Abandon() // the holder stops without releasing
+	require.NoError(t, g1.Abandon()) // the holder stops without releasing
 
 	// Woken by the server's expiry marker, not by polling.
 	start := time.Now()

@@ -48,6 +48,12 @@ type Holder struct {
 	OwnerHash string `json:"owner"`
 	// Revision is the lease key's revision when read (not stored).
 	Revision uint64 `json:"-"`
+	// Expires is when the server expires the lease unless it is renewed
+	// first, read with it (not stored): the server's time of the lease's
+	// last write plus its TTL as the server counts it (whole seconds,
+	// rounded up). It is for showing, measured on the server's clock; no
+	// process judges a lease by it.
+	Expires time.Time `json:"-"`
 }
 
 // TTL returns the lease's requested TTL.

@@ -10,19 +10,27 @@ import (
 )
 
 // Claim gives owner the record of key for lease, from now, and returns
-// the new fence token (one above the record's previous token).
+// the new fence token (one above the record's previous token). With a
+// LeaseTaker (WithLeases) the claim holds a fresh lease with TTL lease
+// (1s to 24h, else ErrInvalidLease), named in the record, which the
+// server expires unless Renew replaces it; LeaseUntil is then for
+// operators. Without one, LeaseUntil = now + lease is the claim's end.
 //
-// A record is claimable when it is pending, or claimed with a LeaseUntil
-// at or before now; now against LeaseUntil is the only staleness test
-// (the ledger keeps no heartbeats). The checks run in this order, the
-// first failing one wins:
+// A record is claimable when it is pending, or claimed by a claim that
+// ended: a claim that names a lease (the runtime's, TaskState.Lease)
+// ended when the lease bucket's stream leader no longer holds that lease
+// (LeaseEnded; the Ledger needs WithLeases to read it, and without it
+// never takes such a claim), whatever its LeaseUntil says; any other
+// claim (Claim's own) ended when its LeaseUntil is at or before now. The
+// checks run in this order, the first failing one wins:
 //
 //  1. ErrEmptyOwner: owner is empty.
 //  2. ErrInvalidLease: lease <= 0 or above MaxLease. Neither check
 //     touches the store.
 //  3. ErrNoKey: the key has no record.
-//  4. ErrLeaseActive: LeaseUntil is after now, whoever holds it (an owner
-//     extends its own lease with Renew, not Claim).
+//  4. ErrLeaseActive: the claim has not ended, whoever holds it (an
+//     owner extends its own lease with Renew, not Claim); also a failed
+//     read of the lease it names, as that error.
 //  5. ErrNotClaimed: the record is completed, failed or blocked.
 //  6. ErrNotClaimed: a key in the record's transitive needs is failed or
 //     blocked. Claim then writes the record blocked, naming the nearest
@@ -32,8 +40,12 @@ import (
 // A lost compare-and-swap reloads and runs the checks again.
 func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (FenceToken, error) {
 	return l.claim(ctx, actor, key, owner, lease, now, ClaimedEvent, func(cur TaskState) error {
-		if cur.LeaseUntil.After(now) {
-			return fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		live, detail, err := l.claimLive(ctx, cur, now)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("%w: %s", ErrLeaseActive, detail)
 		}
 		if cur.Status != StatusPending && cur.Status != StatusClaimed {
 			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
@@ -42,15 +54,17 @@ func (l *Ledger) Claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	})
 }
 
-// Takeover gives owner a claimed record whose lease is stale (LeaseUntil
-// at or before now), with a new fence token that fences the previous
-// owner out. The order of checks:
+// Takeover gives owner a claimed record whose claim ended (judged as in
+// Claim: by the lease it names on the server, else by LeaseUntil at or
+// before now), with a new fence token that fences the previous owner
+// out. The order of checks:
 //
 //  1. ErrEmptyOwner, 2. ErrInvalidLease (no store access),
 //  3. ErrNoKey,
 //  4. ErrNotClaimed: the record is pending (use Claim), completed, failed
 //     or blocked,
-//  5. ErrNotStale: LeaseUntil is after now,
+//  5. ErrNotStale: the claim has not ended (or the read of the lease it
+//     names failed: that error),
 //  6. ErrNotClaimed: a key in the transitive needs is failed or blocked;
 //     the record is written blocked first, as in Claim,
 //  7. the Validate error of the record it would write.
@@ -59,8 +73,12 @@ func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, 
 		if cur.Status != StatusClaimed {
 			return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
 		}
-		if cur.LeaseUntil.After(now) {
-			return fmt.Errorf("%w: %q held by %q until %s", ErrNotStale, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		live, detail, err := l.claimLive(ctx, cur, now)
+		if err != nil {
+			return err
+		}
+		if live {
+			return fmt.Errorf("%w: %s", ErrNotStale, detail)
 		}
 		return nil
 	})
@@ -76,6 +94,10 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 	if err := checkLease(lease); err != nil {
 		return 0, err
 	}
+	var (
+		leaseKey string
+		held     bool // leaseKey is taken (or there is no LeaseTaker)
+	)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -84,7 +106,14 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := check(cur); err != nil {
 			return 0, err
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, now, ev)
+		if !held {
+			// Once the checks pass; a lost swap reuses it.
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return 0, err
+			}
+			held = true
+		}
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
 		if err != nil || ok {
 			return fence, err
 		}
@@ -93,7 +122,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 
 // take is the shared tail of Claim and Takeover: the needs-closure check
 // and the write. ok false means the compare-and-swap lost.
-func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, now time.Time, ev events.Name) (FenceToken, bool, error) {
+func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, leaseKey string, now time.Time, ev events.Name) (FenceToken, bool, error) {
 	blocker, err := l.blockingAncestor(ctx, cur)
 	if err != nil {
 		return 0, false, err
@@ -109,7 +138,7 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 		return 0, false, err
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, ""
+	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, leaseKey
 	next.LeaseUntil = now.Add(lease)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
@@ -122,23 +151,40 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 	return rec.Fence, true, nil
 }
 
-// Renew moves the lease of the caller's claim to now+lease. The order of
-// checks: ErrInvalidLease (no store access), ErrNoKey, ErrNotClaimed
-// (the record is not claimed), ErrFenced (the fence or owner is not the
-// claim's), then the Validate error. A lost compare-and-swap reloads:
+// Renew moves the lease of the caller's claim to now+lease. With a
+// LeaseTaker (WithLeases) it takes a new lease for lease and names it in
+// the record instead of the old one, which the server expires in its
+// time; a claim that names a lease cannot be renewed without one
+// (ErrNoLease). The order of checks: ErrInvalidLease (no store access),
+// ErrNoKey, ErrNotClaimed (the record is not claimed), ErrFenced (the
+// fence or owner is not the claim's), ErrNoLease, then the Validate
+// error. A lost compare-and-swap reloads:
 // while the record is still the caller's claim, Renew tries again,
 // otherwise it returns the error the fresh record calls for.
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
 	if err := checkLease(lease); err != nil {
 		return err
 	}
+	var (
+		leaseKey string
+		held     bool
+	)
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
 			return err
 		}
+		if !held {
+			if cur.Lease != "" && l.taker == nil {
+				return fmt.Errorf("%w: %q's claim names lease %q, which only a new lease renews (WithLeases with a LeaseTaker)", ErrNoLease, string(key), cur.Lease)
+			}
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return err
+			}
+			held = true
+		}
 		next := cur.clone()
-		next.LeaseUntil = now.Add(lease)
+		next.LeaseUntil, next.Lease = now.Add(lease), leaseKey
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
 		if err := next.Validate(); err != nil {
 			return err

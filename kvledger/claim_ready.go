@@ -16,8 +16,9 @@ import (
 // RunAt not after now, every need completed. It returns the record as
 // claimed, with Attempts counting this claim. Beyond Claim's checks it
 // returns ErrNotReady for a pending record that may not start yet; a
-// record claimed under a lease that ran out (LeaseUntil at or before now)
-// is taken over as by Claim. Needs are read from the store (one read
+// claimed record whose claim ended (judged as by Claim: the lease it
+// names on the server, else LeaseUntil) is taken over as by Claim. With
+// a LeaseTaker the claim holds a lease, as Claim's does. Needs are read from the store (one read
 // each).
 func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (TaskState, error) {
 	if owner == "" {
@@ -26,19 +27,33 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 	if err := checkLease(lease); err != nil {
 		return TaskState{}, err
 	}
+	var (
+		leaseKey string
+		held     bool
+	)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
 			return TaskState{}, err
 		}
-		if cur.LeaseUntil.After(now) {
-			return TaskState{}, fmt.Errorf("%w: %q held by %q until %s", ErrLeaseActive, string(key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano))
+		live, detail, err := l.claimLive(ctx, cur, now)
+		if err != nil {
+			return TaskState{}, err
+		}
+		if live {
+			return TaskState{}, fmt.Errorf("%w: %s", ErrLeaseActive, detail)
 		}
 		ev, err := l.claimEvent(ctx, cur, now)
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, "", now.Add(lease), now, ev, false)
+		if !held {
+			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+				return TaskState{}, err
+			}
+			held = true
+		}
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev, false)
 		if err != nil || ok {
 			return rec, err
 		}
@@ -58,8 +73,8 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 // lease bucket's watch). A claimed record with an empty Lease was
 // written before records named their lease, or by a claimant that
 // holds the per-record lease (package worker's LeaseKey); it is judged
-// by that key. Records claimed this way must not also be claimed by
-// Claim/Takeover, which judge by LeaseUntil.
+// by that key. Claim and Takeover judge a record claimed this way by the
+// same lease on the server (LeaseEnded), never by its LeaseUntil.
 //
 // A pending record must be ready (ErrNotReady otherwise). The record is
 // written claimed with a new fence, Lease = lease.Key(), LeaseUntil =
@@ -252,7 +267,8 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 // ClaimNext claims the ready task (see Ready) of one of kinds (any kind
 // when kinds is empty) that has waited longest (earliest RunAt, else
 // CreatedAt), for callers that do not run the worker runtime. It reads
-// every record (one Range), so its cost grows with the ledger; the
+// every record (one Range), so its cost grows with the ledger, and the
+// lease of each claimed record that names one (see Claim); the
 // runtime (package worker) keeps a ready set from the bucket's watch
 // instead. It returns ErrNoReady when nothing could be claimed.
 func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, lease time.Duration, now time.Time, kinds ...string) (TaskState, error) {
@@ -267,7 +283,7 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 	err := l.store.Range(ctx, func(s TaskState) bool {
 		status[s.Key] = s.Status
 		if (len(kinds) == 0 || slices.Contains(kinds, s.Kind)) &&
-			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && !s.LeaseUntil.After(now)) {
+			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && (s.Lease != "" || !s.LeaseUntil.After(now))) {
 			cands = append(cands, s)
 		}
 		return true

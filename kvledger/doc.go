@@ -58,8 +58,28 @@
 //   - Every write is a compare-and-swap on the record's revision; a lost
 //     race reloads and re-decides, so concurrent Ledgers never overwrite
 //     each other.
-//   - Leases are judged only against the caller's now: the ledger reads no
-//     clock. Callers must pass comparable clocks (see clock skew below).
+//   - One judgement of a claim, whichever API made it: a claim that
+//     names a lease (TaskState.Lease: the runtime's ClaimLeased) has
+//     ended only when that lease is gone on the lease bucket's stream
+//     leader (LeaseEnded, a leader read: the server expires a dead
+//     claimant's lease by its TTL). Claim, Takeover, ClaimIfReady and
+//     ClaimNext read it through WithLeases, and without WithLeases never
+//     take such a claim; the runtime's takeover reads it the same way. Its
+//     LeaseUntil is the claim time plus the TTL, for operators only:
+//     ClaimLease reads the lease's real expiry (kvlease.Holder.Expires).
+//     A Ledger whose WithLeases reader can take leases (a
+//     *kvlease.Manager) makes its own claims (Claim, Takeover,
+//     ClaimIfReady, ClaimNext) hold one as well: a fresh lease key
+//     (NewClaimLeaseKey) with the claim's lease as TTL, abandoned at once
+//     so it lives exactly that long on the server, also after the process
+//     exits; Renew names a new one. Workers then leave such a claim alone
+//     until the server expires it (natscoord ledger claim does this). A
+//     claim that names no lease (a Ledger without a lease taker) is
+//     judged by LeaseUntil against the caller's now, which its owner
+//     moves with Renew: the ledger reads no clock, and callers must pass
+//     comparable clocks (see clock skew below); the runtime judges such
+//     a claim by the per-record lease key (package worker's LeaseKey),
+//     which its claimant must hold beside running workers.
 //   - Failure propagation costs the affected subgraph: a reverse
 //     dependency index (DependencyIndex) lists a key's dependents and
 //     Claim/Takeover read only the needs closure.
@@ -75,8 +95,9 @@
 //     point); its event is published by the next write of that key or by a
 //     relay. An operation that failed with an outcome-unknown error may or
 //     may not have written: read the key with State.
-//   - Clock skew: staleness is LeaseUntil <= now with the now the caller
-//     passes. A worker whose clock runs behind sees its lease as live for
+//   - Clock skew (claims made by Claim only; a runtime claim is judged
+//     by its lease on the server): staleness is LeaseUntil <= now with
+//     the now the caller passes. A worker whose clock runs behind sees its lease as live for
 //     longer; a claimant whose clock runs ahead takes over early. Bound
 //     skew below the lease, renew well before LeaseUntil, and rely on the
 //     fence: a worker that lost its claim cannot write.
@@ -152,8 +173,16 @@
 // need, the needs reads (concurrent: T), the insert, a read-back, the
 // publish and the recheck; AdmitMany, per atomic batch of up to 1000 new
 // tasks, the batch insert and the batch's events (sent together, waited
-// for within one T), and for each task it admits one by one (one with
-// needs, or in a batch that held a duplicate) what Admit takes. A lost
+// for within one T); a batch refused because keys already had records
+// adds one read per key of the batch (32 at a time) and one more batch
+// insert per refusal; for each task it admits one by one (one with
+// needs, a key that already had a record, or every task on a server
+// without atomic batches) what Admit takes. Atomic batches need no
+// enabling step: NewKVStore allows them on a bucket it creates, and the
+// first AdmitMany on an older bucket allows them there (one stream
+// update); a server before nats-server 2.12, or a caller that may not
+// update the stream, gets the one-by-one path. Claim and Takeover of a
+// claim that names a lease add one lease read (T). A lost
 // compare-and-swap repeats the loop, which is contention, not a stall. On a stalled connection a call fails at its
 // first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
 // Range and Snapshot stream the whole bucket and are bounded by the

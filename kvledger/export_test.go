@@ -6,3 +6,7 @@ package kvledger
 func SetAfterWriteHook(l *Ledger, fn func(key IdempotencyKey, rec TaskState) error) {
 	l.afterWrite = fn
 }
+
+// TaskKey is the bucket key of k's record, for tests that look at the
+// stored message itself (its headers).
+func TaskKey(k IdempotencyKey) string { return taskKey(k) }

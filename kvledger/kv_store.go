@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,6 +70,9 @@ type KVStore struct {
 	// nats.go's default timeout would, without a timer per operation
 	// when the ctx cannot end (kvx.OpTimeout).
 	ops *kvx.OpTimeout
+	// enableTried: atomicBatches has tried once to allow atomic batches
+	// on a bucket created without them (kv_store_batch.go).
+	enableTried atomic.Bool
 }
 
 var (
@@ -102,6 +106,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 		MaxBytes:       cfg.MaxBytes,
 		LimitMarkerTTL: cfg.Retention,
 		RequireTTL:     cfg.Retention > 0,
+		AtomicBatches:  true, // AdmitMany's batches: kv_store_batch.go
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)

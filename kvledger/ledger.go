@@ -25,6 +25,12 @@ type Ledger struct {
 	index  DependencyIndex // nil when the store lacks it
 	// confirm is nil when the store's "not found" needs no confirmation.
 	confirm absenceConfirmer
+	// leases reads the leases that runtime claims name (WithLeases); nil
+	// when the Ledger has none, and then such claims are never taken.
+	leases LeaseReader
+	// taker is leases when it can take leases too: claims made by
+	// this Ledger then hold one (WithLeases).
+	taker LeaseTaker
 
 	// afterWrite is a test hook run between a successful write and its
 	// event publication; returning an error aborts the operation there,

@@ -3,6 +3,7 @@ package kvledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -76,13 +77,18 @@ func (l *Ledger) Submit(ctx context.Context, actor Actor, sub Submission) (bool,
 }
 
 // AdmitMany submits many tasks at once and reports, per submission in
-// order, whether it was admitted. On a KVStore whose server allows
-// atomic batch publishes, new keys without needs are inserted in atomic
+// order, whether it was admitted. On a KVStore (whose buckets allow
+// atomic batch publishes from NewKVStore on, or from the first AdmitMany
+// on an older bucket) new keys without needs are inserted in atomic
 // batches of up to 1000 (all of a batch or none), one round trip per
-// batch; anything else (a duplicate, a task with needs, a server without
-// atomic publish) goes through Submit one by one. The first error stops
-// the call; the returned slice then says which submissions were
-// admitted before it.
+// batch. A batch refused because some of its keys already have a record
+// is sent again without them, and those keys go through Submit (false for
+// a duplicate, as Submit says): one existing key costs the rest of its
+// batch one more round trip, not one each. Anything else (a task with
+// needs, a server without atomic publish: before nats-server 2.12, or a
+// stream the caller may not update) goes through Submit one by one. The
+// first error stops the call; the returned slice then says which
+// submissions were admitted before it.
 func (l *Ledger) AdmitMany(ctx context.Context, actor Actor, subs []Submission) ([]bool, error) {
 	out := make([]bool, len(subs))
 	bi, batched := l.store.(batchInserter)
@@ -111,13 +117,14 @@ func (l *Ledger) AdmitMany(ctx context.Context, actor Actor, subs []Submission) 
 	return out, nil
 }
 
-// admitBatch inserts the longest run at the head of subs (at most
-// kvx.MaxBatch) of new tasks without needs as one atomic batch and
-// publishes their events. It returns how many it admitted; 0 when the
-// head cannot be batched, or when the batch was refused (a key exists:
-// refused then says how many submissions the batch held, which the
-// caller submits one by one).
-func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, subs []Submission, out []bool) (admitted, refused int, err error) {
+// admitBatch admits the longest run at the head of subs (at most
+// kvx.MaxBatch) of new tasks without needs: as one atomic batch, and
+// when the store names keys of the batch that already have a record, as
+// a batch of the others while those keys go through Submit. It returns
+// how many submissions it decided; 0 when the head cannot be batched, or
+// when a batch was refused for another reason (refused then says how
+// many submissions the batch held, which the caller submits one by one).
+func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, subs []Submission, out []bool) (decided, refused int, err error) {
 	var recs []TaskState
 	seen := make(map[IdempotencyKey]bool)
 	for _, sub := range subs {
@@ -142,18 +149,57 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 	if len(recs) < 2 {
 		return 0, 0, nil
 	}
-	stored, ok, err := bi.insertBatch(ctx, recs)
-	if err != nil {
-		return 0, 0, err
+	// at[i] is the position in subs of batch[i]; one is what Submit
+	// decides (keys that had a record when a batch was refused).
+	batch, at := recs, make([]int, len(recs))
+	for i := range at {
+		at[i] = i
 	}
-	if !ok {
-		return 0, len(recs), nil
+	var one []int
+	for len(batch) > 1 {
+		stored, taken, ok, err := bi.insertBatch(ctx, batch)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ok {
+			for i := range stored {
+				out[at[i]] = true
+			}
+			if _, err := l.writtenBatch(ctx, stored); err != nil {
+				return 0, 0, err
+			}
+			batch = nil
+			break
+		}
+		if len(taken) == 0 {
+			if len(one) == 0 {
+				return 0, len(recs), nil
+			}
+			break // the rest go one by one too
+		}
+		// Keep what is not taken: each refusal removes at least one key,
+		// so this ends.
+		keep := batch[:0:0]
+		var keepAt []int
+		t := 0
+		for i := range batch {
+			if t < len(taken) && taken[t] == i {
+				one = append(one, at[i])
+				t++
+				continue
+			}
+			keep, keepAt = append(keep, batch[i]), append(keepAt, at[i])
+		}
+		batch, at = keep, keepAt
 	}
-	for i := range stored {
-		out[i] = true
+	one = append(one, at[:len(batch)]...) // a batch of one, or one refused for another cause
+	slices.Sort(one)
+	for _, i := range one {
+		ok, err := l.Submit(ctx, actor, subs[i])
+		if err != nil {
+			return 0, 0, err
+		}
+		out[i] = ok
 	}
-	if n, err := l.writtenBatch(ctx, stored); err != nil {
-		return n, 0, err
-	}
-	return len(stored), 0, nil
+	return len(recs), 0, nil
 }

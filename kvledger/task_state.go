@@ -97,8 +97,11 @@ type TaskState struct {
 	RunAt    time.Time `json:"run_at,omitzero"`
 	Attempts int       `json:"attempts,omitempty"`
 	// Lease is, on a claimed record, the key in the lease bucket of the
-	// kvlease lease that keeps the claim alive (ClaimLeased); empty on
-	// every other record, and on claims written by Claim/Takeover or
+	// kvlease lease that keeps the claim alive (ClaimLeased, and Claim,
+	// Takeover, ClaimIfReady and ClaimNext of a Ledger with a lease
+	// taker: WithLeases); a claim that names one ends when the server
+	// expires it (LeaseEnded). Empty on every other record, on claims
+	// written by a Ledger without a lease taker, and on records from
 	// before the field existed.
 	Lease       string          `json:"lease,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // defaultLedgerBucket is the ledger bucket the CLI uses without --bucket.
@@ -24,6 +25,9 @@ func init() { extraCommands = append(extraCommands, (*app).ledgerCommand) }
 type ledgerFlags struct {
 	bucket string
 	actor  string
+	// leaseBucket holds the leases that runtime claims name (ledger
+	// claim and show read them: ledger_claim.go).
+	leaseBucket string
 }
 
 func (a *app) ledgerCommand() *cobra.Command {
@@ -35,6 +39,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&lf.bucket, "bucket", defaultLedgerBucket, "ledger bucket")
 	pf.StringVar(&lf.actor, "actor", "natscoord-cli", "actor recorded on writes")
+	pf.StringVar(&lf.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the leases that workers' claims name (natscoord work --lease-bucket)")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
 		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf))
@@ -80,19 +85,19 @@ func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, acces
 // openLedger opens the ledger in bucket for access (see ledgerAccess);
 // one that writes publishes its events on the JetStream bus that bus
 // configures. The caller closes the ledger.
-func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, bus events.JetStreamBusConfig) (*kvledger.Ledger, error) {
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, bus events.JetStreamBusConfig, opts ...kvledger.Option) (*kvledger.Ledger, error) {
 	store, err := openStore(ctx, js, bucket, access == ledgerCreate)
 	if err != nil {
 		return nil, err
 	}
 	if access == ledgerInspect {
-		return kvledger.New(store, nil)
+		return kvledger.New(store, nil, opts...)
 	}
 	b, err := events.NewJetStreamBus(ctx, js, bus)
 	if err != nil {
 		return nil, err
 	}
-	return kvledger.New(store, b)
+	return kvledger.New(store, b, opts...)
 }
 
 // openStore opens the ledger store in bucket. Without create, a missing
@@ -153,7 +158,7 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 		Short: "Show one task's record",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withLedger(cmd.Context(), lf, ledgerInspect, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, "", func(ctx context.Context, l *kvledger.Ledger) error {
 				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
 				if err != nil {
 					return err
@@ -161,13 +166,18 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 				if !found {
 					return errNoTask(lf.bucket, args[0])
 				}
-				return a.printTask(t)
+				until, err := claimExpiry(ctx, l, t)
+				if err != nil {
+					return err
+				}
+				return a.printTask(t, until)
 			})
 		},
 	}
 }
 
-func (a *app) printTask(t kvledger.TaskState) error {
+// printTask prints t; until is the "lease until" cell (claimExpiry).
+func (a *app) printTask(t kvledger.TaskState, until string) error {
 	if a.json {
 		return writeJSON(a.stdout, t)
 	}
@@ -177,7 +187,7 @@ func (a *app) printTask(t kvledger.TaskState) error {
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
 		{"owner", dash(string(t.Owner))},
 		{"fence", strconv.FormatUint(uint64(t.Fence), 10)},
-		{"lease until", timeOrDash(t.LeaseUntil)},
+		{"lease until", until},
 		{"needs", dash(joinKeys(t.Needs))},
 		{"blocked by", dash(string(t.BlockedBy))},
 		{"task", compactJSON(t.Task)},

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -80,14 +84,19 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 		Long: "claim gives a pending task to --owner for --lease and prints its new fence token. A task\n" +
 			"one of whose needs (directly or transitively) failed or is blocked is refused and\n" +
 			"written blocked. Whether the needs have completed is the caller's to check.\n" +
-			"With --takeover it takes a claimed task whose lease has run out (judged against this\n" +
-			"machine's clock); the earlier owner's fence is refused from then on.",
+			"The claim holds a lease in --lease-bucket that the server expires after --lease unless\n" +
+			"ledger renew replaces it, so workers (natscoord work) and other claimants judge it by the\n" +
+			"server, also after this command has exited.\n" +
+			"With --takeover it takes a claimed task whose claim has ended; the earlier owner's fence\n" +
+			"is refused from then on. A claim that names a lease has ended only when that lease is gone\n" +
+			"on the server; an older claim without one when its lease until (this machine's clock)\n" +
+			"has passed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cf.check(true, false); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLedger(cmd.Context(), lf, ledgerUpdate, cf.owner, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				op := l.Claim
 				if takeover {
@@ -103,8 +112,8 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cf.owner, "owner", "", "owner taking the task (required)")
-	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "how long the claim lasts without a renewal")
-	f.BoolVar(&takeover, "takeover", false, "take a claimed task whose lease has run out")
+	f.DurationVar(&cf.lease, "lease", defaultClaimLease, "how long the claim lasts without a renewal (1s..24h)")
+	f.BoolVar(&takeover, "takeover", false, "take a claimed task whose claim has ended")
 	_ = cmd.MarkFlagRequired("owner")
 	return cmd
 }
@@ -119,7 +128,7 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 			if err := cf.check(true, true); err != nil {
 				return err
 			}
-			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLedger(cmd.Context(), lf, ledgerUpdate, cf.owner, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
 				err := l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, time.Now())
 				if err != nil {
@@ -194,4 +203,111 @@ func noTask(lf *ledgerFlags, key string, err error) error {
 // errNoTask is the error for a key without a record in the ledger bucket.
 func errNoTask(bucket, key string) error {
 	return fmt.Errorf("ledger %q: no task %q", bucket, key)
+}
+
+// withClaimLedger is withLedger for the commands that judge, make or
+// show a claim (claim, renew, show): the ledger reads the lease a claim
+// names from --lease-bucket (kvledger.WithLeases), so a takeover finds
+// that lease gone on the server and show prints its real expiry. With
+// owner set (claim, renew) the claim it makes holds a lease there too,
+// under owner's name, which the server expires --lease after the claim
+// or renewal unless renewed: workers and other claimants judge it by
+// that, not by a clock, also after this process has exited.
+func (a *app) withClaimLedger(parent context.Context, lf *ledgerFlags, access ledgerAccess, owner string, fn func(context.Context, *kvledger.Ledger) error) error {
+	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
+		lr := &claimLeases{js: js, bucket: lf.leaseBucket, holder: owner}
+		defer lr.close()
+		var r kvledger.LeaseReader = lr
+		if owner != "" {
+			r = (*claimLeaseTaker)(lr)
+		}
+		l, err := openLedger(ctx, js, lf.bucket, access, events.JetStreamBusConfig{}, kvledger.WithLeases(r))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close(context.Background()) }()
+		return fn(ctx, l)
+	})
+}
+
+// claimLeases reads lease keys from the lease bucket, which it binds (and
+// never creates) the first time a record names a lease: a command whose
+// records name none touches no lease bucket.
+type claimLeases struct {
+	js     jetstream.JetStream
+	bucket string
+	holder string // the public holder id of leases it takes
+
+	mu sync.Mutex
+	m  *kvlease.Manager
+}
+
+// manager returns the lease manager, binding the bucket on first use;
+// create allows creating it (a claim's lease may be the first).
+func (c *claimLeases) manager(ctx context.Context, create bool) (*kvlease.Manager, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m != nil {
+		return c.m, nil
+	}
+	if !create {
+		if _, err := bindExisting(ctx, c.js, c.bucket); err != nil {
+			return nil, fmt.Errorf("lease bucket (--lease-bucket): %w", err)
+		}
+	}
+	m, err := kvlease.NewManager(ctx, c.js, kvlease.Config{Bucket: c.bucket, Holder: c.holder})
+	if err != nil {
+		return nil, err
+	}
+	c.m = m
+	return m, nil
+}
+
+func (c *claimLeases) HolderOfKey(ctx context.Context, key string) (kvlease.Holder, bool, error) {
+	m, err := c.manager(ctx, false)
+	if err != nil {
+		return kvlease.Holder{}, false, fmt.Errorf("the lease %q a claim names: %w", key, err)
+	}
+	return m.HolderOfKey(ctx, key)
+}
+
+// claimLeaseTaker is claimLeases that also takes leases for the claims
+// the command makes (kvledger.LeaseTaker).
+type claimLeaseTaker claimLeases
+
+func (c *claimLeaseTaker) HolderOfKey(ctx context.Context, key string) (kvlease.Holder, bool, error) {
+	return (*claimLeases)(c).HolderOfKey(ctx, key)
+}
+
+func (c *claimLeaseTaker) TryAcquireKeyDetached(ctx context.Context, key string, ttl time.Duration) (*kvlease.Guard, bool, error) {
+	m, err := (*claimLeases)(c).manager(ctx, true)
+	if err != nil {
+		return nil, false, err
+	}
+	return m.TryAcquireKeyDetached(ctx, key, ttl)
+}
+
+func (c *claimLeases) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m != nil {
+		_ = c.m.Close(context.Background()) // it holds no lease: nothing to release
+	}
+}
+
+// claimExpiry is show's "lease until": for a worker's claim, the server's
+// expiry of the lease it names (the worker renews the lease, not the
+// record, so the record's LeaseUntil is only when the claim was made),
+// else the record's LeaseUntil.
+func claimExpiry(ctx context.Context, l *kvledger.Ledger, t kvledger.TaskState) (string, error) {
+	h, held, named, err := l.ClaimLease(ctx, t)
+	switch {
+	case err != nil:
+		return "", err
+	case !named:
+		return timeOrDash(t.LeaseUntil), nil
+	case !held:
+		return "ended (lease " + t.Lease + " is gone: free for takeover)", nil
+	}
+	return timeOrDash(h.Expires) + " (server, lease " + t.Lease + ")", nil
 }

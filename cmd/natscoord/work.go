@@ -200,6 +200,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	case <-ctx.Done():
 	case failed = <-r.startFailed:
 		fmt.Fprintf(a.stderr, "natscoord work: %s; draining: its task is given back, its attempt not counted\n", oneLineText(escapeCell(failed.Error())))
+	case <-w.Done(): // a watch ended for good: the worker closed itself, Close says why
 	}
 	// The drain: running commands get --drain to finish, then SIGTERM;
 	// their claims are given back. The bound covers --grace (and the

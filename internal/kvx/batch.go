@@ -40,8 +40,11 @@ func (b *Bucket) AtomicBatches(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
-// EnableAtomicBatches sets AllowAtomicPublish on the bucket's stream (an
-// explicit operator choice: it changes the stream's configuration).
+// EnableAtomicBatches sets AllowAtomicPublish on the bucket's stream (it
+// changes the stream's configuration). A server that takes the update
+// but does not know the setting (before nats-server 2.12) answers with
+// a configuration without it: that is ErrNoAtomic, so no batch is ever
+// sent to a server that would store its messages one by one.
 func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 	s, err := b.js.Stream(ctx, b.stream)
 	if err != nil {
@@ -50,8 +53,13 @@ func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 	cfg := s.CachedInfo().Config
 	if !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
-		if _, err := b.js.UpdateStream(ctx, cfg); err != nil {
+		info, err := b.js.UpdateStream(ctx, cfg)
+		if err != nil {
 			return fmt.Errorf("kvx: enable atomic batches on %q: %w", b.stream, err)
+		}
+		if info == nil || !info.CachedInfo().Config.AllowAtomicPublish {
+			b.atomic.Store(false)
+			return fmt.Errorf("%w: the server kept %q without it", ErrNoAtomic, b.stream)
 		}
 	}
 	b.atomic.Store(true)

@@ -33,6 +33,11 @@ type Config struct {
 	// RequireTTL makes Open fail with ErrNoTTL when an existing bucket
 	// was created without LimitMarkerTTL.
 	RequireTTL bool
+	// AtomicBatches makes Open allow atomic batch publishes on the
+	// stream of a bucket it creates (EnableAtomicBatches). A server that
+	// cannot (before nats-server 2.12) or a refused update leaves the
+	// bucket without them; AtomicBatches then reports false.
+	AtomicBatches bool
 }
 
 // Bucket is a bound KV bucket with the raw operations of this package.
@@ -67,8 +72,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Bucket, err
 		return nil, errors.New("kvx: empty bucket name")
 	}
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	created := false
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg.keyValueConfig())
+		created = err == nil
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, cfg.Bucket) // lost a creation race
 		}
@@ -76,7 +83,14 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Bucket, err
 	if err != nil {
 		return nil, fmt.Errorf("kvx: bucket %q: %w", cfg.Bucket, err)
 	}
-	return bind(ctx, js, kv, cfg.RequireTTL)
+	b, err := bind(ctx, js, kv, cfg.RequireTTL)
+	if err == nil && created && cfg.AtomicBatches {
+		// The KV API cannot create a stream that allows atomic batches:
+		// one update right after the creation does. Its failure is
+		// the fallback the field states, not an error of Open.
+		_ = b.EnableAtomicBatches(ctx)
+	}
+	return b, err
 }
 
 // Bind binds an existing bucket without creating it.
@@ -94,16 +108,17 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 		return nil, fmt.Errorf("kvx: bucket %q status: %w", kv.Bucket(), err)
 	}
 	ttl := st.LimitMarkerTTL() > 0
-	direct, replicated := false, true
+	direct, replicated, atomicOK := false, true, false
 	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo() != nil {
 		c := bs.StreamInfo().Config
 		direct = c.AllowDirect && c.Replicas <= 1
 		replicated = c.Replicas > 1
+		atomicOK = c.AllowAtomicPublish
 	}
 	if requireTTL && !ttl {
 		return nil, fmt.Errorf("%w (bucket %q)", ErrNoTTL, kv.Bucket())
 	}
-	return &Bucket{
+	b := &Bucket{
 		js:        js,
 		kv:        kv,
 		name:      kv.Bucket(),
@@ -114,7 +129,9 @@ func bind(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, re
 
 		directIsLeader: direct,
 		replicated:     replicated,
-	}, nil
+	}
+	b.atomic.Store(atomicOK) // known from the status just read: no stream-info round trip later
+	return b, nil
 }
 
 func (c Config) keyValueConfig() jetstream.KeyValueConfig {

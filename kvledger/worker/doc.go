@@ -82,7 +82,10 @@
 // a takeover. A claimed record that names no lease (written before
 // records named their lease, or by a process holding LeaseKey) is
 // judged by its per-record key "kvledger.<bucket>.<key>". Nobody
-// compares LeaseUntil (kept in the record for operators) with a clock.
+// compares LeaseUntil (kept in the record for operators) with a clock:
+// kvledger's Claim and Takeover judge a runtime claim by the same lease
+// read (kvledger.LeaseEnded), so `natscoord ledger claim --takeover`
+// cannot take a live worker's claim either.
 // A worker idle for ClaimTTL releases its lease (it sends nothing while
 // idle) and acquires a new one at its next claim.
 //
@@ -179,11 +182,22 @@
 //     for all its claims at once; any that were taken over have their
 //     outcome writes fenced. Side effects
 //     outside the ledger must carry the fence (Task.Fence, FenceFrom).
-//   - Watch failure: the worker stops claiming (it would no longer see
-//     changes) and reports the failure from Close; running handlers
-//     finish.
-//   - Mixing: records claimed by workers must not be claimed with
-//     kvledger's Claim/Takeover, which judge by LeaseUntil and the
-//     caller's clock; ClaimNext/ClaimIfReady are for ledgers without
-//     workers.
+//   - Watch failure: a record or lease watch that ends for good (its
+//     bucket or stream deleted: nats.go gives up on the watch's consumer
+//     about 20 s later) closes the worker: it stops claiming (it would no
+//     longer see changes), running handlers finish within DrainTimeout,
+//     Done closes, and Run and Close return the error naming the watch
+//     (TestWatchEndStopsRun).
+//   - Mixing: kvledger's Claim, Takeover, ClaimIfReady and ClaimNext do
+//     not take a worker's claim while its lease lives on the server
+//     (kvledger.LeaseEnded; the Ledger needs kvledger.WithLeases on the
+//     workers' lease bucket, and without it never takes such a claim).
+//     The other way round, a Ledger with WithLeases on a lease manager of
+//     the workers' lease bucket makes claims that hold a lease there
+//     (kvledger.NewClaimLeaseKey), which workers judge like their own:
+//     they take such a claim over only once the server expired it
+//     (TestLedgerClaimHoldsOffWorkers; natscoord ledger claim does this).
+//     A claim with no lease (a Ledger without one) is judged by its
+//     per-record lease key (LeaseKey), which its claimant must hold for
+//     as long as the claim lives.
 package worker

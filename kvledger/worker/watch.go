@@ -55,7 +55,8 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 }
 
 // watchLeases starts the watch of this ledger's lease keys in the lease
-// bucket (workers' leases "<prefix>w.<token>" and per-record leases
+// bucket (claimants' leases "<prefix>w.<token>": workers', and those of
+// kvledger's Claim with a lease taker; and per-record leases
 // "<prefix><key token>"); synced is closed once it has delivered the
 // current leases. Lease keys are this package's own namespace of the
 // lease bucket (raw kvlease keys), so watching them reads nothing kvlease
@@ -96,7 +97,7 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 			if !ok {
 				continue
 			}
-			if strings.HasPrefix(tok, workerLeaseInfix) {
+			if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {
 				w.onLease(ent.Key, "", false, ent.Live(), ent.Revision)
 				continue
 			}
@@ -136,16 +137,32 @@ func (w *Worker) leaseEndedLocked(lease string) {
 	}
 }
 
-// watchEnded records a watch that ended by itself. The worker stops
-// claiming (it would no longer see changes); running handlers finish.
+// watchEnded records a watch that ended by itself (its bucket or stream
+// deleted: the client gives up recreating its consumer). The worker
+// stops claiming, since it would no longer see changes, and closes
+// itself: running handlers finish within DrainTimeout, Done closes, and
+// Run and Close return the error. A worker that went on looking alive
+// while claiming nothing would hide the fault.
 func (w *Worker) watchEnded(what string, err error) {
 	w.mu.Lock()
-	if w.fatal == nil && !w.closed {
+	first := w.fatal == nil && !w.closed
+	if first {
 		w.fatal = fmt.Errorf("worker: %s watch ended: %w", what, err)
-		w.cfg.Logger.Error("worker: watch ended; no more tasks are claimed", "watch", what, "err", err)
+		w.cfg.Logger.Error("worker: watch ended; the worker stops", "watch", what, "err", err)
 		w.draining = true
 	}
 	w.mu.Unlock()
+	if first {
+		// Not from this goroutine: Close stops the watches and waits for
+		// the goroutine that delivered this end. The goroutine ends with
+		// Close, whose drain DrainTimeout bounds and whose remaining
+		// waits this context does.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), max(w.cfg.DrainTimeout, 0)+4*w.cfg.OpTimeout)
+			defer cancel()
+			_ = w.Close(ctx)
+		}()
+	}
 }
 
 // considerAllLocked judges every record once, when both watches have

@@ -25,6 +25,7 @@ type Worker struct {
 	cfg     Config
 	leases  *kvlease.Manager
 	ownsMgr bool
+	bucket  string // the ledger's bucket (its store's name)
 	prefix  string // lease key prefix: "kvledger.<bucket>."
 
 	handlers  map[string]Handler
@@ -89,6 +90,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	prefix := leasePrefix(named.Name())
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
+		bucket:   named.Name(),
 		prefix:   prefix,
 		handlers: make(map[string]Handler),
 		ix:       newIndex(prefix),
@@ -189,14 +191,18 @@ func waitSynced(ctx context.Context, ch <-chan struct{}, what string) error {
 }
 
 // Run is Start, then Close when ctx ends (the drain is bounded by
-// DrainTimeout plus the time to release claims). It returns Start's
-// error or Close's.
+// DrainTimeout plus the time to release claims), or when the worker
+// closed itself because its record or lease watch ended for good. It
+// returns Start's error or Close's (which names the watch that ended).
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Start(ctx); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.done:
+	}
 	return w.Close(context.WithoutCancel(ctx))
 }
 
@@ -215,7 +221,8 @@ func (w *Worker) Stats() Stats {
 	}
 }
 
-// Done is closed when Close has finished.
+// Done is closed when Close has finished, also the Close the worker
+// makes itself when its record or lease watch ends for good.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Close drains the worker: it stops claiming, lets running handlers
@@ -365,4 +372,4 @@ func recordLeaseKey(prefix string, key kvledger.IdempotencyKey) string {
 	return prefix + kvx.EncodeToken(string(key))
 }
 
-func leasePrefix(bucket string) string { return "kvledger." + kvx.EncodeToken(bucket) + "." }
+func leasePrefix(bucket string) string { return kvledger.LeasePrefix(bucket) }

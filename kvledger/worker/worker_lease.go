@@ -6,17 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nuid"
-
-	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
-
-// workerLeaseInfix follows the ledger's lease prefix in a worker's lease
-// key: "kvledger.<bucket>.w.<token>". A per-record lease key has one
-// token after the prefix, so the two never meet.
-const workerLeaseInfix = "w."
 
 // workerLease returns the worker's live lease, acquiring a fresh one
 // when there is none (the first claim after Start, or the last one
@@ -69,7 +61,7 @@ func (w *Worker) workerLease() (*kvlease.Guard, error) {
 }
 
 func (w *Worker) acquireWorkerLease() (*kvlease.Guard, error) {
-	key := w.prefix + workerLeaseInfix + kvx.EncodeToken(string(w.cfg.Owner)+"."+nuid.Next())
+	key := kvledger.NewClaimLeaseKey(w.bucket, w.cfg.Owner)
 	// The lease's context must outlive this call: cancelling it would
 	// release the lease. kvlease bounds the acquisition itself.
 	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), key, w.cfg.ClaimTTL)
@@ -158,14 +150,14 @@ func (w *Worker) releaseWorkerLease(g *kvlease.Guard) {
 // live, the index learns so and the watch reports its end later.
 func (w *Worker) readLeaseEnded(k kvledger.IdempotencyKey, lease string) bool {
 	octx, cancel := w.opCtx()
-	h, held, err := w.leases.HolderOfKey(octx, lease)
+	ended, h, err := kvledger.LeaseEnded(octx, w.leases, lease)
 	cancel()
 	if err != nil {
 		w.cfg.Logger.Warn("worker: reading a claim's lease", "key", string(k), "lease", lease, "err", err)
 		w.retryLater(k)
 		return false
 	}
-	if !held {
+	if ended {
 		return true
 	}
 	w.stats.contended.Add(1)
