@@ -45,7 +45,7 @@ func takeoverWaitsForTheNamedLease(t *testing.T, js jetstream.JetStream, replica
 	_, err = kvledger.New(store, nil, kvledger.WithLeases(nil))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
 
-	g, ok, err := m.TryAcquireKey(ctx, "kvledger.judged.w.A", time.Second)
+	g, ok, err := m.TryAcquireKey(ctx, "kvledger.judged.w.A", 3*time.Second) // renewed every second: a loaded machine keeps it
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, g.StartRenewing(0))
