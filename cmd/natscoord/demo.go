@@ -179,8 +179,14 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	}
 
 	workers, closeWorkers, err := startDemoWorkers(ctx, dial, run, o.workers, runID)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() == nil:
 		return err
+	case err != nil:
+		// The deadline ran out while the workers started (a loaded
+		// machine, a short --deadline): the run is reported as any run
+		// that did not finish in time, below.
+		workers, closeWorkers = nil, func() {}
 	}
 	defer closeWorkers()
 
