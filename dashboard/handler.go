@@ -38,6 +38,10 @@ type Handler struct {
 	mgrMu    sync.Mutex
 	managers map[string]*kvlease.Manager
 
+	// life is the handler's own context: watches and goroutines that
+	// run until Close use it, never the set-up context New was given.
+	life      context.Context
+	endLife   context.CancelFunc
 	stops     []func()
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -63,6 +67,8 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		managers:  make(map[string]*kvlease.Manager),
 		started:   cfg.Now(),
 	}
+	h.life, h.endLife = context.WithCancel(context.Background())
+	h.stops = append(h.stops, h.endLife)
 	h.metrics = newMetrics(h)
 	if h.pages, err = parsePages(cfg.Prefix); err != nil {
 		return nil, err

@@ -126,7 +126,8 @@ func (h *Handler) openLeases(ctx context.Context) error {
 // delivered its initial values.
 func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	for i, v := range h.leases {
-		w, err := h.leaseBuckets[i].KV().WatchAll(ctx)
+		// The watch lives until Close: ctx bounds New's set-up only.
+		w, err := h.leaseBuckets[i].KV().WatchAll(h.life)
 		if err != nil {
 			return fmt.Errorf("dashboard: watch lease bucket %q: %w", v.bucket, err)
 		}
