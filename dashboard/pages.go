@@ -49,7 +49,10 @@ func baseFuncs(prefix string) template.FuncMap {
 	return template.FuncMap{
 		"u":    func(p string) string { return prefix + p },
 		"show": func(k any) string { return displayKey(fmt.Sprint(k)) },
-		"ref":  func(k any) string { return keyRef(fmt.Sprint(k)) },
+		// ref is typed as a URL so that html/template, which escapes a
+		// plain string in a query again (% -> %25), keeps it as it is;
+		// QueryEscape's output needs no escaping in any context.
+		"ref": func(k any) template.URL { return template.URL(keyRef(fmt.Sprint(k))) },
 		"clock": func(t time.Time) string {
 			if t.IsZero() {
 				return ""
