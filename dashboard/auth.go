@@ -4,17 +4,23 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
 )
 
 // tokenCookie carries Config.Token for a browser after it visited a page
 // with ?token=.
 const tokenCookie = "natscoord_ui_token"
 
-// authenticate wraps next with Config.Token and Config.BasicAuth checks.
+// authenticate wraps next with Config.Token and Config.BasicAuth checks;
+// without either, with the Host check that stops DNS rebinding.
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	if h.cfg.Token == "" && h.cfg.BasicAuth.User == "" {
-		return next
+		return h.checkHost(next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u := h.cfg.BasicAuth.User; u != "" {
@@ -55,6 +61,34 @@ func (h *Handler) hasToken(r *http.Request) bool {
 	}
 	c, err := r.Cookie(tokenCookie)
 	return err == nil && equal(c.Value, h.cfg.Token)
+}
+
+// checkHost refuses a request whose Host is not a loopback name or one
+// of Config.AllowedHosts. An unauthenticated dashboard trusts whoever
+// reaches it; a page of another site whose name was re-pointed at
+// 127.0.0.1 (DNS rebinding) reaches it too, but names that site in Host.
+func (h *Handler) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.hostAllowed(r.Host) {
+			http.Error(w, fmt.Sprintf("host %q refused: a dashboard without a token or basic auth answers only loopback names (localhost, 127.0.0.1, [::1])", r.Host),
+				http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || slices.Contains(h.cfg.AllowedHosts, host) {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

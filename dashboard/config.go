@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,12 @@ type Config struct {
 	Token string
 	// BasicAuth, when User is set, requires HTTP basic authentication.
 	BasicAuth BasicAuth
+	// AllowedHosts are host names (no port) accepted in the Host header
+	// besides the loopback ones when neither Token nor BasicAuth is set,
+	// such as the name of a reverse proxy in front of the dashboard.
+	// Without a Token or BasicAuth any other Host is refused (421), which
+	// stops DNS rebinding. Ignored with either set.
+	AllowedHosts []string
 	// KindOf names a record's kind for the kind filter. Default: the
 	// record's own kind when the ledger stores one (its "kind" field),
 	// else the "kind" field of a JSON object payload, else "".
@@ -99,6 +106,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BasicAuth.User == "" && c.BasicAuth.Password != "" {
 		return c, fmt.Errorf("%w: BasicAuth has a password but no user", ErrInvalidConfig)
+	}
+	c.AllowedHosts = slices.Clone(c.AllowedHosts)
+	for i, hn := range c.AllowedHosts {
+		if hn == "" || strings.ContainsAny(hn, ":/ ") {
+			return c, fmt.Errorf("%w: AllowedHosts %q is not a host name (no port, no scheme)", ErrInvalidConfig, hn)
+		}
+		c.AllowedHosts[i] = strings.TrimSuffix(strings.ToLower(hn), ".")
 	}
 	if c.KindOf == nil {
 		c.KindOf = payloadKind
