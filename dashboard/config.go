@@ -54,7 +54,10 @@ type Config struct {
 	Tasks TaskActions
 	// Token, when set, is required on every request: as
 	// "Authorization: Bearer <token>", or by the cookie set by visiting
-	// any page with ?token=<token>.
+	// any page with ?token=<token> (the cookie holds an HMAC keyed by the
+	// token, not the token). With BasicAuth set too, a browser needs both
+	// (basic auth and the cookie), while a valid Bearer header alone is
+	// accepted: one Authorization header cannot carry both.
 	Token string
 	// BasicAuth, when User is set, requires HTTP basic authentication.
 	BasicAuth BasicAuth
