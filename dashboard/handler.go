@@ -20,6 +20,7 @@ import (
 type Handler struct {
 	cfg          Config
 	ledger       *kvledger.Ledger
+	store        *kvledger.KVStore
 	tasks        *taskView
 	leases       []*leaseView
 	leaseBuckets []*kvx.Bucket
@@ -83,7 +84,10 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	if err := h.openLeases(ctx); err != nil {
 		return fail(err)
 	}
-	if err := h.startLedgerFeed(ctx); err != nil {
+	if err := h.startRecordFeed(ctx); err != nil {
+		return fail(err)
+	}
+	if err := h.startEventFeed(ctx); err != nil {
 		return fail(err)
 	}
 	if err := h.startLeaseWatches(ctx); err != nil {

@@ -145,7 +145,7 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = "cancelled"
 	case "ledger.retried":
 		e.Detail = "attempt failed; it will be retried"
-	case deletedEvent:
+	case kvledger.DeletedEvent:
 		e.Detail = "record deleted"
 	default:
 		e.Detail = ev.Status

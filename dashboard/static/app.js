@@ -48,6 +48,13 @@
       row.classList.add("flash-row");
       setTimeout(function () { row.classList.remove("flash-row"); }, 600);
     });
+    reloadFor("ledger", ev.ref);
+  }
+
+  // onEvent adds a row to the live events page. Rows elsewhere follow
+  // "ledger" pushes, which come from the records, not from events.
+  function onEvent(e) {
+    var ev = JSON.parse(e.data);
     var rows = document.getElementById("event-rows");
     if (rows && document.getElementById("live-events")) {
       var tr = document.createElement("tr");
@@ -68,7 +75,6 @@
       rows.insertBefore(tr, rows.firstChild);
       while (rows.children.length > 500) rows.removeChild(rows.lastChild);
     }
-    reloadFor("ledger", ev.ref);
   }
 
   function tick() {
@@ -90,6 +96,7 @@
       document.querySelectorAll("[data-fragment]").forEach(reload);
     });
     es.addEventListener("ledger", onLedger);
+    es.addEventListener("event", onEvent);
     es.addEventListener("coord", function (e) { reloadFor("coord", JSON.parse(e.data).ref); });
     es.addEventListener("action", function (e) {
       var a = JSON.parse(e.data);
