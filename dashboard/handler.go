@@ -30,6 +30,7 @@ type Handler struct {
 	actionLog    *ring[actionRecord]
 	finished     rate
 	metrics      *metrics
+	conn         connState
 	csrf         string
 	cop          *http.CrossOriginProtection
 	pages        *pages
@@ -78,6 +79,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		_ = h.Close()
 		return nil, err
 	}
+	h.startConnWatch()
 	if err := h.openLedger(ctx); err != nil {
 		return fail(err)
 	}

@@ -22,7 +22,7 @@ func (h *Handler) sse(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	// The first line tells the page it is live (and resync after a
 	// reconnect).
-	fmt.Fprint(w, "event: hello\ndata: {}\n\n")
+	fmt.Fprintf(w, "event: hello\ndata: {\"nats\":%t}\n\n", h.natsUp())
 	fl.Flush()
 	for {
 		select {

@@ -112,11 +112,17 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 		h.fail(w, r, http.StatusBadRequest, "no key given")
 		return taskData{}, false
 	}
+	if !h.natsUp() {
+		h.fail(w, r, http.StatusServiceUnavailable, unreachable)
+		return taskData{}, false
+	}
 	ctx, cancel := h.cfg.opCtx(r.Context())
 	defer cancel()
 	s, found, err := h.ledger.State(ctx, key)
 	if err != nil {
-		h.fail(w, r, http.StatusBadGateway, "read the record: "+err.Error())
+		// The error chain is for the operator's log, not for the page.
+		h.cfg.Logger.Warn("dashboard: read record", "key", string(key), "err", err)
+		h.fail(w, r, http.StatusServiceUnavailable, "The record could not be read from NATS in time; try again (the dashboard's log has the cause).")
 		return taskData{}, false
 	}
 	if !found {

@@ -88,12 +88,23 @@
   setInterval(tick, 250);
   tick();
 
+  // setNATS shows whether updates can arrive: the page is connected to
+  // the dashboard, but the dashboard may have lost NATS.
+  function setNATS(up) {
+    live.textContent = up ? "live" : "NATS unreachable";
+    live.className = up ? "live on" : "live off";
+  }
+
   function connect() {
     var es = new EventSource(prefix + "/sse");
-    es.addEventListener("hello", function () {
-      live.textContent = "live";
-      live.className = "live on";
+    es.addEventListener("hello", function (e) {
+      setNATS(JSON.parse(e.data).nats !== false);
       document.querySelectorAll("[data-fragment]").forEach(reload);
+    });
+    es.addEventListener("nats", function (e) {
+      var up = JSON.parse(e.data).up;
+      setNATS(up);
+      if (up) document.querySelectorAll("[data-fragment]").forEach(reload);
     });
     es.addEventListener("ledger", onLedger);
     es.addEventListener("event", onEvent);
