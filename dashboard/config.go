@@ -73,6 +73,14 @@ type Config struct {
 	KindOf func(kvledger.TaskState) string
 	// PageSize is the number of tasks per page. Default 50, at most 500.
 	PageSize int
+	// MaxStreams caps the open /sse streams (each holds a goroutine and
+	// a send buffer); one more is answered 503 and the browser's
+	// EventSource tries again later. Default 100.
+	MaxStreams int
+	// StreamWriteTimeout bounds each write to an /sse stream: a browser
+	// that stops reading is disconnected after it, which frees its
+	// goroutine and buffer. Default 10s.
+	StreamWriteTimeout time.Duration
 	// OpTimeout bounds every read and action a request makes. Default 5s.
 	OpTimeout time.Duration
 	// Actor is recorded as the actor of the dashboard's actions. Default
@@ -125,6 +133,18 @@ func (c Config) withDefaults() (Config, error) {
 		c.PageSize = 50
 	case c.PageSize < 0 || c.PageSize > 500:
 		return c, fmt.Errorf("%w: PageSize %d is not in 1..500", ErrInvalidConfig, c.PageSize)
+	}
+	switch {
+	case c.MaxStreams == 0:
+		c.MaxStreams = 100
+	case c.MaxStreams < 0:
+		return c, fmt.Errorf("%w: MaxStreams must be positive", ErrInvalidConfig)
+	}
+	switch {
+	case c.StreamWriteTimeout == 0:
+		c.StreamWriteTimeout = 10 * time.Second
+	case c.StreamWriteTimeout < 0:
+		return c, fmt.Errorf("%w: StreamWriteTimeout must be positive", ErrInvalidConfig)
 	}
 	switch {
 	case c.OpTimeout == 0:

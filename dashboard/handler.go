@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,6 +32,7 @@ type Handler struct {
 	finished     rate
 	metrics      *metrics
 	conn         connState
+	streams      atomic.Int64 // open /sse streams
 	csrf         string
 	cop          *http.CrossOriginProtection
 	pages        *pages

@@ -81,3 +81,13 @@ func TestHostCheckAllowedHostsAndAuth(t *testing.T) {
 	code, _ = getHost(t, e, "dash.example.com", "/", nil)
 	require.Equal(t, http.StatusUnauthorized, code)
 }
+
+// Event streams are capped: one more is answered 503 at once.
+func TestSSEStreamsAreCapped(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, func(c *dashboard.Config) { c.MaxStreams = 2 })
+	e.OpenSSE(t)
+	e.OpenSSE(t)
+	code, body := e.Get(t, "/sse")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "too many open event streams")
+}

@@ -98,7 +98,7 @@
   function connect() {
     var es = new EventSource(prefix + "/sse");
     es.addEventListener("hello", function (e) {
-      setNATS(JSON.parse(e.data).nats !== false);
+      setNATS(JSON.parse(e.data).up !== false);
       document.querySelectorAll("[data-fragment]").forEach(reload);
     });
     es.addEventListener("nats", function (e) {
