@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -53,6 +55,10 @@ type leaseRow struct {
 // leaseView is the live content of one lease bucket, kept by one watch.
 type leaseView struct {
 	bucket string
+	// absent: the bucket did not exist when the dashboard started (and
+	// Create was not set); its watch starts when the server announces
+	// the bucket's creation.
+	absent atomic.Bool
 	mu     sync.RWMutex
 	rows   map[string]leaseRow
 	ready  chan struct{} // closed once the initial values are in
@@ -103,9 +109,12 @@ func decoded(tok string) string {
 	return tok
 }
 
-// openLeases binds every lease bucket (creating it with Create).
+// openLeases binds every lease bucket (creating it with Create). A
+// bucket that does not exist is shown as absent: a lease bucket appears
+// when its first user starts, which may be after the dashboard.
 func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
+		v := &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})}
 		bk, err := kvx.Bind(ctx, h.cfg.JS, b, false)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
 			// kvlease creates its buckets the way it needs them.
@@ -113,19 +122,27 @@ func (h *Handler) openLeases(ctx context.Context) error {
 				bk, err = kvx.Bind(ctx, h.cfg.JS, b, false)
 			}
 		}
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			v.absent.Store(true)
+			bk, err = nil, nil
+		}
 		if err != nil {
 			return fmt.Errorf("dashboard: lease bucket %q: %w", b, err)
 		}
-		h.leases = append(h.leases, &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})})
+		h.leases = append(h.leases, v)
 		h.leaseBuckets = append(h.leaseBuckets, bk)
 	}
 	return nil
 }
 
 // startLeaseWatches starts one watch per bucket and waits until each has
-// delivered its initial values.
+// delivered its initial values; an absent bucket waits for its creation.
 func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	for i, v := range h.leases {
+		if v.absent.Load() {
+			h.wg.Go(func() { h.awaitLeaseBucket(v) })
+			continue
+		}
 		// The watch lives until Close: ctx bounds New's set-up only.
 		w, err := h.leaseBuckets[i].KV().WatchAll(h.life)
 		if err != nil {
@@ -135,6 +152,9 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 		h.wg.Go(func() { h.runLeaseWatch(v, w) })
 	}
 	for _, v := range h.leases {
+		if v.absent.Load() {
+			continue
+		}
 		select {
 		case <-v.ready:
 		case <-ctx.Done():
@@ -144,6 +164,52 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	return nil
 }
 
+// bucketRetry is how long an absent bucket's waiter waits before it
+// tries again after a failed look (not a "not found").
+const bucketRetry = 5 * time.Second
+
+// awaitLeaseBucket watches v's bucket once the server announces that it
+// was created (a JetStream stream-created advisory: no polling), until
+// Close.
+func (h *Handler) awaitLeaseBucket(v *leaseView) {
+	nc := h.cfg.JS.Conn()
+	created := make(chan *nats.Msg, 1)
+	sub, err := nc.ChanSubscribe("$JS.EVENT.ADVISORY.STREAM.CREATED.KV_"+v.bucket, created)
+	if err != nil {
+		h.cfg.Logger.Warn("dashboard: cannot wait for lease bucket", "bucket", v.bucket, "err", err)
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		// Look after subscribing, so a creation in between is not missed.
+		ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
+		bk, err := kvx.Bind(ctx, h.cfg.JS, v.bucket, false)
+		cancel()
+		if err == nil {
+			w, err := bk.KV().WatchAll(h.life)
+			if err == nil {
+				v.absent.Store(false)
+				h.runLeaseWatch(v, w)
+				return
+			}
+		}
+		if h.life.Err() != nil {
+			return
+		}
+		var retry <-chan time.Time
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			h.cfg.Logger.Warn("dashboard: lease bucket", "bucket", v.bucket, "err", err)
+			retry = time.After(bucketRetry)
+		}
+		select {
+		case <-h.life.Done():
+			return
+		case <-created:
+		case <-retry:
+		}
+	}
+}
+
 func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
 	initial := true
 	for ke := range w.Updates() {
@@ -151,6 +217,9 @@ func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
 			if initial {
 				initial = false
 				close(v.ready)
+				// Pages open before a bucket appeared reload their lists.
+				b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "what": "watching"})
+				h.broker.publish(push{Type: "coord", Data: b})
 			}
 			continue
 		}

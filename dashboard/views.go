@@ -18,6 +18,7 @@ type statusCount struct {
 
 type leaseCounts struct {
 	Bucket                                   string
+	Absent                                   bool
 	Lease, Lock, Semaphore, Election, Waiter int
 }
 
@@ -47,7 +48,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 	d.Rate1m = strconv.FormatFloat(float64(d.Done1m)/60, 'f', 2, 64)
 	for _, v := range h.leases {
 		c := v.kindCounts()
-		d.Leases = append(d.Leases, leaseCounts{v.bucket, c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
+		d.Leases = append(d.Leases, leaseCounts{v.bucket, v.absent.Load(), c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
 	}
 	d.Recent = h.recent.newest(10)
 	return d
@@ -211,6 +212,7 @@ type leaseGroup struct {
 
 type coordData struct {
 	common
+	Absent     []string // lease buckets that do not exist yet
 	Groups     []leaseGroup
 	Changes    []leaseChange
 	Actions    []actionRecord
@@ -219,6 +221,11 @@ type coordData struct {
 
 func (h *Handler) coord(r *http.Request) coordData {
 	d := coordData{common: h.common(r, "Leases & locks", "coord"), CanRelease: h.offered(actRelease)}
+	for _, v := range h.leases {
+		if v.absent.Load() {
+			d.Absent = append(d.Absent, v.bucket)
+		}
+	}
 	for _, g := range []leaseGroup{
 		{Kind: kindLease, Title: "Leases", NameCol: "family", ResCol: "key"},
 		{Kind: kindLock, Title: "Locks", NameCol: "locker", ResCol: "lock key"},
