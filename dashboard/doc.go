@@ -18,10 +18,11 @@
 //     task's state on a page, and only the ledger's own event names get
 //     a series on /metrics (the rest count as "other").
 //   - Leases: one watch (an ordered consumer) per lease bucket keeps the
-//     live entries in memory and classifies them by key shape: kvlock
-//     locks ("<name>.l.<key>"), election leaders ("<name>.e.<election>"),
-//     fair-mode waiters ("<name>.q.…"), semaphore slots
-//     ("<family>.<key>.<slot>") and plain leases ("<family>.<key>").
+//     live entries in memory, decoded by kvlease.DecodeHolder, and
+//     classifies them by key: kvlock's keys by kvlock.ParseKey (locks,
+//     election leaders, fair-mode waiters; its data keys are left out),
+//     then semaphore slots ("<family>.<key>.<slot>") and plain leases
+//     ("<family>.<key>").
 //   - Timelines: the event stream is read on demand for one key, from a
 //     minute before the record's admission, by a short-lived ordered
 //     consumer, together with the dashboard's own actions on that key.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 // leaseKind is what a lease key is used for, told by its shape.
@@ -64,36 +65,36 @@ type leaseView struct {
 	ready  chan struct{} // closed once the initial values are in
 }
 
-// classify reads a lease entry; data keys and records that are not a
-// lease value report false.
+// classify reads a lease entry with kvlease's own decoder and kvlock's
+// key parser; data keys and values that are not a lease report false.
 func classify(bucket string, e kvx.Entry) (leaseRow, bool) {
-	var h kvlease.Holder
-	if err := json.Unmarshal(e.Value, &h); err != nil || h.OwnerHash == "" || h.TTLMillis <= 0 {
+	h, err := kvlease.DecodeHolder(e.Value)
+	if err != nil {
 		return leaseRow{}, false
 	}
 	r := leaseRow{Bucket: bucket, Key: e.Key, Holder: h.ID, Host: h.Host, PID: h.PID, TTL: h.TTL(),
 		Acquired: h.Acquired, Revision: e.Revision, owner: h.OwnerHash}
 	ttl := (h.TTL() + time.Second - 1).Truncate(time.Second)
 	r.Expires = e.Created.Add(ttl)
-	parts := strings.SplitN(e.Key, ".", 3)
-	if len(parts) == 3 {
-		switch parts[1] {
-		case "l":
-			r.Kind, r.Name, r.Resource = kindLock, parts[0], parts[2]
-			return r, true
-		case "e":
-			r.Kind, r.Name, r.Resource = kindElection, parts[0], decoded(parts[2])
-			return r, true
-		case "q", "eq":
-			r.Kind, r.Name, r.Resource = kindWaiter, parts[0], parts[2]
-			return r, true
+	if p, ok := kvlock.ParseKey(e.Key); ok {
+		r.Name, r.Resource = p.Name, p.Resource
+		switch p.Kind {
+		case kvlock.KeyLock:
+			r.Kind = kindLock
+		case kvlock.KeyElection:
+			r.Kind = kindElection
+		case kvlock.KeyLockWaiter, kvlock.KeyElectionWaiter:
+			r.Kind, r.Resource = kindWaiter, fmt.Sprintf("%s #%d", p.Resource, p.Ticket)
+		default:
+			return leaseRow{}, false // data, not a lease
 		}
-		if i := strings.LastIndexByte(e.Key, '.'); i > 0 {
-			if n, err := strconv.Atoi(e.Key[i+1:]); err == nil && n >= 0 {
-				fam, res, _ := strings.Cut(e.Key[:i], ".")
-				r.Kind, r.Name, r.Resource, r.Slot = kindSemaphore, fam, decoded(res), n
-				return r, true
-			}
+		return r, true
+	}
+	if i := strings.LastIndexByte(e.Key, '.'); i > 0 && strings.Count(e.Key, ".") >= 2 {
+		if n, err := strconv.Atoi(e.Key[i+1:]); err == nil && n >= 0 {
+			fam, res, _ := strings.Cut(e.Key[:i], ".")
+			r.Kind, r.Name, r.Resource, r.Slot = kindSemaphore, fam, decoded(res), n
+			return r, true
 		}
 	}
 	fam, res, _ := strings.Cut(e.Key, ".")
