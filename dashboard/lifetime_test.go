@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,12 @@ func TestLeaseViewOutlivesSetupContext(t *testing.T) {
 	s.WaitFor(t, "event: coord", `"what":"acquired"`)
 	require.Contains(t, e.Page(t, "/coord"), `<code>k1</code>`)
 	require.Contains(t, e.Page(t, "/metrics"), `natscoord_lease_held{bucket="natscoord_leases",kind="lease"} 1`)
+	require.Contains(t, e.Page(t, "/metrics"), "natscoord_lease_renewals_total 0")
+	require.NoError(t, g.StartRenewing(100*time.Millisecond))
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, m := e.Get(t, "/metrics")
+		return !strings.Contains(m, "natscoord_lease_renewals_total 0")
+	}, "renewals are counted")
 	require.NoError(t, g.Release(dashtest.HoldCtx))
 	s.WaitFor(t, "event: coord", `"what":"released"`)
 	require.NotContains(t, e.Page(t, "/coord"), `<code>k1</code>`)
