@@ -90,3 +90,18 @@ func TestBrowserCancelReachesTheTaskShown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kvledger.StatusPending, s.Status, "the other task is untouched")
 }
+
+// With NATS gone, the badge stops saying "live".
+func TestBrowserBadgeSaysWhenNATSIsUnreachable(t *testing.T) {
+	ctx := browser(t)
+	e := dashtest.NewEnv(t, nil, nil)
+	step(t, ctx, "open the overview", chromedp.Navigate(e.Base+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+	require.Equal(t, "live", eval[string](t, ctx, `document.getElementById("live").textContent`))
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, e.Node.Server.Shutdown(sctx))
+	waitTrue(t, ctx, "the badge says NATS is unreachable", `document.getElementById("live").textContent === "NATS unreachable"`)
+	step(t, ctx, "reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#nats-down")))
+	waitTrue(t, ctx, "still not live after a reload", `document.getElementById("live").textContent === "NATS unreachable"`)
+	screenshot(t, ctx, "nats-unreachable")
+}
