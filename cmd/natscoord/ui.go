@@ -41,6 +41,7 @@ type uiOptions struct {
 	basicAuthFile string
 	httpsCert     string
 	httpsKey      string
+	allowHosts    []string
 	prefix        string
 	create        bool
 	out           io.Writer // where the start line goes; default stdout
@@ -69,6 +70,7 @@ func (o *uiOptions) register(f *pflag.FlagSet, flag func(string) string) {
 	f.StringVar(&o.basicAuthFile, flag("basic-auth-file"), "", "dashboard: require HTTP basic auth, as user:password in this file (its first line)")
 	f.StringVar(&o.httpsCert, flag("https-cert"), "", "dashboard: serve HTTPS with this certificate (PEM; with --"+flag("https-key")+")")
 	f.StringVar(&o.httpsKey, flag("https-key"), "", "dashboard: the private key of --"+flag("https-cert")+" (PEM)")
+	f.StringSliceVar(&o.allowHosts, flag("allow-host"), nil, "dashboard without auth: also answer these Host names (a reverse proxy's), besides the loopback ones")
 }
 
 // name is the command's spelling of dashboard flag s.
@@ -195,7 +197,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
 		EventStream: o.stream, EventSubjectPrefix: o.subjectPfx, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
+		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Say what to run: a ledger and its event stream appear with the
 		// first admission (natscoord ledger admit, or a worker's).

@@ -121,3 +121,19 @@ func TestServeUINamesItsOwnAuthFlags(t *testing.T) {
 	require.Contains(t, r.stderr, "--ui-basic-auth-file")
 	require.NotRegexp(t, `[^-]--auth-token\b`, r.stderr)
 }
+
+// Without auth, ui answers loopback Host names (and --allow-host ones)
+// only: a DNS-rebound page of another site is refused.
+func TestUIRefusesForeignHostWithoutAuth(t *testing.T) {
+	c, _ := newCLI(t)
+	addr := dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0", "--create", "--allow-host", "dash.internal"))
+	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "dash.internal": http.StatusOK, "localhost": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, addr, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, host)
+	}
+}
