@@ -69,9 +69,15 @@
 //   - A lost connection stops the consumers' deliveries; nats.go's
 //     ordered consumers recreate themselves and resume after the last
 //     sequence they delivered, so the view catches up when the connection
-//     returns. Pages rendered meanwhile show the last known state.
-//   - A browser whose event buffer fills (a stalled tab) is disconnected;
-//     EventSource reconnects and the page reloads its fragments.
+//     returns (a record watch that ends is started again, and records gone
+//     meanwhile leave the view). Meanwhile the handler follows the
+//     connection's status: the live badge says "NATS unreachable", pages
+//     say they show the last known state, and a page or action that must
+//     read answers 503 at once.
+//   - A browser whose event buffer fills (a stalled tab), or that takes
+//     longer than Config.StreamWriteTimeout to take one message, is
+//     disconnected; EventSource reconnects and the page reloads its
+//     fragments. At most Config.MaxStreams streams are open (503 beyond).
 //   - The TTL countdown is a display: it counts from the server's
 //     timestamp of the lease's last write. Only the server expires a
 //     lease; the row disappears when its expiry marker arrives.

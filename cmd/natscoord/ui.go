@@ -217,11 +217,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	if root != "" {
 		mux.Handle("/{$}", http.RedirectHandler(root+"/", http.StatusFound))
 	}
-	// Limits: a slow or idle client holds a connection for a bounded
-	// time. There is no WriteTimeout (it would cut the /sse streams): the
-	// dashboard bounds each of their writes itself.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	srv := uiHTTPServer(mux)
 	scheme := "http://"
 	if tlsConf != nil {
 		srv.TLSConfig = tlsConf
@@ -234,6 +230,16 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	}
 	a.sayUI(out, scheme+ln.Addr().String()+root+"/", loopback, o, basic)
 	return h, srv, ln, nil
+}
+
+// uiHTTPServer is the dashboard's server with its limits: a slow or idle
+// client holds a connection for a bounded time. There is no WriteTimeout
+// (it would cut the /sse streams): the dashboard bounds each of their
+// writes itself (dashboard.Config.StreamWriteTimeout) and caps their
+// number (MaxStreams).
+func uiHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }
 
 // tlsConfig loads --https-cert and --https-key (nil: plain HTTP).

@@ -137,3 +137,14 @@ func TestUIRefusesForeignHostWithoutAuth(t *testing.T) {
 		require.Equal(t, want, resp.StatusCode, host)
 	}
 }
+
+// The dashboard's server bounds how long a client may hold a connection
+// idle or while sending its request, and the size of its headers.
+func TestUIServerHasLimits(t *testing.T) {
+	srv := uiHTTPServer(http.NotFoundHandler())
+	require.Positive(t, srv.ReadHeaderTimeout)
+	require.Positive(t, srv.ReadTimeout)
+	require.Positive(t, srv.IdleTimeout)
+	require.Positive(t, srv.MaxHeaderBytes)
+	require.Zero(t, srv.WriteTimeout, "a WriteTimeout would cut the event streams")
+}
