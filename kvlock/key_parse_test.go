@@ -34,3 +34,35 @@ func TestParseKeyReversesTheLayout(t *testing.T) {
 		require.False(t, ok, k)
 	}
 }
+
+// ParseKey never panics, and what it accepts is exactly what the
+// layout's builders write for the parts it returns.
+func FuzzParseKey(f *testing.F) {
+	for _, s := range []string{"app.l.orders.42", "app.q.k.00000000000000000007", "app.eq.x=20y.t", "app.e.a", "app.ev.b", "jobs.j", "a.q..t", "x.e.=zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		p, ok := ParseKey(key)
+		if !ok {
+			return
+		}
+		var rebuilt string
+		switch p.Kind {
+		case KeyLock:
+			rebuilt = lockSpec(p.Name, p.Resource).lease
+		case KeyLockWaiter:
+			rebuilt = lockSpec(p.Name, p.Resource).entryKey(p.Ticket)
+		case KeyElection:
+			rebuilt = electionSpec(p.Name, kvx.EncodeToken(p.Resource), p.Resource).lease
+		case KeyElectionWaiter:
+			rebuilt = electionSpec(p.Name, kvx.EncodeToken(p.Resource), p.Resource).entryKey(p.Ticket)
+		case KeyElectionValue:
+			rebuilt = electionValueKey(p.Name, kvx.EncodeToken(p.Resource))
+		case KeyTicket:
+			return // a lock's or an election's: both spellings are checked above
+		}
+		if rebuilt != key {
+			t.Fatalf("ParseKey(%q) = %+v, which builds %q", key, p, rebuilt)
+		}
+	})
+}
