@@ -57,6 +57,10 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, status, msg)
 		return
 	}
+	if !h.natsUp() {
+		h.fail(w, r, http.StatusServiceUnavailable, unreachable)
+		return
+	}
 	action := r.PostFormValue("do")
 	if !h.offered(action) {
 		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("the action %q is not offered here", action))

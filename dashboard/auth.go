@@ -1,22 +1,44 @@
 package dashboard
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
 )
 
 // tokenCookie carries Config.Token for a browser after it visited a page
 // with ?token=.
 const tokenCookie = "natscoord_ui_token"
 
-// authenticate wraps next with Config.Token and Config.BasicAuth checks.
+// authenticate wraps next with Config.Token and Config.BasicAuth checks;
+// without either, with the Host check that stops DNS rebinding.
 func (h *Handler) authenticate(next http.Handler) http.Handler {
 	if h.cfg.Token == "" && h.cfg.BasicAuth.User == "" {
-		return next
+		return h.checkHost(next)
 	}
+	cookie := cookieValue(h.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A Bearer token is a whole credential: the Authorization header
+		// cannot carry it and basic auth at once, so with both configured
+		// a client that presents the token is not asked for basic auth.
+		if t := h.cfg.Token; t != "" {
+			if b, ok := bearer(r); ok {
+				if !equal(b, t) {
+					http.Error(w, "wrong token", http.StatusUnauthorized)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
 		if u := h.cfg.BasicAuth.User; u != "" {
 			user, pass, ok := r.BasicAuth()
 			if !ok || !equal(user, u) || !equal(pass, h.cfg.BasicAuth.Password) {
@@ -31,7 +53,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 					http.Error(w, "wrong token", http.StatusUnauthorized)
 					return
 				}
-				http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: h.cfg.Prefix + "/",
+				http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: cookie, Path: h.cfg.Prefix + "/",
 					HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 				u := *r.URL
 				qs := u.Query()
@@ -40,7 +62,7 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 				http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 				return
 			}
-			if !h.hasToken(r) {
+			if c, err := r.Cookie(tokenCookie); err != nil || !equal(c.Value, cookie) {
 				http.Error(w, "token required: send Authorization: Bearer <token> or open any page with ?token=<token>", http.StatusUnauthorized)
 				return
 			}
@@ -49,12 +71,54 @@ func (h *Handler) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-func (h *Handler) hasToken(r *http.Request) bool {
-	if a := r.Header.Get("Authorization"); len(a) > 7 && a[:7] == "Bearer " {
-		return equal(a[7:], h.cfg.Token)
+// bearer returns the token of an "Authorization: Bearer" header.
+func bearer(r *http.Request) (string, bool) {
+	a := r.Header.Get("Authorization")
+	if len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
+		return a[7:], true
 	}
-	c, err := r.Cookie(tokenCookie)
-	return err == nil && equal(c.Value, h.cfg.Token)
+	return "", false
+}
+
+// cookieValue is what the token cookie holds: an HMAC of a fixed label
+// keyed by the token, so a cookie read from a browser's store or a log
+// proves a visit but does not reveal the token (which also opens the
+// API with a Bearer header, and may be used elsewhere).
+func cookieValue(token string) string {
+	if token == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("natscoord dashboard cookie v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// checkHost refuses a request whose Host is not a loopback name or one
+// of Config.AllowedHosts. An unauthenticated dashboard trusts whoever
+// reaches it; a page of another site whose name was re-pointed at
+// 127.0.0.1 (DNS rebinding) reaches it too, but names that site in Host.
+func (h *Handler) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.hostAllowed(r.Host) {
+			http.Error(w, fmt.Sprintf("host %q refused: a dashboard without a token or basic auth answers only loopback names (localhost, 127.0.0.1, [::1])", r.Host),
+				http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "localhost" || slices.Contains(h.cfg.AllowedHosts, host) {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

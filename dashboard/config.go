@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,16 +54,33 @@ type Config struct {
 	Tasks TaskActions
 	// Token, when set, is required on every request: as
 	// "Authorization: Bearer <token>", or by the cookie set by visiting
-	// any page with ?token=<token>.
+	// any page with ?token=<token> (the cookie holds an HMAC keyed by the
+	// token, not the token). With BasicAuth set too, a browser needs both
+	// (basic auth and the cookie), while a valid Bearer header alone is
+	// accepted: one Authorization header cannot carry both.
 	Token string
 	// BasicAuth, when User is set, requires HTTP basic authentication.
 	BasicAuth BasicAuth
+	// AllowedHosts are host names (no port) accepted in the Host header
+	// besides the loopback ones when neither Token nor BasicAuth is set,
+	// such as the name of a reverse proxy in front of the dashboard.
+	// Without a Token or BasicAuth any other Host is refused (421), which
+	// stops DNS rebinding. Ignored with either set.
+	AllowedHosts []string
 	// KindOf names a record's kind for the kind filter. Default: the
 	// record's own kind when the ledger stores one (its "kind" field),
 	// else the "kind" field of a JSON object payload, else "".
 	KindOf func(kvledger.TaskState) string
 	// PageSize is the number of tasks per page. Default 50, at most 500.
 	PageSize int
+	// MaxStreams caps the open /sse streams (each holds a goroutine and
+	// a send buffer); one more is answered 503 and the browser's
+	// EventSource tries again later. Default 100.
+	MaxStreams int
+	// StreamWriteTimeout bounds each write to an /sse stream: a browser
+	// that stops reading is disconnected after it, which frees its
+	// goroutine and buffer. Default 10s.
+	StreamWriteTimeout time.Duration
 	// OpTimeout bounds every read and action a request makes. Default 5s.
 	OpTimeout time.Duration
 	// Actor is recorded as the actor of the dashboard's actions. Default
@@ -100,6 +118,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BasicAuth.User == "" && c.BasicAuth.Password != "" {
 		return c, fmt.Errorf("%w: BasicAuth has a password but no user", ErrInvalidConfig)
 	}
+	c.AllowedHosts = slices.Clone(c.AllowedHosts)
+	for i, hn := range c.AllowedHosts {
+		if hn == "" || strings.ContainsAny(hn, ":/ ") {
+			return c, fmt.Errorf("%w: AllowedHosts %q is not a host name (no port, no scheme)", ErrInvalidConfig, hn)
+		}
+		c.AllowedHosts[i] = strings.TrimSuffix(strings.ToLower(hn), ".")
+	}
 	if c.KindOf == nil {
 		c.KindOf = payloadKind
 	}
@@ -108,6 +133,18 @@ func (c Config) withDefaults() (Config, error) {
 		c.PageSize = 50
 	case c.PageSize < 0 || c.PageSize > 500:
 		return c, fmt.Errorf("%w: PageSize %d is not in 1..500", ErrInvalidConfig, c.PageSize)
+	}
+	switch {
+	case c.MaxStreams == 0:
+		c.MaxStreams = 100
+	case c.MaxStreams < 0:
+		return c, fmt.Errorf("%w: MaxStreams must be positive", ErrInvalidConfig)
+	}
+	switch {
+	case c.StreamWriteTimeout == 0:
+		c.StreamWriteTimeout = 10 * time.Second
+	case c.StreamWriteTimeout < 0:
+		return c, fmt.Errorf("%w: StreamWriteTimeout must be positive", ErrInvalidConfig)
 	}
 	switch {
 	case c.OpTimeout == 0:

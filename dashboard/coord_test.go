@@ -63,3 +63,26 @@ func TestCoordShowsLeasesLocksSemaphoresAndLeaders(t *testing.T) {
 	s.WaitFor(t, "event: coord", `"what":"released"`, `"ref":"app.l.orders.42"`)
 	require.NotContains(t, e.Page(t, "/fragment/coord"), `<code>orders.42</code>`)
 }
+
+// The lease view reads lease values with kvlease's decoder and kvlock's
+// key parser: a value kvlease would not call a lease is not shown as
+// one, and a fair-mode waiter names its lock key and ticket.
+func TestCoordReadsLeasesAsTheirPackagesDo(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, nil)
+	s := e.OpenSSE(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	kv, err := e.Node.NewJS(t).KeyValue(ctx, kvlease.DefaultBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "jobs.forged", []byte(`{"holder":"mallory","ttl_ms":60000,"owner":"not-a-hash"}`))
+	require.NoError(t, err)
+
+	g, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.real", 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	t.Cleanup(func() { _ = g.Release(dashtest.HoldCtx) })
+	s.WaitFor(t, "event: coord", `"ref":"jobs.real"`, `"what":"acquired"`)
+	body := e.Page(t, "/coord")
+	require.Contains(t, body, `data-lease="jobs.real"`)
+	require.NotContains(t, body, "mallory")
+	require.NotContains(t, body, `data-lease="jobs.forged"`)
+}

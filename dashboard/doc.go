@@ -7,20 +7,22 @@
 //
 // # Where the data comes from
 //
-//   - Tasks: one pass over the ledger's Store (Ledger.Snapshot's Range, one
-//     ordered consumer) fills an in-memory view of every record's summary
-//     (key, status, kind, owner, fence, needs, times; never the payload).
-//     An ordered consumer on the event stream ("ledger.>", LEDGER by
-//     default) started BEFORE that pass keeps the view current: an event
-//     is applied only when its revision is above the one the view holds
-//     for its key, so the pass and the stream can overlap in any order.
-//     Admissions and keys the view does not know are read back with
-//     Ledger.State to learn their needs.
+//   - Tasks: one record watch on the ledger's bucket (kvledger's
+//     RecordWatcher, one ordered consumer) delivers every record, then
+//     every write, delete and retention expiry, into an in-memory view of
+//     each record's summary (key, status, kind, owner, fence, needs,
+//     times; never the payload). The view is judged by the records only.
+//   - Events: an ordered consumer on the event stream ("ledger.>", LEDGER
+//     by default) fills the events page and the event counters. Anyone
+//     who may publish there can forge an event, so events never change a
+//     task's state on a page, and only the ledger's own event names get
+//     a series on /metrics (the rest count as "other").
 //   - Leases: one watch (an ordered consumer) per lease bucket keeps the
-//     live entries in memory and classifies them by key shape: kvlock
-//     locks ("<name>.l.<key>"), election leaders ("<name>.e.<election>"),
-//     fair-mode waiters ("<name>.q.…"), semaphore slots
-//     ("<family>.<key>.<slot>") and plain leases ("<family>.<key>").
+//     live entries in memory, decoded by kvlease.DecodeHolder, and
+//     classifies them by key: kvlock's keys by kvlock.ParseKey (locks,
+//     election leaders, fair-mode waiters; its data keys are left out),
+//     then semaphore slots ("<family>.<key>.<slot>") and plain leases
+//     ("<family>.<key>").
 //   - Timelines: the event stream is read on demand for one key, from a
 //     minute before the record's admission, by a short-lived ordered
 //     consumer, together with the dashboard's own actions on that key.
@@ -37,8 +39,9 @@
 // cursor (admission order, newest first) and stops after one page of
 // matches, so a page of 50 out of 100k records costs the records it
 // skips, not the ledger (see BenchmarkTaskPage). The view holds a few
-// hundred bytes per record. Records removed by a retention TTL produce
-// no event and stay in the view until the dashboard restarts.
+// hundred bytes per record; a record that is deleted or expires through
+// the ledger's Retention leaves it, with its entries in the dependents
+// index.
 //
 // # Security
 //
@@ -54,21 +57,27 @@
 //     same-origin page can read, and pass net/http's cross-origin
 //     protection (Sec-Fetch-Site / Origin). Config.ReadOnly removes them.
 //   - Authentication is Config.Token (a bearer header or a cookie set by
-//     visiting any page with ?token=) or Config.BasicAuth. The natscoord
-//     ui command refuses a non-loopback listen address without one.
+//     visiting any page with ?token=; the cookie holds an HMAC of the
+//     token, not the token) or Config.BasicAuth. The natscoord ui command
+//     refuses a non-loopback listen address without one.
+//   - Without either, only loopback names (and Config.AllowedHosts) are
+//     accepted in the Host header, so a DNS-rebound page of another site
+//     cannot use a loopback dashboard.
 //
 // # Failure modes
 //
 //   - A lost connection stops the consumers' deliveries; nats.go's
 //     ordered consumers recreate themselves and resume after the last
 //     sequence they delivered, so the view catches up when the connection
-//     returns. Pages rendered meanwhile show the last known state.
-//   - Each admission costs the view one leader read (events carry no
-//     needs), so during a burst of admissions the view, and with it the
-//     pages and /sse, lag behind the stream; natscoord_events_pending
-//     shows by how much.
-//   - A browser whose event buffer fills (a stalled tab) is disconnected;
-//     EventSource reconnects and the page reloads its fragments.
+//     returns (a record watch that ends is started again, and records gone
+//     meanwhile leave the view). Meanwhile the handler follows the
+//     connection's status: the live badge says "NATS unreachable", pages
+//     say they show the last known state, and a page or action that must
+//     read answers 503 at once.
+//   - A browser whose event buffer fills (a stalled tab), or that takes
+//     longer than Config.StreamWriteTimeout to take one message, is
+//     disconnected; EventSource reconnects and the page reloads its
+//     fragments. At most Config.MaxStreams streams are open (503 beyond).
 //   - The TTL countdown is a display: it counts from the server's
 //     timestamp of the lease's last write. Only the server expires a
 //     lease; the row disappears when its expiry marker arrives.

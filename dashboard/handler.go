@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,6 +21,7 @@ import (
 type Handler struct {
 	cfg          Config
 	ledger       *kvledger.Ledger
+	store        *kvledger.KVStore
 	tasks        *taskView
 	leases       []*leaseView
 	leaseBuckets []*kvx.Bucket
@@ -29,6 +31,8 @@ type Handler struct {
 	actionLog    *ring[actionRecord]
 	finished     rate
 	metrics      *metrics
+	conn         connState
+	streams      atomic.Int64 // open /sse streams
 	csrf         string
 	cop          *http.CrossOriginProtection
 	pages        *pages
@@ -38,6 +42,10 @@ type Handler struct {
 	mgrMu    sync.Mutex
 	managers map[string]*kvlease.Manager
 
+	// life is the handler's own context: watches and goroutines that
+	// run until Close use it, never the set-up context New was given.
+	life      context.Context
+	endLife   context.CancelFunc
 	stops     []func()
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -63,6 +71,8 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		managers:  make(map[string]*kvlease.Manager),
 		started:   cfg.Now(),
 	}
+	h.life, h.endLife = context.WithCancel(context.Background())
+	h.stops = append(h.stops, h.endLife)
 	h.metrics = newMetrics(h)
 	if h.pages, err = parsePages(cfg.Prefix); err != nil {
 		return nil, err
@@ -71,13 +81,17 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		_ = h.Close()
 		return nil, err
 	}
+	h.startConnWatch()
 	if err := h.openLedger(ctx); err != nil {
 		return fail(err)
 	}
 	if err := h.openLeases(ctx); err != nil {
 		return fail(err)
 	}
-	if err := h.startLedgerFeed(ctx); err != nil {
+	if err := h.startRecordFeed(ctx); err != nil {
+		return fail(err)
+	}
+	if err := h.startEventFeed(ctx); err != nil {
 		return fail(err)
 	}
 	if err := h.startLeaseWatches(ctx); err != nil {

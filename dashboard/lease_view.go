@@ -9,12 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 // leaseKind is what a lease key is used for, told by its shape.
@@ -53,41 +56,45 @@ type leaseRow struct {
 // leaseView is the live content of one lease bucket, kept by one watch.
 type leaseView struct {
 	bucket string
+	// absent: the bucket did not exist when the dashboard started (and
+	// Create was not set); its watch starts when the server announces
+	// the bucket's creation.
+	absent atomic.Bool
 	mu     sync.RWMutex
 	rows   map[string]leaseRow
 	ready  chan struct{} // closed once the initial values are in
 }
 
-// classify reads a lease entry; data keys and records that are not a
-// lease value report false.
+// classify reads a lease entry with kvlease's own decoder and kvlock's
+// key parser; data keys and values that are not a lease report false.
 func classify(bucket string, e kvx.Entry) (leaseRow, bool) {
-	var h kvlease.Holder
-	if err := json.Unmarshal(e.Value, &h); err != nil || h.OwnerHash == "" || h.TTLMillis <= 0 {
+	h, err := kvlease.DecodeHolder(e.Value)
+	if err != nil {
 		return leaseRow{}, false
 	}
 	r := leaseRow{Bucket: bucket, Key: e.Key, Holder: h.ID, Host: h.Host, PID: h.PID, TTL: h.TTL(),
 		Acquired: h.Acquired, Revision: e.Revision, owner: h.OwnerHash}
 	ttl := (h.TTL() + time.Second - 1).Truncate(time.Second)
 	r.Expires = e.Created.Add(ttl)
-	parts := strings.SplitN(e.Key, ".", 3)
-	if len(parts) == 3 {
-		switch parts[1] {
-		case "l":
-			r.Kind, r.Name, r.Resource = kindLock, parts[0], parts[2]
-			return r, true
-		case "e":
-			r.Kind, r.Name, r.Resource = kindElection, parts[0], decoded(parts[2])
-			return r, true
-		case "q", "eq":
-			r.Kind, r.Name, r.Resource = kindWaiter, parts[0], parts[2]
-			return r, true
+	if p, ok := kvlock.ParseKey(e.Key); ok {
+		r.Name, r.Resource = p.Name, p.Resource
+		switch p.Kind {
+		case kvlock.KeyLock:
+			r.Kind = kindLock
+		case kvlock.KeyElection:
+			r.Kind = kindElection
+		case kvlock.KeyLockWaiter, kvlock.KeyElectionWaiter:
+			r.Kind, r.Resource = kindWaiter, fmt.Sprintf("%s #%d", p.Resource, p.Ticket)
+		default:
+			return leaseRow{}, false // data, not a lease
 		}
-		if i := strings.LastIndexByte(e.Key, '.'); i > 0 {
-			if n, err := strconv.Atoi(e.Key[i+1:]); err == nil && n >= 0 {
-				fam, res, _ := strings.Cut(e.Key[:i], ".")
-				r.Kind, r.Name, r.Resource, r.Slot = kindSemaphore, fam, decoded(res), n
-				return r, true
-			}
+		return r, true
+	}
+	if i := strings.LastIndexByte(e.Key, '.'); i > 0 && strings.Count(e.Key, ".") >= 2 {
+		if n, err := strconv.Atoi(e.Key[i+1:]); err == nil && n >= 0 {
+			fam, res, _ := strings.Cut(e.Key[:i], ".")
+			r.Kind, r.Name, r.Resource, r.Slot = kindSemaphore, fam, decoded(res), n
+			return r, true
 		}
 	}
 	fam, res, _ := strings.Cut(e.Key, ".")
@@ -103,9 +110,12 @@ func decoded(tok string) string {
 	return tok
 }
 
-// openLeases binds every lease bucket (creating it with Create).
+// openLeases binds every lease bucket (creating it with Create). A
+// bucket that does not exist is shown as absent: a lease bucket appears
+// when its first user starts, which may be after the dashboard.
 func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
+		v := &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})}
 		bk, err := kvx.Bind(ctx, h.cfg.JS, b, false)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
 			// kvlease creates its buckets the way it needs them.
@@ -113,20 +123,29 @@ func (h *Handler) openLeases(ctx context.Context) error {
 				bk, err = kvx.Bind(ctx, h.cfg.JS, b, false)
 			}
 		}
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			v.absent.Store(true)
+			bk, err = nil, nil
+		}
 		if err != nil {
 			return fmt.Errorf("dashboard: lease bucket %q: %w", b, err)
 		}
-		h.leases = append(h.leases, &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})})
+		h.leases = append(h.leases, v)
 		h.leaseBuckets = append(h.leaseBuckets, bk)
 	}
 	return nil
 }
 
 // startLeaseWatches starts one watch per bucket and waits until each has
-// delivered its initial values.
+// delivered its initial values; an absent bucket waits for its creation.
 func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	for i, v := range h.leases {
-		w, err := h.leaseBuckets[i].KV().WatchAll(ctx)
+		if v.absent.Load() {
+			h.wg.Go(func() { h.awaitLeaseBucket(v) })
+			continue
+		}
+		// The watch lives until Close: ctx bounds New's set-up only.
+		w, err := h.leaseBuckets[i].KV().WatchAll(h.life)
 		if err != nil {
 			return fmt.Errorf("dashboard: watch lease bucket %q: %w", v.bucket, err)
 		}
@@ -134,6 +153,9 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 		h.wg.Go(func() { h.runLeaseWatch(v, w) })
 	}
 	for _, v := range h.leases {
+		if v.absent.Load() {
+			continue
+		}
 		select {
 		case <-v.ready:
 		case <-ctx.Done():
@@ -143,6 +165,52 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	return nil
 }
 
+// bucketRetry is how long an absent bucket's waiter waits before it
+// tries again after a failed look (not a "not found").
+const bucketRetry = 5 * time.Second
+
+// awaitLeaseBucket watches v's bucket once the server announces that it
+// was created (a JetStream stream-created advisory: no polling), until
+// Close.
+func (h *Handler) awaitLeaseBucket(v *leaseView) {
+	nc := h.cfg.JS.Conn()
+	created := make(chan *nats.Msg, 1)
+	sub, err := nc.ChanSubscribe("$JS.EVENT.ADVISORY.STREAM.CREATED.KV_"+v.bucket, created)
+	if err != nil {
+		h.cfg.Logger.Warn("dashboard: cannot wait for lease bucket", "bucket", v.bucket, "err", err)
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	for {
+		// Look after subscribing, so a creation in between is not missed.
+		ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
+		bk, err := kvx.Bind(ctx, h.cfg.JS, v.bucket, false)
+		cancel()
+		if err == nil {
+			w, err := bk.KV().WatchAll(h.life)
+			if err == nil {
+				v.absent.Store(false)
+				h.runLeaseWatch(v, w)
+				return
+			}
+		}
+		if h.life.Err() != nil {
+			return
+		}
+		var retry <-chan time.Time
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			h.cfg.Logger.Warn("dashboard: lease bucket", "bucket", v.bucket, "err", err)
+			retry = time.After(bucketRetry)
+		}
+		select {
+		case <-h.life.Done():
+			return
+		case <-created:
+		case <-retry:
+		}
+	}
+}
+
 func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
 	initial := true
 	for ke := range w.Updates() {
@@ -150,6 +218,9 @@ func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
 			if initial {
 				initial = false
 				close(v.ready)
+				// Pages open before a bucket appeared reload their lists.
+				b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "what": "watching"})
+				h.broker.publish(push{Type: "coord", Data: b})
 			}
 			continue
 		}

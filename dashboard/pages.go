@@ -49,7 +49,10 @@ func baseFuncs(prefix string) template.FuncMap {
 	return template.FuncMap{
 		"u":    func(p string) string { return prefix + p },
 		"show": func(k any) string { return displayKey(fmt.Sprint(k)) },
-		"ref":  func(k any) string { return keyRef(fmt.Sprint(k)) },
+		// ref is typed as a URL so that html/template, which escapes a
+		// plain string in a query again (% -> %25), keeps it as it is;
+		// QueryEscape's output needs no escaping in any context.
+		"ref": func(k any) template.URL { return template.URL(keyRef(fmt.Sprint(k))) },
 		"clock": func(t time.Time) string {
 			if t.IsZero() {
 				return ""
@@ -76,10 +79,11 @@ type common struct {
 	ReadOnly   bool
 	Flash      string
 	FlashClass string
+	NATSDown   bool
 }
 
 func (h *Handler) common(r *http.Request, title, nav string) common {
-	c := common{Title: title, Nav: nav, Ledger: h.cfg.Ledger, ReadOnly: h.cfg.ReadOnly}
+	c := common{Title: title, Nav: nav, Ledger: h.cfg.Ledger, ReadOnly: h.cfg.ReadOnly, NATSDown: !h.natsUp()}
 	if f := r.URL.Query().Get("done"); f != "" {
 		c.Flash, c.FlashClass = f, "ok"
 		if strings.HasPrefix(f, "failed") {
@@ -114,6 +118,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 		Message string
 	}{h.common(r, http.StatusText(status), ""), msg})
 }
+
+// unreachable is what a page that must read from NATS says while the
+// connection is down.
+const unreachable = "NATS is unreachable: the dashboard cannot read this now. Lists and counts show the last known state; this page works again once the connection is back."
 
 // keyParam reads a query-escaped key parameter; url.Values already
 // decoded it, so any byte sequence arrives intact.

@@ -3,37 +3,53 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"time"
 )
 
-// sse streams pushes to one browser until it leaves or the handler
+// sse streams pushes to one browser until it leaves, stops reading (a
+// write takes longer than Config.StreamWriteTimeout) or the handler
 // closes. Each message is "event: <type>" and one "data:" line of JSON.
+// At most Config.MaxStreams are open at once.
 func (h *Handler) sse(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	if n := h.streams.Add(1); n > int64(h.cfg.MaxStreams) {
+		h.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("too many open event streams (at most %d)", h.cfg.MaxStreams), http.StatusServiceUnavailable)
+		return
+	}
+	defer h.streams.Add(-1)
+	rc := http.NewResponseController(w)
 	ch, unsubscribe := h.broker.subscribe()
 	defer unsubscribe()
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	// The first line tells the page it is live (and resync after a
-	// reconnect).
-	fmt.Fprint(w, "event: hello\ndata: {}\n\n")
-	fl.Flush()
+	// send writes and flushes one message within the write bound.
+	send := func(typ string, data []byte) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.cfg.StreamWriteTimeout)); err != nil {
+			return false // a writer without deadlines could block for ever
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	// The first message tells the page it is live (and resync after a
+	// reconnect), and whether NATS is reachable.
+	if !send("hello", natsJSON(h.natsUp())) {
+		return
+	}
 	for {
 		select {
 		case p, ok := <-ch:
-			if !ok {
+			if !ok || !send(p.Type, p.Data) {
 				return
 			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", p.Type, p.Data); err != nil {
-				return
-			}
-			fl.Flush()
 		case <-r.Context().Done():
 			return
 		}

@@ -83,56 +83,59 @@ func (v *taskView) put(s taskSummary) bool {
 			v.dependents[n] = append(v.dependents[n], s.Key)
 		}
 	}
+	for _, n := range e.Needs { // a rebase may drop needs
+		if !slices.Contains(s.Needs, n) {
+			v.unlinkLocked(n, s.Key)
+		}
+	}
 	e.taskSummary = s
 	v.counts[s.Status]++
 	return true
 }
 
-// applyEvent updates a known key from an event; it reports false when the
-// key is unknown (the caller reads the record) or the event is older than
-// what the view holds.
-func (v *taskView) applyEvent(ev events.Event) (known, applied bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	e, ok := v.byKey[kvledger.IdempotencyKey(ev.Key)]
-	if !ok {
-		return false, false
-	}
-	if e.Rev >= ev.Revision {
-		return true, false
-	}
-	st := kvledger.Status(ev.Status)
-	if st.Valid() {
-		v.counts[e.Status]--
-		e.Status = st
-		v.counts[st]++
-	}
-	e.Owner = kvledger.OwnerID(ev.Owner)
-	e.Fence = kvledger.FenceToken(ev.Fence)
-	e.BlockedBy = kvledger.IdempotencyKey(ev.BlockedBy)
-	e.UpdatedAt = ev.Time
-	e.UpdatedBy = kvledger.Actor(ev.Actor)
-	e.LastEvent = ev.Name
-	e.Rev = ev.Revision
-	if st != kvledger.StatusClaimed {
-		e.LeaseUntil = time.Time{}
-	}
-	return true, true
-}
-
 // remove drops key when the view holds it at a revision below rev (a
-// deletion event); its place in admission order goes with it.
-func (v *taskView) remove(k kvledger.IdempotencyKey, rev uint64) {
+// delete or an expiry); its place in admission order and its entries in
+// the dependents index go with it. It reports whether it dropped one.
+func (v *taskView) remove(k kvledger.IdempotencyKey, rev uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, ok := v.byKey[k]
 	if !ok || e.Rev >= rev {
-		return
+		return false
 	}
-	delete(v.byKey, k)
+	v.dropLocked(e)
+	return true
+}
+
+// retain drops every key not in keep.
+func (v *taskView) retain(keep map[kvledger.IdempotencyKey]bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k, e := range v.byKey {
+		if !keep[k] {
+			v.dropLocked(e)
+		}
+	}
+}
+
+func (v *taskView) dropLocked(e *taskEntry) {
+	delete(v.byKey, e.Key)
 	v.counts[e.Status]--
 	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
 		v.order = slices.Delete(v.order, i, i+1)
+	}
+	for _, n := range e.Needs {
+		v.unlinkLocked(n, e.Key)
+	}
+}
+
+// unlinkLocked removes dep from the dependents of need.
+func (v *taskView) unlinkLocked(need, dep kvledger.IdempotencyKey) {
+	ds := slices.DeleteFunc(v.dependents[need], func(d kvledger.IdempotencyKey) bool { return d == dep })
+	if len(ds) == 0 {
+		delete(v.dependents, need)
+	} else {
+		v.dependents[need] = ds
 	}
 }
 

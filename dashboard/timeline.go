@@ -15,7 +15,10 @@ import (
 )
 
 // maxTimelineScan bounds how many stream messages one timeline reads.
-const maxTimelineScan = 200_000
+// Event subjects name the event, not the key, so the read cannot be
+// filtered to one task: it starts at the record's admission and ends at
+// the event of the record's last write, or here.
+var maxTimelineScan = 20_000
 
 // timelineIdle ends a timeline read that receives nothing for this long.
 const timelineIdle = time.Second
@@ -102,6 +105,9 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 					e.Attempts, e.Error, e.RunAt = rf.Attempts, rf.LastError, rf.RunAt
 				}
 				entries = append(entries, e)
+				if s.Rev > 0 && ev.Revision >= s.Rev {
+					break // the record's last write: later events are newer than the page
+				}
 			}
 			if md.Sequence.Stream >= last || md.NumPending == 0 {
 				break
@@ -145,7 +151,7 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = "cancelled"
 	case "ledger.retried":
 		e.Detail = "attempt failed; it will be retried"
-	case deletedEvent:
+	case kvledger.DeletedEvent:
 		e.Detail = "record deleted"
 	default:
 		e.Detail = ev.Status

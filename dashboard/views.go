@@ -18,6 +18,7 @@ type statusCount struct {
 
 type leaseCounts struct {
 	Bucket                                   string
+	Absent                                   bool
 	Lease, Lock, Semaphore, Election, Waiter int
 }
 
@@ -47,7 +48,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 	d.Rate1m = strconv.FormatFloat(float64(d.Done1m)/60, 'f', 2, 64)
 	for _, v := range h.leases {
 		c := v.kindCounts()
-		d.Leases = append(d.Leases, leaseCounts{v.bucket, c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
+		d.Leases = append(d.Leases, leaseCounts{v.bucket, v.absent.Load(), c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
 	}
 	d.Recent = h.recent.newest(10)
 	return d
@@ -112,11 +113,17 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 		h.fail(w, r, http.StatusBadRequest, "no key given")
 		return taskData{}, false
 	}
+	if !h.natsUp() {
+		h.fail(w, r, http.StatusServiceUnavailable, unreachable)
+		return taskData{}, false
+	}
 	ctx, cancel := h.cfg.opCtx(r.Context())
 	defer cancel()
 	s, found, err := h.ledger.State(ctx, key)
 	if err != nil {
-		h.fail(w, r, http.StatusBadGateway, "read the record: "+err.Error())
+		// The error chain is for the operator's log, not for the page.
+		h.cfg.Logger.Warn("dashboard: read record", "key", string(key), "err", err)
+		h.fail(w, r, http.StatusServiceUnavailable, "The record could not be read from NATS in time; try again (the dashboard's log has the cause).")
 		return taskData{}, false
 	}
 	if !found {
@@ -205,6 +212,7 @@ type leaseGroup struct {
 
 type coordData struct {
 	common
+	Absent     []string // lease buckets that do not exist yet
 	Groups     []leaseGroup
 	Changes    []leaseChange
 	Actions    []actionRecord
@@ -213,6 +221,11 @@ type coordData struct {
 
 func (h *Handler) coord(r *http.Request) coordData {
 	d := coordData{common: h.common(r, "Leases & locks", "coord"), CanRelease: h.offered(actRelease)}
+	for _, v := range h.leases {
+		if v.absent.Load() {
+			d.Absent = append(d.Absent, v.bucket)
+		}
+	}
 	for _, g := range []leaseGroup{
 		{Kind: kindLease, Title: "Leases", NameCol: "family", ResCol: "key"},
 		{Kind: kindLock, Title: "Locks", NameCol: "locker", ResCol: "lock key"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 func init() { extraCommands = append(extraCommands, (*app).uiCommand) }
@@ -27,27 +29,80 @@ func init() { extraCommands = append(extraCommands, (*app).uiCommand) }
 // uiOptions are the dashboard's flags, shared by ui, serve --ui and
 // demo --ui.
 type uiOptions struct {
-	listen       string
-	readOnly     bool
-	ledger       string
-	leaseBuckets []string
-	stream       string
-	subjectPfx   string // the bus's subject prefix (the demo's own stream)
-	token        string
-	basicAuth    string
-	prefix       string
-	create       bool
-	out          io.Writer // where the start line goes; default stdout
+	listen        string
+	readOnly      bool
+	ledger        string
+	leaseBuckets  []string
+	stream        string
+	subjectPfx    string // the bus's subject prefix (the demo's own stream)
+	token         string
+	tokenFile     string
+	basicAuth     string
+	basicAuthFile string
+	httpsCert     string
+	httpsKey      string
+	allowHosts    []string
+	prefix        string
+	create        bool
+	out           io.Writer // where the start line goes; default stdout
+	// flag names a dashboard flag as this command spells it (ui: as is;
+	// serve and demo: with "ui-" in front), for messages.
+	flag func(string) string
 }
 
 // defaultUIListen is where the dashboard listens unless told otherwise.
 const defaultUIListen = "127.0.0.1:8222"
 
+// The environment variables the dashboard's secrets may come from, so
+// that they are not in argv (which ps shows to every user).
+const (
+	envUIToken     = "NATSCOORD_UI_TOKEN"
+	envUIBasicAuth = "NATSCOORD_UI_BASIC_AUTH"
+)
+
 func (o *uiOptions) register(f *pflag.FlagSet, flag func(string) string) {
-	f.StringVar(&o.listen, flag("listen"), defaultUIListen, "dashboard listen address (a non-loopback one needs --auth-token or --basic-auth)")
+	o.flag = flag
+	f.StringVar(&o.listen, flag("listen"), defaultUIListen, fmt.Sprintf("dashboard listen address (a non-loopback one needs --%s or --%s)", flag("auth-token-file"), flag("basic-auth-file")))
 	f.BoolVar(&o.readOnly, flag("read-only"), false, "dashboard without actions (no force release, reopen or cancel)")
-	f.StringVar(&o.token, flag("auth-token"), "", "dashboard: require this token (or set NATSCOORD_UI_TOKEN); browsers open any page once with ?token=")
-	f.StringVar(&o.basicAuth, flag("basic-auth"), "", "dashboard: require HTTP basic auth, as user:password")
+	f.StringVar(&o.token, flag("auth-token"), "", "dashboard: require this token; browsers open any page once with ?token= (visible to ps: prefer $"+envUIToken+" or --"+flag("auth-token-file")+")")
+	f.StringVar(&o.tokenFile, flag("auth-token-file"), "", "dashboard: require the token in this file (its first line)")
+	f.StringVar(&o.basicAuth, flag("basic-auth"), "", "dashboard: require HTTP basic auth, as user:password (visible to ps: prefer $"+envUIBasicAuth+" or --"+flag("basic-auth-file")+")")
+	f.StringVar(&o.basicAuthFile, flag("basic-auth-file"), "", "dashboard: require HTTP basic auth, as user:password in this file (its first line)")
+	f.StringVar(&o.httpsCert, flag("https-cert"), "", "dashboard: serve HTTPS with this certificate (PEM; with --"+flag("https-key")+")")
+	f.StringVar(&o.httpsKey, flag("https-key"), "", "dashboard: the private key of --"+flag("https-cert")+" (PEM)")
+	f.StringSliceVar(&o.allowHosts, flag("allow-host"), nil, "dashboard without auth: also answer these Host names (a reverse proxy's), besides the loopback ones")
+}
+
+// name is the command's spelling of dashboard flag s.
+func (o uiOptions) name(s string) string {
+	if o.flag == nil {
+		return "--" + s
+	}
+	return "--" + o.flag(s)
+}
+
+// secret resolves one secret from its flag (valueFlag), its file flag
+// (valueFlag+"-file") or its environment variable, in that order; the
+// flag and the file both set is refused, since which one wins would be a
+// guess.
+func (o uiOptions) secret(value, file, valueFlag, env string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("%s and %s both set: give one", o.name(valueFlag), o.name(valueFlag+"-file"))
+	case value != "":
+		return value, nil
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", o.name(valueFlag+"-file"), err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if line = strings.TrimRight(line, "\r"); line == "" {
+			return "", fmt.Errorf("%s %s: its first line is empty", o.name(valueFlag+"-file"), file)
+		}
+		return line, nil
+	}
+	return os.Getenv(env), nil
 }
 
 func (a *app) uiCommand() *cobra.Command {
@@ -79,7 +134,8 @@ func (a *app) uiCommand() *cobra.Command {
 	f := cmd.Flags()
 	o.register(f, func(s string) string { return s })
 	f.StringVar(&o.ledger, "ledger", defaultLedgerBucket, "ledger bucket to show")
-	f.StringSliceVar(&o.leaseBuckets, "lease-bucket", []string{kvlease.DefaultBucket}, "kvlease bucket(s) to show (kvlock keeps locks and elections in one)")
+	f.StringSliceVar(&o.leaseBuckets, "lease-bucket", []string{kvlease.DefaultBucket, worker.DefaultLeaseBucket},
+		"kvlease bucket(s) to show: kvlock keeps locks and elections in "+kvlease.DefaultBucket+", natscoord work its claims in "+worker.DefaultLeaseBucket+" (one that does not exist yet is shown as absent)")
 	f.StringVar(&o.stream, "stream", "", "ledger event stream (default LEDGER)")
 	f.StringVar(&o.prefix, "prefix", "", "serve under this path prefix, e.g. /ui")
 	f.BoolVar(&o.create, "create", false, "create a missing ledger bucket, lease bucket or event stream")
@@ -109,30 +165,44 @@ func (a *app) startUI(ctx context.Context, js jetstream.JetStream, o uiOptions) 
 
 // listenUI checks the options, makes the handler and opens the listener.
 func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions) (*dashboard.Handler, *http.Server, net.Listener, error) {
-	if o.token == "" {
-		o.token = os.Getenv("NATSCOORD_UI_TOKEN")
+	var err error
+	if o.token, err = o.secret(o.token, o.tokenFile, "auth-token", envUIToken); err != nil {
+		return nil, nil, nil, err
+	}
+	if o.basicAuth, err = o.secret(o.basicAuth, o.basicAuthFile, "basic-auth", envUIBasicAuth); err != nil {
+		return nil, nil, nil, err
 	}
 	var basic dashboard.BasicAuth
 	if o.basicAuth != "" {
 		u, p, ok := strings.Cut(o.basicAuth, ":")
 		if !ok || u == "" || p == "" {
-			return nil, nil, nil, errors.New("--basic-auth must be user:password")
+			return nil, nil, nil, fmt.Errorf("%s (or %s, $%s) must be user:password", o.name("basic-auth"), o.name("basic-auth-file"), envUIBasicAuth)
 		}
 		basic = dashboard.BasicAuth{User: u, Password: p}
 	}
+	tlsConf, err := o.tlsConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--listen %q: %w", o.listen, err)
+		return nil, nil, nil, fmt.Errorf("%s %q: %w", o.name("listen"), o.listen, err)
 	}
 	loopback := isLoopback(host)
 	if !loopback && o.token == "" && basic.User == "" {
-		return nil, nil, nil, fmt.Errorf("--listen %s is not a loopback address: the dashboard shows every holder and can release leases, so set --auth-token (or NATSCOORD_UI_TOKEN) or --basic-auth", o.listen)
+		return nil, nil, nil, fmt.Errorf("%s %s is not a loopback address: the dashboard shows every holder and can release leases, so set %s (or $%s) or %s (or $%s)",
+			o.name("listen"), o.listen, o.name("auth-token-file"), envUIToken, o.name("basic-auth-file"), envUIBasicAuth)
 	}
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
 		EventStream: o.stream, EventSubjectPrefix: o.subjectPfx, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
+		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		// Say what to run: a ledger and its event stream appear with the
+		// first admission (natscoord ledger admit, or a worker's).
+		return nil, nil, nil, fmt.Errorf("%w: nothing has created it on this server yet; admit a task first (natscoord ledger admit), point --ledger/--stream at the ledger your workers use, or run ui with --create to create it empty", err)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -147,13 +217,44 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	if root != "" {
 		mux.Handle("/{$}", http.RedirectHandler(root+"/", http.StatusFound))
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := uiHTTPServer(mux)
+	scheme := "http://"
+	if tlsConf != nil {
+		srv.TLSConfig = tlsConf
+		ln = tls.NewListener(ln, tlsConf)
+		scheme = "https://"
+	}
 	out := o.out
 	if out == nil {
 		out = a.stdout
 	}
-	a.sayUI(out, "http://"+ln.Addr().String()+root+"/", loopback, o, basic)
+	a.sayUI(out, scheme+ln.Addr().String()+root+"/", loopback, o, basic)
 	return h, srv, ln, nil
+}
+
+// uiHTTPServer is the dashboard's server with its limits: a slow or idle
+// client holds a connection for a bounded time. There is no WriteTimeout
+// (it would cut the /sse streams): the dashboard bounds each of their
+// writes itself (dashboard.Config.StreamWriteTimeout) and caps their
+// number (MaxStreams).
+func uiHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// tlsConfig loads --https-cert and --https-key (nil: plain HTTP).
+func (o uiOptions) tlsConfig() (*tls.Config, error) {
+	if o.httpsCert == "" && o.httpsKey == "" {
+		return nil, nil
+	}
+	if o.httpsCert == "" || o.httpsKey == "" {
+		return nil, fmt.Errorf("%s and %s go together", o.name("https-cert"), o.name("https-key"))
+	}
+	cert, err := tls.LoadX509KeyPair(o.httpsCert, o.httpsKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s, %s: %w", o.name("https-cert"), o.name("https-key"), err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 func (a *app) sayUI(w io.Writer, url string, loopback bool, o uiOptions, basic dashboard.BasicAuth) {
@@ -203,6 +304,7 @@ func (a *app) serveUI(ctx context.Context, s *embedded.Server, o uiOptions) (fun
 		return nil, err
 	}
 	o.ledger, o.create = defaultLedgerBucket, true
+	o.leaseBuckets = []string{kvlease.DefaultBucket, worker.DefaultLeaseBucket}
 	_, stop, err := a.startUI(ctx, js, o)
 	if err != nil {
 		nc.Close()

@@ -48,6 +48,13 @@
       row.classList.add("flash-row");
       setTimeout(function () { row.classList.remove("flash-row"); }, 600);
     });
+    reloadFor("ledger", ev.ref);
+  }
+
+  // onEvent adds a row to the live events page. Rows elsewhere follow
+  // "ledger" pushes, which come from the records, not from events.
+  function onEvent(e) {
+    var ev = JSON.parse(e.data);
     var rows = document.getElementById("event-rows");
     if (rows && document.getElementById("live-events")) {
       var tr = document.createElement("tr");
@@ -68,7 +75,6 @@
       rows.insertBefore(tr, rows.firstChild);
       while (rows.children.length > 500) rows.removeChild(rows.lastChild);
     }
-    reloadFor("ledger", ev.ref);
   }
 
   function tick() {
@@ -82,14 +88,26 @@
   setInterval(tick, 250);
   tick();
 
+  // setNATS shows whether updates can arrive: the page is connected to
+  // the dashboard, but the dashboard may have lost NATS.
+  function setNATS(up) {
+    live.textContent = up ? "live" : "NATS unreachable";
+    live.className = up ? "live on" : "live off";
+  }
+
   function connect() {
     var es = new EventSource(prefix + "/sse");
-    es.addEventListener("hello", function () {
-      live.textContent = "live";
-      live.className = "live on";
+    es.addEventListener("hello", function (e) {
+      setNATS(JSON.parse(e.data).up !== false);
       document.querySelectorAll("[data-fragment]").forEach(reload);
     });
+    es.addEventListener("nats", function (e) {
+      var up = JSON.parse(e.data).up;
+      setNATS(up);
+      if (up) document.querySelectorAll("[data-fragment]").forEach(reload);
+    });
     es.addEventListener("ledger", onLedger);
+    es.addEventListener("event", onEvent);
     es.addEventListener("coord", function (e) { reloadFor("coord", JSON.parse(e.data).ref); });
     es.addEventListener("action", function (e) {
       var a = JSON.parse(e.data);

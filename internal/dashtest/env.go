@@ -76,7 +76,11 @@ func NewEnv(t testing.TB, setup func(*Env), mod func(*dashboard.Config)) *Env {
 	if mod != nil {
 		mod(&cfg)
 	}
-	h, err := dashboard.New(ctx, cfg)
+	// The set-up context ends as soon as New returns, as natscoord ui's
+	// does: nothing the dashboard runs afterwards may depend on it.
+	setupCtx, endSetup := context.WithTimeout(ctx, 10*time.Second)
+	h, err := dashboard.New(setupCtx, cfg)
+	endSetup()
 	require.NoError(t, err)
 	e.Handler = h
 	var root http.Handler = h

@@ -1,0 +1,144 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// recentEvents is how many of the newest events the live stream page and
+// the ring start with.
+const recentEvents = 200
+
+// knownEvents are the ledger's event names: the only ones counted by
+// name on /metrics (anyone who may publish on the events subjects can
+// invent names; each would be a series).
+var knownEvents = map[events.Name]bool{
+	kvledger.AdmittedEvent: true, kvledger.ClaimedEvent: true, kvledger.RenewedEvent: true,
+	kvledger.ReleasedEvent: true, kvledger.TakenOverEvent: true, kvledger.CompletedEvent: true,
+	kvledger.BlockedEvent: true, kvledger.RetriedEvent: true, kvledger.ReopenedEvent: true,
+	kvledger.UnblockedEvent: true, kvledger.CancelledEvent: true, kvledger.DeletedEvent: true,
+}
+
+// otherEvent is the label every unknown event name is counted under.
+const otherEvent = "other"
+
+// startEventFeed follows the event stream for the events page, its live
+// rows and the event counters, starting recentEvents before its end.
+// The task view does not read events (see recordFeed).
+func (h *Handler) startEventFeed(ctx context.Context) error {
+	st, err := h.cfg.JS.Stream(ctx, h.cfg.EventStream)
+	if err != nil {
+		return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
+	}
+	last := st.CachedInfo().State.LastSeq
+	start := uint64(1)
+	if last > recentEvents {
+		start = last - recentEvents + 1
+	}
+	cons, err := h.cfg.JS.OrderedConsumer(ctx, h.cfg.EventStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{h.cfg.EventSubjectPrefix + events.DefaultSubject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    start,
+	})
+	if err != nil {
+		return fmt.Errorf("dashboard: event consumer: %w", err)
+	}
+	// caughtUp closes once the consumer delivered the stream's last event
+	// as of the start, so the recent-events ring is full when New returns.
+	caughtUp := make(chan struct{})
+	var once sync.Once
+	if start > last {
+		once.Do(func() { close(caughtUp) })
+	}
+	c, err := kvx.Consume(cons, func(_ context.Context, m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			md = nil // not a JetStream message: handled as a live event
+		}
+		h.onEventMsg(m, md, last)
+		if md != nil && (md.Sequence.Stream >= last || md.NumPending == 0) {
+			once.Do(func() { close(caughtUp) })
+		}
+	}, func(err error) { h.cfg.Logger.Warn("dashboard: event consumer", "err", err) })
+	if err != nil {
+		return fmt.Errorf("dashboard: event consumer: %w", err)
+	}
+	h.stops = append(h.stops, c.Stop)
+	// Not reaching it (the stream's last message is outside "ledger.>")
+	// only leaves the ring short: wait a bounded moment, then go on.
+	select {
+	case <-caughtUp:
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+	}
+	return nil
+}
+
+// onEventMsg handles one stream message, md its metadata (nil when it
+// has none). Messages at or below startLast were written before the
+// dashboard started: they fill the recent-events ring but are not
+// counted or announced as live.
+func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLast uint64) {
+	ev, err := events.Unmarshal(m.Data())
+	if err != nil {
+		h.cfg.Logger.Warn("dashboard: undecodable event", "subject", m.Subject(), "err", err)
+		return
+	}
+	if md != nil {
+		h.metrics.pending.Set(float64(md.NumPending))
+	}
+	if ev.Source != h.cfg.Ledger {
+		return
+	}
+	h.recent.add(ev)
+	if md != nil && md.Sequence.Stream <= startLast {
+		return
+	}
+	name := otherEvent
+	if knownEvents[ev.Name] {
+		name = string(ev.Name)
+	}
+	h.metrics.eventLag.Set(max(0, h.cfg.Now().Sub(ev.Time).Seconds()))
+	h.metrics.events.WithLabelValues(name).Inc()
+	h.broker.publish(push{Type: "event", Data: eventJSON(ev)})
+}
+
+// liveEvent is the JSON a browser receives for a ledger event or a
+// record change. Ref is the query-escaped key (exact for any bytes); Key
+// is its display form.
+type liveEvent struct {
+	Name      string `json:"name"`
+	Ref       string `json:"ref"`
+	Key       string `json:"key"`
+	Status    string `json:"status,omitempty"`
+	Owner     string `json:"owner,omitempty"`
+	Fence     uint64 `json:"fence"`
+	BlockedBy string `json:"blocked_by,omitempty"`
+	Revision  uint64 `json:"revision"`
+	Time      string `json:"time"`
+}
+
+func eventJSON(ev events.Event) []byte {
+	b, _ := json.Marshal(liveEvent{Name: string(ev.Name), Ref: keyRef(ev.Key), Key: displayKey(ev.Key),
+		Status: ev.Status, Owner: displayKey(ev.Owner), Fence: ev.Fence, BlockedBy: displayKey(ev.BlockedBy),
+		Revision: ev.Revision, Time: ev.Time.UTC().Format(time.RFC3339Nano)})
+	return b
+}
+
+// recordJSON is the live form of a record change: what the rows showing
+// the record update from.
+func recordJSON(s taskSummary) []byte {
+	b, _ := json.Marshal(liveEvent{Name: string(s.LastEvent), Ref: keyRef(string(s.Key)), Key: displayKey(string(s.Key)),
+		Status: string(s.Status), Owner: displayKey(string(s.Owner)), Fence: uint64(s.Fence),
+		BlockedBy: displayKey(string(s.BlockedBy)), Revision: s.Rev, Time: s.UpdatedAt.UTC().Format(time.RFC3339Nano)})
+	return b
+}
