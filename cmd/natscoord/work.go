@@ -32,6 +32,7 @@ type workOptions struct {
 	resultLimit int
 	owner       string
 	leaseBucket string
+	metrics     workMetricsOptions
 }
 
 const workHelp = `work runs CMD once per task of --kind, as a worker of the ledger: it
@@ -91,6 +92,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
 	f.StringVar(&o.owner, "name", "", "this worker's owner id in claims (default <host>:<pid>:<id>)")
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
+	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd
 }
@@ -112,7 +114,7 @@ func (o workOptions) validate() error {
 	case o.resultLimit < 0 || o.resultLimit > kvledger.MaxResultBytes:
 		return fmt.Errorf("--result-limit must be 0..%d", kvledger.MaxResultBytes)
 	}
-	return nil
+	return o.metrics.validate()
 }
 
 func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
@@ -136,11 +138,16 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		drain = -1 // the worker's "do not wait"
 	}
 	out := &workPrinter{w: a.stdout, json: a.json}
+	met, err := startWorkMetrics(sctx, js, o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
-		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: out, OpTimeout: a.conn.timeout,
-		LeaseBucket: o.leaseBucket,
+		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
+		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(),
 	})
 	if err != nil {
 		return err
@@ -155,6 +162,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	out.banner(w.Owner(), o, argv)
+	met.serve(w, out)
 	<-ctx.Done()
 	// The drain: running commands get --drain to finish, then SIGTERM;
 	// their claims are given back. The bound covers --grace as well.
