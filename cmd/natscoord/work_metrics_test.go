@@ -38,7 +38,8 @@ func TestWorkMetricsListen(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		code, b := get(t, url)
 		body = b
-		return code == http.StatusOK && strings.Contains(b, `natscoord_worker_attempts_total{result="completed"} 1`)
+		// The Observer hears of the outcome last, after Stats counted it.
+		return code == http.StatusOK && strings.Contains(b, `op="attempt",outcome="completed"} 1`)
 	}, "the completed attempt in the metrics")
 	claims := worker.DefaultLeaseBucket
 	for _, line := range []string{
@@ -46,6 +47,7 @@ func TestWorkMetricsListen(t *testing.T) {
 		`natscoord_operation_duration_seconds_count{component="worker",name="slowish",op="pickup",outcome="started"} 1`,
 		`natscoord_operations_total{component="kvlease",name="` + claims + `",op="acquire",outcome="ok"} 1`,
 		`natscoord_worker_attempts_started_total 1`,
+		`natscoord_worker_attempts_total{result="completed"} 1`,
 		`natscoord_worker_running 0`,
 		`# TYPE natscoord_worker_ready gauge`,
 	} {

@@ -41,11 +41,12 @@ func TestRecorderObserverAttemptsAndPickup(t *testing.T) {
 	e.submit(kvledger.Submission{Key: "child", Kind: "job", Needs: []kvledger.IdempotencyKey{"old"}})
 	e.submit(kvledger.Submission{Key: "flaky", Kind: "job"})
 	e.waitFinal(20*time.Second, "old", "delayed", "child", "flaky")
-	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Completed == 4 }, "recorded")
-
 	attempt := func(result string) uint64 {
 		return rec.Count(opstats.Labels{Component: "worker", Name: "job", Op: "attempt", Outcome: result})
 	}
+	// The Observer hears of an outcome last, after Stats counted it.
+	natstest.Eventually(t, 5*time.Second, func() bool { return attempt("completed") == 4 }, "recorded")
+	require.EqualValues(t, 4, w.Stats().Completed)
 	require.EqualValues(t, 4, attempt("completed"))
 	require.EqualValues(t, 1, attempt("retried"))
 
