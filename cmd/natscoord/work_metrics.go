@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -67,6 +68,8 @@ type workMetrics struct {
 	ln     net.Listener
 	srv    *http.Server
 	served chan error
+	// loopback: the listener is on a loopback address.
+	loopback bool
 }
 
 // startWorkMetrics opens the listener and the lease manager the worker
@@ -82,6 +85,8 @@ func startWorkMetrics(ctx context.Context, js jetstream.JetStream, o workOptions
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
 	m.ln = ln
+	host, _, _ := net.SplitHostPort(o.metrics.listen)
+	m.loopback = isLoopback(host)
 	m.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: o.leaseBucket, Holder: o.owner,
 		Observer: kvlease.RecorderObserver(m.rec)})
 	if err != nil {
@@ -114,7 +119,13 @@ func (m *workMetrics) serve(w *worker.Worker, p *workPrinter) {
 		return
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, r *http.Request) {
+		if m.loopback && !loopbackHost(r.Host) {
+			// A page whose name was rebound to 127.0.0.1 sends its own
+			// name: a loopback listener answers only loopback names.
+			http.Error(rw, "metrics: Host must be a loopback address", http.StatusForbidden)
+			return
+		}
 		var b bytes.Buffer
 		if err := m.rec.WritePrometheus(&b); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
@@ -160,4 +171,13 @@ func (p *workPrinter) metricsAt(url string) {
 		return
 	}
 	fmt.Fprintf(p.w, "natscoord work: metrics at %s\n", url)
+}
+
+// loopbackHost says whether a request's Host names a loopback address.
+func loopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport // no port
+	}
+	return isLoopback(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 }

@@ -59,6 +59,17 @@ func TestWorkMetricsListen(t *testing.T) {
 
 	code, _ := get(t, strings.TrimSuffix(url, "metrics")+"other")
 	require.Equal(t, http.StatusNotFound, code)
+	// A name rebound to loopback (DNS rebinding) is refused.
+	for host, want := range map[string]int{"evil.example:80": http.StatusForbidden, "evil.example": http.StatusForbidden,
+		"localhost": http.StatusOK, "[::1]:9464": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, want, resp.StatusCode, host)
+	}
 
 	out := work.stop(t)
 	require.Equal(t, 0, out.code, out.stderr)
