@@ -50,8 +50,8 @@ func (o workMetricsOptions) validate() error {
 }
 
 // Bounds of the metrics server: a scrape is one small write, so a client
-// that holds a connection open longer is cut off.
-const (
+// that holds a connection open longer is cut off. Variables for a test.
+var (
 	metricsReadTimeout  = 10 * time.Second
 	metricsWriteTimeout = 10 * time.Second
 	metricsIdleTimeout  = 60 * time.Second

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -88,5 +90,25 @@ func TestWorkMetricsListenRefusesRemote(t *testing.T) {
 
 	work := c.start("work", "--kind", "k", "--metrics-listen", "0.0.0.0:0", "--metrics-allow-remote", "--", "true")
 	require.NotEmpty(t, metricsURL(t, work.line(t, 20*time.Second, "metrics at")))
+	require.Equal(t, 0, work.stop(t).code)
+}
+
+// A client that connects and sends nothing is cut off after the read
+// timeout, not held for ever.
+func TestWorkMetricsTimesOutSilentClient(t *testing.T) {
+	old := metricsReadTimeout
+	metricsReadTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { metricsReadTimeout = old })
+	c, _ := newCLI(t)
+	work := c.start("work", "--kind", "k", "--metrics-listen", "127.0.0.1:0", "--", "true")
+	url := metricsURL(t, work.line(t, 20*time.Second, "metrics at"))
+	conn, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/metrics"))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	begin := time.Now()
+	_, err = io.ReadAll(conn) // ends when the server closes the connection
+	require.NoError(t, err)
+	require.Less(t, time.Since(begin), 5*time.Second)
 	require.Equal(t, 0, work.stop(t).code)
 }
