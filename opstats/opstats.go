@@ -1,7 +1,8 @@
 // Package opstats is a small recorder of operation counts and latencies,
-// shared by kvlock, kvlease and kvledger (each has an adapter from its own
-// observer hooks: kvlock.RecorderObserver, kvlease.RecorderObserver,
-// kvledger.RecorderObserver). It needs no metrics library: Snapshot gives
+// shared by kvlock, kvlease, kvledger and its task runtime (each has an
+// adapter from its own observer hooks: kvlock.RecorderObserver,
+// kvlease.RecorderObserver, kvledger.RecorderObserver,
+// worker.RecorderObserver). It needs no metrics library: Snapshot gives
 // plain values for a Stats endpoint or a test, and WritePrometheus writes
 // the Prometheus text exposition format (counters and cumulative
 // histograms), which a /metrics handler can serve as is.

@@ -36,6 +36,7 @@ type workOptions struct {
 	owner       string
 	leaseBucket string
 	passSecrets bool
+	metrics     workMetricsOptions
 }
 
 // Upper bounds of work's flags: far above any sane use, and low enough
@@ -127,6 +128,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.StringVar(&o.owner, "name", "", "this worker's owner id in claims (default <host>:<pid>:<id>)")
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed")
+	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd
 }
@@ -150,7 +152,7 @@ func (o workOptions) validate() error {
 	case o.resultLimit < 0 || o.resultLimit > kvledger.MaxResultBytes:
 		return fmt.Errorf("--result-limit must be 0..%d", kvledger.MaxResultBytes)
 	}
-	return nil
+	return o.metrics.validate()
 }
 
 func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
@@ -175,11 +177,16 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if drain == 0 {
 		drain = -1 // the worker's "do not wait"
 	}
+	met, err := startWorkMetrics(sctx, js, o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
-		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: out, OpTimeout: a.conn.timeout,
-		LeaseBucket: o.leaseBucket,
+		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
+		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(),
 	})
 	if err != nil {
 		return err
@@ -195,6 +202,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	out.banner(w.Owner(), o, argv)
+	met.serve(w, out)
 	var failed error
 	select {
 	case <-ctx.Done():

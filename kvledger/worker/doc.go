@@ -160,6 +160,40 @@
 // as Close's ctx allows). Measured: another worker started a released
 // task 10 ms after it began watching.
 //
+// # Metrics
+//
+// Config.Observer sees every attempt start and finish (Event);
+// Observers fans out to several. RecorderObserver records into an
+// opstats.Recorder, the one recorder kvlock and kvlease record into too,
+// whose WritePrometheus serves them all (Prometheus text, labels
+// component, name, op, outcome; name is the task's kind, never its key):
+//
+//   - natscoord_operations_total{component="worker",op="attempt",outcome=R}
+//     and natscoord_operation_duration_seconds{...}: finished attempts by
+//     kind and Result R (completed, retried, failed, released, cancelled,
+//     lost), with the handler's run time: the tasks that ended each way.
+//   - natscoord_operation_duration_seconds{component="worker",op="pickup"}:
+//     pickup latency, from when the task became due (Event.Due: its
+//     RunAt, else its record's last write) to the claim that started it;
+//     tasks with needs and takeovers are not measured, their records
+//     not dating when they became due.
+//   - component="kvlease", name the lease bucket: the claim lease's
+//     acquisitions, renewals (op "renew") and losses (op "lost"), when
+//     Config.Leases is a manager whose kvlease.Config.Observer is
+//     kvlease.RecorderObserver on the same Recorder.
+//
+// Stats.WritePrometheus adds the worker's own counters:
+// natscoord_worker_running and _ready (gauges),
+// natscoord_worker_attempts_started_total,
+// natscoord_worker_attempts_total{result}, natscoord_worker_panics_total,
+// natscoord_worker_claims_contended_total,
+// natscoord_worker_claims_taken_over_total and
+// natscoord_worker_scheduled_total. A gauge of the ledger's tasks by
+// status is the ledger's, not a worker's. `natscoord work
+// --metrics-listen ADDR` serves all of these on GET /metrics. For
+// OpenTelemetry (a span per attempt, the same histograms) use the
+// separate module kvledger/worker/otelworker.
+//
 // # Failure modes, partitions, skew and pauses
 //
 //   - Crash: the worker's lease expires on the server after ClaimTTL;

@@ -44,6 +44,17 @@ type Event struct {
 	RunAt time.Time
 	// Duration is the handler's run time (finish only).
 	Duration time.Duration
+	// Due is when the task became due as far as the record its claim
+	// replaced dates it: the later of its RunAt and that record's last
+	// write (its admission, a retry's, a release's), by the clock of the
+	// process that wrote it. Zero when the record does not date it: a
+	// takeover (the claim it replaced had started the task already) or
+	// a task with needs (it became due when its last need completed,
+	// which its own record does not say).
+	Due time.Time
+	// Pickup is from Due to the claim that started this attempt, by the
+	// worker's Config.Clock (0 when Due is zero).
+	Pickup time.Duration
 }
 
 // Observer receives one call when a handler starts and one when its
