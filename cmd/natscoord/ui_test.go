@@ -4,10 +4,13 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
 )
 
 func TestUIRefusesNonLoopbackWithoutAuth(t *testing.T) {
@@ -92,7 +95,11 @@ func TestDemoUIKeepsThePageUp(t *testing.T) {
 	t.Cleanup(func() { require.Equal(t, 0, demo.stop(t).code, "the demo ended as predicted and stopped on cancel") })
 	addr := dashboardAddr(t, demo.line(t, 40*time.Second, "dashboard at "))
 	demo.line(t, 40*time.Second, "the dashboard stays up")
-	_, page := get(t, addr)
-	require.Contains(t, page, `data-count="completed">8<`, "the page shows the finished run")
-	require.Contains(t, page, `data-count="blocked">3<`)
+	// The page's view follows the ledger's watch, which may deliver the
+	// last writes a moment after the demo's own report: wait for them.
+	var page string
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		_, page = get(t, addr)
+		return strings.Contains(page, `data-count="completed">8<`) && strings.Contains(page, `data-count="blocked">3<`)
+	}, "the page shows the finished run")
 }
