@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvlock"
 )
 
 func init() { extraCommands = append(extraCommands, (*app).lockCommand) }
@@ -74,29 +74,17 @@ func (a *app) lockCommand() *cobra.Command {
 	return cmd
 }
 
-// decodeLock recognizes kvlock's lease keys: "<name>.l.<key>" for a lock
-// and "<name>.e.<escaped election>" for an election.
+// decodeLock recognizes kvlock's lease keys, a lock or an election,
+// through kvlock.ParseKey, which owns the layout.
 func decodeLock(e kvx.Entry) (lockRow, bool) {
-	parts := strings.SplitN(e.Key, ".", 3)
-	if len(parts) != 3 {
+	k, ok := kvlock.ParseKey(e.Key)
+	if !ok || (k.Kind != kvlock.KeyLock && k.Kind != kvlock.KeyElection) {
 		return lockRow{}, false
 	}
 	lease, ok := decodeLease(e)
 	if !ok {
 		return lockRow{}, false
 	}
-	r := lockRow{Name: parts[0], Key: parts[2], Holder: lease.Holder, TTL: lease.TTL,
-		Acquired: lease.Acquired, Revision: lease.Revision, Lease: e.Key}
-	switch parts[1] {
-	case "l":
-		r.Kind = "lock"
-	case "e":
-		r.Kind = "election"
-		if k, err := kvx.DecodeToken(parts[2]); err == nil {
-			r.Key = k
-		}
-	default:
-		return lockRow{}, false
-	}
-	return r, true
+	return lockRow{Name: k.Name, Key: k.Resource, Kind: string(k.Kind), Holder: lease.Holder, TTL: lease.TTL,
+		Acquired: lease.Acquired, Revision: lease.Revision, Lease: e.Key}, true
 }
