@@ -98,6 +98,27 @@ func (s *split) pair(raw, prim func()) {
 	s.n++
 }
 
+// trio runs raw, prim and extra once each, rotating which goes first, so
+// that a second baseline is interleaved with the other two as evenly as
+// pair interleaves raw and prim.
+func (s *split) trio(raw, prim, extra func()) {
+	switch s.n % 3 {
+	case 0:
+		s.timeRaw(raw)
+		s.timePrim(prim)
+		s.timeExtra(extra)
+	case 1:
+		s.timePrim(prim)
+		s.timeExtra(extra)
+		s.timeRaw(raw)
+	default:
+		s.timeExtra(extra)
+		s.timeRaw(raw)
+		s.timePrim(prim)
+	}
+	s.n++
+}
+
 func (s *split) timeRaw(f func()) {
 	t, c := time.Now(), processCPU()
 	f()
@@ -127,6 +148,7 @@ func (s *split) reportExtra(b *testing.B, name string) {
 	}
 	per := float64(s.extra.Nanoseconds()) / float64(s.nx)
 	b.ReportMetric(per, name+"-ns/op")
+	b.ReportMetric(1e9/per, name+"-ops/s")
 	b.ReportMetric(per/(float64(s.prim.Nanoseconds())/float64(s.n)), "x_"+name)
 }
 
