@@ -473,8 +473,8 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	}
 	holder := ""
 	if e, ok := l.view.Lookup(s.lease); ok {
-		if h, err := kvlease.DecodeHolder(e.Value); err == nil {
-			holder = h.ID
+		if id, err := kvlease.HolderID(e.Value); err == nil {
+			holder = id
 		}
 	}
 	// One scan: the two highest tickets before t, and the holder's lowest
@@ -501,7 +501,7 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 			second = x
 		}
 		if holder != "" && (served == "" || x < servedT) {
-			if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
+			if id, err := kvlease.HolderID(e.Value); err == nil && id == holder {
 				served, servedT = e.Key, x
 			}
 		}
