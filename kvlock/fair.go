@@ -277,11 +277,9 @@ func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.
 // adoptHanded adopts the lock when lock (its entry in the view) carries
 // our entry's owner: its releaser handed it to us.
 func (l *Locker) adoptHanded(ctx context.Context, s spec, entry *kvlease.Guard, lock kvx.Entry) (*kvlease.Guard, error) {
-	if !lock.Live() {
-		return nil, nil
-	}
-	h, err := kvlease.DecodeHolder(lock.Value)
-	if err != nil || !entry.Owns(h) {
+	// HandedTo reads the owner from the value's tail (a decode only to
+	// confirm a yes): every waiter looks at every new holder's value.
+	if !lock.Live() || !kvlease.HandedTo(lock.Value, entry) {
 		return nil, nil
 	}
 	g, err := l.m.Adopt(ctx, entry, s.lease, lock.Revision)
