@@ -51,19 +51,25 @@ func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) 
 	}
 	if c.expect || c.ttl > 0 || c.id != "" {
 		if m.Header == nil {
-			m.Header = make(nats.Header, 3)
+			m.Header = make(nats.Header, 4)
+		}
+		// One backing array for the header values, one value each.
+		vals := make([]string, 0, 4)
+		set := func(k, v string) {
+			vals = append(vals, v)
+			m.Header[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 		}
 		if c.id != "" {
-			m.Header[jetstream.MsgIDHeader] = []string{c.id}
+			set(jetstream.MsgIDHeader, c.id)
 		}
 		if c.expect {
-			m.Header[jetstream.ExpectedLastSubjSeqHeader] = []string{strconv.FormatUint(c.rev, 10)}
+			set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(c.rev, 10))
 			if c.subj != "" {
-				m.Header[jetstream.ExpectedLastSubjSeqSubjHeader] = []string{c.subj}
+				set(jetstream.ExpectedLastSubjSeqSubjHeader, c.subj)
 			}
 		}
 		if c.ttl > 0 {
-			m.Header[jetstream.MsgTTLHeader] = []string{c.ttl.String()}
+			set(jetstream.MsgTTLHeader, c.ttl.String())
 		}
 	}
 	seq, err := b.request(ctx, m)
