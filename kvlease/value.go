@@ -142,6 +142,32 @@ func valueTail(b []byte) (ttlMillis int64, owner []byte, ok bool) {
 	return n, owner, true
 }
 
+// valueHolderID reads the holder id from the head of a value laid out as
+// appendValue writes it (its tail checked by valueTail), when the id
+// needed no escaping: {"holder":"<id>","host":... . ok is false for any
+// other value; callers then fall back to decodeValue.
+func valueHolderID(b []byte) (string, bool) {
+	if _, _, ok := valueTail(b); !ok {
+		return "", false
+	}
+	rest, ok := bytes.CutPrefix(b, []byte(`{"holder":"`))
+	if !ok {
+		return "", false
+	}
+	for i, c := range rest {
+		switch {
+		case c == '"':
+			if !bytes.HasPrefix(rest[i+1:], []byte(`,"host":`)) {
+				return "", false
+			}
+			return string(rest[:i]), true
+		case c == '\\' || c < 0x20:
+			return "", false // escaped: encoding/json reads it
+		}
+	}
+	return "", false
+}
+
 // valueTTL is the TTL a stored value asks for, if it names one.
 func valueTTL(b []byte) (time.Duration, bool) {
 	if ms, _, ok := valueTail(b); ok {

@@ -31,6 +31,11 @@ func TestAppendValueMatchesJSON(t *testing.T) {
 			require.Equal(t, ttl.Milliseconds(), ms)
 			require.Equal(t, owner, string(o))
 			require.True(t, ownedBy(got, owner))
+			id, err := HolderID(got)
+			require.NoError(t, err)
+			dec, err := decodeValue(got)
+			require.NoError(t, err)
+			require.Equal(t, dec.ID, id)
 			require.False(t, ownedBy(got, strings.Repeat("0e", 32)))
 		}
 	}
@@ -93,4 +98,24 @@ func FuzzValueTail(f *testing.F) {
 			require.Equal(t, owner, h.OwnerHash)
 		}
 	})
+}
+
+// HolderID reads the id from the value's head only when no escape is
+// involved, and otherwise agrees with the full decode, errors included.
+func TestHolderIDFastPath(t *testing.T) {
+	owner := strings.Repeat("0f", 32)
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	v := appendValue(nil, valuePrefix("worker-1", "host", 7), at, time.Second, owner)
+	id, ok := valueHolderID(v)
+	require.True(t, ok)
+	require.Equal(t, "worker-1", id)
+	for _, h := range []string{`q"uote`, "<html>", "bad \xff", "tab\t"} {
+		_, ok := valueHolderID(appendValue(nil, valuePrefix(h, "host", 7), at, time.Second, owner))
+		require.False(t, ok, h)
+	}
+	for _, bad := range []string{"", "{}", `{"holder":"x","host":"h"}`, `{"holder":"x"` + string(v[len(`{"holder":"worker-1"`):])} {
+		_, err := HolderID([]byte(bad))
+		_, derr := decodeValue([]byte(bad))
+		require.Equal(t, derr != nil, err != nil, bad)
+	}
 }

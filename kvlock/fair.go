@@ -277,11 +277,9 @@ func (l *Locker) waitTurn(ctx context.Context, s spec, t uint64, entry *kvlease.
 // adoptHanded adopts the lock when lock (its entry in the view) carries
 // our entry's owner: its releaser handed it to us.
 func (l *Locker) adoptHanded(ctx context.Context, s spec, entry *kvlease.Guard, lock kvx.Entry) (*kvlease.Guard, error) {
-	if !lock.Live() {
-		return nil, nil
-	}
-	h, err := kvlease.DecodeHolder(lock.Value)
-	if err != nil || !entry.Owns(h) {
+	// HandedTo reads the owner from the value's tail (a decode only to
+	// confirm a yes): every waiter looks at every new holder's value.
+	if !lock.Live() || !kvlease.HandedTo(lock.Value, entry) {
 		return nil, nil
 	}
 	g, err := l.m.Adopt(ctx, entry, s.lease, lock.Revision)
@@ -473,8 +471,8 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	}
 	holder := ""
 	if e, ok := l.view.Lookup(s.lease); ok {
-		if h, err := kvlease.DecodeHolder(e.Value); err == nil {
-			holder = h.ID
+		if id, err := kvlease.HolderID(e.Value); err == nil {
+			holder = id
 		}
 	}
 	// One scan: the two highest tickets before t, and the holder's lowest
@@ -501,7 +499,7 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 			second = x
 		}
 		if holder != "" && (served == "" || x < servedT) {
-			if h, err := kvlease.DecodeHolder(e.Value); err == nil && h.ID == holder {
+			if id, err := kvlease.HolderID(e.Value); err == nil && id == holder {
 				served, servedT = e.Key, x
 			}
 		}

@@ -26,7 +26,7 @@ func (l *Locker) Hold(ctx context.Context, key string) (context.Context, func(),
 	if err := ValidateKey(key); err != nil {
 		return nil, nil, err
 	}
-	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), true)
+	k, err := l.acquire(ctx, l.lockSpec(key), true)
 	if err != nil {
 		return nil, nil, err
 	}

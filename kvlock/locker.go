@@ -188,7 +188,7 @@ func (l *Locker) TryAcquire(ctx context.Context, key string) (*Lock, bool, error
 	if err := ValidateKey(key); err != nil {
 		return nil, false, err
 	}
-	k, err := l.acquire(ctx, lockSpec(l.cfg.Name, key), false)
+	k, err := l.acquire(ctx, l.lockSpec(key), false)
 	return k, k != nil, err
 }
 
@@ -202,7 +202,7 @@ func (l *Locker) Acquire(ctx context.Context, key string) (*Lock, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	return l.acquire(ctx, lockSpec(l.cfg.Name, key), true)
+	return l.acquire(ctx, l.lockSpec(key), true)
 }
 
 func (l *Locker) acquire(ctx context.Context, s spec, wait bool) (*Lock, error) {

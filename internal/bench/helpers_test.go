@@ -83,6 +83,9 @@ type split struct {
 	// reported by reportExtra.
 	extra time.Duration
 	nx    int
+	// rawOps, primOps and extraOps are each operation's time, for the
+	// medians (reportMedians).
+	rawOps, primOps, extraOps []time.Duration
 }
 
 // pair runs raw and prim once each, alternating which goes first so that
@@ -101,21 +104,27 @@ func (s *split) pair(raw, prim func()) {
 func (s *split) timeRaw(f func()) {
 	t, c := time.Now(), processCPU()
 	f()
-	s.raw += time.Since(t)
+	d := time.Since(t)
+	s.raw += d
+	s.rawOps = append(s.rawOps, d)
 	s.rawCPU += processCPU() - c
 }
 
 func (s *split) timePrim(f func()) {
 	t, c := time.Now(), processCPU()
 	f()
-	s.prim += time.Since(t)
+	d := time.Since(t)
+	s.prim += d
+	s.primOps = append(s.primOps, d)
 	s.primCPU += processCPU() - c
 }
 
 func (s *split) timeExtra(f func()) {
 	t := time.Now()
 	f()
-	s.extra += time.Since(t)
+	d := time.Since(t)
+	s.extra += d
+	s.extraOps = append(s.extraOps, d)
 	s.nx++
 }
 
@@ -127,7 +136,27 @@ func (s *split) reportExtra(b *testing.B, name string) {
 	}
 	per := float64(s.extra.Nanoseconds()) / float64(s.nx)
 	b.ReportMetric(per, name+"-ns/op")
+	b.ReportMetric(1e9/per, name+"-ops/s")
 	b.ReportMetric(per/(float64(s.prim.Nanoseconds())/float64(s.n)), "x_"+name)
+}
+
+// reportMedians adds the ratios of the median operation times, raw (and
+// the extra baseline, named name) over the primitive: x_raw_p50 and
+// x_<name>_p50. On a loaded machine a burst of other work slows whichever
+// side runs during it, which moves the ratios of total times (x_raw) by
+// several hundredths between runs; the medians are what a typical
+// operation costs and move much less. x_raw stays the figure of record.
+func (s *split) reportMedians(b *testing.B, name string) {
+	p := percentile(slices.Clone(s.primOps), 50)
+	if p <= 0 {
+		return
+	}
+	if r := percentile(slices.Clone(s.rawOps), 50); r > 0 {
+		b.ReportMetric(float64(r)/float64(p), "x_raw_p50")
+	}
+	if x := percentile(slices.Clone(s.extraOps), 50); x > 0 && name != "" {
+		b.ReportMetric(float64(x)/float64(p), "x_"+name+"_p50")
+	}
 }
 
 // report replaces ns/op with the primitive's time per operation and adds

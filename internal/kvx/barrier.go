@@ -25,6 +25,6 @@ func (b *Bucket) Barrier(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return err
 	}
-	_, err := b.publish(ctx, &nats.Msg{Subject: b.Subject(key)}, noResponderRetry)
+	_, err := b.send(ctx, &nats.Msg{Subject: b.Subject(key)}, cond{})
 	return err
 }

@@ -89,7 +89,7 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 	// did the messages before it (core publishes to no interest, as on a
 	// fresh replicated bucket): the whole batch is sent again, under a new
 	// Nats-Batch-Id so no server mixes it with a partial first try, with
-	// the same budget single writes get (noResponderRetry). The message
+	// the same budget single writes get (noResponderAttempts). The message
 	// ids stay the caller's: nothing was stored under them.
 	for attempt := 0; ; attempt++ {
 		batch := id

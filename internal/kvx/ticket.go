@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ticketTTL is how long a ticket message stays: only its revision
@@ -23,5 +22,5 @@ func (b *Bucket) Ticket(ctx context.Context, key string) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key)}, noResponderRetry, jetstream.WithMsgTTL(ticketTTL))
+	return b.send(ctx, &nats.Msg{Subject: b.Subject(key)}, cond{ttl: ticketTTL})
 }

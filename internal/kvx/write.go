@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Update writes value to key only while the key's last stored message has
@@ -64,8 +63,8 @@ func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guard
 	if err := CheckKey(guardKey); err != nil {
 		return 0, err
 	}
-	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value},
-		noResponderRetry, jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
+	return b.send(ctx, &nats.Msg{Subject: b.Subject(key), Data: value},
+		cond{expect: true, rev: guardRev, subj: b.Subject(guardKey)})
 }
 
 // DeleteGuarded writes a delete marker on key (unconditionally on key
@@ -81,37 +80,18 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	opts := make([]jetstream.PublishOpt, 0, 3)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequenceForSubject(guardRev, b.Subject(guardKey)))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	return b.publish(ctx, m, opts...)
+	return b.send(ctx, m, cond{expect: true, rev: guardRev, subj: b.Subject(guardKey), ttl: ttl})
 }
 
-// noResponderRetry makes a publish answered "no responders" try again for
-// about 2.5 s (10 times, 250 ms apart) instead of nats.go's 0.5 s. Such a
-// publish reached no stream, so sending it again cannot duplicate a write;
-// it happens for a moment after a replicated stream is created (its
-// subjects' interest is still propagating through the cluster) or while it
-// changes leader, and surfaced as ErrNoStreamResponse on a fresh R3 bucket
-// under load (TestCASCluster). One option value, shared: it holds no state.
-var noResponderRetry = jetstream.WithRetryAttempts(noResponderAttempts)
-
-// noResponderAttempts is noResponderRetry's count, for the writes that
-// retry by hand (CreateBatchAs).
+// noResponderAttempts is how often a write answered "no responders" is
+// sent again, 250 ms apart (jetstream.DefaultPubRetryWait), so for about
+// 2.5 s instead of nats.go's 0.5 s. Such a publish reached no stream, so
+// sending it again cannot duplicate a write; it happens for a moment after
+// a replicated stream is created (its subjects' interest is still
+// propagating through the cluster) or while it changes leader, and
+// surfaced as ErrNoStreamResponse on a fresh R3 bucket under load
+// (TestCASCluster).
 const noResponderAttempts = 10
-
-func (b *Bucket) publish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (uint64, error) {
-	if err := b.checkSize(m); err != nil {
-		return 0, err
-	}
-	ack, err := b.js.PublishMsg(ctx, m, opts...)
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	return ack.Sequence, nil
-}
 
 // Backoff waits before writing again after a spurious conflict (a CAS
 // refused while the stream leader reads the key at exactly the expected

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DeleteAs is DeleteTTL whose marker carries id as its Nats-Msg-Id ("" for
@@ -29,21 +28,7 @@ func (b *Bucket) DeleteAs(ctx context.Context, key string, rev uint64, ttl time.
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
-	return b.publish(ctx, m, casOpts(rev, ttl, id)...)
-}
-
-// casOpts are the options of a write conditioned on key's revision rev,
-// with a TTL when ttl > 0 and a Nats-Msg-Id when id is set.
-func casOpts(rev uint64, ttl time.Duration, id string) []jetstream.PublishOpt {
-	opts := make([]jetstream.PublishOpt, 0, 4)
-	opts = append(opts, noResponderRetry, jetstream.WithExpectLastSequencePerSubject(rev))
-	if ttl > 0 {
-		opts = append(opts, jetstream.WithMsgTTL(ttl))
-	}
-	if id != "" {
-		opts = append(opts, jetstream.WithMsgID(id))
-	}
-	return opts
+	return b.send(ctx, m, casCond(rev, ttl, id))
 }
 
 // UpdateAs is Update whose message carries id as its Nats-Msg-Id ("" for
@@ -54,7 +39,7 @@ func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uin
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	return b.publish(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, casOpts(rev, ttl, id)...)
+	return b.send(ctx, &nats.Msg{Subject: b.Subject(key), Data: value}, casCond(rev, ttl, id))
 }
 
 // AcquireAs is Acquire whose every publish carries id as its Nats-Msg-Id.
