@@ -5,6 +5,15 @@
 // buckets with their holders, fences and TTL countdowns, and a live event
 // stream. It also serves Prometheus metrics on /metrics.
 //
+// # Use
+//
+//	h, _ := dashboard.New(ctx, dashboard.Config{JS: js, Ledger: "natscoord_ledger", Prefix: "/ui"})
+//	defer h.Close()
+//	mux.Handle("/ui/", h)
+//
+// or `natscoord ui`. Without a token or basic auth it answers only
+// loopback Host names.
+//
 // # Where the data comes from
 //
 //   - Tasks: one record watch on the ledger's bucket (kvledger's

@@ -5,6 +5,17 @@
 // store revision of the write, and says what the record looked like
 // after it.
 //
+// # Use
+//
+//	live, _ := events.SubscribeLive(nc, "ledger.>", func(e events.Event) {
+//		fmt.Println(e.Name, e.Key, e.Status, e.Fence)
+//	}, nil)
+//	defer live.Close()
+//
+// SubscribeDurable does the same through a durable consumer that resumes
+// after its last acknowledged event. On the command line: `nats sub
+// 'ledger.>'` or `natscoord events tail`.
+//
 // # Who publishes
 //
 // Package kvledger is the publisher: every write of a task record

@@ -2,6 +2,17 @@
 // a JetStream KV bucket, with explicit loss, fencing tokens, transfer
 // between processes, guarded writes and counting semaphores.
 //
+// # Use
+//
+//	m, _ := kvlease.NewManager(ctx, js, kvlease.Config{Holder: "worker-1"})
+//	defer m.Close(ctx)
+//	reports, _ := kvlease.Define[string]("reports", kvlease.StringCodec{}).Bind(m)
+//	g, ok, err := reports.TryAcquire(ctx, "2026-11", 10*time.Second) // ok false: someone holds it
+//	// ... work, passing g.Fence() to anything that must refuse a stale holder ...
+//	_ = g.Release(ctx)
+//
+// Guarantees, failure modes and the design follow.
+//
 // # Model
 //
 // A lease is one key of a bucket created with History 1 and per-key TTLs

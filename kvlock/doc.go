@@ -2,6 +2,16 @@
 // Hold renewed by kvlease's scheduler, optional fair (first-come, first-served)
 // waiting, and leader election, all kept in a JetStream KV bucket.
 //
+// # Use
+//
+//	l, _ := kvlock.New(ctx, js, kvlock.Config{TTL: 10 * time.Second})
+//	defer l.Close(ctx)
+//	hctx, release, err := l.Hold(ctx, kvlock.Key("conv", id)) // waits; renewed until release
+//	defer release()
+//	token, _ := kvlock.TokenFromContext(hctx) // the fencing token; hctx ends if the lock is lost
+//
+// Guarantees, failure modes and the design follow.
+//
 // It is a thin layer over kvlease, which does every lease operation:
 // create-if-absent with a server-side per-key TTL, renewal by
 // compare-and-set with a fresh TTL, owner-conditional release, push-woken
