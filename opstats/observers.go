@@ -22,19 +22,28 @@ type Fanout[E any] []Hooks[E]
 // Join returns the non-nil hooks as a Fanout, the only one unwrapped, or
 // nil when none is left.
 func Join[E any](hs ...Hooks[E]) Hooks[E] {
-	var f Fanout[E]
-	for _, h := range hs {
-		if h != nil {
-			f = append(f, h)
+	return Fan(hs, func(f []Hooks[E]) Hooks[E] { return Fanout[E](f) })
+}
+
+// Fan is how every observer of natscoord joins: the non-nil items, the
+// zero value when none is left, the only one unwrapped, or else all of
+// them wrapped by wrap (a fan-out that calls each in order). T is an
+// observer interface.
+func Fan[T comparable](items []T, wrap func([]T) T) T {
+	var zero T
+	f := make([]T, 0, len(items))
+	for _, it := range items {
+		if it != zero {
+			f = append(f, it)
 		}
 	}
 	switch len(f) {
 	case 0:
-		return nil
+		return zero
 	case 1:
 		return f[0]
 	}
-	return f
+	return wrap(f)
 }
 
 func (f Fanout[E]) OnAcquire(ctx context.Context, e E) {

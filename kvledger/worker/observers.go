@@ -12,19 +12,7 @@ import (
 // order (nil entries are skipped): nil when none is left, the only one
 // unwrapped.
 func Observers(obs ...Observer) Observer {
-	var f fanout
-	for _, o := range obs {
-		if o != nil {
-			f = append(f, o)
-		}
-	}
-	switch len(f) {
-	case 0:
-		return nil
-	case 1:
-		return f[0]
-	}
-	return f
+	return opstats.Fan(obs, func(f []Observer) Observer { return fanout(f) })
 }
 
 type fanout []Observer
