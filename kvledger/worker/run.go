@@ -91,13 +91,24 @@ func (r *run) attempt() {
 	defer w.runs.Done()
 	defer w.endRun(r)
 
-	seen, lease, known := kvledger.TaskState{Key: r.key}, "", false
+	seen, lease, known, live := kvledger.TaskState{Key: r.key}, "", false, false
 	w.mu.Lock()
 	if e := w.ix.recs[r.key]; e != nil && e.rec != nil {
 		seen, lease = *e.rec, e.lease
-		_, known = w.ix.leaseState(e)
+		live, known = w.ix.leaseState(e)
+		if f, ok := w.ix.orphans[r.key]; ok && f == e.fence {
+			live = false // this worker's own claim, its attempt over
+		}
 	}
 	w.mu.Unlock()
+	if seen.Status == kvledger.StatusClaimed && known && live {
+		// The dispatcher judged the claim's lease unknown, and the lease
+		// watch has reported it live since (a worker's new lease reaches
+		// the record watch first): its claimant is alive. The lease's end
+		// files the task again.
+		w.stats.contended.Add(1)
+		return
+	}
 	// The claim overwrites seen, whose event must be out first: send it
 	// (a duplicate the bus drops, unless its writer died before
 	// publishing) while the worker's lease is checked; the claim waits
