@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,13 +253,21 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	defer func() { stopCampaigns(); campWG.Wait(); startWG.Wait() }()
 
 	prog := newProgress(len(demoGraph))
-	var runErr error
+	var (
+		runErr         error
+		extraTakeovers []string
+	)
 	stalling := (<-chan struct{})(leadDone)
 wait:
 	for prog.final() < len(demoGraph) || stalling != nil {
 		select {
 		case e := <-evc:
 			prog.apply(e)
+			if e.Name == kvledger.TakenOverEvent && kvledger.IdempotencyKey(e.Key) != demoStalling {
+				// Only the paused worker's claim may be taken over: any
+				// other takeover took a live worker's task.
+				extraTakeovers = append(extraTakeovers, e.Key)
+			}
 			if human {
 				printDemoEvent(a.stdout, time.Since(start), e, prog)
 			}
@@ -297,6 +306,10 @@ wait:
 		return errors.Join(runErr, err)
 	}
 	sum := summarize(run, snap, o.workers, time.Since(start))
+	if len(extraTakeovers) > 0 {
+		sum.Problems = append(sum.Problems, fmt.Sprintf("claims of live workers were taken over: %s", strings.Join(extraTakeovers, ", ")))
+		sum.OK = false
+	}
 	if runErr != nil {
 		sum.Problems = append([]string{a.conn.redact(runErr.Error())}, sum.Problems...)
 		sum.OK = false
