@@ -63,7 +63,7 @@ func (a *app) electCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.campaign(cmd.Context(), bucket, &hf, words[0], words[1], argv)
+			return a.campaign(cmd.Context(), bucket, &hf, hf.existingOnly(cmd), words[0], words[1], argv)
 		},
 	}
 	f := cmd.Flags()
@@ -74,13 +74,13 @@ func (a *app) electCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) campaign(ctx context.Context, bucket string, hf *holdFlags, name, value string, argv []string) error {
+func (a *app) campaign(ctx context.Context, bucket string, hf *holdFlags, existing bool, name, value string, argv []string) error {
 	if name == "" {
 		return errors.New("elect: empty election name")
 	}
-	nc, l, err := a.openLocker(ctx, bucket, hf, false)
+	nc, l, err := a.openLocker(ctx, bucket, hf, existing)
 	if err != nil {
-		return err
+		return createHint(err)
 	}
 	defer a.closeLocker(ctx, nc, l) // resigns when still leading
 	e, err := kvlock.NewElection(l, name)

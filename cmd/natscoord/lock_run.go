@@ -21,6 +21,7 @@ type holdFlags struct {
 	ttl    time.Duration
 	wait   time.Duration
 	holder string
+	create bool
 }
 
 func (hf *holdFlags) register(f *pflag.FlagSet) {
@@ -28,6 +29,23 @@ func (hf *holdFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&hf.ttl, "ttl", kvlock.DefaultTTL, "lease TTL: how long a crashed holder keeps the lock (renewed every TTL/3)")
 	f.DurationVar(&hf.wait, "wait", 0, "give up if not acquired within this long (0: wait until acquired or interrupted)")
 	f.StringVar(&hf.holder, "holder", "", "holder id stored with the lock (default <host>:<pid>:<random>)")
+	f.BoolVar(&hf.create, "create", false, "create the --bucket when it does not exist (the default bucket is always created)")
+}
+
+// existingOnly says whether a holding command must find its bucket: a
+// bucket named with --bucket must exist unless --create is given, so that
+// a misspelt name is refused, not made a new bucket.
+func (hf *holdFlags) existingOnly(cmd *cobra.Command) bool {
+	return cmd.Flags().Changed("bucket") && !hf.create
+}
+
+// createHint adds to a missing bucket's error how to create it.
+func createHint(err error) error {
+	var nb noBucketError
+	if errors.As(err, &nb) {
+		return fmt.Errorf("%w (add --create to create it)", err)
+	}
+	return err
 }
 
 var (
@@ -123,9 +141,9 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 			return fmt.Errorf("lock %q: %w", key, err)
 		}
 		ctx := cmd.Context()
-		nc, l, err := a.openLocker(ctx, *bucket, &hf, false)
+		nc, l, err := a.openLocker(ctx, *bucket, &hf, hf.existingOnly(cmd))
 		if err != nil {
-			return err
+			return createHint(err)
 		}
 		defer a.closeLocker(ctx, nc, l)
 

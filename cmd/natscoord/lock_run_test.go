@@ -123,3 +123,19 @@ func TestLockBadInput(t *testing.T) {
 	}
 	require.False(t, bucketExists(t, n, "natscoord_leases"), "a refused lock writes nothing")
 }
+
+// A bucket named with --bucket must exist for lock and elect unless
+// --create is given: a misspelt name is refused and nothing is created.
+func TestLockAndElectRefuseAMissingBucket(t *testing.T) {
+	c, n := newCLI(t)
+	for _, args := range [][]string{
+		{"lock", "k", "--bucket", "nope", "--", "true"},
+		{"elect", "e", "v", "--bucket", "nope", "--", "true"},
+	} {
+		line := c.fail(args...)
+		require.Contains(t, line, `bucket "nope" does not exist (add --create to create it)`, args)
+	}
+	require.False(t, bucketExists(t, n, "nope"))
+	require.Empty(t, c.ok("lock", "k", "--bucket", "made", "--create", "--", "true"))
+	require.True(t, bucketExists(t, n, "made"))
+}
