@@ -169,6 +169,10 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 // tries again after a failed look (not a "not found").
 const bucketRetry = 5 * time.Second
 
+// announcedRetry is the pause between looks at a bucket the server has
+// announced but a bind does not find yet.
+const announcedRetry = 25 * time.Millisecond
+
 // awaitLeaseBucket watches v's bucket once the server announces that it
 // was created (a JetStream stream-created advisory: no polling), until
 // Close.
@@ -181,6 +185,13 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	// The look below must follow the server's knowing of the subscription,
+	// not just the client's: a creation between an unflushed subscribe and
+	// the look would be announced to no one (and the look would miss it).
+	if err := nc.FlushTimeout(h.cfg.OpTimeout); err != nil {
+		h.cfg.Logger.Warn("dashboard: cannot wait for lease bucket", "bucket", v.bucket, "err", err)
+	}
+	var announced time.Time // when the last creation advisory came
 	for {
 		// Look after subscribing, so a creation in between is not missed.
 		ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
@@ -198,14 +209,21 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 			return
 		}
 		var retry <-chan time.Time
-		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		switch {
+		case !errors.Is(err, jetstream.ErrBucketNotFound):
 			h.cfg.Logger.Warn("dashboard: lease bucket", "bucket", v.bucket, "err", err)
 			retry = time.After(bucketRetry)
+		case !announced.IsZero() && time.Since(announced) < h.cfg.OpTimeout:
+			// The server announces a stream a moment before a bind finds
+			// it (seen under load): look again shortly, for at most one
+			// operation timeout after the announcement.
+			retry = time.After(announcedRetry)
 		}
 		select {
 		case <-h.life.Done():
 			return
 		case <-created:
+			announced = time.Now()
 		case <-retry:
 		}
 	}
