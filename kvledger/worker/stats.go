@@ -22,9 +22,13 @@ type Stats struct {
 	// Scheduled counts periodic tasks this worker admitted (a period
 	// another process admitted first is not counted).
 	Scheduled uint64
+	// GroupFull counts tries for a group slot (Config.GroupLimits) that
+	// found every slot held: the task waited for one, and no attempt
+	// was counted.
+	GroupFull uint64
 }
 
 type counters struct {
 	started, completed, retried, failed, released, cancelled, lost, panics atomic.Uint64
-	contended, takenOver, scheduled                                        atomic.Uint64
+	contended, takenOver, scheduled, groupFull                             atomic.Uint64
 }

@@ -1,0 +1,236 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// With one worker and Concurrency 1, the ready tasks of a kind start
+// highest priority first, and in the order they became ready within a
+// priority.
+func TestPriorityOrdersReadyTasks(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var order []kvledger.IdempotencyKey
+	w := e.worker(worker.Config{Concurrency: 1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			if task.Key() == "gate" {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return nil
+			}
+			mu.Lock()
+			order = append(order, task.Key())
+			mu.Unlock()
+			return nil
+		}))
+	})
+	// The gate holds the worker's one slot while the others become ready.
+	e.submit(kvledger.Submission{Key: "gate", Kind: "job"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Running == 1 }, "the gate runs")
+	subs := []struct {
+		key  kvledger.IdempotencyKey
+		prio int
+	}{{"a", 0}, {"b", 1}, {"c", 1}, {"d", 5}, {"e", -2}, {"f", 5}}
+	keys := []kvledger.IdempotencyKey{"gate"}
+	for _, s := range subs {
+		e.submit(kvledger.Submission{Key: s.key, Kind: "job", Priority: s.prio})
+		require.Equal(t, s.prio, e.state(s.key).Priority, "the record keeps its priority")
+		keys = append(keys, s.key)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Ready == len(subs) }, "every task is in the ready set")
+	close(gate)
+	final := e.waitFinal(20*time.Second, keys...)
+	for _, k := range keys {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []kvledger.IdempotencyKey{"d", "f", "b", "c", "a", "e"}, order)
+}
+
+// Three workers on one server, each free to run 4 handlers at once, run
+// at most GroupLimits["tenant"] = 2 tasks of the group at once between
+// them; tasks of no group run beside them; a task that waited for a slot
+// was not counted as an attempt.
+func TestGroupLimitAcrossWorkers(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const limit, grouped, free = 2, 8, 4
+	var running, peak atomic.Int32
+	release := make(chan struct{})
+	var freeDone atomic.Int32
+	handler := func(ctx context.Context, task *worker.Task) error {
+		if task.Group() == "" {
+			freeDone.Add(1)
+			return nil
+		}
+		now := running.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		defer running.Add(-1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	cfg := worker.Config{Concurrency: 4, GroupLimits: map[string]int{"tenant": limit}}
+	var ws []*worker.Worker
+	for i := range 3 {
+		c := cfg
+		c.Owner = kvledger.OwnerID(fmt.Sprintf("w%d", i))
+		ws = append(ws, e.worker(c, func(w *worker.Worker) { require.NoError(t, w.Handle("job", handler)) }))
+	}
+	var keys []kvledger.IdempotencyKey
+	for i := range grouped {
+		k := kvledger.IdempotencyKey(fmt.Sprintf("g%d", i))
+		e.submit(kvledger.Submission{Key: k, Kind: "job", Group: "tenant"})
+		keys = append(keys, k)
+	}
+	for i := range free {
+		k := kvledger.IdempotencyKey(fmt.Sprintf("f%d", i))
+		e.submit(kvledger.Submission{Key: k, Kind: "job"})
+		keys = append(keys, k)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return freeDone.Load() == free }, "tasks of no group run beside the full group")
+	// Let the grouped tasks go one at a time, each time once the group
+	// is full again (or nothing is left to fill it).
+	for left := grouped; left > 0; left-- {
+		want := int32(min(limit, left))
+		natstest.Eventually(t, 10*time.Second, func() bool { return running.Load() == want }, "the group runs %d at once", want)
+		require.LessOrEqual(t, peak.Load(), int32(limit))
+		release <- struct{}{}
+	}
+	final := e.waitFinal(20*time.Second, keys...)
+	require.LessOrEqual(t, peak.Load(), int32(limit), "never more than the limit at once across the workers")
+	require.Equal(t, int32(limit), peak.Load())
+	for _, k := range keys {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
+		require.Equal(t, 1, final[k].Attempts, "%s: waiting for a slot is not an attempt: %+v %+v %+v %+v", k, final[k], ws[0].Stats(), ws[1].Stats(), ws[2].Stats())
+	}
+	for _, w := range ws {
+		natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Running == 0 }, "every attempt has ended")
+	}
+	// Every slot was given back.
+	for _, k := range e.leaseKeys() {
+		require.NotContains(t, k, ".g.", "slot %q still held", k)
+	}
+}
+
+// A worker that dies holding its group's only slot loses it when the
+// server expires it: another worker, which waited without claiming, then
+// runs the group's tasks (the dead worker's, taken over, and its own).
+func TestGroupSlotOfKilledWorkerComesBack(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const ttl = 2 * time.Second
+	limits := map[string]int{"tenant": 1}
+	jsA := natstest.JetStream(t, natstest.Connect(t, n.Server))
+	ledA := e.ledgerOn(jsA)
+	startedA := make(chan struct{}, 1)
+	a := e.startOn(jsA, ledA, worker.Config{ClaimTTL: ttl, Owner: "A", GroupLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedA <- struct{}{}
+			<-ctx.Done()
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "first", Kind: "job", Group: "tenant"})
+	natstest.Recv(t, startedA, 10*time.Second, "A runs the first task")
+
+	var killed atomic.Int64
+	var startedB sync.Map
+	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B", GroupLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedB.Store(task.Key(), time.Now().UnixNano())
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "second", Kind: "job", Group: "tenant"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats().Ready == 1 }, "B has the second task ready")
+	require.Equal(t, kvledger.StatusPending, e.state("second").Status, "B waits for the slot without claiming")
+
+	killed.Store(time.Now().UnixNano())
+	jsA.Conn().Close() // A can no longer renew its slot or its lease
+	final := e.waitFinal(ttl+10*time.Second, "first", "second")
+	for _, k := range []kvledger.IdempotencyKey{"first", "second"} {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
+		require.Equal(t, kvledger.OwnerID("B"), final[k].Owner, k)
+		at, ok := startedB.Load(k)
+		require.True(t, ok, k)
+		require.Greater(t, at.(int64), killed.Load(), "%s started only after A's slot ended", k)
+	}
+	require.Equal(t, 1, final["second"].Attempts, "waiting for the slot is not an attempt")
+	_ = closeWorker(a) // its connection is closed: errors are expected
+}
+
+// A worker that closes gives its slot back at once: the task it was
+// running is released, and another worker runs it and the group's next
+// task, before any TTL could have run out.
+func TestGroupSlotOfClosedWorkerComesBack(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	limits := map[string]int{"tenant": 1}
+	ttl := 30 * time.Second // far longer than the test's bound: only a release frees the slot in time
+	startedA := make(chan struct{}, 1)
+	a := e.startOn(n.JS, e.led, worker.Config{ClaimTTL: ttl, Owner: "A", GroupLimits: limits, DrainTimeout: -1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedA <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "first", Kind: "job", Group: "tenant"})
+	natstest.Recv(t, startedA, 10*time.Second, "A runs the first task")
+	var startedB sync.Map
+	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B", GroupLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedB.Store(task.Key(), time.Now().UnixNano())
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "second", Kind: "job", Group: "tenant"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats().Ready == 1 }, "B has the second task ready")
+	closing := time.Now().UnixNano()
+	require.NoError(t, closeWorker(a))
+	final := e.waitFinal(10*time.Second, "first", "second")
+	for _, k := range []kvledger.IdempotencyKey{"first", "second"} {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
+		require.Equal(t, kvledger.OwnerID("B"), final[k].Owner, k)
+		at, ok := startedB.Load(k)
+		require.True(t, ok, k)
+		require.Greater(t, at.(int64), closing, "%s started only after A gave its slot back", k)
+	}
+	require.Equal(t, 1, final["first"].Attempts, "the released attempt is not counted")
+	require.Equal(t, 1, final["second"].Attempts)
+}
+
+func TestGroupLimitsConfig(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	for _, limits := range []map[string]int{
+		{"g": 0}, {"g": -1}, {"g": 1025}, {"": 1}, {"\xff": 1}, {string(make([]byte, kvledger.MaxGroupBytes+1)): 1},
+	} {
+		_, err := worker.New(context.Background(), n.JS, e.led, worker.Config{LeaseBucket: e.leases, GroupLimits: limits})
+		require.ErrorIs(t, err, worker.ErrInvalidConfig, "%q", limits)
+	}
+}
