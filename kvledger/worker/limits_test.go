@@ -234,3 +234,54 @@ func TestGroupLimitsConfig(t *testing.T) {
 		require.ErrorIs(t, err, worker.ErrInvalidConfig, "%q", limits)
 	}
 }
+
+// A worker whose ready task waits for a group slot sends nothing while
+// it waits (no polling: the lease watch tells it when a slot frees up),
+// and starts the task once the slot's holder gives it back.
+func TestGroupWaitSendsNothing(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	limits := map[string]int{"tenant": 1}
+	release := make(chan struct{})
+	startedA := make(chan struct{}, 1)
+	e.worker(worker.Config{ClaimTTL: 2 * time.Second, Owner: "A", GroupLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("hold", func(ctx context.Context, task *worker.Task) error {
+			startedA <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "first", Kind: "hold", Group: "tenant"})
+	natstest.Recv(t, startedA, 10*time.Second, "A holds the group's slot")
+
+	nc := natstest.Connect(t, n.Server)
+	js := natstest.JetStream(t, nc)
+	startedB := make(chan time.Time, 1)
+	b := e.startOn(js, e.ledgerOn(js), worker.Config{ClaimTTL: 2 * time.Second, Owner: "B", GroupLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			startedB <- time.Now()
+			return nil
+		}))
+	})
+	t.Cleanup(func() { require.NoError(t, closeWorker(b)) })
+	e.submit(kvledger.Submission{Key: "second", Kind: "job", Group: "tenant"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats().Ready == 1 && b.Stats().Running == 0 }, "B waits for the slot")
+
+	before := nc.Stats()
+	time.Sleep(time.Second) // the measurement interval itself; A renews its slot meanwhile
+	after := nc.Stats()
+	t.Logf("waiting second: out %d msgs / %d bytes, in %d msgs", after.OutMsgs-before.OutMsgs, after.OutBytes-before.OutBytes, after.InMsgs-before.InMsgs)
+	require.Zero(t, after.OutMsgs-before.OutMsgs, "messages sent by a worker waiting for a group slot")
+	require.Equal(t, kvledger.StatusPending, e.state("second").Status)
+
+	released := time.Now()
+	close(release)
+	at := natstest.Recv(t, startedB, 5*time.Second, "B starts the task once the slot is free")
+	t.Logf("picked up %v after the slot's holder finished", at.Sub(released))
+	final := e.waitFinal(5*time.Second, "first", "second")
+	require.Equal(t, kvledger.StatusCompleted, final["second"].Status)
+	require.Equal(t, 1, final["second"].Attempts)
+}
