@@ -60,7 +60,7 @@ func (w *Worker) startReadyLocked(now time.Time) {
 			k := it.key
 			if e := w.ix.recs[k]; e != nil && e.group != "" && w.running[k] == nil {
 				if g := w.ix.groups[e.group]; g != nil && w.ix.room(g) <= 0 {
-					g.parked = append(g.parked, parkedItem{kind: kind, it: it})
+					g.parked.Push(parkedItem{kind: kind, it: it})
 					continue // still queued
 				}
 			}

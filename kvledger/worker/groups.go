@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natscoord/natscoord/internal/heapx"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -40,11 +41,13 @@ type group struct {
 	// group counts as full until the next change, however stale the
 	// watch's view was (the holder's write is on its way).
 	gen, stale uint64
-	// parked holds, in the order they were taken from the ready
-	// queues, the ready tasks that found the group full. They stay
-	// queued (index.queued) and go back to their ready queue, keeping
-	// their place, when a slot frees up.
-	parked []parkedItem
+	// parked holds the ready tasks that found the group full, highest
+	// priority first, then first ready first, whatever their kind. They
+	// stay queued (index.queued) and go back to their ready queue,
+	// keeping their place, when a slot frees up; one that finds the
+	// group full again (another worker took the slot) is parked again
+	// in the same place.
+	parked *heapx.Heap[parkedItem]
 }
 
 type parkedItem struct {
@@ -55,7 +58,8 @@ type parkedItem struct {
 func newGroups(prefix string, limits map[string]int) map[string]*group {
 	gs := make(map[string]*group, len(limits))
 	for name, n := range limits {
-		g := &group{name: name, keys: make([]string, n), stale: ^uint64(0)}
+		g := &group{name: name, keys: make([]string, n), stale: ^uint64(0),
+			parked: heapx.New(func(a, b parkedItem) bool { return readyBefore(a.it, b.it) }, nil)}
 		for i := range g.keys {
 			g.keys[i] = prefix + groupInfix + kvx.EncodeToken(name) + "." + strconv.Itoa(i)
 		}
@@ -90,22 +94,14 @@ func (ix *index) room(g *group) int {
 func (w *Worker) unparkLocked() bool {
 	moved := false
 	for _, g := range w.ix.groups {
-		if len(g.parked) == 0 {
+		if g.parked.Len() == 0 {
 			continue
 		}
-		n := min(w.ix.room(g), len(g.parked))
-		if n <= 0 {
-			continue
-		}
-		for _, p := range g.parked[:n] {
+		for n := min(w.ix.room(g), g.parked.Len()); n > 0; n-- {
+			p := g.parked.Pop()
 			w.ix.requeue(p.kind, p.it)
+			moved = true
 		}
-		clear(g.parked[:n])
-		g.parked = g.parked[n:]
-		if len(g.parked) == 0 {
-			g.parked = nil
-		}
-		moved = true
 	}
 	return moved
 }
@@ -131,7 +127,7 @@ func (w *Worker) onSlot(key, rest string, live bool, rev uint64) {
 	}
 	wasStale := g.stale == g.gen
 	g.gen++
-	if len(g.parked) > 0 && (!live || wasStale) {
+	if g.parked.Len() > 0 && (!live || wasStale) {
 		w.poke()
 	}
 }

@@ -113,12 +113,16 @@ type readyItem struct {
 type readyQueue struct{ h *heapx.Heap[readyItem] }
 
 func newReadyQueue() *readyQueue {
-	return &readyQueue{h: heapx.New(func(a, b readyItem) bool {
-		if a.prio != b.prio {
-			return a.prio > b.prio
-		}
-		return a.seq < b.seq
-	}, nil)}
+	return &readyQueue{h: heapx.New(readyBefore, nil)}
+}
+
+// readyBefore orders ready keys: higher priority first, then first filed
+// first.
+func readyBefore(a, b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	return a.seq < b.seq
 }
 
 func (q *readyQueue) push(it readyItem) { q.h.Push(it) }

@@ -285,3 +285,48 @@ func TestGroupWaitSendsNothing(t *testing.T) {
 	require.Equal(t, kvledger.StatusCompleted, final["second"].Status)
 	require.Equal(t, 1, final["second"].Attempts)
 }
+
+// Tasks waiting for their group's slot start, once it frees up, in
+// priority order, and ready tasks of other groups are not held up behind
+// them.
+func TestGroupWaitKeepsPriority(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var order []kvledger.IdempotencyKey
+	w := e.worker(worker.Config{Concurrency: 4, GroupLimits: map[string]int{"tenant": 1}}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			if task.Key() == "gate" {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+				return nil
+			}
+			mu.Lock()
+			order = append(order, task.Key())
+			mu.Unlock()
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "gate", Kind: "job", Group: "tenant"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Running == 1 }, "the gate holds the slot")
+	keys := []kvledger.IdempotencyKey{"gate"}
+	for i, prio := range []int{0, 2, 1, 2, -1} {
+		k := kvledger.IdempotencyKey(fmt.Sprintf("t%d", i))
+		e.submit(kvledger.Submission{Key: k, Kind: "job", Group: "tenant", Priority: prio})
+		keys = append(keys, k)
+	}
+	e.submit(kvledger.Submission{Key: "other", Kind: "job", Group: "elsewhere"})
+	require.Equal(t, kvledger.StatusCompleted, e.waitFinal(10*time.Second, "other")["other"].Status, "another group is not held up")
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Ready == 5 && w.Stats().Running == 1 }, "the group's tasks wait")
+	close(gate)
+	final := e.waitFinal(20*time.Second, keys...)
+	for _, k := range keys {
+		require.Equal(t, 1, final[k].Attempts, k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []kvledger.IdempotencyKey{"other", "t1", "t3", "t2", "t0", "t4"}, order)
+}
