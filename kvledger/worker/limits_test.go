@@ -330,3 +330,60 @@ func TestGroupWaitKeepsPriority(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []kvledger.IdempotencyKey{"other", "t1", "t3", "t2", "t0", "t4"}, order)
 }
+
+// Workers that disagree on a group's limit share its slot keys: the
+// largest limit bounds the group, and a worker stating a smaller one
+// runs at most that many of the group's tasks itself.
+func TestGroupLimitsDisagree(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const tasks = 8
+	var total, peak, small, smallPeak atomic.Int32
+	raise := func(p *atomic.Int32, v int32) {
+		for {
+			old := p.Load()
+			if v <= old || p.CompareAndSwap(old, v) {
+				return
+			}
+		}
+	}
+	release := make(chan struct{})
+	handler := func(own *atomic.Int32, ownPeak *atomic.Int32) worker.Handler {
+		return func(ctx context.Context, task *worker.Task) error {
+			raise(&peak, total.Add(1))
+			defer total.Add(-1)
+			if own != nil {
+				raise(ownPeak, own.Add(1))
+				defer own.Add(-1)
+			}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+	}
+	e.worker(worker.Config{Owner: "big", Concurrency: 8, GroupLimits: map[string]int{"tenant": 3}}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", handler(nil, nil)))
+	})
+	e.worker(worker.Config{Owner: "small", Concurrency: 8, GroupLimits: map[string]int{"tenant": 1}}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", handler(&small, &smallPeak)))
+	})
+	var keys []kvledger.IdempotencyKey
+	for i := range tasks {
+		k := kvledger.IdempotencyKey(fmt.Sprintf("t%d", i))
+		e.submit(kvledger.Submission{Key: k, Kind: "job", Group: "tenant"})
+		keys = append(keys, k)
+	}
+	for left := tasks; left > 0; left-- {
+		want := int32(min(3, left))
+		natstest.Eventually(t, 10*time.Second, func() bool { return total.Load() == want }, "the group runs %d at once", want)
+		release <- struct{}{}
+	}
+	final := e.waitFinal(20*time.Second, keys...)
+	for _, k := range keys {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
+	}
+	require.Equal(t, int32(3), peak.Load(), "the largest limit bounds the group")
+	require.LessOrEqual(t, smallPeak.Load(), int32(1), "the worker stating 1 ran at most 1 at once")
+}

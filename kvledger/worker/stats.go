@@ -5,7 +5,8 @@ import "sync/atomic"
 // Stats counts a worker's activity since New.
 type Stats struct {
 	// Running is the number of handlers running now; Ready the tasks the
-	// worker knows to be ready and not yet started (its ready set).
+	// worker knows to be ready and not yet started (its ready set, tasks
+	// waiting for a group slot included).
 	Running int
 	Ready   int
 	// Started counts attempts started; Completed, Retried, Failed,
