@@ -69,7 +69,9 @@ type Config struct {
 	// smaller N starts its tasks only under the first N slots; a worker
 	// that lists no limit for the group runs its tasks unbounded. Each
 	// limit is 1..kvlease.MaxSemaphoreSlots; a group is 1..
-	// kvledger.MaxGroupBytes of UTF-8. Default: none.
+	// kvledger.MaxGroupBytes of UTF-8, and its slot keys must fit
+	// kvlease.DefaultMaxKeyBytes (New refuses a long group on a ledger
+	// with a long bucket name). Default: none.
 	GroupLimits map[string]int
 	// MaxAttempts bounds the attempts of a task whose record leaves
 	// MaxAttempts at 0. Default DefaultMaxAttempts (3); 1 disables

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -48,6 +49,11 @@ type group struct {
 	// group full again (another worker took the slot) is parked again
 	// in the same place.
 	parked *heapx.Heap[parkedItem]
+	// err is set when the lease manager refuses the group's slot keys
+	// (a caller's manager with a MaxKeyBytes below them): the group's
+	// tasks then wait, and Stats.Ready shows them, rather than trying
+	// again in a loop.
+	err error
 }
 
 type parkedItem struct {
@@ -55,7 +61,10 @@ type parkedItem struct {
 	it   readyItem
 }
 
-func newGroups(prefix string, limits map[string]int) map[string]*group {
+// newGroups returns the groups of limits, or ErrInvalidConfig when a
+// slot key is longer than kvlease.DefaultMaxKeyBytes (a long group on a
+// ledger with a long bucket name).
+func newGroups(prefix string, limits map[string]int) (map[string]*group, error) {
 	gs := make(map[string]*group, len(limits))
 	for name, n := range limits {
 		g := &group{name: name, keys: make([]string, n), stale: ^uint64(0),
@@ -63,9 +72,13 @@ func newGroups(prefix string, limits map[string]int) map[string]*group {
 		for i := range g.keys {
 			g.keys[i] = prefix + groupInfix + kvx.EncodeToken(name) + "." + strconv.Itoa(i)
 		}
+		if k := g.keys[n-1]; len(k) > kvlease.DefaultMaxKeyBytes {
+			return nil, fmt.Errorf("%w: GroupLimits: group %q: its slot keys (%d bytes) exceed kvlease.DefaultMaxKeyBytes %d",
+				ErrInvalidConfig, name, len(k), kvlease.DefaultMaxKeyBytes)
+		}
 		gs[name] = g
 	}
-	return gs
+	return gs, nil
 }
 
 // freeSlots returns the keys of g's slots the watch last saw free.
@@ -81,7 +94,7 @@ func (ix *index) freeSlots(g *group) []string {
 
 // room says how many more of g's tasks this worker may start now.
 func (ix *index) room(g *group) int {
-	if g.stale == g.gen {
+	if g.stale == g.gen || g.err != nil {
 		return 0
 	}
 	return len(ix.freeSlots(g)) - g.taking
@@ -156,6 +169,14 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		// The slot's context must outlive this call: cancelling it
 		// would release the slot. kvlease bounds the acquisition.
 		sg, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), key, w.cfg.ClaimTTL)
+		if errors.Is(err, kvlease.ErrInvalidKey) {
+			w.cfg.Logger.Error("worker: the lease manager refuses a group's slot keys; its tasks wait", "group", g.name, "err", err)
+			w.mu.Lock()
+			g.taking--
+			g.err = err
+			w.mu.Unlock()
+			return nil, false
+		}
 		if err != nil {
 			untake()
 			if !errors.Is(err, kvlease.ErrClosed) {

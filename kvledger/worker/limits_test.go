@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -233,6 +234,21 @@ func TestGroupLimitsConfig(t *testing.T) {
 		_, err := worker.New(context.Background(), n.JS, e.led, worker.Config{LeaseBucket: e.leases, GroupLimits: limits})
 		require.ErrorIs(t, err, worker.ErrInvalidConfig, "%q", limits)
 	}
+	// A slot key must fit a lease key: a long group on a ledger with a
+	// long bucket name is refused up front, not retried for ever.
+	store := natstest.Open(t, "ledger bucket", func(ctx context.Context) (*kvledger.KVStore, error) {
+		return kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: strings.Repeat("b", 150)})
+	})
+	long, err := kvledger.New(store, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = long.Close(context.Background()) })
+	group := strings.Repeat("é", kvledger.MaxGroupBytes/2) // escaped: 3 bytes per byte
+	_, err = worker.New(context.Background(), n.JS, long, worker.Config{LeaseBucket: e.leases, GroupLimits: map[string]int{group: 2}})
+	require.ErrorIs(t, err, worker.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "DefaultMaxKeyBytes")
+	w, err := worker.New(context.Background(), n.JS, long, worker.Config{LeaseBucket: e.leases, GroupLimits: map[string]int{"tenant": 2}})
+	require.NoError(t, err)
+	require.NoError(t, w.Close(context.Background()))
 }
 
 // A worker whose ready task waits for a group slot sends nothing while

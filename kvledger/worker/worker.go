@@ -99,7 +99,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	w.ix.groups = newGroups(prefix, cfg.GroupLimits)
+	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
+		return nil, err
+	}
 	if w.leases == nil {
 		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
 		if err != nil {
