@@ -265,8 +265,8 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 }
 
 // ClaimNext claims the ready task (see Ready) of one of kinds (any kind
-// when kinds is empty) that has waited longest (earliest RunAt, else
-// CreatedAt), for callers that do not run the worker runtime. It reads
+// when kinds is empty) of the highest Priority that has waited longest
+// (earliest RunAt, else CreatedAt), for callers that do not run the worker runtime. It reads
 // every record (one Range), so its cost grows with the ledger, and the
 // lease of each claimed record that names one (see Claim); the
 // runtime (package worker) keeps a ready set from the bucket's watch
@@ -302,7 +302,7 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 		return s.CreatedAt
 	}
 	slices.SortFunc(cands, func(a, b TaskState) int {
-		return cmp.Or(waited(a).Compare(waited(b)), cmp.Compare(a.Key, b.Key))
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), waited(a).Compare(waited(b)), cmp.Compare(a.Key, b.Key))
 	})
 	for _, c := range cands {
 		rec, err := l.ClaimIfReady(ctx, actor, c.Key, owner, lease, now)

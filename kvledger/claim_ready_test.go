@@ -166,3 +166,27 @@ func TestWaitFinal(t *testing.T) {
 	_, err = mem.WaitFinal(ctx, "a")
 	require.ErrorIs(t, err, kvledger.ErrNoWatch)
 }
+
+// ClaimNext takes the highest priority first, then the task that waited
+// longest.
+func TestClaimNextByPriority(t *testing.T) {
+	ctx := context.Background()
+	l, err := kvledger.New(nil, nil)
+	require.NoError(t, err)
+	now := time.Unix(1_800_000_000, 0)
+	for i, s := range []struct {
+		key  kvledger.IdempotencyKey
+		prio int
+	}{{"old", 0}, {"low", -1}, {"high", 4}, {"high-later", 4}, {"mid", 1}} {
+		ok, err := l.Submit(ctx, "test", kvledger.Submission{Key: s.key, Kind: "x", Priority: s.prio, Now: now.Add(time.Duration(i) * time.Second)})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	var got []kvledger.IdempotencyKey
+	for range 5 {
+		rec, err := l.ClaimNext(ctx, "w", "w1", time.Minute, now.Add(time.Minute), "x")
+		require.NoError(t, err)
+		got = append(got, rec.Key)
+	}
+	require.Equal(t, []kvledger.IdempotencyKey{"high", "high-later", "mid", "old", "low"}, got)
+}

@@ -121,7 +121,9 @@
 //
 // Records may carry what a task runtime needs (all optional, omitted
 // from the stored JSON when zero): Kind, RunAt, Attempts, MaxAttempts,
-// LastError, Cancelled and a bounded JSON Result. Submit and AdmitMany
+// LastError, Cancelled, a bounded JSON Result, and Group and Priority,
+// which the runtime's group limits and ready order read (records written
+// before them decode with both zero). Submit and AdmitMany
 // admit with them; a task is ready (Ready) when it is pending, its RunAt
 // has passed and every need is completed. Claim keeps its contract (it
 // does not look at needs' status beyond failures, nor at RunAt);

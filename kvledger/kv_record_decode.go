@@ -128,6 +128,10 @@ func recordField(d *jsonx.Scanner, name []byte, r *kvRecord) (uint32, bool) {
 		return 1 << 22, d.UintInto(&r.Rev)
 	case "ins":
 		return 1 << 23, d.BoolInto(&r.Ins)
+	case "group":
+		return 1 << 24, d.StringInto(&s.Group)
+	case "priority":
+		return 1 << 25, d.IntInto(&s.Priority)
 	}
 	return 0, false
 }

@@ -37,6 +37,8 @@ func decodeSamples() []TaskState {
 		{Key: "k", Status: StatusCompleted, Result: json.RawMessage(`[1,-2.5e+3,"\u003c\n",null,{"a":{}}]`), Task: map[string]any{"a": map[string]any{"b": nil}}},
 		{Key: "k", Status: StatusCompleted, Result: json.RawMessage(`"done"`)},
 		{Key: "k", Status: StatusPending, CreatedAt: time.Unix(0, 0).In(time.FixedZone("z", -3*3600)), UpdatedAt: time.Unix(1, 5).UTC()},
+		{Key: "k", Status: StatusPending, Kind: "mail", Group: "tenant/42 ü", Priority: 7},
+		{Key: "k", Status: StatusClaimed, Owner: "w", LeaseUntil: t0, Group: "g\"\u2028", Priority: -(1 << 63), MaxAttempts: 2},
 	}
 }
 
@@ -169,10 +171,10 @@ func FuzzDecodeRecordFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, rev uint64) {
 		compareDecoders(t, data, rev)
 		str := strconv.Quote(string(data))
-		for _, field := range []string{"task", "result", "needs", "attempts", "fence", "cancelled"} {
+		for _, field := range []string{"task", "result", "needs", "attempts", "fence", "cancelled", "priority"} {
 			compareDecoders(t, []byte(`{"key":"k","status":"completed","`+field+`":`+string(data)+`}`), rev)
 		}
-		for _, field := range []string{"key", "owner", "lease_until", "kind"} {
+		for _, field := range []string{"key", "owner", "lease_until", "kind", "group"} {
 			compareDecoders(t, []byte(`{"key":"k","status":"pending","`+field+`":"`+string(data)+`"}`), rev)
 			compareDecoders(t, []byte(`{"key":"k","status":"pending","`+field+`":`+str+`}`), rev)
 		}

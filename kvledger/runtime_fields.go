@@ -23,6 +23,9 @@ const (
 	MaxResultBytes = 256 << 10
 	// MaxLeaseBytes bounds TaskState.Lease, a lease-bucket key.
 	MaxLeaseBytes = 1024
+	// MaxGroupBytes bounds TaskState.Group, which the runtime escapes
+	// into lease-bucket keys (at most three bytes per byte).
+	MaxGroupBytes = 128
 )
 
 // validateRuntime checks the runtime fields: a bounded Kind, counts that
@@ -55,6 +58,10 @@ func (s TaskState) validateRuntime() error {
 		return bad("lease is " + strconv.Itoa(len(s.Lease)) + " bytes, above MaxLeaseBytes")
 	case !utf8.ValidString(s.Lease):
 		return bad("lease is not valid UTF-8")
+	case len(s.Group) > MaxGroupBytes:
+		return bad("group is " + strconv.Itoa(len(s.Group)) + " bytes, above MaxGroupBytes")
+	case !utf8.ValidString(s.Group):
+		return bad("group is not valid UTF-8")
 	}
 	return nil
 }
@@ -114,6 +121,11 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 		if b, ok = jsonx.AppendMarshaled(b, s.Result); !ok {
 			return b, false
 		}
+	}
+	b = jsonx.AppendOptional(b, `,"group":`, s.Group)
+	if s.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(s.Priority), 10)
 	}
 	return b, true
 }

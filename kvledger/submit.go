@@ -29,6 +29,12 @@ type Submission struct {
 	// MaxAttempts bounds how often the runtime runs the task before it
 	// fails it. Default 0: the worker's Config.MaxAttempts.
 	MaxAttempts int
+	// Group names the concurrency group the task counts against (see
+	// TaskState.Group; at most MaxGroupBytes of UTF-8). Default "": none.
+	Group string
+	// Priority orders the ready tasks of one kind, higher first (see
+	// TaskState.Priority). Default 0.
+	Priority int
 	// Now is the admission time (CreatedAt, UpdatedAt). Default: the
 	// clock at the call.
 	Now time.Time
@@ -39,10 +45,13 @@ type runtimeFields struct {
 	kind        string
 	runAt       time.Time
 	maxAttempts int
+	group       string
+	priority    int
 }
 
 func (rt runtimeFields) apply(s *TaskState) {
 	s.Kind, s.RunAt, s.MaxAttempts = rt.kind, rt.runAt, rt.maxAttempts
+	s.Group, s.Priority = rt.group, rt.priority
 }
 
 // resolve checks sub and fills its defaults.
@@ -62,7 +71,8 @@ func (sub Submission) resolve() (Submission, runtimeFields, error) {
 	if sub.Delay > 0 {
 		runAt = sub.Now.Add(sub.Delay)
 	}
-	return sub, runtimeFields{kind: sub.Kind, runAt: runAt, maxAttempts: sub.MaxAttempts}, nil
+	return sub, runtimeFields{kind: sub.Kind, runAt: runAt, maxAttempts: sub.MaxAttempts,
+		group: sub.Group, priority: sub.Priority}, nil
 }
 
 // Submit admits sub exactly as Admit admits a task (idempotency, rebase

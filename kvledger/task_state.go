@@ -108,6 +108,15 @@ type TaskState struct {
 	LastError   string          `json:"last_error,omitempty"`
 	Cancelled   bool            `json:"cancelled,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty"`
+	// Group names the concurrency group the task counts against: a
+	// runtime worker whose Config.GroupLimits bounds the group runs at
+	// most that many of its tasks at once across all workers. Empty: no
+	// group.
+	Group string `json:"group,omitempty"`
+	// Priority orders the ready tasks of one kind: a worker starts higher
+	// priorities first, equal ones in the order they became ready.
+	// Default 0; negative values run after the default.
+	Priority int `json:"priority,omitempty"`
 }
 
 // Validate checks the record rules: a non-empty Key, one of the five

@@ -91,6 +91,27 @@ func TestSubmitKeysAndBadArgs(t *testing.T) {
 	require.Equal(t, "big", rec.Kind)
 	require.Equal(t, kvledger.PhaseScheduled, rec.Phase(time.Now()))
 
+	// Priority and group reach the record, one by one and in a batch.
+	_, err = c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "k2", Priority: 7, Group: "tenant-1", Delay: time.Hour})
+	require.NoError(t, err)
+	_, err = c.SubmitMany(ctx, []tasks.Submission{
+		{Args: bigArgs{}, Opts: &tasks.SubmitOpts{Key: "k3", Priority: -3, Group: "tenant-2", Delay: time.Hour}},
+		{Args: bigArgs{}, Opts: &tasks.SubmitOpts{Key: "k4", Priority: 9, Delay: time.Hour}},
+	})
+	require.NoError(t, err)
+	for key, want := range map[kvledger.IdempotencyKey]struct {
+		prio  int
+		group string
+	}{"k2": {7, "tenant-1"}, "k3": {-3, "tenant-2"}, "k4": {9, ""}} {
+		rec, found, err := c.Get(ctx, key)
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, want.prio, rec.Priority, key)
+		require.Equal(t, want.group, rec.Group, key)
+	}
+	_, err = c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Group: strings.Repeat("g", kvledger.MaxGroupBytes+1)})
+	require.ErrorIs(t, err, kvledger.ErrInvalidState)
+
 	_, err = c.Submit(ctx, noKind{}, nil)
 	require.ErrorIs(t, err, tasks.ErrInvalidArgs)
 	_, err = c.Submit(ctx, badJSON{}, nil)

@@ -38,6 +38,11 @@ type Config struct {
 	// KindConcurrency bounds, per kind, the handlers run at once (within
 	// Concurrency). Default: no bound.
 	KindConcurrency map[string]int
+	// GroupLimits bounds, per group (SubmitOpts.Group), the tasks of the
+	// group that run at once across all workers of the ledger; every
+	// worker should state the same limits (worker.Config.GroupLimits).
+	// Default: no bound.
+	GroupLimits map[string]int
 	// MaxAttempts bounds the attempts of a task submitted without its
 	// own. Default 3; 1 disables retries.
 	MaxAttempts int
@@ -73,6 +78,7 @@ func (c Config) workerConfig() worker.Config {
 		ClaimTTL:        c.ClaimTTL,
 		Concurrency:     c.Concurrency,
 		KindConcurrency: c.KindConcurrency,
+		GroupLimits:     c.GroupLimits,
 		MaxAttempts:     c.MaxAttempts,
 		DrainTimeout:    c.DrainTimeout,
 		Logger:          c.Logger,

@@ -41,6 +41,13 @@ type SubmitOpts struct {
 	// MaxAttempts bounds the task's attempts. Default 0: the worker's
 	// Config.MaxAttempts.
 	MaxAttempts int
+	// Priority orders the ready tasks of the kind: higher starts first,
+	// equal ones in the order they became ready. Default 0.
+	Priority int
+	// Group names the concurrency group the task counts against:
+	// Config.GroupLimits bounds how many of its tasks run at once across
+	// all workers. Default "": none.
+	Group string
 }
 
 // Submitted is the outcome of one submission.
@@ -118,5 +125,6 @@ func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
 	return kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: json.RawMessage(payload), Needs: o.Needs,
 		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
+		Priority: o.Priority, Group: o.Group,
 	}, nil
 }

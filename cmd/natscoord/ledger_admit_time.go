@@ -12,12 +12,15 @@ import (
 )
 
 // admitRuntime holds the task-runtime flags of `ledger admit`: the kind a
-// worker runs the task as, when it may start, and its attempt bound.
+// worker runs the task as, when it may start, its attempt bound, its
+// priority among the ready tasks of its kind and its concurrency group.
 type admitRuntime struct {
 	kind        string
 	runAt       string
 	delay       time.Duration
 	maxAttempts int
+	priority    int
+	group       string
 }
 
 func (r *admitRuntime) register(cmd *cobra.Command) {
@@ -26,6 +29,8 @@ func (r *admitRuntime) register(cmd *cobra.Command) {
 	f.StringVar(&r.runAt, "run-at", "", "earliest start, RFC 3339 (2026-12-01T15:04:05Z)")
 	f.DurationVar(&r.delay, "delay", 0, "earliest start as a delay from now (e.g. 30s); not with --run-at")
 	f.IntVar(&r.maxAttempts, "max-attempts", 0, "attempts before the task fails (default: the worker's)")
+	f.IntVar(&r.priority, "priority", 0, "order among the ready tasks of the kind: higher starts first (may be negative)")
+	f.StringVar(&r.group, "group", "", "concurrency group: workers run at most their --group-limit of its tasks at once")
 }
 
 // submission builds the admission from the flags, checked before any I/O.
@@ -33,6 +38,7 @@ func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvle
 	sub := kvledger.Submission{
 		Key: kvledger.IdempotencyKey(key), Seq: kvledger.Sequence(seq), Task: task, Needs: needs,
 		Kind: r.kind, Delay: r.delay, MaxAttempts: r.maxAttempts, Now: time.Now(),
+		Priority: r.priority, Group: r.group,
 	}
 	switch {
 	case r.delay < 0:
@@ -43,6 +49,8 @@ func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvle
 		return sub, errors.New("--max-attempts must not be negative")
 	case len(r.kind) > kvledger.MaxKindBytes:
 		return sub, fmt.Errorf("--kind is longer than %d bytes", kvledger.MaxKindBytes)
+	case len(r.group) > kvledger.MaxGroupBytes:
+		return sub, fmt.Errorf("--group is longer than %d bytes", kvledger.MaxGroupBytes)
 	}
 	if r.runAt != "" {
 		t, err := time.Parse(time.RFC3339Nano, r.runAt)
@@ -71,6 +79,12 @@ func runtimeRows(t kvledger.TaskState) [][]string {
 	}
 	if !t.RunAt.IsZero() {
 		add("run at", timeOrDash(t.RunAt))
+	}
+	if t.Priority != 0 {
+		add("priority", strconv.Itoa(t.Priority))
+	}
+	if t.Group != "" {
+		add("group", t.Group)
 	}
 	if t.Lease != "" {
 		add("lease", t.Lease) // the lease-bucket key keeping the claim alive

@@ -35,6 +35,7 @@ type workOptions struct {
 	resultLimit int
 	owner       string
 	leaseBucket string
+	groupLimits map[string]int
 	passSecrets bool
 	metrics     workMetricsOptions
 }
@@ -127,6 +128,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
 	f.StringVar(&o.owner, "name", "", "this worker's owner id in claims (default <host>:<pid>:<id>)")
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
+	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed")
 	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
@@ -151,6 +153,11 @@ func (o workOptions) validate() error {
 		return fmt.Errorf("--drain must be 0..%v", maxWorkDuration)
 	case o.resultLimit < 0 || o.resultLimit > kvledger.MaxResultBytes:
 		return fmt.Errorf("--result-limit must be 0..%d", kvledger.MaxResultBytes)
+	}
+	for g, n := range o.groupLimits {
+		if g == "" || len(g) > kvledger.MaxGroupBytes || n < 1 || n > kvlease.MaxSemaphoreSlots {
+			return fmt.Errorf("--group-limit %s=%d: the group must be 1..%d bytes and the limit 1..%d", g, n, kvledger.MaxGroupBytes, kvlease.MaxSemaphoreSlots)
+		}
 	}
 	return o.metrics.validate()
 }
@@ -186,7 +193,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
-		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(),
+		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
 	})
 	if err != nil {
 		return err

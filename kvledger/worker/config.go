@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -57,6 +58,21 @@ type Config struct {
 	// KindConcurrency bounds, per kind, the handlers of that kind this
 	// worker runs at once (within Concurrency). Default: no bound.
 	KindConcurrency map[string]int
+	// GroupLimits bounds, per group (kvledger.TaskState.Group, set at
+	// submission), the tasks of that group that run at once across all
+	// workers of the ledger: a task of a limited group starts only under
+	// one of the group's N slots, leases in the lease bucket that the
+	// server expires (groups.go). A task whose group is not listed (or
+	// empty) is not bounded. Every worker of a ledger should state the
+	// same limits: slot i of a group is one key for all of them, so the
+	// largest limit stated bounds the group, and a worker that states a
+	// smaller N starts its tasks only under the first N slots; a worker
+	// that lists no limit for the group runs its tasks unbounded. Each
+	// limit is 1..kvlease.MaxSemaphoreSlots; a group is 1..
+	// kvledger.MaxGroupBytes of UTF-8, and its slot keys must fit
+	// kvlease.DefaultMaxKeyBytes (New refuses a long group on a ledger
+	// with a long bucket name). Default: none.
+	GroupLimits map[string]int
 	// MaxAttempts bounds the attempts of a task whose record leaves
 	// MaxAttempts at 0. Default DefaultMaxAttempts (3); 1 disables
 	// retries.
@@ -127,6 +143,14 @@ func (c Config) withDefaults() (Config, error) {
 	for k, n := range c.KindConcurrency {
 		if n <= 0 {
 			return bad("KindConcurrency[%q] = %d must be positive", k, n)
+		}
+	}
+	for g, n := range c.GroupLimits {
+		switch {
+		case g == "" || len(g) > kvledger.MaxGroupBytes || !utf8.ValidString(g):
+			return bad("GroupLimits: group %q must be 1..%d bytes of UTF-8", g, kvledger.MaxGroupBytes)
+		case n < 1 || n > kvlease.MaxSemaphoreSlots:
+			return bad("GroupLimits[%q] = %d outside 1..%d", g, n, kvlease.MaxSemaphoreSlots)
 		}
 	}
 	if c.Backoff == nil {

@@ -39,21 +39,31 @@ func (w *Worker) dispatch() {
 	}
 }
 
-// startReadyLocked starts ready tasks, kinds taken in turn, until the
-// worker's or every kind's limit is reached or nothing is ready.
+// startReadyLocked starts ready tasks, kinds taken in turn and each
+// kind's highest priority first, until the worker's or every kind's
+// limit is reached or nothing is ready. A task whose group is full
+// (Config.GroupLimits) is parked: the tasks behind it go on, and it goes
+// back to its place when a slot frees up (unparkLocked).
 func (w *Worker) startReadyLocked(now time.Time) {
 	for w.canStartLocked() {
-		progress := false
+		progress := w.unparkLocked()
 		for kind, q := range w.ix.ready {
 			if n, ok := w.cfg.KindConcurrency[kind]; ok && w.perKind[kind] >= n {
 				continue
 			}
-			k, ok := q.pop()
+			it, ok := q.pop()
 			if !ok {
 				delete(w.ix.ready, kind)
 				continue
 			}
 			progress = true
+			k := it.key
+			if e := w.ix.recs[k]; e != nil && e.group != "" && w.running[k] == nil {
+				if g := w.ix.groups[e.group]; g != nil && w.ix.room(g) <= 0 {
+					g.parked.Push(parkedItem{kind: kind, it: it})
+					continue // still queued
+				}
+			}
 			delete(w.ix.queued, k)
 			if w.running[k] != nil {
 				continue

@@ -17,7 +17,8 @@
 //	defer w.Close(context.Background()) // drain
 //
 // Tasks are admitted with kvledger.Ledger.Submit (kind, run-at or delay,
-// max attempts) or AdmitMany; WaitFinal waits, by push, for tasks to end.
+// max attempts, priority, group) or AdmitMany; WaitFinal waits, by push,
+// for tasks to end.
 //
 // # Readiness
 //
@@ -33,8 +34,10 @@
 // Each worker watches the ledger's records (one ordered consumer on
 // "task.*", kvledger.RecordWatcher) and its lease keys (one more on the
 // lease bucket) and keeps, in memory: every record's status, kind,
-// run-at time and needs; per need, the pending tasks waiting for it; per
-// kind, a queue of ready keys; one timer heap of run-at times. A change
+// run-at time, needs, priority and group; per need, the pending tasks
+// waiting for it; per kind, a queue of ready keys by priority; per
+// limited group, its held slots and the tasks waiting for one; one timer
+// heap of run-at times. A change
 // costs O(1) plus the dependents of the changed key, so picking the next
 // task costs the same on 100k records as on 1k; the whole ledger is read
 // once, at Start, as the watch's initial values. When nothing is ready
@@ -56,6 +59,55 @@
 // Concurrency counts an attempt from its claim to the end of its
 // handler; recording the outcome holds no slot, so the next task starts
 // while the last one's writes land.
+//
+// # Priorities
+//
+// A record's Priority (Submission.Priority, default 0, any int) orders
+// the ready tasks of its kind: each kind's ready queue is a heap, higher
+// priority first, then in the order the tasks became ready (the order
+// the watch delivered them; at Start, the order of their last writes).
+// Kinds are still taken in turn, and a priority says nothing across
+// kinds or workers: it orders what one worker starts next, not which
+// worker wins a record. A running task is never pre-empted, and a task's
+// priority is the one its record had when it became ready
+// (TestPriorityOrdersReadyTasks).
+//
+// # Group limits
+//
+// A record's Group (Submission.Group, at most kvledger.MaxGroupBytes of
+// UTF-8) names a concurrency group across kinds: a tenant, an API a
+// task calls. Config.GroupLimits bounds, per group, the tasks of the
+// group that run at once across every worker of the ledger; a task of a
+// group with no limit (or of no group) is not bounded. The limit is a
+// counting semaphore, as kvlease's semaphores are: slot i of group g is
+// the lease "kvledger.<bucket>.g.<token of g>.<i>" in the workers' lease
+// bucket, created if absent with ClaimTTL and renewed on the lease
+// manager's one scheduler. An attempt of a limited task takes a free
+// slot (tried in random order) before its claim, holds it through its
+// handler and the recording of its outcome, and deletes it after. A task
+// that finds every slot held is not claimed, so it stays pending and no
+// attempt is counted (Stats.GroupFull counts such tries); it waits,
+// parked, while the tasks behind it of other groups go on. The slot keys
+// live under the ledger's lease prefix, which the lease watch already
+// delivers: the worker knows which slots are held and learns that one
+// freed up by push (its delete, or the server's expiry marker), with no
+// timer and no message sent while it waits (TestGroupWaitSendsNothing).
+// A worker that dies loses its slots when the server expires them,
+// ClaimTTL after its last renewal (TestGroupSlotOfKilledWorkerComesBack);
+// one that closes gives them back as its attempts end
+// (TestGroupSlotOfClosedWorkerComesBack). Three workers, four handlers
+// each, never ran more than the limit at once
+// (TestGroupLimitAcrossWorkers).
+//
+// Every worker of a ledger should state the same limits. They share the
+// slot keys, so when they disagree the largest limit bounds the group,
+// and a worker stating N takes only slots 0..N-1: it starts a task only
+// while one of those is free. A worker that states no limit for the
+// group runs its tasks without a slot, unbounded. A slot lost while its
+// handler runs (renewals failed for a whole ClaimTTL: the worker was cut
+// off from the server) is logged; the handler is cancelled then anyway,
+// since the worker's lease, of the same TTL on the same scheduler, ends
+// too, but until the handler returns another worker may hold that slot.
 //
 // # Liveness: leases judged by the server
 //
@@ -187,8 +239,8 @@
 // natscoord_worker_attempts_started_total,
 // natscoord_worker_attempts_total{result}, natscoord_worker_panics_total,
 // natscoord_worker_claims_contended_total,
-// natscoord_worker_claims_taken_over_total and
-// natscoord_worker_scheduled_total. A gauge of the ledger's tasks by
+// natscoord_worker_claims_taken_over_total,
+// natscoord_worker_scheduled_total and natscoord_worker_group_full_total. A gauge of the ledger's tasks by
 // status is the ledger's, not a worker's. `natscoord work
 // --metrics-listen ADDR` serves all of these on GET /metrics. For
 // OpenTelemetry (a span per attempt, the same histograms) use the

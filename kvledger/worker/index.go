@@ -16,10 +16,16 @@ type index struct {
 	// waiting maps a need to the pending records (of handled kinds)
 	// waiting for it to complete.
 	waiting map[kvledger.IdempotencyKey]map[kvledger.IdempotencyKey]struct{}
-	// ready holds, per kind, the keys believed ready in the order they
-	// became so; entries are checked again when taken (lazy removal).
-	ready  map[string]*fifo
+	// ready holds, per kind, the keys believed ready, higher priority
+	// first, then in the order they became so; entries are checked again
+	// when taken (lazy removal). queued holds the keys in a ready queue
+	// or parked behind a full group (groups).
+	ready  map[string]*readyQueue
 	queued map[kvledger.IdempotencyKey]bool
+	seq    uint64 // order of enqueue, for FIFO within a priority
+	// groups holds, per group limited by Config.GroupLimits, what the
+	// lease watch says of its slots and the tasks waiting for one.
+	groups map[string]*group
 	// timers holds pending records whose RunAt is in the future, and
 	// keys to look at again after a transient claim failure.
 	timers *heapx.Heap[timer]
@@ -54,6 +60,8 @@ type entry struct {
 	fence  kvledger.FenceToken
 	owner  kvledger.OwnerID
 	rev    uint64
+	prio   int
+	group  string
 	// lease, on a claimed record of a handled kind, is the lease key that
 	// keeps the claim alive: the record's Lease, or the per-record key
 	// for a record that names none.
@@ -85,32 +93,45 @@ func newIndex(prefix string) index {
 		orphans: make(map[kvledger.IdempotencyKey]kvledger.FenceToken),
 		recs:    make(map[kvledger.IdempotencyKey]*entry),
 		waiting: make(map[kvledger.IdempotencyKey]map[kvledger.IdempotencyKey]struct{}),
-		ready:   make(map[string]*fifo),
+		ready:   make(map[string]*readyQueue),
 		queued:  make(map[kvledger.IdempotencyKey]bool),
 		timers:  heapx.New(func(a, b timer) bool { return a.at.Before(b.at) }, nil),
+		groups:  make(map[string]*group),
 	}
 }
 
-// fifo is a queue of keys.
-type fifo struct {
-	keys []kvledger.IdempotencyKey
-	head int
+// readyItem is a key in a ready queue: its priority when it was filed,
+// and its place in the order keys became ready.
+type readyItem struct {
+	key  kvledger.IdempotencyKey
+	prio int
+	seq  uint64
 }
 
-func (q *fifo) push(k kvledger.IdempotencyKey) { q.keys = append(q.keys, k) }
+// readyQueue is a kind's ready keys: higher priority first, then first
+// filed first.
+type readyQueue struct{ h *heapx.Heap[readyItem] }
 
-func (q *fifo) pop() (kvledger.IdempotencyKey, bool) {
-	if q.head >= len(q.keys) {
-		return "", false
+func newReadyQueue() *readyQueue {
+	return &readyQueue{h: heapx.New(readyBefore, nil)}
+}
+
+// readyBefore orders ready keys: higher priority first, then first filed
+// first.
+func readyBefore(a, b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
 	}
-	k := q.keys[q.head]
-	q.keys[q.head] = ""
-	q.head++
-	if q.head > 1024 && q.head*2 > len(q.keys) {
-		q.keys = append(q.keys[:0], q.keys[q.head:]...)
-		q.head = 0
+	return a.seq < b.seq
+}
+
+func (q *readyQueue) push(it readyItem) { q.h.Push(it) }
+
+func (q *readyQueue) pop() (readyItem, bool) {
+	if q.h.Len() == 0 {
+		return readyItem{}, false
 	}
-	return k, true
+	return q.h.Pop(), true
 }
 
 // timer is a key to look at again at a time.
@@ -151,7 +172,7 @@ func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 	r := c.Record
 	e := &entry{
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
-		fence: r.Fence, owner: r.Owner, rev: c.Rev,
+		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group,
 	}
 	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
 		e.rec = &r
@@ -210,18 +231,29 @@ func (ix *index) leaseState(e *entry) (live, known bool) {
 	return s.live, ok
 }
 
-// enqueue adds k to its kind's ready queue once.
+// enqueue adds k to its kind's ready queue once, at its record's
+// priority.
 func (ix *index) enqueue(k kvledger.IdempotencyKey, kind string) {
 	if ix.queued[k] {
 		return
 	}
+	prio := 0
+	if e := ix.recs[k]; e != nil {
+		prio = e.prio
+	}
+	ix.seq++
+	ix.requeue(kind, readyItem{key: k, prio: prio, seq: ix.seq})
+	ix.queued[k] = true
+}
+
+// requeue puts it back in kind's ready queue, keeping its place.
+func (ix *index) requeue(kind string, it readyItem) {
 	q := ix.ready[kind]
 	if q == nil {
-		q = &fifo{}
+		q = newReadyQueue()
 		ix.ready[kind] = q
 	}
-	q.push(k)
-	ix.queued[k] = true
+	q.push(it)
 }
 
 func (ix *index) wait(need, dep kvledger.IdempotencyKey) {

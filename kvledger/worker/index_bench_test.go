@@ -36,10 +36,10 @@ func BenchmarkIndexPick(b *testing.B) {
 				}
 				ix.enqueue(k, "k")
 				got, ok := ix.ready["k"].pop()
-				if !ok || got != k {
+				if !ok || got.key != k {
 					b.Fatal("not picked")
 				}
-				delete(ix.queued, got)
+				delete(ix.queued, got.key)
 				change(k, kvledger.StatusClaimed, need)
 				change(k, kvledger.StatusCompleted, need)
 			}

@@ -18,6 +18,10 @@ type run struct {
 	key  kvledger.IdempotencyKey
 	kind string
 
+	// grp is the limited group of the task (Config.GroupLimits), whose
+	// slot the attempt takes before its claim; nil when unbounded.
+	grp *group
+
 	// Guarded by Worker.mu.
 	slot   bool   // holds a concurrency slot: claiming or in the handler
 	rev    uint64 // the claim's record revision; 0 until claimed
@@ -35,6 +39,12 @@ type run struct {
 // startLocked reserves a slot for k and starts its attempt.
 func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
 	r := &run{w: w, key: k, kind: kind, slot: true}
+	if e := w.ix.recs[k]; e != nil && e.group != "" {
+		if g := w.ix.groups[e.group]; g != nil {
+			r.grp = g
+			g.taking++ // takeSlot gives it back
+		}
+	}
 	w.running[k] = r
 	w.busy++
 	w.perKind[kind]++
@@ -108,6 +118,21 @@ func (r *run) attempt() {
 		// files the task again.
 		w.stats.contended.Add(1)
 		return
+	}
+	if r.grp != nil {
+		// The group's slot is taken before the claim, so a task that
+		// finds its group full is not claimed and not counted as an
+		// attempt: endRun files it again and it waits, parked, for the
+		// lease watch to report a slot free. seen stays the record as
+		// the dispatcher judged it: a claim written meanwhile makes the
+		// claim below fail (ErrLeaseActive), never a takeover.
+		sg, ok := w.takeSlot(r)
+		if !ok {
+			return
+		}
+		// Released after the outcome is recorded (deferred calls run
+		// in reverse), before endRun files the key again.
+		defer w.releaseSlot(r.grp, sg)
 	}
 	// The claim overwrites seen, whose event must be out first: send it
 	// (a duplicate the bus drops, unless its writer died before

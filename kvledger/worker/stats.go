@@ -5,7 +5,8 @@ import "sync/atomic"
 // Stats counts a worker's activity since New.
 type Stats struct {
 	// Running is the number of handlers running now; Ready the tasks the
-	// worker knows to be ready and not yet started (its ready set).
+	// worker knows to be ready and not yet started (its ready set, tasks
+	// waiting for a group slot included).
 	Running int
 	Ready   int
 	// Started counts attempts started; Completed, Retried, Failed,
@@ -22,9 +23,13 @@ type Stats struct {
 	// Scheduled counts periodic tasks this worker admitted (a period
 	// another process admitted first is not counted).
 	Scheduled uint64
+	// GroupFull counts tries for a group slot (Config.GroupLimits) that
+	// found every slot held: the task waited for one, and no attempt
+	// was counted.
+	GroupFull uint64
 }
 
 type counters struct {
 	started, completed, retried, failed, released, cancelled, lost, panics atomic.Uint64
-	contended, takenOver, scheduled                                        atomic.Uint64
+	contended, takenOver, scheduled, groupFull                             atomic.Uint64
 }

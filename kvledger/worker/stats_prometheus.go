@@ -17,8 +17,8 @@ import (
 //     (Completed, Retried, Failed, Released, Cancelled, Lost);
 //   - natscoord_worker_panics_total, natscoord_worker_claims_contended_total,
 //     natscoord_worker_claims_taken_over_total,
-//     natscoord_worker_scheduled_total: Panics, Contended, TakenOver and
-//     Scheduled.
+//     natscoord_worker_scheduled_total, natscoord_worker_group_full_total:
+//     Panics, Contended, TakenOver, Scheduled and GroupFull.
 //
 // The series carry no label naming the worker: serve one worker's Stats
 // per endpoint.
@@ -40,6 +40,7 @@ func (s Stats) WritePrometheus(w io.Writer) error {
 	metric("natscoord_worker_claims_contended_total", "counter", "Claims another worker was first to.", "", s.Contended)
 	metric("natscoord_worker_claims_taken_over_total", "counter", "Claims that took a task over from a worker whose lease had ended.", "", s.TakenOver)
 	metric("natscoord_worker_scheduled_total", "counter", "Periodic tasks this worker admitted.", "", s.Scheduled)
+	metric("natscoord_worker_group_full_total", "counter", "Tries for a group slot that found every slot held.", "", s.GroupFull)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

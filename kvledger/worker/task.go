@@ -36,6 +36,12 @@ func (t *Task) Key() kvledger.IdempotencyKey { return t.rec.Key }
 // Kind returns the task's kind.
 func (t *Task) Kind() string { return t.rec.Kind }
 
+// Group returns the task's concurrency group ("" for none).
+func (t *Task) Group() string { return t.rec.Group }
+
+// Priority returns the task's priority.
+func (t *Task) Priority() int { return t.rec.Priority }
+
 // Fence returns the claim's fence token.
 func (t *Task) Fence() kvledger.FenceToken { return t.rec.Fence }
 

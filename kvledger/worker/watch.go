@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,6 +99,10 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 			if !ok {
 				continue
 			}
+			if rest, ok := strings.CutPrefix(tok, groupInfix); ok {
+				w.onSlot(ent.Key, rest, ent.Live(), ent.Revision)
+				continue
+			}
 			if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {
 				w.onLease(ent.Key, "", false, ent.Live(), ent.Revision)
 				continue
@@ -166,13 +172,20 @@ func (w *Worker) watchEnded(what string, err error) {
 }
 
 // considerAllLocked judges every record once, when both watches have
-// delivered their initial values.
+// delivered their initial values: in the order they were last written,
+// so that tasks of one priority already ready start first written first,
+// as those that become ready later do.
 func (w *Worker) considerAllLocked() {
 	if !w.ix.recSynced || !w.ix.leaseSynced {
 		return
 	}
 	now := w.now()
+	keys := make([]kvledger.IdempotencyKey, 0, len(w.ix.recs))
 	for k := range w.ix.recs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b kvledger.IdempotencyKey) int { return cmp.Compare(w.ix.recs[a].rev, w.ix.recs[b].rev) })
+	for _, k := range keys {
 		w.considerLocked(k, now)
 	}
 }

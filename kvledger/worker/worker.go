@@ -99,6 +99,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
+		return nil, err
+	}
 	if w.leases == nil {
 		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
 		if err != nil {
@@ -217,7 +220,7 @@ func (w *Worker) Stats() Stats {
 		Started: c.started.Load(), Completed: c.completed.Load(), Retried: c.retried.Load(),
 		Failed: c.failed.Load(), Released: c.released.Load(), Cancelled: c.cancelled.Load(),
 		Lost: c.lost.Load(), Panics: c.panics.Load(), Contended: c.contended.Load(),
-		TakenOver: c.takenOver.Load(), Scheduled: c.scheduled.Load(),
+		TakenOver: c.takenOver.Load(), Scheduled: c.scheduled.Load(), GroupFull: c.groupFull.Load(),
 	}
 }
 
