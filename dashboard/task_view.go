@@ -27,12 +27,28 @@ type taskSummary struct {
 	UpdatedBy  kvledger.Actor
 	LastEvent  events.Name
 	Rev        uint64
+	// The task runtime's fields (zero on records without them).
+	RunAt       time.Time
+	Attempts    int
+	MaxAttempts int
+	LastError   string
+	Cancelled   bool
+	Lease       string // the claim's lease key in the claims lease bucket
 }
 
 func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev}
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev,
+		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, LastError: s.LastError,
+		Cancelled: s.Cancelled, Lease: s.Lease}
+}
+
+// Phase is the record's phase at now, as kvledger defines it: the view
+// keeps the fields TaskState.Phase reads and asks it, so the dashboard
+// never spells the rule itself.
+func (s taskSummary) Phase(now time.Time) kvledger.Phase {
+	return kvledger.TaskState{Status: s.Status, RunAt: s.RunAt, Attempts: s.Attempts, Cancelled: s.Cancelled}.Phase(now)
 }
 
 // taskEntry is a summary at its place in admission order.
@@ -160,13 +176,27 @@ func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
 	return out, len(v.order)
 }
 
-// oldestReady returns the earliest-seen pending record whose needs have
-// all completed (a record a worker can claim now).
-func (v *taskView) oldestReady() (taskSummary, bool) {
+// phaseCounts returns the number of records per phase at now and in
+// all. It walks the view: a pending record changes phase with the clock
+// alone (a run-at passes), so no count kept at writes would stay true.
+func (v *taskView) phaseCounts(now time.Time) (map[kvledger.Phase]int, int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[kvledger.Phase]int, len(kvledger.Phases))
+	for _, e := range v.order {
+		out[e.Phase(now)]++
+	}
+	return out, len(v.order)
+}
+
+// oldestReady returns the earliest-seen pending record that is due at
+// now and whose needs have all completed (a record a worker can claim
+// now).
+func (v *taskView) oldestReady(now time.Time) (taskSummary, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for _, e := range v.order {
-		if e.Status == kvledger.StatusPending && v.needsDone(e) {
+		if e.Status == kvledger.StatusPending && !e.RunAt.After(now) && v.needsDone(e) {
 			return e.taskSummary, true
 		}
 	}
@@ -184,16 +214,25 @@ func (v *taskView) needsDone(e *taskEntry) bool {
 }
 
 // taskFilter selects records for a page; empty fields match everything.
+// Phase is judged at Now.
 type taskFilter struct {
-	Status kvledger.Status
+	Phase  kvledger.Phase
 	Kind   string
 	Prefix string
+	Now    time.Time
+	// Only, when set, further limits the phases matched (a bulk action's
+	// filter chooses only the tasks the action applies to).
+	Only func(kvledger.Phase) bool
 }
 
 func (f taskFilter) match(e *taskEntry) bool {
-	return (f.Status == "" || e.Status == f.Status) &&
-		(f.Kind == "" || e.Kind == f.Kind) &&
-		strings.HasPrefix(string(e.Key), f.Prefix)
+	if f.Phase != "" || f.Only != nil {
+		p := e.Phase(f.Now)
+		if (f.Phase != "" && p != f.Phase) || (f.Only != nil && !f.Only(p)) {
+			return false
+		}
+	}
+	return (f.Kind == "" || e.Kind == f.Kind) && strings.HasPrefix(string(e.Key), f.Prefix)
 }
 
 // taskPage is one page of matches, newest first. Next is the cursor of
@@ -238,4 +277,11 @@ func (v *taskView) dependentsOf(k kvledger.IdempotencyKey) []kvledger.Idempotenc
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return slices.Clone(v.dependents[k])
+}
+
+// size is the number of records in the view.
+func (v *taskView) size() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.order)
 }
