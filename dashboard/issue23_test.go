@@ -306,3 +306,22 @@ func TestWorkersAndSchedulesPage(t *testing.T) {
 	require.Contains(t, sched, "<td>2</td>", "two periods kept")
 	require.Contains(t, e.Page(t, "/"), `href="/workers"`)
 }
+
+// The dependency graph names phases too: a delayed task is scheduled,
+// not "pending · ready", and a cancelled need is drawn as cancelled.
+func TestGraphNamesPhases(t *testing.T) {
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "later", Delay: time.Hour})
+		dashtest.Admit(t, e.Ledger, "dropped", nil)
+		_, err := e.Ledger.Cancel(natstest.Context(t, 5*time.Second), "op", "dropped", "", time.Now())
+		require.NoError(t, err)
+		dashtest.Admit(t, e.Ledger, "after", nil, "dropped")
+	}, nil)
+	body := e.Page(t, "/graph?key=later")
+	require.Contains(t, body, `class="node status-scheduled focus"`)
+	require.NotContains(t, body, "pending · ready")
+	require.Contains(t, body, ">scheduled<")
+	body = e.Page(t, "/graph?key=after")
+	require.Contains(t, body, `class="node status-cancelled"`)
+	require.Contains(t, body, "blocked by dropped")
+}
