@@ -80,7 +80,7 @@ func (h *Handler) bulkPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("the action %q is not offered here", d.Action))
 		return
 	}
-	keys := strings.Fields(d.Keys)
+	keys := keyLines(d.Keys)
 	filtered := f.Phase != "" || f.Kind != "" || f.Prefix != ""
 	switch {
 	case len(keys) > 0 && filtered:
@@ -171,4 +171,17 @@ func (h *Handler) bulkPost(w http.ResponseWriter, r *http.Request, action, actor
 		msg = "failed: " + msg + "; " + strings.Join(failed, "; ")
 	}
 	http.Redirect(w, r, h.cfg.Prefix+"/tasks?"+url.Values{"done": {msg}}.Encode(), http.StatusSeeOther)
+}
+
+// keyLines reads the keys of the bulk form, one a line (a key may hold
+// spaces; blank lines are skipped).
+func keyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

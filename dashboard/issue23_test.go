@@ -245,6 +245,13 @@ func TestBulkActions(t *testing.T) {
 	require.Contains(t, resp.Header.Get("Location"), "failed")
 	require.Contains(t, resp.Header.Get("Location"), url.QueryEscape("0 of 1"))
 
+	// A key may hold spaces: keys are read one a line.
+	dashtest.Admit(t, e.Ledger, "two words", nil)
+	s.WaitFor(t, "event: ledger", `"ref":"two+words"`)
+	dry = e.Page(t, "/bulk?do=cancel&keys="+url.QueryEscape("two words\r\n\n"))
+	require.Contains(t, dry, `name="key" value="two&#43;words"`, "one key, spaces kept")
+	require.Equal(t, 1, strings.Count(dry, "would cancel"))
+
 	code, _ := e.Get(t, "/bulk?do=reopen&keys=a&status=failed")
 	require.Equal(t, http.StatusBadRequest, code, "keys or a filter, not both")
 	code, _ = e.Get(t, "/bulk?do=reopen")
