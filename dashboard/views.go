@@ -110,7 +110,7 @@ func (h *Handler) filterOf(q url.Values) (taskFilter, error) {
 	if s := q.Get("status"); s != "" {
 		p, err := kvledger.ParsePhase(s)
 		if err != nil {
-			return f, fmt.Errorf("unknown status %s: one of %s", strconv.Quote(s), phaseList())
+			return f, fmt.Errorf("unknown status: %w", err) // it names the phases
 		}
 		f.Phase = p
 	}
@@ -344,13 +344,4 @@ func (h *Handler) eventsPage(w http.ResponseWriter, r *http.Request) {
 		common
 		Recent []events.Event
 	}{h.common(r, "Events", "events"), rev})
-}
-
-// phaseList names the phases a filter takes.
-func phaseList() string {
-	names := make([]string, len(kvledger.Phases))
-	for i, p := range kvledger.Phases {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
 }
