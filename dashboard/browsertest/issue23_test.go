@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // operatorEnv is an Env whose dashboard acts through the ledger's own
@@ -112,4 +115,35 @@ func TestBrowserBulkActionConfirm(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, kvledger.StatusPending, st.Status, string(k))
 	}
+}
+
+// The workers page shows who runs what and follows it live: when the
+// worker's task completes, its row says it runs nothing.
+func TestBrowserWorkersPage(t *testing.T) {
+	ctx := browser(t)
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.Admit(t, e.Ledger, "crunch", nil)
+	}, func(c *dashboard.Config) {
+		c.LeaseBuckets = []string{kvlease.DefaultBucket, worker.DefaultLeaseBucket}
+		c.Create = true
+	})
+	sctx := natstest.Context(t, 10*time.Second)
+	m, err := kvlease.NewManager(sctx, e.Node.NewJS(t), kvlease.Config{Bucket: worker.DefaultLeaseBucket, Holder: "worker-7"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	store, err := kvledger.NewKVStore(sctx, e.Node.NewJS(t), kvledger.KVStoreConfig{Bucket: dashtest.LedgerBucket})
+	require.NoError(t, err)
+	claimer, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = claimer.Close(context.Background()) })
+
+	step(t, ctx, "open the workers page", chromedp.Navigate(e.Base+"/workers"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
+	f, err := claimer.Claim(sctx, "worker", "crunch", "worker-7", 30*time.Second, time.Now())
+	require.NoError(t, err)
+	waitTrue(t, ctx, "the worker appears with its task", `(document.querySelector("#workers td.runs") || {}).textContent === "crunch "`)
+	require.Equal(t, "worker-7", eval[string](t, ctx, `document.querySelector("#workers td.holder").textContent`))
+	screenshot(t, ctx, "workers")
+
+	require.NoError(t, claimer.Complete(sctx, "worker", "crunch", "worker-7", f, kvledger.StatusCompleted, time.Now()))
+	waitTrue(t, ctx, "its row says it runs nothing", `document.querySelector("#workers td.runs").textContent === "nothing"`)
 }
