@@ -66,7 +66,12 @@ type taskView struct {
 	byKey      map[kvledger.IdempotencyKey]*taskEntry
 	dependents map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey
 	counts     map[kvledger.Status]int
-	next       uint64
+	// phases counts the records whose phase is the same at every time;
+	// timed holds the others (a pending record with a run-at), whose
+	// phase a count must judge at its own time.
+	phases map[kvledger.Phase]int
+	timed  map[*taskEntry]struct{}
+	next   uint64
 }
 
 func newTaskView() *taskView {
@@ -74,6 +79,8 @@ func newTaskView() *taskView {
 		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
 		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
 		counts:     make(map[kvledger.Status]int),
+		phases:     make(map[kvledger.Phase]int),
+		timed:      make(map[*taskEntry]struct{}),
 	}
 }
 
@@ -92,7 +99,7 @@ func (v *taskView) put(s taskSummary) bool {
 		v.order = append(v.order, e)
 		v.byKey[s.Key] = e
 	} else {
-		v.counts[e.Status]--
+		v.countLocked(e, -1)
 	}
 	for _, n := range s.Needs {
 		if !slices.Contains(e.Needs, n) {
@@ -105,7 +112,7 @@ func (v *taskView) put(s taskSummary) bool {
 		}
 	}
 	e.taskSummary = s
-	v.counts[s.Status]++
+	v.countLocked(e, 1)
 	return true
 }
 
@@ -136,7 +143,7 @@ func (v *taskView) retain(keep map[kvledger.IdempotencyKey]bool) {
 
 func (v *taskView) dropLocked(e *taskEntry) {
 	delete(v.byKey, e.Key)
-	v.counts[e.Status]--
+	v.countLocked(e, -1)
 	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
 		v.order = slices.Delete(v.order, i, i+1)
 	}
@@ -144,6 +151,23 @@ func (v *taskView) dropLocked(e *taskEntry) {
 		v.unlinkLocked(n, e.Key)
 	}
 }
+
+// countLocked adds e to the counts (by = 1) or takes it out (by = -1).
+// Whether e's phase depends on the time is asked of kvledger's rule
+// itself: its phase at the earliest and at the latest time differ.
+func (v *taskView) countLocked(e *taskEntry, by int) {
+	v.counts[e.Status] += by
+	if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
+		v.phases[p] += by
+	} else if by > 0 {
+		v.timed[e] = struct{}{}
+	} else {
+		delete(v.timed, e)
+	}
+}
+
+// maxTime is later than any run-at.
+var maxTime = time.Unix(1<<62, 0)
 
 // unlinkLocked removes dep from the dependents of need.
 func (v *taskView) unlinkLocked(need, dep kvledger.IdempotencyKey) {
@@ -177,13 +201,16 @@ func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
 }
 
 // phaseCounts returns the number of records per phase at now and in
-// all. It walks the view: a pending record changes phase with the clock
-// alone (a run-at passes), so no count kept at writes would stay true.
+// all. The records whose phase changes with the clock alone (a run-at
+// passes) are judged now; the others were counted at their writes.
 func (v *taskView) phaseCounts(now time.Time) (map[kvledger.Phase]int, int) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	out := make(map[kvledger.Phase]int, len(kvledger.Phases))
-	for _, e := range v.order {
+	for p, n := range v.phases {
+		out[p] = n
+	}
+	for e := range v.timed {
 		out[e.Phase(now)]++
 	}
 	return out, len(v.order)
