@@ -31,7 +31,6 @@ type taskSummary struct {
 	RunAt       time.Time
 	Attempts    int
 	MaxAttempts int
-	LastError   string
 	Cancelled   bool
 	Lease       string // the claim's lease key in the claims lease bucket
 }
@@ -40,8 +39,7 @@ func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev,
-		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, LastError: s.LastError,
-		Cancelled: s.Cancelled, Lease: s.Lease}
+		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease}
 }
 
 // Phase is the record's phase at now, as kvledger defines it: the view
@@ -55,6 +53,17 @@ func (s taskSummary) Phase(now time.Time) kvledger.Phase {
 type taskEntry struct {
 	seq uint64 // position in admission order, the paging cursor
 	taskSummary
+	// fixed is the record's phase when it is the same at every time, ""
+	// when the clock decides it (countLocked sets it).
+	fixed kvledger.Phase
+}
+
+// phaseAt is e's phase at now.
+func (e *taskEntry) phaseAt(now time.Time) kvledger.Phase {
+	if e.fixed != "" {
+		return e.fixed
+	}
+	return e.Phase(now)
 }
 
 // taskView is the in-memory view of one ledger's records. Entries are kept
@@ -157,11 +166,18 @@ func (v *taskView) dropLocked(e *taskEntry) {
 // itself: its phase at the earliest and at the latest time differ.
 func (v *taskView) countLocked(e *taskEntry, by int) {
 	v.counts[e.Status] += by
-	if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
-		v.phases[p] += by
-	} else if by > 0 {
+	if by > 0 {
+		e.fixed = ""
+		if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
+			e.fixed = p
+		}
+	}
+	switch {
+	case e.fixed != "":
+		v.phases[e.fixed] += by
+	case by > 0:
 		v.timed[e] = struct{}{}
-	} else {
+	default:
 		delete(v.timed, e)
 	}
 }
@@ -254,7 +270,7 @@ type taskFilter struct {
 
 func (f taskFilter) match(e *taskEntry) bool {
 	if f.Phase != "" || f.Only != nil {
-		p := e.Phase(f.Now)
+		p := e.phaseAt(f.Now)
 		if (f.Phase != "" && p != f.Phase) || (f.Only != nil && !f.Only(p)) {
 			return false
 		}

@@ -128,6 +128,9 @@ type taskData struct {
 	CanRemove                           bool
 	// Attempts are the attempts the timeline shows ended, oldest first.
 	Attempts []attemptRow
+	// LastError is the record's last error (read from the store, not
+	// kept in the view: errors can be long).
+	LastError string
 	// Result is the task's result as stored (cut at maxResultShown).
 	Result, ResultCut string
 	// Finished is the time of the write that ended the task (zero while
@@ -203,7 +206,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
-	d.Attempts = attemptsOf(d.Timeline)
+	d.Attempts, d.LastError = attemptsOf(d.Timeline), s.LastError
 	if len(s.Result) > 0 {
 		d.Result = string(s.Result)
 		if len(d.Result) > maxResultShown {
