@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 type confirmData struct {
@@ -49,6 +51,13 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actRemove:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
+	}
+	if action != actRelease {
+		// Say what the task is now, as the bulk dry run does; the action
+		// itself is refused if the task moves before the confirm.
+		if s, ok := h.tasks.get(kvledger.IdempotencyKey(key)); ok {
+			d.Question += fmt.Sprintf(" It is %s now.", s.Phase(h.cfg.Now()))
+		}
 	}
 	h.render(w, "confirm", "base", http.StatusOK, d)
 }

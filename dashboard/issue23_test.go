@@ -164,6 +164,7 @@ func TestTaskControlsFollowTheState(t *testing.T) {
 	body := e.Page(t, "/task?key=job")
 	require.Contains(t, body, `id="cancel"`)
 	require.NotContains(t, body, `id="remove"`)
+	require.Contains(t, e.Page(t, "/confirm?do=cancel&key=job"), "It is pending now.", "the confirm page says the state it acts on")
 	require.Regexp(t, `<div data-fragment="/fragment/task\?key=job" data-on="ledger action" data-ref="job" id="task-body">\s*<section[\s\S]*id="controls"[\s\S]*<ol class="timeline">`, body,
 		"the controls reload with the facts and the timeline")
 
