@@ -9,8 +9,9 @@
 // Every badge, filter and count names a task's phase, read through
 // kvledger's TaskState.Phase: scheduled (its run-at is ahead), retrying
 // (waiting out a backoff) and cancelled are told apart from pending and
-// failed. A scheduled task becomes pending on the page at the next write
-// of any record or reload, since nothing is written when a run-at passes.
+// failed. Nothing is written when a run-at passes, so the handler keeps
+// one timer for the earliest run-at ahead and pushes each record whose
+// run-at passed, as it pushes a write.
 //
 // Task actions (Config.Tasks): reopen, cancel and, when Config.Tasks also
 // implements TaskRemover, rm; each on one task from its page, or in bulk

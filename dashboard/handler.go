@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	if err := h.startLeaseWatches(ctx); err != nil {
 		return fail(err)
 	}
+	h.wg.Go(h.runAtClock)
 	h.root = h.routes()
 	return h, nil
 }

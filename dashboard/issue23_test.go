@@ -333,3 +333,17 @@ func TestGraphNamesPhases(t *testing.T) {
 	require.Contains(t, body, `class="node status-cancelled"`)
 	require.Contains(t, body, "blocked by dropped")
 }
+
+// When a scheduled task's run-at passes, nothing is written, yet its
+// phase changes: the dashboard pushes the change at the run-at, so the
+// badge turns pending and the counts follow with no write.
+func TestRunAtPassingIsPushed(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, nil)
+	s := e.OpenSSE(t)
+	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 1500 * time.Millisecond})
+	s.WaitFor(t, "event: ledger", `"ref":"soon"`, `"phase":"scheduled"`)
+	require.Contains(t, e.Page(t, "/"), `data-count="scheduled">1<`)
+	s.WaitFor(t, "event: ledger", `"ref":"soon"`, `"phase":"pending"`)
+	require.Contains(t, e.Page(t, "/"), `data-count="pending">1<`)
+	require.Contains(t, e.Page(t, "/"), `data-count="scheduled">0<`)
+}

@@ -56,6 +56,9 @@ type taskEntry struct {
 	// fixed is the record's phase when it is the same at every time, ""
 	// when the clock decides it (countLocked sets it).
 	fixed kvledger.Phase
+	// told is set once the run-at clock announced this summary's run-at
+	// (runAtClock).
+	told bool
 }
 
 // phaseAt is e's phase at now.
@@ -80,7 +83,10 @@ type taskView struct {
 	// phase a count must judge at its own time.
 	phases map[kvledger.Phase]int
 	timed  map[*taskEntry]struct{}
-	next   uint64
+	// timedAdded receives (without blocking) when a record joins timed,
+	// for the run-at clock to look again.
+	timedAdded chan struct{}
+	next       uint64
 }
 
 func newTaskView() *taskView {
@@ -90,6 +96,7 @@ func newTaskView() *taskView {
 		counts:     make(map[kvledger.Status]int),
 		phases:     make(map[kvledger.Phase]int),
 		timed:      make(map[*taskEntry]struct{}),
+		timedAdded: make(chan struct{}, 1),
 	}
 }
 
@@ -167,7 +174,7 @@ func (v *taskView) dropLocked(e *taskEntry) {
 func (v *taskView) countLocked(e *taskEntry, by int) {
 	v.counts[e.Status] += by
 	if by > 0 {
-		e.fixed = ""
+		e.fixed, e.told = "", false
 		if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
 			e.fixed = p
 		}
@@ -177,6 +184,10 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 		v.phases[e.fixed] += by
 	case by > 0:
 		v.timed[e] = struct{}{}
+		select {
+		case v.timedAdded <- struct{}{}:
+		default:
+		}
 	default:
 		delete(v.timed, e)
 	}
@@ -327,4 +338,24 @@ func (v *taskView) size() int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return len(v.order)
+}
+
+// runAtsPassed returns the records whose run-at passed by now and were
+// not returned before (their phase changed with no write), and the
+// earliest run-at still ahead (zero when none is).
+func (v *taskView) runAtsPassed(now time.Time) (passed []taskSummary, next time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for e := range v.timed {
+		switch {
+		case !e.RunAt.After(now):
+			if !e.told {
+				e.told = true
+				passed = append(passed, e.taskSummary)
+			}
+		case next.IsZero() || e.RunAt.Before(next):
+			next = e.RunAt
+		}
+	}
+	return passed, next
 }

@@ -43,11 +43,13 @@ func TestBrowserBadgesNamePhases(t *testing.T) {
 			kvledger.Outcome{Status: kvledger.StatusPending, Error: "boom", RunAt: time.Now().Add(time.Hour)}, time.Now())
 		require.NoError(t, err)
 		dashtest.Admit(t, e.Ledger, "victim", nil)
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 5 * time.Second})
 	}, nil)
 	step(t, ctx, "open the task list", chromedp.Navigate(e.Base+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
 	require.Equal(t, "scheduled", eval[string](t, ctx, statusOf("later")))
 	require.Equal(t, "retrying", eval[string](t, ctx, statusOf("flaky")))
 	require.Equal(t, "pending", eval[string](t, ctx, statusOf("victim")))
+	require.Equal(t, "scheduled", eval[string](t, ctx, statusOf("soon")))
 	eval[bool](t, ctx, `window.__stay = true`)
 
 	_, err := e.Ledger.Cancel(natstest.Context(t, 5*time.Second), "op", "victim", "not needed", time.Now())
@@ -57,9 +59,11 @@ func TestBrowserBadgesNamePhases(t *testing.T) {
 	require.Equal(t, "badge status-cancelled", eval[string](t, ctx,
 		`document.querySelector('tr[data-ref="victim"] [data-field="status"]').className`))
 	screenshot(t, ctx, "phases")
+	waitTrue(t, ctx, "a run-at that passes turns scheduled into pending", statusOf("soon")+` === "pending"`)
+	require.True(t, eval[bool](t, ctx, `window.__stay === true`), "without a reload")
 
 	step(t, ctx, "open the overview", chromedp.Navigate(e.Base+"/"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
-	for phase, n := range map[string]string{"scheduled": "1", "retrying": "1", "cancelled": "1", "failed": "0"} {
+	for phase, n := range map[string]string{"scheduled": "1", "retrying": "1", "cancelled": "1", "failed": "0", "pending": "1"} {
 		require.Equal(t, n, eval[string](t, ctx, `document.querySelector('[data-count="`+phase+`"]').textContent`), phase)
 	}
 }
