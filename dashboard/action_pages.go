@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 type confirmData struct {
@@ -46,6 +48,16 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actCancel:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Cancel task %s so that no worker runs it?", displayKey(key))
+	case actRemove:
+		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
+		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
+	}
+	if action != actRelease {
+		// Say what the task is now, as the bulk dry run does; the action
+		// itself is refused if the task moves before the confirm.
+		if s, ok := h.tasks.get(kvledger.IdempotencyKey(key)); ok {
+			d.Question += fmt.Sprintf(" It is %s now.", s.Phase(h.cfg.Now()))
+		}
 	}
 	h.render(w, "confirm", "base", http.StatusOK, d)
 }
@@ -66,15 +78,23 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusForbidden, fmt.Sprintf("the action %q is not offered here", action))
 		return
 	}
+	actor := h.cfg.Actor
+	if u, _, ok := r.BasicAuth(); ok && h.cfg.BasicAuth.User != "" {
+		actor += ":" + u
+	}
+	if r.PostFormValue("bulk") != "" {
+		if action == actRelease {
+			h.fail(w, r, http.StatusBadRequest, "force release is not a bulk action")
+			return
+		}
+		h.bulkPost(w, r, action, actor)
+		return
+	}
 	key, err1 := url.QueryUnescape(r.PostFormValue("key"))
 	bucket, err2 := url.QueryUnescape(r.PostFormValue("bucket"))
 	if err1 != nil || err2 != nil || key == "" {
 		h.fail(w, r, http.StatusBadRequest, "malformed key")
 		return
-	}
-	actor := h.cfg.Actor
-	if u, _, ok := r.BasicAuth(); ok && h.cfg.BasicAuth.User != "" {
-		actor += ":" + u
 	}
 	ctx, cancel := h.cfg.opCtx(r.Context())
 	defer cancel()

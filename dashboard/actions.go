@@ -25,12 +25,43 @@ type TaskActions interface {
 	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
 }
 
+// TaskRemover removes a task's record: the dashboard's "rm" action,
+// offered when Config.Tasks implements it too. Like the CLI's `natscoord
+// ledger rm`, it removes only an ended task (kvledger's Ledger.Delete),
+// and returns an error the page shows for any other.
+type TaskRemover interface {
+	Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+}
+
 // The actions the dashboard offers.
 const (
 	actRelease = "force-release"
 	actReopen  = "reopen"
 	actCancel  = "cancel"
+	actRemove  = "rm"
 )
+
+// The phases each task action applies to, as the CLI's `natscoord
+// ledger reopen|cancel|rm` choose them: a failed or cancelled task runs
+// again, one that has not ended is cancelled, an ended one is removed.
+func reopenable(p kvledger.Phase) bool {
+	return p == kvledger.PhaseFailed || p == kvledger.PhaseCancelled
+}
+func cancellable(p kvledger.Phase) bool { return !p.Final() }
+func removable(p kvledger.Phase) bool   { return p.Final() }
+
+// appliesTo reports whether task action applies to a task in phase p.
+func appliesTo(action string, p kvledger.Phase) bool {
+	switch action {
+	case actReopen:
+		return reopenable(p)
+	case actCancel:
+		return cancellable(p)
+	case actRemove:
+		return removable(p)
+	}
+	return false
+}
 
 // ErrReadOnly is returned for an action on a read-only dashboard.
 var ErrReadOnly = errors.New("dashboard: read-only")
@@ -59,6 +90,9 @@ func (h *Handler) offered(action string) bool {
 		return true
 	case actReopen, actCancel:
 		return h.cfg.Tasks != nil
+	case actRemove:
+		_, ok := h.cfg.Tasks.(TaskRemover)
+		return ok
 	}
 	return false
 }
@@ -78,6 +112,9 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (a
 	case action == actCancel:
 		rec.Task = true
 		err = h.cfg.Tasks.Cancel(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+	case action == actRemove:
+		rec.Task = true
+		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
 	}
 	rec.Result = "ok"
 	result := "ok"

@@ -45,7 +45,7 @@ func BenchmarkTaskPage(b *testing.B) {
 		f    taskFilter
 	}{
 		{"newest", taskFilter{}},
-		{"status-1pct", taskFilter{Status: kvledger.StatusFailed}},
+		{"status-1pct", taskFilter{Phase: kvledger.PhaseFailed}},
 		{"kind-10pct", taskFilter{Kind: "b"}},
 		{"prefix-0.1pct", taskFilter{Prefix: "rare-"}},
 	}
@@ -67,8 +67,8 @@ func BenchmarkTaskPage(b *testing.B) {
 	})
 	b.Run("overview/counts+oldest-ready", func(b *testing.B) {
 		for b.Loop() {
-			v.statusCounts()
-			v.oldestReady()
+			v.phaseCounts(time.Now())
+			v.oldestReady(time.Now())
 		}
 	})
 }

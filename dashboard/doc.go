@@ -1,6 +1,7 @@
 // Package dashboard is natscoord's live web dashboard: an http.Handler,
 // mountable under a path prefix, that shows one task ledger (counts per
-// status, a paged task list, a task's timeline and dependency graph), the
+// phase, a paged task list, a task's attempts, timeline and dependency
+// graph, the workers holding claim leases and the schedules seen), the
 // leases, locks, semaphores and election leaders of one or more kvlease
 // buckets with their holders, fences and TTL countdowns, and a live event
 // stream. It also serves Prometheus metrics on /metrics.
@@ -13,6 +14,21 @@
 //
 // or `natscoord ui`. Without a token or basic auth it answers only
 // loopback Host names.
+//
+// Every badge, filter and count names a task's phase, read through
+// kvledger's TaskState.Phase: scheduled (its run-at is ahead), retrying
+// (waiting out a backoff) and cancelled are told apart from pending and
+// failed. Nothing is written when a run-at passes, so the handler keeps
+// one timer for the earliest run-at ahead and pushes each record whose
+// run-at passed, as it pushes a write.
+//
+// Task actions (Config.Tasks): reopen, cancel and, when Config.Tasks also
+// implements TaskRemover, rm; each on one task from its page, or in bulk
+// on keys or a filter (phase, kind, key prefix) from /bulk, whose
+// confirmation page is the dry run listing each task and what would
+// happen to it. The form then carries exactly the keys listed, and each
+// is one call of Config.Tasks (the ledger's compare-and-set), so a task
+// that moved since the listing is refused.
 //
 // # Where the data comes from
 //
@@ -34,7 +50,14 @@
 //     ("<family>.<key>").
 //   - Timelines: the event stream is read on demand for one key, from a
 //     minute before the record's admission, by a short-lived ordered
-//     consumer, together with the dashboard's own actions on that key.
+//     consumer, together with the dashboard's own actions on that key. A
+//     record revision's event is drawn once (a writer may publish it
+//     twice), and an attempt's error only on the event that ended it.
+//   - Workers: the live leases under kvledger.LeasePrefix(ledger) +
+//     ClaimLeaseInfix in the lease buckets shown (natscoord ui shows the
+//     runtime's natscoord_task_claims by default), each with the claimed
+//     records whose Lease names it. Schedules: the records under the keys
+//     worker.PeriodKey makes, read by worker.ParsePeriodKey.
 //
 // Pages are rendered on the server (html/template). The browser keeps a
 // single EventSource on /sse; the server pushes each ledger event, lease

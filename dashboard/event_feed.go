@@ -116,10 +116,13 @@ func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLa
 // record change. Ref is the query-escaped key (exact for any bytes); Key
 // is its display form.
 type liveEvent struct {
-	Name      string `json:"name"`
-	Ref       string `json:"ref"`
-	Key       string `json:"key"`
-	Status    string `json:"status,omitempty"`
+	Name   string `json:"name"`
+	Ref    string `json:"ref"`
+	Key    string `json:"key"`
+	Status string `json:"status,omitempty"`
+	// Phase is the record's phase when the dashboard saw the change
+	// (record changes only): what a badge shows.
+	Phase     string `json:"phase,omitempty"`
 	Owner     string `json:"owner,omitempty"`
 	Fence     uint64 `json:"fence"`
 	BlockedBy string `json:"blocked_by,omitempty"`
@@ -135,10 +138,14 @@ func eventJSON(ev events.Event) []byte {
 }
 
 // recordJSON is the live form of a record change: what the rows showing
-// the record update from.
-func recordJSON(s taskSummary) []byte {
+// the record update from. now judges its phase.
+func recordJSON(s taskSummary, now time.Time) []byte {
+	var phase kvledger.Phase
+	if s.Status != "" {
+		phase = s.Phase(now)
+	}
 	b, _ := json.Marshal(liveEvent{Name: string(s.LastEvent), Ref: keyRef(string(s.Key)), Key: displayKey(string(s.Key)),
-		Status: string(s.Status), Owner: displayKey(string(s.Owner)), Fence: uint64(s.Fence),
+		Status: string(s.Status), Phase: string(phase), Owner: displayKey(string(s.Owner)), Fence: uint64(s.Fence),
 		BlockedBy: displayKey(string(s.BlockedBy)), Revision: s.Rev, Time: s.UpdatedAt.UTC().Format(time.RFC3339Nano)})
 	return b
 }

@@ -14,7 +14,8 @@ const maxGraphNodes = 150
 // (its longest distance from a root of the drawn graph) and a row.
 type graphNode struct {
 	taskSummary
-	Missing bool // named as a need but has no record
+	Phase   kvledger.Phase // at the drawing's time; "" when Missing
+	Missing bool           // named as a need but has no record
 	Focus   bool
 	Waiting int // needs not completed yet
 	Layer   int
@@ -41,6 +42,7 @@ type graph struct {
 // everything that needs it, up to maxGraphNodes, and lays it out.
 func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 	var g graph
+	now := h.cfg.Now()
 	nodes := map[kvledger.IdempotencyKey]*graphNode{}
 	add := func(k kvledger.IdempotencyKey) (*graphNode, bool) {
 		if n, ok := nodes[k]; ok {
@@ -55,6 +57,9 @@ func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 			s = taskSummary{Key: k}
 		}
 		n := &graphNode{taskSummary: s, Missing: !ok, Focus: k == focus}
+		if ok {
+			n.Phase = s.Phase(now)
+		}
 		nodes[k] = n
 		g.Nodes = append(g.Nodes, n)
 		return n, true

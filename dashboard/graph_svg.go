@@ -44,7 +44,7 @@ func (g graph) svg(base string) string {
 	}
 	for _, n := range g.Nodes {
 		x, y := nodeX(n), nodeY(n)
-		cls := "node status-" + string(n.Status)
+		cls := "node status-" + string(n.Phase)
 		if n.Missing {
 			cls = "node status-missing"
 		}
@@ -65,21 +65,21 @@ func (g graph) svg(base string) string {
 func nodeX(n *graphNode) int { return margin + n.Layer*(nodeW+colGap) }
 func nodeY(n *graphNode) int { return margin + n.Row*(nodeH+rowGap) }
 
-// nodeWhy is the second line of a node: its status and why it waits.
+// nodeWhy is the second line of a node: its phase and why it waits.
 func nodeWhy(n *graphNode) string {
 	switch {
 	case n.Missing:
 		return "no record"
-	case n.Status == kvledger.StatusBlocked:
+	case n.Phase == kvledger.PhaseBlocked:
 		return "blocked by " + displayKey(string(n.BlockedBy))
-	case n.Status == kvledger.StatusClaimed:
-		return fmt.Sprintf("claimed · %s · f%d", displayKey(string(n.Owner)), n.Fence)
-	case n.Status == kvledger.StatusPending && n.Waiting > 0:
-		return fmt.Sprintf("pending · waits on %d", n.Waiting)
-	case n.Status == kvledger.StatusPending:
+	case n.Phase == kvledger.PhaseRunning:
+		return fmt.Sprintf("running · %s · f%d", displayKey(string(n.Owner)), n.Fence)
+	case !n.Phase.Final() && n.Waiting > 0:
+		return fmt.Sprintf("%s · waits on %d", n.Phase, n.Waiting)
+	case n.Phase == kvledger.PhasePending:
 		return "pending · ready"
 	}
-	return string(n.Status)
+	return string(n.Phase)
 }
 
 func edgeVerb(how string) string {

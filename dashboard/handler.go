@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	if err := h.startLeaseWatches(ctx); err != nil {
 		return fail(err)
 	}
+	h.wg.Go(h.runAtClock)
 	h.root = h.routes()
 	return h, nil
 }
@@ -108,6 +109,10 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /tasks", h.tasksPage)
 	mux.HandleFunc("GET /task", h.taskPage)
 	mux.HandleFunc("GET /fragment/timeline", h.timelineFragment)
+	mux.HandleFunc("GET /fragment/task", h.taskFragment)
+	mux.HandleFunc("GET /bulk", h.bulkPage)
+	mux.HandleFunc("GET /workers", h.workersPage)
+	mux.HandleFunc("GET /fragment/workers", h.workersFragment)
 	mux.HandleFunc("GET /graph", h.graphPage)
 	mux.HandleFunc("GET /graph.svg", h.graphSVG)
 	mux.HandleFunc("GET /coord", h.coordPage)

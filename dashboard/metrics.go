@@ -57,6 +57,8 @@ func newMetrics(h *Handler) *metrics {
 var (
 	tasksDesc = prometheus.NewDesc("natscoord_ledger_tasks", "Records of the ledger by status.",
 		[]string{"status"}, nil)
+	phasesDesc = prometheus.NewDesc("natscoord_ledger_task_phases", "Records of the ledger by phase (kvledger.Phase: pending, scheduled, retrying, running, completed, failed, cancelled, blocked).",
+		[]string{"phase"}, nil)
 	claimsDesc = prometheus.NewDesc("natscoord_ledger_claims_in_flight", "Records claimed now.", nil, nil)
 	heldDesc   = prometheus.NewDesc("natscoord_lease_held", "Live lease keys by kind (lease, lock, election, semaphore, waiter).",
 		[]string{"bucket", "kind"}, nil)
@@ -67,6 +69,7 @@ type stateCollector struct{ h *Handler }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- tasksDesc
+	ch <- phasesDesc
 	ch <- claimsDesc
 	ch <- heldDesc
 }
@@ -77,6 +80,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(claimsDesc, prometheus.GaugeValue, float64(counts[kvledger.StatusClaimed]))
+	phases, _ := c.h.tasks.phaseCounts(c.h.cfg.Now())
+	for _, p := range kvledger.Phases {
+		ch <- prometheus.MustNewConstMetric(phasesDesc, prometheus.GaugeValue, float64(phases[p]), string(p))
+	}
 	for _, w := range c.h.leases {
 		for kind, n := range w.kindCounts() {
 			ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(n), w.bucket, string(kind))

@@ -29,7 +29,7 @@ type pages struct {
 }
 
 // pageNames are the templates that are whole pages.
-var pageNames = []string{"overview", "tasks", "task", "graph", "coord", "events", "confirm", "error"}
+var pageNames = []string{"overview", "tasks", "task", "graph", "coord", "events", "confirm", "error", "bulk", "workers"}
 
 func parsePages(prefix string) (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}

@@ -27,18 +27,46 @@ type taskSummary struct {
 	UpdatedBy  kvledger.Actor
 	LastEvent  events.Name
 	Rev        uint64
+	// The task runtime's fields (zero on records without them).
+	RunAt       time.Time
+	Attempts    int
+	MaxAttempts int
+	Cancelled   bool
+	Lease       string // the claim's lease key in the claims lease bucket
 }
 
 func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev}
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev,
+		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease}
+}
+
+// Phase is the record's phase at now, as kvledger defines it: the view
+// keeps the fields TaskState.Phase reads and asks it, so the dashboard
+// never spells the rule itself.
+func (s taskSummary) Phase(now time.Time) kvledger.Phase {
+	return kvledger.TaskState{Status: s.Status, RunAt: s.RunAt, Attempts: s.Attempts, Cancelled: s.Cancelled}.Phase(now)
 }
 
 // taskEntry is a summary at its place in admission order.
 type taskEntry struct {
 	seq uint64 // position in admission order, the paging cursor
 	taskSummary
+	// fixed is the record's phase when it is the same at every time, ""
+	// when the clock decides it (countLocked sets it).
+	fixed kvledger.Phase
+	// told is set once the run-at clock announced this summary's run-at
+	// (runAtClock).
+	told bool
+}
+
+// phaseAt is e's phase at now.
+func (e *taskEntry) phaseAt(now time.Time) kvledger.Phase {
+	if e.fixed != "" {
+		return e.fixed
+	}
+	return e.Phase(now)
 }
 
 // taskView is the in-memory view of one ledger's records. Entries are kept
@@ -50,6 +78,14 @@ type taskView struct {
 	byKey      map[kvledger.IdempotencyKey]*taskEntry
 	dependents map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey
 	counts     map[kvledger.Status]int
+	// phases counts the records whose phase is the same at every time;
+	// timed holds the others (a pending record with a run-at), whose
+	// phase a count must judge at its own time.
+	phases map[kvledger.Phase]int
+	timed  map[*taskEntry]struct{}
+	// timedAdded receives (without blocking) when a record joins timed,
+	// for the run-at clock to look again.
+	timedAdded chan struct{}
 	next       uint64
 }
 
@@ -58,6 +94,9 @@ func newTaskView() *taskView {
 		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
 		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
 		counts:     make(map[kvledger.Status]int),
+		phases:     make(map[kvledger.Phase]int),
+		timed:      make(map[*taskEntry]struct{}),
+		timedAdded: make(chan struct{}, 1),
 	}
 }
 
@@ -76,7 +115,7 @@ func (v *taskView) put(s taskSummary) bool {
 		v.order = append(v.order, e)
 		v.byKey[s.Key] = e
 	} else {
-		v.counts[e.Status]--
+		v.countLocked(e, -1)
 	}
 	for _, n := range s.Needs {
 		if !slices.Contains(e.Needs, n) {
@@ -89,7 +128,7 @@ func (v *taskView) put(s taskSummary) bool {
 		}
 	}
 	e.taskSummary = s
-	v.counts[s.Status]++
+	v.countLocked(e, 1)
 	return true
 }
 
@@ -120,7 +159,7 @@ func (v *taskView) retain(keep map[kvledger.IdempotencyKey]bool) {
 
 func (v *taskView) dropLocked(e *taskEntry) {
 	delete(v.byKey, e.Key)
-	v.counts[e.Status]--
+	v.countLocked(e, -1)
 	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
 		v.order = slices.Delete(v.order, i, i+1)
 	}
@@ -128,6 +167,34 @@ func (v *taskView) dropLocked(e *taskEntry) {
 		v.unlinkLocked(n, e.Key)
 	}
 }
+
+// countLocked adds e to the counts (by = 1) or takes it out (by = -1).
+// Whether e's phase depends on the time is asked of kvledger's rule
+// itself: its phase at the earliest and at the latest time differ.
+func (v *taskView) countLocked(e *taskEntry, by int) {
+	v.counts[e.Status] += by
+	if by > 0 {
+		e.fixed, e.told = "", false
+		if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
+			e.fixed = p
+		}
+	}
+	switch {
+	case e.fixed != "":
+		v.phases[e.fixed] += by
+	case by > 0:
+		v.timed[e] = struct{}{}
+		select {
+		case v.timedAdded <- struct{}{}:
+		default:
+		}
+	default:
+		delete(v.timed, e)
+	}
+}
+
+// maxTime is later than any run-at.
+var maxTime = time.Unix(1<<62, 0)
 
 // unlinkLocked removes dep from the dependents of need.
 func (v *taskView) unlinkLocked(need, dep kvledger.IdempotencyKey) {
@@ -160,13 +227,30 @@ func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
 	return out, len(v.order)
 }
 
-// oldestReady returns the earliest-seen pending record whose needs have
-// all completed (a record a worker can claim now).
-func (v *taskView) oldestReady() (taskSummary, bool) {
+// phaseCounts returns the number of records per phase at now and in
+// all. The records whose phase changes with the clock alone (a run-at
+// passes) are judged now; the others were counted at their writes.
+func (v *taskView) phaseCounts(now time.Time) (map[kvledger.Phase]int, int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[kvledger.Phase]int, len(kvledger.Phases))
+	for p, n := range v.phases {
+		out[p] = n
+	}
+	for e := range v.timed {
+		out[e.Phase(now)]++
+	}
+	return out, len(v.order)
+}
+
+// oldestReady returns the earliest-seen pending record that is due at
+// now and whose needs have all completed (a record a worker can claim
+// now).
+func (v *taskView) oldestReady(now time.Time) (taskSummary, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for _, e := range v.order {
-		if e.Status == kvledger.StatusPending && v.needsDone(e) {
+		if e.Status == kvledger.StatusPending && !e.RunAt.After(now) && v.needsDone(e) {
 			return e.taskSummary, true
 		}
 	}
@@ -184,16 +268,25 @@ func (v *taskView) needsDone(e *taskEntry) bool {
 }
 
 // taskFilter selects records for a page; empty fields match everything.
+// Phase is judged at Now.
 type taskFilter struct {
-	Status kvledger.Status
+	Phase  kvledger.Phase
 	Kind   string
 	Prefix string
+	Now    time.Time
+	// Only, when set, further limits the phases matched (a bulk action's
+	// filter chooses only the tasks the action applies to).
+	Only func(kvledger.Phase) bool
 }
 
 func (f taskFilter) match(e *taskEntry) bool {
-	return (f.Status == "" || e.Status == f.Status) &&
-		(f.Kind == "" || e.Kind == f.Kind) &&
-		strings.HasPrefix(string(e.Key), f.Prefix)
+	if f.Phase != "" || f.Only != nil {
+		p := e.phaseAt(f.Now)
+		if (f.Phase != "" && p != f.Phase) || (f.Only != nil && !f.Only(p)) {
+			return false
+		}
+	}
+	return (f.Kind == "" || e.Kind == f.Kind) && strings.HasPrefix(string(e.Key), f.Prefix)
 }
 
 // taskPage is one page of matches, newest first. Next is the cursor of
@@ -238,4 +331,31 @@ func (v *taskView) dependentsOf(k kvledger.IdempotencyKey) []kvledger.Idempotenc
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return slices.Clone(v.dependents[k])
+}
+
+// size is the number of records in the view.
+func (v *taskView) size() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.order)
+}
+
+// runAtsPassed returns the records whose run-at passed by now and were
+// not returned before (their phase changed with no write), and the
+// earliest run-at still ahead (zero when none is).
+func (v *taskView) runAtsPassed(now time.Time) (passed []taskSummary, next time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for e := range v.timed {
+		switch {
+		case !e.RunAt.After(now):
+			if !e.told {
+				e.told = true
+				passed = append(passed, e.taskSummary)
+			}
+		case next.IsZero() || e.RunAt.Before(next):
+			next = e.RunAt
+		}
+	}
+	return passed, next
 }

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,18 +34,15 @@ type timelineEntry struct {
 	Rev    uint64
 	Detail string
 	Action bool
-	// From a task runtime, when its events carry them.
+	// Outcome colours the line: "ok", "bad", "warn" or "" (neither).
+	Outcome string
+	// From a task runtime, when its events carry them. Error is set only
+	// on an event that ends an attempt (a retry, a failed completion, a
+	// cancel): every event carries the record's LastError, so a claim
+	// would otherwise repeat the error of the attempt before it.
 	Attempts int
 	Error    string
 	RunAt    time.Time
-}
-
-// runtimeFields are the wire fields a task runtime adds to an event
-// (events' JSON form); absent ones stay zero.
-type runtimeFields struct {
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	RunAt     time.Time `json:"run_at"`
 }
 
 // timeline reads key's events from the stream, starting a minute before
@@ -77,6 +73,7 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 		stop := context.AfterFunc(ctx, it.Stop)
 		defer stop()
 		defer it.Stop()
+		drawn := make(map[uint64]bool)
 		// No message from the start time on means nothing to show; an idle
 		// bound ends that wait (messages that exist arrive in a burst).
 		idle := time.AfterFunc(timelineIdle, it.Stop)
@@ -99,12 +96,14 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 				return entries, false, err
 			}
 			if ev, err := events.Unmarshal(m.Data()); err == nil && ev.Source == h.cfg.Ledger && ev.Key == string(s.Key) {
-				e := eventEntry(ev)
-				var rf runtimeFields
-				if json.Unmarshal(m.Data(), &rf) == nil {
-					e.Attempts, e.Error, e.RunAt = rf.Attempts, rf.LastError, rf.RunAt
+				// A record's event can be on the stream twice (a writer
+				// publishes the previous write's event when it is not sure
+				// it went out): one revision is one line.
+				if ev.Revision > 0 && drawn[ev.Revision] {
+					continue
 				}
-				entries = append(entries, e)
+				drawn[ev.Revision] = true
+				entries = append(entries, eventEntry(ev))
 				if s.Rev > 0 && ev.Revision >= s.Rev {
 					break // the record's last write: later events are newer than the page
 				}
@@ -127,7 +126,23 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 // eventEntry describes one event in words a reader of the timeline needs.
 func eventEntry(ev events.Event) timelineEntry {
 	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Status: ev.Status, Actor: ev.Actor,
-		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision}
+		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision, Attempts: ev.Attempts, RunAt: ev.RunAt}
+	switch ev.Name {
+	case kvledger.CompletedEvent:
+		e.Outcome = "ok"
+		if ev.Status != string(kvledger.StatusCompleted) {
+			e.Outcome, e.Error = "bad", ev.LastError
+		}
+	case kvledger.RetriedEvent:
+		e.Outcome, e.Error = "warn", ev.LastError
+	case kvledger.CancelledEvent:
+		e.Outcome, e.Error = "bad", ev.LastError
+	case kvledger.BlockedEvent, kvledger.TakenOverEvent:
+		e.Outcome = "warn"
+	}
+	if ev.Name != kvledger.RetriedEvent && ev.Status != string(kvledger.StatusPending) {
+		e.RunAt = time.Time{} // a run-at means something only while pending
+	}
 	switch ev.Name {
 	case kvledger.AdmittedEvent:
 		e.Detail = "admitted as " + ev.Status
@@ -143,13 +158,13 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = fmt.Sprintf("finished %s by %s (fence %d)", ev.Status, displayKey(ev.Owner), ev.Fence)
 	case kvledger.BlockedEvent:
 		e.Detail = "blocked by " + displayKey(ev.BlockedBy)
-	case "ledger.reopened":
+	case kvledger.ReopenedEvent:
 		e.Detail = fmt.Sprintf("reopened: pending again with fence %d", ev.Fence)
-	case "ledger.unblocked":
+	case kvledger.UnblockedEvent:
 		e.Detail = "unblocked: its blocker was reopened"
-	case "ledger.cancelled":
+	case kvledger.CancelledEvent:
 		e.Detail = "cancelled"
-	case "ledger.retried":
+	case kvledger.RetriedEvent:
 		e.Detail = "attempt failed; it will be retried"
 	case kvledger.DeletedEvent:
 		e.Detail = "record deleted"

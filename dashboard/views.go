@@ -1,19 +1,21 @@
 package dashboard
 
 import (
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-type statusCount struct {
-	Status kvledger.Status
-	N      int
+type phaseCount struct {
+	Phase kvledger.Phase
+	N     int
 }
 
 type leaseCounts struct {
@@ -24,7 +26,7 @@ type leaseCounts struct {
 
 type overviewData struct {
 	common
-	Counts         []statusCount
+	Counts         []phaseCount
 	Total          int
 	OldestReady    *taskSummary
 	Done1m, Done5m int
@@ -35,15 +37,15 @@ type overviewData struct {
 
 func (h *Handler) overview(r *http.Request) overviewData {
 	d := overviewData{common: h.common(r, "Overview", "overview")}
-	counts, total := h.tasks.statusCounts()
-	for _, s := range allStatuses {
-		d.Counts = append(d.Counts, statusCount{s, counts[s]})
+	now := h.cfg.Now()
+	counts, total := h.tasks.phaseCounts(now)
+	for _, p := range kvledger.Phases {
+		d.Counts = append(d.Counts, phaseCount{p, counts[p]})
 	}
 	d.Total = total
-	if s, ok := h.tasks.oldestReady(); ok {
+	if s, ok := h.tasks.oldestReady(now); ok {
 		d.OldestReady = &s
 	}
-	now := h.cfg.Now()
 	d.Done1m, d.Done5m = h.finished.count(now, time.Minute), h.finished.count(now, 5*time.Minute)
 	d.Rate1m = strconv.FormatFloat(float64(d.Done1m)/60, 'f', 2, 64)
 	for _, v := range h.leases {
@@ -65,30 +67,35 @@ func (h *Handler) overviewFragment(w http.ResponseWriter, r *http.Request) {
 type tasksData struct {
 	common
 	Filter            taskFilter
-	Statuses          []kvledger.Status
+	Phases            []kvledger.Phase
 	Page              taskPage
+	Now               time.Time
 	Cursor            uint64
 	NextURL, FirstURL string
+	BulkURL           string // the bulk form for this filter, when task actions are offered
 	Total             int
 }
 
 func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := taskFilter{Status: kvledger.Status(q.Get("status")), Kind: q.Get("kind"), Prefix: q.Get("prefix")}
-	if f.Status != "" && !f.Status.Valid() {
-		h.fail(w, r, http.StatusBadRequest, "unknown status "+strconv.Quote(string(f.Status)))
+	f, err := h.filterOf(q)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	d := tasksData{common: h.common(r, "Tasks", "tasks"), Filter: f, Statuses: allStatuses, Cursor: atoiDefault(q.Get("before"), 0)}
+	d := tasksData{common: h.common(r, "Tasks", "tasks"), Filter: f, Phases: kvledger.Phases, Now: f.Now, Cursor: atoiDefault(q.Get("before"), 0)}
 	d.Page = h.tasks.page(f, d.Cursor, h.cfg.PageSize)
-	_, d.Total = h.tasks.statusCounts()
+	d.Total = h.tasks.size()
 	link := url.Values{}
-	for k, v := range map[string]string{"status": string(f.Status), "kind": f.Kind, "prefix": f.Prefix} {
+	for k, v := range map[string]string{"status": string(f.Phase), "kind": f.Kind, "prefix": f.Prefix} {
 		if v != "" {
 			link.Set(k, v)
 		}
 	}
 	d.FirstURL = h.cfg.Prefix + "/tasks?" + link.Encode()
+	if len(h.taskActions()) > 0 {
+		d.BulkURL = h.cfg.Prefix + "/bulk?" + link.Encode()
+	}
 	if d.Page.Next > 0 {
 		link.Set("before", strconv.FormatUint(d.Page.Next, 10))
 		d.NextURL = h.cfg.Prefix + "/tasks?" + link.Encode()
@@ -96,13 +103,76 @@ func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "tasks", "base", http.StatusOK, d)
 }
 
+// filterOf reads a task filter from a query: status (a phase name, as
+// kvledger.ParsePhase reads it), kind and prefix.
+func (h *Handler) filterOf(q url.Values) (taskFilter, error) {
+	f := taskFilter{Kind: q.Get("kind"), Prefix: q.Get("prefix"), Now: h.cfg.Now()}
+	if s := q.Get("status"); s != "" {
+		p, err := kvledger.ParsePhase(s)
+		if err != nil {
+			return f, fmt.Errorf("unknown status: %w", err) // it names the phases
+		}
+		f.Phase = p
+	}
+	return f, nil
+}
+
 type taskData struct {
 	common
 	Task                                taskSummary
+	Phase                               kvledger.Phase
 	Dependents                          []kvledger.IdempotencyKey
 	Timeline                            []timelineEntry
 	Truncated                           bool
 	CanReopen, CanCancel, NoTaskActions bool
+	CanRemove                           bool
+	// Attempts are the attempts the timeline shows ended, oldest first.
+	Attempts []attemptRow
+	// LastError is the record's last error (read from the store, not
+	// kept in the view: errors can be long).
+	LastError string
+	// Result is the task's result as stored (cut at maxResultShown).
+	Result, ResultCut string
+	// Finished is the time of the write that ended the task (zero while
+	// it has not ended).
+	Finished time.Time
+}
+
+// maxResultShown bounds the result bytes a task page shows.
+const maxResultShown = 4096
+
+// attemptRow is one ended attempt: its number, how it ended and its
+// error.
+type attemptRow struct {
+	N       int
+	Time    time.Time
+	Outcome string // retried, failed, completed, cancelled
+	Error   string
+}
+
+// attemptsOf reads the ended attempts from a timeline: the events that
+// end one (a retry, a completion, a cancel) carry the attempt's number
+// and error.
+func attemptsOf(tl []timelineEntry) []attemptRow {
+	var out []attemptRow
+	for _, e := range tl {
+		if e.Action || e.Attempts == 0 {
+			continue
+		}
+		var outcome string
+		switch events.Name(e.Name) {
+		case kvledger.RetriedEvent:
+			outcome = "retried"
+		case kvledger.CompletedEvent:
+			outcome = e.Status
+		case kvledger.CancelledEvent:
+			outcome = "cancelled"
+		default:
+			continue
+		}
+		out = append(out, attemptRow{N: e.Attempts, Time: e.Time, Outcome: outcome, Error: e.Error})
+	}
+	return out
 }
 
 // task reads one record (from the store, so the page is as new as the
@@ -136,8 +206,20 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
-	d.CanReopen = h.offered(actReopen) && s.Status == kvledger.StatusFailed
-	d.CanCancel = h.offered(actCancel) && (s.Status == kvledger.StatusPending || s.Status == kvledger.StatusClaimed)
+	d.Attempts, d.LastError = attemptsOf(d.Timeline), s.LastError
+	if len(s.Result) > 0 {
+		d.Result = string(s.Result)
+		if len(d.Result) > maxResultShown {
+			d.Result, d.ResultCut = strings.ToValidUTF8(d.Result[:maxResultShown], ""), fmt.Sprintf("(first %d of %d bytes)", maxResultShown, len(s.Result))
+		}
+	}
+	d.Phase = d.Task.Phase(h.cfg.Now())
+	if d.Phase.Final() {
+		d.Finished = s.UpdatedAt
+	}
+	d.CanReopen = h.offered(actReopen) && reopenable(d.Phase)
+	d.CanCancel = h.offered(actCancel) && cancellable(d.Phase)
+	d.CanRemove = h.offered(actRemove) && removable(d.Phase)
 	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
 	return d, true
 }
@@ -145,6 +227,15 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 func (h *Handler) taskPage(w http.ResponseWriter, r *http.Request) {
 	if d, ok := h.task(w, r); ok {
 		h.render(w, "task", "base", http.StatusOK, d)
+	}
+}
+
+// taskFragment is the task page's body: its facts, controls and
+// timeline, reloaded on every write of the record, so the controls
+// offered always match the state shown.
+func (h *Handler) taskFragment(w http.ResponseWriter, r *http.Request) {
+	if d, ok := h.task(w, r); ok {
+		h.render(w, "task", "taskBody", http.StatusOK, d)
 	}
 }
 

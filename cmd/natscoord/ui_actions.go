@@ -12,7 +12,7 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// uiTaskActions returns the dashboard's reopen and cancel actions on the
+// uiTaskActions returns the dashboard's reopen, cancel and rm actions on the
 // ledger bucket, publishing their events on the given bus config so they
 // reach the timeline. The ledger handle is opened at the first action: by
 // then the dashboard has checked that the bucket exists, and looking
@@ -55,6 +55,16 @@ func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key 
 	l, err := a.ledger(ctx)
 	if err == nil {
 		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
+	}
+	return err
+}
+
+// Delete removes an ended task (the dashboard's rm, as `natscoord ledger
+// rm`): the ledger's own compare-and-set delete, which leaves an event.
+func (a *operatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
+	l, err := a.ledger(ctx)
+	if err == nil {
+		err = l.Delete(ctx, actor, key, time.Now())
 	}
 	return err
 }

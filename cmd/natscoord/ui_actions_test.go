@@ -12,6 +12,8 @@ import (
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 // TestUITaskActionsWired runs reopen and cancel through the dashboard on
@@ -42,4 +44,24 @@ func TestUITaskActionsWired(t *testing.T) {
 	body = e.Page(t, "/task?key=a")
 	require.Contains(t, body, "ledger.reopened")
 	require.Contains(t, body, "<b>ui.reopen</b>")
+}
+
+// TestUITaskActionsRemove: natscoord ui offers rm (single and bulk) on
+// ended tasks, through the ledger's Delete.
+func TestUITaskActionsRemove(t *testing.T) {
+	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.Admit(t, e.Ledger, "a", nil)
+		dashtest.RunTask(t, e.Ledger, "a", "w1", kvledger.StatusCompleted)
+	}, func(c *dashboard.Config) {
+		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket, events.JetStreamBusConfig{})
+	})
+	require.Contains(t, e.Page(t, "/task?key=a"), "Remove…")
+	dry := e.Page(t, "/bulk?do=rm&keys=a")
+	require.Contains(t, dry, "would rm")
+	r := e.Post(t, url.Values{"do": {"rm"}, "bulk": {"1"}, "key": {"a"}, "csrf": {dashtest.CSRFOf(t, dry)}}, nil)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode)
+	require.NotContains(t, r.Header.Get("Location"), "failed", r.Header.Get("Location"))
+	_, found, err := e.Ledger.State(natstest.Context(t, 5*time.Second), "a")
+	require.NoError(t, err)
+	require.False(t, found, "removed")
 }

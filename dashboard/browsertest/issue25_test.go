@@ -79,7 +79,7 @@ func TestBrowserCancelReachesTheTaskShown(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector(".confirm p").textContent`), "Cancel task a:b so")
 	step(t, ctx, "confirm", chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS("#flash")))
 	require.Contains(t, eval[string](t, ctx, `document.getElementById("flash").textContent`), "cancel a:b: done")
-	waitTrue(t, ctx, "the page shows it failed", `document.querySelector('[data-field="status"]').textContent === "failed"`)
+	waitTrue(t, ctx, "the page shows it cancelled", `document.querySelector('[data-field="status"]').textContent === "cancelled"`)
 	screenshot(t, ctx, "cancelled-a-colon-b")
 
 	sctx := natstest.Context(t, 5*time.Second)

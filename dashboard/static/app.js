@@ -41,7 +41,9 @@
     var ev = JSON.parse(e.data);
     document.querySelectorAll('[data-ref="' + CSS.escape(ev.ref) + '"]').forEach(function (row) {
       if (row.hasAttribute("data-fragment")) return;
-      if (ev.status) setField(row, "status", ev.status);
+      // The badge names the phase (scheduled, retrying, cancelled, ...),
+      // which the dashboard judges from the record; status is stored.
+      if (ev.status) setField(row, "status", ev.phase || ev.status);
       setField(row, "owner", ev.owner);
       setField(row, "fence", ev.fence);
       setField(row, "blocked_by", ev.blocked_by);

@@ -38,7 +38,7 @@ type schedule struct {
 // PeriodKey is the idempotency key of schedule name's task for the
 // period starting at start.
 func PeriodKey(name string, start time.Time) kvledger.IdempotencyKey {
-	return kvledger.IdempotencyKey("schedule/" + name + "/" + start.UTC().Format(time.RFC3339))
+	return kvledger.IdempotencyKey(periodKeyPrefix + name + "/" + start.UTC().Format(time.RFC3339))
 }
 
 // Schedule registers s; it must be called before Start. The first

@@ -1,0 +1,104 @@
+package dashboard
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
+)
+
+// workerRow is one live claimant lease of this ledger (a worker, or a
+// Ledger claiming WithLeases) and the tasks whose records name it.
+type workerRow struct {
+	leaseRow
+	Tasks []taskSummary
+}
+
+// scheduleRow is one schedule seen in the ledger: its newest period and
+// that period's task.
+type scheduleRow struct {
+	Name    string
+	Periods int // periods whose record the ledger still holds
+	Last    time.Time
+	Task    taskSummary
+	Phase   kvledger.Phase
+}
+
+type workersData struct {
+	common
+	Workers   []workerRow
+	Buckets   []string // the lease buckets read
+	Schedules []scheduleRow
+}
+
+func (h *Handler) workers(r *http.Request) workersData {
+	d := workersData{common: h.common(r, "Workers & schedules", "workers"), Buckets: h.cfg.LeaseBuckets}
+	prefix := kvledger.LeasePrefix(h.cfg.Ledger) + kvledger.ClaimLeaseInfix
+	byLease := h.tasks.claimsByLease()
+	for _, v := range h.leases {
+		for _, l := range v.list("") {
+			if strings.HasPrefix(l.Key, prefix) {
+				d.Workers = append(d.Workers, workerRow{leaseRow: l, Tasks: byLease[l.Key]})
+			}
+		}
+	}
+	now := h.cfg.Now()
+	for _, s := range h.tasks.schedules() {
+		s.Phase = s.Task.Phase(now)
+		d.Schedules = append(d.Schedules, s)
+	}
+	return d
+}
+
+func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "workers", "base", http.StatusOK, h.workers(r))
+}
+
+func (h *Handler) workersFragment(w http.ResponseWriter, r *http.Request) {
+	h.render(w, "workers", "workersBody", http.StatusOK, h.workers(r))
+}
+
+// claimsByLease returns the claimed records that name a lease, by lease.
+func (v *taskView) claimsByLease() map[string][]taskSummary {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[string][]taskSummary)
+	for _, e := range v.order {
+		if e.Status == kvledger.StatusClaimed && e.Lease != "" {
+			out[e.Lease] = append(out[e.Lease], e.taskSummary)
+		}
+	}
+	return out
+}
+
+// schedules returns every schedule whose periods' records the view holds
+// (keys made by worker.PeriodKey), with its newest period, by name.
+func (v *taskView) schedules() []scheduleRow {
+	v.mu.RLock()
+	byName := make(map[string]*scheduleRow)
+	for _, e := range v.order {
+		name, start, ok := worker.ParsePeriodKey(e.Key)
+		if !ok {
+			continue
+		}
+		s := byName[name]
+		if s == nil {
+			s = &scheduleRow{Name: name}
+			byName[name] = s
+		}
+		s.Periods++
+		if !start.Before(s.Last) {
+			s.Last, s.Task = start, e.taskSummary
+		}
+	}
+	v.mu.RUnlock()
+	out := make([]scheduleRow, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b scheduleRow) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
