@@ -225,6 +225,12 @@ func (l *Locker) acquire(ctx context.Context, s spec, wait bool) (*Lock, error) 
 			k = l.newLock(s, g, false)
 		}
 	}
+	if err != nil && k == nil && l.ctx.Err() != nil && !errors.Is(err, ErrClosed) {
+		// Close ended the wait while a read or write of it was in flight:
+		// that operation's own error (a closed connection, say) is the
+		// Locker closing, and the caller is told so.
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
+	}
 	l.observe(ctx, Event{Op: OpAcquire, Key: s.key, Token: k.Token(), Duration: since(start),
 		Acquired: k != nil, Fair: l.cfg.Fair, Err: err})
 	if err == nil && k != nil && l.log.Enabled(ctx, slog.LevelDebug) {
