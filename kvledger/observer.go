@@ -65,15 +65,10 @@ func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new Tas
 }
 
 // Observers returns an Observer that hands every event to each of obs in
-// order (nil entries skipped).
+// order (nil entries skipped): nil when none is left, the only one
+// unwrapped (opstats.Fan, the one way observers join).
 func Observers(obs ...Observer) Observer {
-	var f fanout
-	for _, o := range obs {
-		if o != nil {
-			f = append(f, o)
-		}
-	}
-	return f
+	return opstats.Fan(obs, func(f []Observer) Observer { return fanout(f) })
 }
 
 type fanout []Observer
