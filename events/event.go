@@ -22,8 +22,15 @@ import (
 //	  "owner":      "worker-3",                // lease owner after the write, if any
 //	  "fence":      1186,                      // fencing token after the write
 //	  "blocked_by": "",                        // the blocking key for a blocked record
-//	  "time":       "2026-11-29T10:00:00Z"     // the writer's "now" for the transition (RFC 3339)
+//	  "time":       "2026-11-29T10:00:00Z",    // the writer's "now" for the transition (RFC 3339)
+//	  "kind":       "build",                   // the task's kind (task runtime)
+//	  "attempts":   2,                         // attempts started so far (task runtime)
+//	  "last_error": "exit status 1",           // the last handler error (task runtime)
+//	  "run_at":     "2026-11-29T10:00:05Z"     // not run before this time (task runtime)
 //	}
+//
+// Fields left empty are omitted, except name, source, key, revision, fence
+// and time.
 //
 // (Source, Key, Revision) identifies the write that caused the event: it
 // is unique per ledger, increases per key in write order, and is what

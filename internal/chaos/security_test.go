@@ -24,7 +24,7 @@ import (
 )
 
 // The embedded server's loopback default is tested in package embedded
-// (TestLoopbackDefault and friends in embedded_test.go); here: TLS and auth
+// (TestLoopbackOnlyByDefault and the tests beside it in embedded_test.go); here: TLS and auth
 // end to end, subject permissions, and secrets kept out of logs.
 
 // TestTLSAndAuthEndToEnd runs kvlease, kvlock and kvledger over a real

@@ -1,16 +1,17 @@
 // Package kvx is the one place in natscoord that speaks raw JetStream KV.
 //
 // It exists because the KV API in nats.go cannot express what coordination
-// needs (see ../shared/NATS-NOTES.md for the measurements):
+// needs:
 //
 //   - Renewal with a fresh TTL. kv.Update and kv.Put write no Nats-TTL, so a
 //     lease renewed through them would never expire again. Bucket.Update
 //     publishes to the key's subject with an expected last subject sequence
 //     (the CAS) and a Nats-TTL header in one message.
 //   - Create over a delete marker in one round trip. kv.Create costs three
-//     when the key's last entry is a marker; CreateAt lets a caller that
-//     remembers the marker's revision (from its own delete or a watch event)
-//     acquire with one publish, and Acquire falls back to reading the key.
+//     when the key's last entry is a marker; Bucket.Acquire takes the
+//     marker's revision as a hint (from the caller's own delete or a watch
+//     event), so an acquisition is one publish when the hint is right, and
+//     it falls back to reading the key from the stream leader when not.
 //   - One conflict error. R1 streams report a CAS conflict as API error
 //     10071, replicated streams as 10071 or 10164; errors.Is(err,
 //     ErrConflict) matches all of them. Every other error stays what it was,
