@@ -25,24 +25,9 @@ func FuzzAppendRuntimeFields(f *testing.F) {
 		if attempts%2 != 0 {
 			s.Lease = "kvledger.b.w." + kind
 		}
-		want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
-		got, ok := appendRecord(nil, s, insert)
-		if werr != nil {
-			if ok {
-				t.Fatalf("json.Marshal failed (%v), appendRecord wrote %s", werr, got)
-			}
+		back, ok := encodeRoundTrip(t, s, insert)
+		if !ok {
 			return
-		}
-		if !ok || !bytes.Equal(got, want) {
-			t.Fatalf("appendRecord (ok %v)\n%s\njson.Marshal\n%s", ok, got, want)
-		}
-		checkFastDecode(t, got)
-		if s.Validate() != nil {
-			return // never written: the ledger validates before encoding
-		}
-		back, err := decodeRecord("k", got, 9)
-		if err != nil {
-			t.Fatalf("decode %s: %v", got, err)
 		}
 		if back.Kind != kind || back.Attempts != attempts || (utf8.ValidString(lastErr) && back.LastError != lastErr) || !back.RunAt.Equal(s.RunAt) {
 			t.Fatalf("round trip: %+v", back)
@@ -71,24 +56,9 @@ func FuzzAppendLimitFields(f *testing.F) {
 	f.Add("\xff", 1<<63-1, true)
 	f.Fuzz(func(t *testing.T, group string, priority int, insert bool) {
 		s := TaskState{Key: "k", Status: StatusPending, Kind: "mail", Group: group, Priority: priority, LastEvent: AdmittedEvent}
-		want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
-		got, ok := appendRecord(nil, s, insert)
-		if werr != nil {
-			if ok {
-				t.Fatalf("json.Marshal failed (%v), appendRecord wrote %s", werr, got)
-			}
+		back, ok := encodeRoundTrip(t, s, insert)
+		if !ok {
 			return
-		}
-		if !ok || !bytes.Equal(got, want) {
-			t.Fatalf("appendRecord (ok %v)\n%s\njson.Marshal\n%s", ok, got, want)
-		}
-		checkFastDecode(t, got)
-		if s.Validate() != nil {
-			return // never written: the ledger validates before encoding
-		}
-		back, err := decodeRecord("k", got, 9)
-		if err != nil {
-			t.Fatalf("decode %s: %v", got, err)
 		}
 		if back.Group != group || back.Priority != priority {
 			t.Fatalf("round trip: %+v", back)
@@ -120,4 +90,32 @@ func TestGroupBounds(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// encodeRoundTrip checks that the direct encoder writes s byte for byte as
+// encoding/json does and that both decoders read it back; it returns the
+// decoded record, or false when s is never written (encoding/json refuses
+// it, or Validate does: the ledger validates before encoding).
+func encodeRoundTrip(t *testing.T, s TaskState, insert bool) (TaskState, bool) {
+	t.Helper()
+	want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
+	got, ok := appendRecord(nil, s, insert)
+	if werr != nil {
+		if ok {
+			t.Fatalf("json.Marshal failed (%v), appendRecord wrote %s", werr, got)
+		}
+		return TaskState{}, false
+	}
+	if !ok || !bytes.Equal(got, want) {
+		t.Fatalf("appendRecord (ok %v)\n%s\njson.Marshal\n%s", ok, got, want)
+	}
+	checkFastDecode(t, got)
+	if s.Validate() != nil {
+		return TaskState{}, false
+	}
+	back, err := decodeRecord("k", got, 9)
+	if err != nil {
+		t.Fatalf("decode %s: %v", got, err)
+	}
+	return back, true
 }
