@@ -22,24 +22,8 @@ import (
 func TestPriorityOrdersReadyTasks(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	gate := make(chan struct{})
-	var mu sync.Mutex
-	var order []kvledger.IdempotencyKey
-	w := e.worker(worker.Config{Concurrency: 1}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
-			if task.Key() == "gate" {
-				select {
-				case <-gate:
-				case <-ctx.Done():
-				}
-				return nil
-			}
-			mu.Lock()
-			order = append(order, task.Key())
-			mu.Unlock()
-			return nil
-		}))
-	})
+	g := startGated(t, e, worker.Config{Concurrency: 1})
+	w, gate := g.w, g.gate
 	// The gate holds the worker's one slot while the others become ready.
 	e.submit(kvledger.Submission{Key: "gate", Kind: "job"})
 	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Running == 1 }, "the gate runs")
@@ -59,9 +43,7 @@ func TestPriorityOrdersReadyTasks(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, kvledger.StatusCompleted, final[k].Status, k)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []kvledger.IdempotencyKey{"d", "f", "b", "c", "a", "e"}, order)
+	require.Equal(t, []kvledger.IdempotencyKey{"d", "f", "b", "c", "a", "e"}, g.started())
 }
 
 // Three workers on one server, each free to run 4 handlers at once, run
@@ -308,24 +290,8 @@ func TestGroupWaitSendsNothing(t *testing.T) {
 func TestGroupWaitKeepsPriority(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	gate := make(chan struct{})
-	var mu sync.Mutex
-	var order []kvledger.IdempotencyKey
-	w := e.worker(worker.Config{Concurrency: 4, GroupLimits: map[string]int{"tenant": 1}}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
-			if task.Key() == "gate" {
-				select {
-				case <-gate:
-				case <-ctx.Done():
-				}
-				return nil
-			}
-			mu.Lock()
-			order = append(order, task.Key())
-			mu.Unlock()
-			return nil
-		}))
-	})
+	g := startGated(t, e, worker.Config{Concurrency: 4, GroupLimits: map[string]int{"tenant": 1}})
+	w, gate := g.w, g.gate
 	e.submit(kvledger.Submission{Key: "gate", Kind: "job", Group: "tenant"})
 	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Running == 1 }, "the gate holds the slot")
 	keys := []kvledger.IdempotencyKey{"gate"}
@@ -342,9 +308,7 @@ func TestGroupWaitKeepsPriority(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, 1, final[k].Attempts, k)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []kvledger.IdempotencyKey{"other", "t1", "t3", "t2", "t0", "t4"}, order)
+	require.Equal(t, []kvledger.IdempotencyKey{"other", "t1", "t3", "t2", "t0", "t4"}, g.started())
 }
 
 // Workers that disagree on a group's limit share its slot keys: the
@@ -402,4 +366,41 @@ func TestGroupLimitsDisagree(t *testing.T) {
 	}
 	require.Equal(t, int32(3), peak.Load(), "the largest limit bounds the group")
 	require.LessOrEqual(t, smallPeak.Load(), int32(1), "the worker stating 1 ran at most 1 at once")
+}
+
+// gated is a worker whose "job" handler holds the task "gate" until gate
+// is closed and records the order in which the other tasks start.
+type gated struct {
+	w     *worker.Worker
+	gate  chan struct{}
+	mu    sync.Mutex
+	order []kvledger.IdempotencyKey
+}
+
+func startGated(t *testing.T, e *env, cfg worker.Config) *gated {
+	t.Helper()
+	g := &gated{gate: make(chan struct{})}
+	g.w = e.worker(cfg, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			if task.Key() == "gate" {
+				select {
+				case <-g.gate:
+				case <-ctx.Done():
+				}
+				return nil
+			}
+			g.mu.Lock()
+			g.order = append(g.order, task.Key())
+			g.mu.Unlock()
+			return nil
+		}))
+	})
+	return g
+}
+
+// started returns the order in which the tasks other than the gate started.
+func (g *gated) started() []kvledger.IdempotencyKey {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]kvledger.IdempotencyKey(nil), g.order...)
 }
