@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -284,18 +283,11 @@ func TestWorkersAndSchedulesPage(t *testing.T) {
 		c.Create = true
 	})
 	ctx := natstest.Context(t, 10*time.Second)
-	m, err := kvlease.NewManager(ctx, e.Node.NewJS(t), kvlease.Config{Bucket: worker.DefaultLeaseBucket, Holder: "worker-7"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	store, err := kvledger.NewKVStore(ctx, e.Node.NewJS(t), kvledger.KVStoreConfig{Bucket: dashtest.LedgerBucket})
-	require.NoError(t, err)
-	claimer, err := kvledger.New(store, nil, kvledger.WithLeases(m))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = claimer.Close(context.Background()) })
+	claimer := e.LeasedClaimer(t, "worker-7")
 
 	s := e.OpenSSE(t)
 	dashtest.Admit(t, e.Ledger, "crunch", nil)
-	_, err = claimer.Claim(ctx, "worker", "crunch", "worker-7", 30*time.Second, time.Now())
+	_, err := claimer.Claim(ctx, "worker", "crunch", "worker-7", 30*time.Second, time.Now())
 	require.NoError(t, err)
 	rec, _, err := e.Ledger.State(ctx, "crunch")
 	require.NoError(t, err)

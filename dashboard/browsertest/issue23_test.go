@@ -1,7 +1,6 @@
 package browsertest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -132,14 +131,7 @@ func TestBrowserWorkersPage(t *testing.T) {
 		c.Create = true
 	})
 	sctx := natstest.Context(t, 10*time.Second)
-	m, err := kvlease.NewManager(sctx, e.Node.NewJS(t), kvlease.Config{Bucket: worker.DefaultLeaseBucket, Holder: "worker-7"})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	store, err := kvledger.NewKVStore(sctx, e.Node.NewJS(t), kvledger.KVStoreConfig{Bucket: dashtest.LedgerBucket})
-	require.NoError(t, err)
-	claimer, err := kvledger.New(store, nil, kvledger.WithLeases(m))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = claimer.Close(context.Background()) })
+	claimer := e.LeasedClaimer(t, "worker-7")
 
 	step(t, ctx, "open the workers page", chromedp.Navigate(e.Base+"/workers"), chromedp.WaitVisible(chromedp.CSS("#live.on")))
 	f, err := claimer.Claim(sctx, "worker", "crunch", "worker-7", 30*time.Second, time.Now())

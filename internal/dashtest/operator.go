@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // OperatorActions are the dashboard's task actions carried out by the
@@ -40,4 +42,22 @@ func Submit(t testing.TB, l *kvledger.Ledger, sub kvledger.Submission) {
 	ok, err := l.Submit(natstest.Context(t, 5*time.Second), Source, sub)
 	require.NoError(t, err)
 	require.True(t, ok)
+}
+
+// LeasedClaimer returns a Ledger on the env's ledger bucket, on a
+// connection of its own, whose claims hold leases of holder in the
+// workers' claims bucket (worker.DefaultLeaseBucket), as a worker's claims
+// do. Both are closed when the test ends.
+func (e *Env) LeasedClaimer(t testing.TB, holder string) *kvledger.Ledger {
+	t.Helper()
+	ctx := natstest.Context(t, 10*time.Second)
+	m, err := kvlease.NewManager(ctx, e.Node.NewJS(t), kvlease.Config{Bucket: worker.DefaultLeaseBucket, Holder: holder})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	store, err := kvledger.NewKVStore(ctx, e.Node.NewJS(t), kvledger.KVStoreConfig{Bucket: LedgerBucket})
+	require.NoError(t, err)
+	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
 }
