@@ -65,10 +65,15 @@ func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new Tas
 }
 
 // Observers returns an Observer that hands every event to each of obs in
-// order (nil entries skipped): nil when none is left, the only one
-// unwrapped (opstats.Fan, the one way observers join).
+// order (nil entries skipped).
 func Observers(obs ...Observer) Observer {
-	return opstats.Fan(obs, func(f []Observer) Observer { return fanout(f) })
+	var f fanout
+	for _, o := range obs {
+		if o != nil {
+			f = append(f, o)
+		}
+	}
+	return f
 }
 
 type fanout []Observer
