@@ -41,24 +41,16 @@ const (
 	actRemove  = "rm"
 )
 
-// The phases each task action applies to, as the CLI's `natscoord
-// ledger reopen|cancel|rm` choose them: a failed or cancelled task runs
-// again, one that has not ended is cancelled, an ended one is removed.
-func reopenable(p kvledger.Phase) bool {
-	return p == kvledger.PhaseFailed || p == kvledger.PhaseCancelled
-}
-func cancellable(p kvledger.Phase) bool { return !p.Final() }
-func removable(p kvledger.Phase) bool   { return p.Final() }
-
-// appliesTo reports whether task action applies to a task in phase p.
+// appliesTo reports whether task action applies to a task in phase p,
+// by kvledger's rule (the CLI's ledger reopen|cancel|rm use the same).
 func appliesTo(action string, p kvledger.Phase) bool {
 	switch action {
 	case actReopen:
-		return reopenable(p)
+		return p.Reopenable()
 	case actCancel:
-		return cancellable(p)
+		return p.Cancellable()
 	case actRemove:
-		return removable(p)
+		return p.Final()
 	}
 	return false
 }

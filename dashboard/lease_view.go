@@ -198,8 +198,8 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 		bk, err := kvx.Bind(ctx, h.cfg.JS, v.bucket, false)
 		cancel()
 		if err == nil {
-			w, err := bk.KV().WatchAll(h.life)
-			if err == nil {
+			var w jetstream.KeyWatcher
+			if w, err = bk.KV().WatchAll(h.life); err == nil {
 				v.absent.Store(false)
 				h.runLeaseWatch(v, w)
 				return

@@ -63,7 +63,13 @@ func TestSSEStalledReaderIsDroppedAfterWriteTimeout(t *testing.T) {
 		defer close(done)
 		h.sse(w, httptest.NewRequest(http.MethodGet, "/sse", nil))
 	}()
-	require.Eventually(t, func() bool { return h.streams.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	// The hello is written after the stream subscribed to the broker: a
+	// push published before that would reach no one.
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.writes >= 1
+	}, 5*time.Second, 10*time.Millisecond)
 	h.broker.publish(push{Type: "ledger", Data: []byte("{}")})
 	select {
 	case <-done:

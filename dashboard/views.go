@@ -217,9 +217,9 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if d.Phase.Final() {
 		d.Finished = s.UpdatedAt
 	}
-	d.CanReopen = h.offered(actReopen) && reopenable(d.Phase)
-	d.CanCancel = h.offered(actCancel) && cancellable(d.Phase)
-	d.CanRemove = h.offered(actRemove) && removable(d.Phase)
+	d.CanReopen = h.offered(actReopen) && d.Phase.Reopenable()
+	d.CanCancel = h.offered(actCancel) && d.Phase.Cancellable()
+	d.CanRemove = h.offered(actRemove) && d.Phase.Final()
 	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
 	return d, true
 }

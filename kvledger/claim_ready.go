@@ -283,7 +283,7 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 	err := l.store.Range(ctx, func(s TaskState) bool {
 		status[s.Key] = s.Status
 		if (len(kinds) == 0 || slices.Contains(kinds, s.Kind)) &&
-			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && (s.Lease != "" || !s.LeaseUntil.After(now))) {
+			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && (s.Lease != "" && l.leases != nil || s.Lease == "" && !s.LeaseUntil.After(now))) {
 			cands = append(cands, s)
 		}
 		return true

@@ -185,7 +185,10 @@
 // first AdmitMany on an older bucket allows them there (one stream
 // update); a server before nats-server 2.12, or a caller that may not
 // update the stream, gets the one-by-one path. Claim and Takeover of a
-// claim that names a lease add one lease read (T). A lost
+// claim that names a lease add one lease read, and with a lease taker
+// (WithLeases) Claim, Takeover, ClaimIfReady, ClaimNext and Renew add one
+// lease create; both are bounded by the lease manager's own operation
+// timeout, not T. A lost
 // compare-and-swap repeats the loop, which is contention, not a stall. On a stalled connection a call fails at its
 // first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
 // Range and Snapshot stream the whole bucket and are bounded by the

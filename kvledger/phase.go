@@ -79,6 +79,14 @@ func (p Phase) Final() bool {
 	return false
 }
 
+// Reopenable reports whether Ledger.Reopen applies to a record in phase p
+// (a failed or cancelled task runs again).
+func (p Phase) Reopenable() bool { return p == PhaseFailed || p == PhaseCancelled }
+
+// Cancellable reports whether Ledger.Cancel applies to a record in phase
+// p (one that has not ended). Ledger.Delete applies to the Final ones.
+func (p Phase) Cancellable() bool { return !p.Final() }
+
 // ParsePhase reads a phase name; "claimed" is accepted for running, as
 // the stored status names it.
 func ParsePhase(s string) (Phase, error) {

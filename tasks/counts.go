@@ -14,10 +14,11 @@ import (
 // counter keeps a kvledger.Tally current from one record watch, started
 // on first use and stopped by Close.
 type counter struct {
-	mu    sync.Mutex // serializes starts and stops
-	watch *kvledger.RecordWatch
-	tally *kvledger.Tally
-	ended atomic.Bool // the watch ended by itself: the next call starts another
+	mu      sync.Mutex // serializes starts and stops
+	stopped bool       // set by stop: no watch starts after it
+	watch   *kvledger.RecordWatch
+	tally   *kvledger.Tally
+	ended   atomic.Bool // the watch ended by itself: the next call starts another
 }
 
 // Counts returns how many tasks the ledger holds, by phase and kind. The
@@ -34,6 +35,10 @@ func (c *Client) Counts(ctx context.Context) (kvledger.Counts, error) {
 	k := &c.counter
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.stopped {
+		// Close ran between the check above and this lock.
+		return kvledger.Counts{}, ErrClosed
+	}
 	if k.watch != nil && k.ended.Load() {
 		k.watch.Stop()
 		k.watch = nil
@@ -83,6 +88,7 @@ func (k *counter) start(ctx context.Context, rw kvledger.RecordWatcher) error {
 func (k *counter) stop() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.stopped = true
 	if k.watch != nil {
 		k.watch.Stop()
 		k.watch = nil

@@ -61,11 +61,11 @@ func (cf *claimFlags) check(lease, fence bool) error {
 	if cf.owner == "" {
 		return errors.New("--owner must not be empty")
 	}
-	if lease && cf.lease <= 0 {
-		return fmt.Errorf("--lease must be positive, got %v", cf.lease)
-	}
-	if lease && cf.lease > kvledger.MaxLease {
-		return fmt.Errorf("--lease %v is above the %v limit; renew a longer claim", cf.lease, kvledger.MaxLease)
+	if lease {
+		// The claim holds a kvlease lease: its TTL bounds (1s..24h).
+		if err := kvlease.ValidateTTL(cf.lease); err != nil {
+			return fmt.Errorf("--lease: %w", err)
+		}
 	}
 	if fence && cf.fence == 0 {
 		return errors.New("--fence must be the claim's fence token (printed by ledger claim)")

@@ -112,11 +112,13 @@ func TestWorkResultKeepsItsLimit(t *testing.T) {
 func TestLedgerClaimLeaseIsBounded(t *testing.T) {
 	c, _ := newCLI(t)
 	c.ok("ledger", "admit", "k", "--seq", "1")
-	require.Contains(t, c.fail("ledger", "claim", "k", "--owner", "w", "--lease", "2562047h"), "--lease 2562047h0m0s is above the 24h0m0s limit")
+	require.Contains(t, c.fail("ledger", "claim", "k", "--owner", "w", "--lease", "2562047h"), "--lease: kvlease: invalid TTL: 2562047h0m0s outside 1s..24h0m0s")
 	require.Contains(t, c.ok("ledger", "show", "k"), "pending")
 	out := c.ok("ledger", "claim", "k", "--owner", "w", "--lease", "24h")
 	require.Contains(t, out, "claimed by w")
-	require.Contains(t, c.fail("ledger", "renew", "k", "--owner", "w", "--fence", "2", "--lease", "25h"), "above the 24h0m0s limit")
+	require.Contains(t, c.fail("ledger", "renew", "k", "--owner", "w", "--fence", "2", "--lease", "25h"), "--lease: kvlease: invalid TTL: 25h0m0s outside 1s..24h0m0s")
+	// Below kvlease's one second too: refused naming the flag, before connecting.
+	require.Contains(t, c.fail("ledger", "claim", "k", "--owner", "w", "--lease", "500ms"), "--lease: kvlease: invalid TTL: 500ms outside 1s..24h0m0s")
 }
 
 // TestLedgerMissingNeedIsSaid: admitting a task whose need has no record

@@ -65,7 +65,7 @@ func phaseHelp() string {
 func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 	var sel opSelect
 	act := opAction{cmd: "reopen", verb: "reopen", past: "reopened",
-		applies: func(p kvledger.Phase) bool { return p == kvledger.PhaseFailed || p == kvledger.PhaseCancelled },
+		applies: kvledger.Phase.Reopenable,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			_, err := l.Reopen(ctx, kvledger.Actor(lf.actor), key, now)
 			return err
@@ -88,7 +88,7 @@ func (a *app) ledgerCancel(lf *ledgerFlags) *cobra.Command {
 		reason string
 	)
 	act := opAction{cmd: "cancel", verb: "cancel", past: "cancelled",
-		applies: func(p kvledger.Phase) bool { return !p.Final() },
+		applies: kvledger.Phase.Cancellable,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			_, err := l.Cancel(ctx, kvledger.Actor(lf.actor), key, reason, now)
 			return err
@@ -158,7 +158,8 @@ removed. --all asks for the bucket's name again in --confirm.`,
 func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) error {
 	return a.withLedger(parent, lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 		snap, err := l.Snapshot(ctx)
-		if err != nil {
+		var bad *kvledger.CorruptRecordsError
+		if err != nil && !errors.As(err, &bad) {
 			return err
 		}
 		cancel := opAction{cmd: "purge", verb: "cancel", past: "cancelled",
@@ -188,7 +189,8 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 			}
 			out = append(out, done)
 		}
-		return a.reportOp(out, del, dryRun)
+		// A value that is not a record stays: say so, and how to remove it.
+		return corruptAfter(a.reportOp(out, del, dryRun), lf.bucket, bad)
 	})
 }
 

@@ -140,3 +140,18 @@ func TestLedgerAdmitSeqDefault(t *testing.T) {
 	require.Equal(t, kvledger.Sequence(2), rec.Sequence)
 	require.Contains(t, c.ok("ledger", "admit", "--help"), "--seq protects a task from stale resubmissions")
 }
+
+// purge --all empties what it can around a value that is not a record,
+// then says so and how to remove it, as ls and the filtered actions do.
+func TestLedgerPurgeAllAroundACorruptValue(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a")
+	kv, err := n.JS.KeyValue(natstest.Context(t, 5*time.Second), defaultLedgerBucket)
+	require.NoError(t, err)
+	_, err = kv.Put(natstest.Context(t, 5*time.Second), "task.b", []byte("garbage"))
+	require.NoError(t, err)
+	r := c.run("ledger", "purge", "--all", "--confirm", defaultLedgerBucket)
+	require.NotEqual(t, 0, r.code)
+	require.Regexp(t, `(?m)^a\s+pending\s+cancelled, removed\s+-$`, r.stdout)
+	require.Contains(t, r.stderr, "ledger rm --force")
+}

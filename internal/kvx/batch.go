@@ -23,10 +23,10 @@ const MaxBatch = 1000
 var ErrNoAtomic = errors.New("kvx: stream does not allow atomic batches")
 
 // AtomicBatches reports whether the bucket's stream accepts atomic batch
-// publishes. A yes is remembered, so a caller that asks before every
-// batch (kvledger's AdmitMany) pays the stream-info round trip once; a
-// batch refused for want of it (ErrNoAtomic) forgets it. A no is asked
-// again each time: another process may enable batches meanwhile.
+// publishes. A yes is remembered (Bind takes it from the bucket's status,
+// so it costs no round trip); a batch refused for want of it
+// (ErrNoAtomic) forgets it. A no is asked again each time: another
+// process may enable batches meanwhile.
 func (b *Bucket) AtomicBatches(ctx context.Context) (bool, error) {
 	if b.atomic.Load() {
 		return true, nil

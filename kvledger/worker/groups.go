@@ -97,7 +97,13 @@ func (ix *index) room(g *group) int {
 	if g.stale == g.gen || g.err != nil {
 		return 0
 	}
-	return len(ix.freeSlots(g)) - g.taking
+	free := 0
+	for _, k := range g.keys {
+		if !ix.leases[k].live {
+			free++
+		}
+	}
+	return free - g.taking
 }
 
 // unparkLocked puts back in their ready queues as many parked tasks of
