@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -81,28 +80,13 @@ func (o uiOptions) name(s string) string {
 	return "--" + o.flag(s)
 }
 
-// secret resolves one secret from its flag (valueFlag), its file flag
-// (valueFlag+"-file") or its environment variable, in that order; the
-// flag and the file both set is refused, since which one wins would be a
-// guess.
+// secret resolves one dashboard secret from its flag (valueFlag), its
+// file flag (valueFlag+"-file") or its environment variable, by the rule
+// every secret flag of the CLI follows (secretFlag).
 func (o uiOptions) secret(value, file, valueFlag, env string) (string, error) {
-	switch {
-	case value != "" && file != "":
-		return "", fmt.Errorf("%s and %s both set: give one", o.name(valueFlag), o.name(valueFlag+"-file"))
-	case value != "":
-		return value, nil
-	case file != "":
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", o.name(valueFlag+"-file"), err)
-		}
-		line, _, _ := strings.Cut(string(b), "\n")
-		if line = strings.TrimRight(line, "\r"); line == "" {
-			return "", fmt.Errorf("%s %s: its first line is empty", o.name(valueFlag+"-file"), file)
-		}
-		return line, nil
-	}
-	return os.Getenv(env), nil
+	bare := func(s string) string { return strings.TrimPrefix(o.name(s), "--") }
+	sf := secretFlag{flag: bare(valueFlag), fileFlag: bare(valueFlag + "-file"), env: env, value: value, file: file}
+	return sf.resolve()
 }
 
 func (a *app) uiCommand() *cobra.Command {

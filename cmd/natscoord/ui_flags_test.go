@@ -61,7 +61,7 @@ func TestUISecretsFromFileAndEnvironment(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	require.Contains(t, c.fail("ui", "--listen", "127.0.0.1:0", "--auth-token", "x", "--auth-token-file", tokFile), "give one")
+	require.Contains(t, c.fail("ui", "--listen", "127.0.0.1:0", "--auth-token", "x", "--auth-token-file", tokFile), "--auth-token and --auth-token-file exclude each other")
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
 	require.Contains(t, c.fail("ui", "--listen", "127.0.0.1:0", "--basic-auth-file", empty), "empty")
