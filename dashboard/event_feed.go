@@ -21,12 +21,13 @@ const recentEvents = 200
 // knownEvents are the ledger's event names: the only ones counted by
 // name on /metrics (anyone who may publish on the events subjects can
 // invent names; each would be a series).
-var knownEvents = map[events.Name]bool{
-	kvledger.AdmittedEvent: true, kvledger.ClaimedEvent: true, kvledger.RenewedEvent: true,
-	kvledger.ReleasedEvent: true, kvledger.TakenOverEvent: true, kvledger.CompletedEvent: true,
-	kvledger.BlockedEvent: true, kvledger.RetriedEvent: true, kvledger.ReopenedEvent: true,
-	kvledger.UnblockedEvent: true, kvledger.CancelledEvent: true, kvledger.DeletedEvent: true,
-}
+var knownEvents = func() map[events.Name]bool {
+	m := make(map[events.Name]bool, len(kvledger.EventNames))
+	for _, e := range kvledger.EventNames {
+		m[e] = true
+	}
+	return m
+}()
 
 // otherEvent is the label every unknown event name is counted under.
 const otherEvent = "other"

@@ -21,3 +21,9 @@ const (
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
 )
+
+// EventNames lists every event the ledger writes, the one list for
+// readers that must tell the ledger's names from anything else published
+// on the events subjects (the record decoder, the dashboard's counters).
+var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
+	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent}

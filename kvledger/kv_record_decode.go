@@ -148,8 +148,7 @@ func statusOf(raw []byte) Status {
 }
 
 func eventOf(raw []byte) events.Name {
-	for _, e := range [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
-		BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent} {
+	for _, e := range &EventNames { // the array, not a copy of it
 		if string(raw) == string(e) {
 			return e
 		}
