@@ -94,22 +94,13 @@ type spec struct {
 // ("<name>.ev.<e>"). Tools that list the bucket's leases (natscoord lease
 // ls) leave these out instead of showing them as corrupt leases.
 func IsDataKey(key string) bool {
-	parts := strings.SplitN(key, ".", 3)
-	if len(parts) < 3 {
-		return false
-	}
-	switch parts[1] {
-	case kindElectionValue:
-		return true
-	case kindLockQueue, kindElectionQueue:
-		return strings.HasSuffix(parts[2], ticketSuffix)
-	}
-	return false
+	p, ok := ParseKey(key)
+	return ok && (p.Kind == KeyTicket || p.Kind == KeyElectionValue)
 }
 
 // The kind tokens that follow the Locker's name in its keys, and the
 // suffix of a queue's ticket key: the one spelling of the layout above,
-// for the specs that build keys and IsDataKey that reads them.
+// for the specs that build keys and ParseKey that reads them.
 const (
 	kindLock          = "l"
 	kindLockQueue     = "q"
