@@ -1,11 +1,22 @@
 // Package embedded runs nats-server with JetStream inside the calling
 // process: one node (Start) or a loopback cluster of several (StartCluster).
 //
+// # Use
+//
+//	s, err := embedded.Start(ctx, embedded.Options{})
+//	if err != nil { ... }
+//	defer s.Shutdown(context.Background())
+//	nc, err := s.Connect()      // in-process, no network hop
+//	js, err := jetstream.New(nc)
+//
+// Network clients use s.ClientURL(). s.JetStream() returns a handle on a
+// connection the Server owns and closes.
+//
 // # What it is for
 //
 //   - Tests. Every natscoord test runs against a real server started here
-//     (through internal/natstest); nothing mocks NATS. A node is ready in
-//     a few milliseconds, so each test can have its own.
+//     (through internal/natstest); nothing mocks NATS. A node starts fast
+//     enough for each test to have its own (BENCHMARKS.md).
 //   - Local development and demos: no separate server to install or run.
 //   - Single-node deployments: a service that wants the natscoord
 //     primitives without operating a NATS cluster can embed its server,
@@ -17,17 +28,6 @@
 //     leader loss and catch-up, not network partitions, clock skew or
 //     independent crashes; it is not a way to run a highly available
 //     production cluster.
-//
-// # Use
-//
-//	s, err := embedded.Start(ctx, embedded.Options{})
-//	if err != nil { ... }
-//	defer s.Shutdown(context.Background())
-//	nc, err := s.Connect()      // in-process, no network hop
-//	js, err := jetstream.New(nc)
-//
-// Network clients use s.ClientURL(). s.JetStream() returns a handle on a
-// connection the Server owns and closes.
 //
 // # Defaults
 //
@@ -76,8 +76,8 @@
 // system crash or power loss can lose the writes acknowledged since the
 // last fsync, and a lease, lock or ledger entry can then come back older
 // than a client was told. SyncAlways fsyncs before every acknowledgement
-// and closes that window, at a price measured on a 2-core machine: about
-// 1.7k Create+Delete pairs per second instead of about 10k. Tests and
+// and closes that window, at a price in write throughput that
+// BENCHMARKS.md measures. Tests and
 // development want the default. A single-node deployment whose state must
 // survive power loss wants SyncAlways; replication (R3 on a real cluster)
 // is the other way to survive the loss of one machine.
