@@ -43,7 +43,7 @@ func ExampleClient_Attempts() {
 			return err
 		}
 		for _, w := range ws {
-			fmt.Println("a worker alive, running", len(w.Tasks), "task, its lease expiring:", w.Holder.Expires.After(time.Now()))
+			fmt.Println("a worker alive, running", len(w.Tasks), "task; the server expires its lease at a known time:", !w.Holder.Expires.IsZero())
 		}
 		return errors.New("no answer")
 	})
@@ -73,6 +73,6 @@ func ExampleClient_Attempts() {
 		fmt.Printf("attempt %d of %d: %s: %s\n", a.N, a.Max, a.Outcome, a.Error)
 	}
 	// Output:
-	// a worker alive, running 1 task, its lease expiring: true
+	// a worker alive, running 1 task; the server expires its lease at a known time: true
 	// attempt 1 of 1: failed: no answer
 }
