@@ -115,7 +115,9 @@ func TestTaskPageAttemptsAndTimelineOutcomes(t *testing.T) {
 	require.Contains(t, body, `<dd id="attempts">2 of 3</dd>`)
 	require.Contains(t, body, `id="task-status" class="badge status-failed"`)
 	require.Contains(t, body, `id="finished"`)
-	rows := regexp.MustCompile(`<tr class="outcome-(\w+)"><td>(\d)</td><td>[^<]*</td><td>\w+</td><td class="err">([^<]*)</td></tr>`).FindAllStringSubmatch(body, -1)
+	// Each attempt: its number of the max, its owner, its start and end
+	// (both known: the bucket keeps the record's writes) and its own error.
+	rows := regexp.MustCompile(`<tr class="outcome-(\w+)"><td>(\d) of 3</td><td>w1</td><td>[^<]+</td><td>[^<]+</td><td>\w+</td><td class="err">([^<]*)</td></tr>`).FindAllStringSubmatch(body, -1)
 	require.Len(t, rows, 2, body)
 	require.Equal(t, []string{"retried", "1", "boom one"}, rows[0][1:])
 	require.Equal(t, []string{"failed", "2", "boom two"}, rows[1][1:])
@@ -126,7 +128,10 @@ func TestTaskPageAttemptsAndTimelineOutcomes(t *testing.T) {
 	require.Regexp(t, `<li class="ev-completed outcome-bad">[^\n]*<b>ledger.completed</b> finished failed`, tl, "a failed completion is drawn as a failure")
 	require.Regexp(t, `<li class="ev-retried outcome-warn">`, tl)
 
+	require.NotContains(t, body, `id="attempts-partial"`)
+
 	good := e.Page(t, "/task?key=good")
+	require.Regexp(t, `<tr class="outcome-completed"><td>1</td><td>w1</td><td>[^<]+</td><td>[^<]+</td><td>completed</td><td class="err"></td></tr>`, good)
 	require.Contains(t, good, `<pre class="result" id="result">{&#34;rows&#34;:42}</pre>`)
 	require.Contains(t, good, `<dd id="attempts">1 of the worker's default</dd>`)
 	require.Regexp(t, `<li class="ev-completed outcome-ok">`, good)
@@ -295,7 +300,7 @@ func TestWorkersAndSchedulesPage(t *testing.T) {
 	s.WaitAll(t, []string{"event: coord", `"what":"acquired"`}, []string{"event: ledger", `"ref":"crunch"`, `"phase":"running"`})
 
 	body := e.Page(t, "/workers")
-	require.Regexp(t, `<tr data-lease="`+regexp.QuoteMeta(url.QueryEscape(rec.Lease))+`"><td class="holder">worker-7</td>`, body)
+	require.Regexp(t, `<tr data-lease="`+regexp.QuoteMeta(url.QueryEscape(rec.Lease))+`"><td class="holder">worker-7</td><td class="owner">worker-7</td>`, body)
 	require.Regexp(t, `<td class="runs"><a href="/task\?key=crunch"><code>crunch</code></a>`, body)
 	require.Regexp(t, `<td class="ttl" data-expires="\d+">`, body)
 

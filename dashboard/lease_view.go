@@ -51,6 +51,7 @@ type leaseRow struct {
 	FenceKnown bool
 	Expires    time.Time // server timestamp of the last write + TTL (rounded up to whole seconds)
 	owner      string
+	holder     kvlease.Holder // the value as kvlease.HolderOf read it
 }
 
 // leaseView is the live content of one lease bucket, kept by one watch.
@@ -68,14 +69,12 @@ type leaseView struct {
 // classify reads a lease entry with kvlease's own decoder and kvlock's
 // key parser; data keys and values that are not a lease report false.
 func classify(bucket string, e kvx.Entry) (leaseRow, bool) {
-	h, err := kvlease.DecodeHolder(e.Value)
+	h, err := kvlease.HolderOf(e)
 	if err != nil {
 		return leaseRow{}, false
 	}
 	r := leaseRow{Bucket: bucket, Key: e.Key, Holder: h.ID, Host: h.Host, PID: h.PID, TTL: h.TTL(),
-		Acquired: h.Acquired, Revision: e.Revision, owner: h.OwnerHash}
-	ttl := (h.TTL() + time.Second - 1).Truncate(time.Second)
-	r.Expires = e.Created.Add(ttl)
+		Acquired: h.Acquired, Revision: e.Revision, Expires: h.Expires, owner: h.OwnerHash, holder: h}
 	if p, ok := kvlock.ParseKey(e.Key); ok {
 		r.Name, r.Resource = p.Name, p.Resource
 		switch p.Kind {

@@ -126,8 +126,11 @@ type taskData struct {
 	Truncated                           bool
 	CanReopen, CanCancel, NoTaskActions bool
 	CanRemove                           bool
-	// Attempts are the attempts the timeline shows ended, oldest first.
-	Attempts []attemptRow
+	// Attempts are the task's attempts, oldest first, read by kvledger's
+	// rule (kvledger.Attempts) from the writes the ledger bucket keeps of
+	// the record (Ledger.History): a bucket with History 1 keeps only the
+	// last write, and then only the attempt it ended is shown.
+	Attempts []kvledger.Attempt
 	// LastError is the record's last error (read from the store, not
 	// kept in the view: errors can be long).
 	LastError string
@@ -140,40 +143,6 @@ type taskData struct {
 
 // maxResultShown bounds the result bytes a task page shows.
 const maxResultShown = 4096
-
-// attemptRow is one ended attempt: its number, how it ended and its
-// error.
-type attemptRow struct {
-	N       int
-	Time    time.Time
-	Outcome string // retried, failed, completed, cancelled
-	Error   string
-}
-
-// attemptsOf reads the ended attempts from a timeline: the events that
-// end one (a retry, a completion, a cancel) carry the attempt's number
-// and error.
-func attemptsOf(tl []timelineEntry) []attemptRow {
-	var out []attemptRow
-	for _, e := range tl {
-		if e.Action || e.Attempts == 0 {
-			continue
-		}
-		var outcome string
-		switch events.Name(e.Name) {
-		case kvledger.RetriedEvent:
-			outcome = "retried"
-		case kvledger.CompletedEvent:
-			outcome = e.Status
-		case kvledger.CancelledEvent:
-			outcome = "cancelled"
-		default:
-			continue
-		}
-		out = append(out, attemptRow{N: e.Attempts, Time: e.Time, Outcome: outcome, Error: e.Error})
-	}
-	return out
-}
 
 // task reads one record (from the store, so the page is as new as the
 // leader) and its timeline.
@@ -206,7 +175,12 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
-	d.Attempts, d.LastError = attemptsOf(d.Timeline), s.LastError
+	d.LastError = s.LastError
+	if hist, err := h.ledger.History(ctx, key); err != nil {
+		h.cfg.Logger.Warn("dashboard: attempts", "key", string(key), "err", err)
+	} else {
+		d.Attempts = kvledger.Attempts(hist)
+	}
 	if len(s.Result) > 0 {
 		d.Result = string(s.Result)
 		if len(d.Result) > maxResultShown {

@@ -6,14 +6,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // workerRow is one live claimant lease of this ledger (a worker, or a
-// Ledger claiming WithLeases) and the tasks whose records name it.
+// Ledger claiming WithLeases) and the tasks whose records name it, as
+// worker.LiveWorkersOf finds them.
 type workerRow struct {
 	leaseRow
+	Owner kvledger.OwnerID
 	Tasks []taskSummary
 }
 
@@ -36,14 +39,20 @@ type workersData struct {
 
 func (h *Handler) workers(r *http.Request) workersData {
 	d := workersData{common: h.common(r, "Workers & schedules", "workers"), Buckets: h.cfg.LeaseBuckets}
-	prefix := kvledger.LeasePrefix(h.cfg.Ledger) + kvledger.ClaimLeaseInfix
-	byLease := h.tasks.claimsByLease()
+	rows := make(map[string]leaseRow)
+	holders := make(map[string]kvlease.Holder)
 	for _, v := range h.leases {
 		for _, l := range v.list("") {
-			if strings.HasPrefix(l.Key, prefix) {
-				d.Workers = append(d.Workers, workerRow{leaseRow: l, Tasks: byLease[l.Key]})
-			}
+			rows[l.Key], holders[l.Key] = l, l.holder
 		}
+	}
+	claims, summaries := h.tasks.claims()
+	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, holders, claims) {
+		row := workerRow{leaseRow: rows[w.Lease], Owner: w.Owner}
+		for _, t := range w.Tasks {
+			row.Tasks = append(row.Tasks, summaries[t.Key])
+		}
+		d.Workers = append(d.Workers, row)
 	}
 	now := h.cfg.Now()
 	for _, s := range h.tasks.schedules() {
@@ -61,17 +70,20 @@ func (h *Handler) workersFragment(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "workers", "workersBody", http.StatusOK, h.workers(r))
 }
 
-// claimsByLease returns the claimed records that name a lease, by lease.
-func (v *taskView) claimsByLease() map[string][]taskSummary {
+// claims returns the claimed records that name a lease, as the fields
+// worker.LiveWorkersOf reads, and their summaries by key.
+func (v *taskView) claims() ([]kvledger.TaskState, map[kvledger.IdempotencyKey]taskSummary) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	out := make(map[string][]taskSummary)
+	var out []kvledger.TaskState
+	byKey := make(map[kvledger.IdempotencyKey]taskSummary)
 	for _, e := range v.order {
 		if e.Status == kvledger.StatusClaimed && e.Lease != "" {
-			out[e.Lease] = append(out[e.Lease], e.taskSummary)
+			out = append(out, kvledger.TaskState{Key: e.Key, Status: e.Status, Lease: e.Lease, Owner: e.Owner, Fence: e.Fence, Kind: e.Kind})
+			byKey[e.Key] = e.taskSummary
 		}
 	}
-	return out
+	return out, byKey
 }
 
 // schedules returns every schedule whose periods' records the view holds

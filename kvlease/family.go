@@ -183,13 +183,9 @@ func (m *Manager) holder(ctx context.Context, key string) (Holder, bool, error) 
 	if err != nil {
 		return Holder{}, false, fmt.Errorf("kvlease: read %q: %w", key, err)
 	}
-	h, err := decodeValue(e.Value)
+	h, err := HolderOf(e)
 	if err != nil {
 		return Holder{}, true, err
-	}
-	h.Revision = e.Revision
-	if !e.Created.IsZero() {
-		h.Expires = e.Created.Add(serverTTL(h.TTL()))
 	}
 	return h, true, nil
 }

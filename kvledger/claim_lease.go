@@ -3,6 +3,7 @@ package kvledger
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -30,6 +31,25 @@ const ClaimLeaseInfix = "w."
 // leases under such keys, and the runtime's lease watch follows them.
 func NewClaimLeaseKey(bucket string, owner OwnerID) string {
 	return LeasePrefix(bucket) + ClaimLeaseInfix + kvx.EncodeToken(string(owner)+"."+nuid.Next())
+}
+
+// ClaimLeaseOwner returns the owner a claimant's lease key of the ledger
+// in bucket names (a key NewClaimLeaseKey made), and whether key is one.
+// The key's last token encodes the owner and a nuid, which has no dot.
+func ClaimLeaseOwner(bucket, key string) (OwnerID, bool) {
+	tok, ok := strings.CutPrefix(key, LeasePrefix(bucket)+ClaimLeaseInfix)
+	if !ok || tok == "" || strings.Contains(tok, ".") {
+		return "", false
+	}
+	s, err := kvx.DecodeToken(tok)
+	if err != nil {
+		return "", false
+	}
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return "", false
+	}
+	return OwnerID(s[:i]), true
 }
 
 // LeaseReader reads a raw lease key from the lease bucket's stream

@@ -133,7 +133,10 @@
 // ClaimLeased, a claim proven by a kvlease lease that the server
 // expires, so no clock decides that a worker is dead. Finish records an
 // attempt's outcome (completed with a result, failed, or pending again
-// for a retry). WaitFinal waits by push for tasks to end.
+// for a retry). WaitFinal waits by push for tasks to end. Attempts reads
+// a task's attempts, each with the error it ended with, from the writes
+// the bucket keeps of its record (History; a bucket with History 1 keeps
+// only the last write, and so only the last attempt).
 //
 // Operator actions are compare-and-sets with their own events: Reopen
 // (a failed record back to pending with a new fence, and the records it

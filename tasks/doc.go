@@ -38,6 +38,24 @@
 // exponential backoff up to MaxAttempts; Permanent errors and panics are
 // failed attempts too, the first without retry.
 //
+// # Inspection
+//
+// Attempts lists a task's attempts: each one's number of its maximum,
+// owner, start and end, and how it ended with its own error (a success
+// after two failures shows the two errors on the two failed attempts and
+// none on the third). It reads the writes the ledger bucket keeps of the
+// record (kvledger.Attempts over Ledger.History): a bucket that keeps one
+// write per key (History 1) shows only the attempt the last write ended,
+// without its start, until the bucket keeps more.
+//
+// Workers lists the workers that are alive now, in any process: each
+// one's owner id, its lease as kvlease reads it (Holder.Expires: when
+// the server expires it unless renewed), and the tasks its claims hold.
+// A worker holds its lease while it runs tasks and for ClaimTTL after, so
+// an idle worker is not listed. `natscoord ledger show KEY` and
+// `natscoord ledger workers` print the same, and the dashboard's task and
+// workers pages use the same rules.
+//
 // # Layers
 //
 // The client wires the layers below it, which stay usable on their own:
@@ -54,6 +72,6 @@
 //     under the same key.
 //   - Clock skew matters only for RunAt and Delay, which a worker compares
 //     with its own clock; liveness never reads a wall clock.
-//   - List reads the whole ledger per call; use it for operators and
-//     dashboards, not on a hot path.
+//   - List and Workers read the whole ledger per call; use them for
+//     operators and dashboards, not on a hot path.
 package tasks

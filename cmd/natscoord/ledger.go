@@ -42,7 +42,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the leases that workers' claims name (natscoord work --lease-bucket)")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
-		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf))
+		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }
@@ -155,8 +155,13 @@ func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger
 func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show KEY",
-		Short: "Show one task's record",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show one task's record and its attempts",
+		Long: "show prints one task's record, then its attempts: each one's number (of the task's\n" +
+			"max attempts), outcome, owner, fence, start and end, and the error it ended with.\n" +
+			"--json prints the record with its attempts under \"attempt_history\".\n\n" +
+			"The attempts are read from the writes the ledger bucket keeps of the record: a bucket\n" +
+			"with History 1 keeps only the last write, and then shows only the attempt it ended.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, "", func(ctx context.Context, l *kvledger.Ledger) error {
 				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
@@ -170,7 +175,21 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.printTask(t, until)
+				h, err := l.History(ctx, t.Key)
+				if err != nil {
+					return err
+				}
+				as := kvledger.Attempts(h)
+				if a.json {
+					if as == nil {
+						as = []kvledger.Attempt{} // "attempt_history": [] rather than null
+					}
+					return writeJSON(a.stdout, shownTask{TaskState: t, AttemptHistory: as})
+				}
+				if err := a.printTask(t, until); err != nil {
+					return err
+				}
+				return a.printAttempts(as)
 			})
 		},
 	}

@@ -2,6 +2,7 @@ package dashtest
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
@@ -34,6 +36,10 @@ type Env struct {
 // LedgerBucket is the KV bucket of the test ledger.
 const LedgerBucket = "natscoord_ledger"
 
+// LedgerHistory is the number of writes per record the test ledger's
+// bucket keeps.
+const LedgerHistory = 64
+
 // Holder is the holder name of Env.Leases.
 const Holder = "holder-1"
 
@@ -48,8 +54,19 @@ func NewLedger(t testing.TB, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
 	ctx := natstest.Context(t, 10*time.Second)
 	js := n.NewJS(t)
+	// The bucket keeps each record's writes, as the task page's attempts
+	// read them (Ledger.History); the KVStore binds it as it is.
+	created := false
+	if _, err := js.KeyValue(ctx, LedgerBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+		_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LedgerBucket, History: LedgerHistory})
+		require.NoError(t, err)
+		created = true
+	}
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: LedgerBucket})
 	require.NoError(t, err)
+	if created {
+		require.NoError(t, store.EnableAtomicBatches(ctx))
+	}
 	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
 	require.NoError(t, err)
 	l, err := kvledger.New(store, bus)

@@ -1,0 +1,103 @@
+package kvledger_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// Each write that ends a claim ends its attempt once, with that write's
+// own error: a completion after a retry does not repeat the retry's
+// error, a renewal is no new attempt, and a claim taken over is lost.
+func TestAttemptsFromWrites(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	w := func(rev uint64, st kvledger.Status, ev events.Name, owner string, fence, n int, errText string) kvledger.TaskState {
+		return kvledger.TaskState{Key: "k", Status: st, LastEvent: ev, Owner: kvledger.OwnerID(owner),
+			Fence: kvledger.FenceToken(fence), Attempts: n, MaxAttempts: 4, LastError: errText, Rev: rev, UpdatedAt: at(int(rev))}
+	}
+	pending, claimed := kvledger.StatusPending, kvledger.StatusClaimed
+	history := []kvledger.TaskState{
+		w(1, pending, kvledger.AdmittedEvent, "", 1, 0, ""),
+		w(2, claimed, kvledger.ClaimedEvent, "a", 2, 1, ""),
+		w(3, claimed, kvledger.RenewedEvent, "a", 2, 1, ""),
+		w(4, pending, kvledger.RetriedEvent, "", 2, 1, "first"),
+		w(5, claimed, kvledger.ClaimedEvent, "b", 3, 2, "first"),
+		w(6, claimed, kvledger.TakenOverEvent, "c", 4, 3, "first"),
+		w(7, kvledger.StatusCompleted, kvledger.CompletedEvent, "c", 4, 3, "first"),
+	}
+	got := kvledger.Attempts(history)
+	require.Equal(t, []kvledger.Attempt{
+		{N: 1, Max: 4, Owner: "a", Fence: 2, Started: at(2), Ended: at(4), Outcome: kvledger.AttemptRetried, Error: "first", StartRev: 2, EndRev: 4},
+		{N: 2, Max: 4, Owner: "b", Fence: 3, Started: at(5), Ended: at(6), Outcome: kvledger.AttemptLost, StartRev: 5, EndRev: 6},
+		{N: 3, Max: 4, Owner: "c", Fence: 4, Started: at(6), Ended: at(7), Outcome: kvledger.AttemptCompleted, StartRev: 6, EndRev: 7},
+	}, got)
+
+	// A cancel while claimed ends the attempt cancelled; a cancel of a
+	// pending record is no attempt.
+	cancelled := w(3, kvledger.StatusFailed, kvledger.CancelledEvent, "a", 2, 1, "stop")
+	cancelled.Cancelled = true
+	got = kvledger.Attempts([]kvledger.TaskState{history[0], history[1], cancelled})
+	require.Len(t, got, 1)
+	require.Equal(t, kvledger.AttemptCancelled, got[0].Outcome)
+	require.Equal(t, "stop", got[0].Error)
+	pendingCancel := w(2, kvledger.StatusFailed, kvledger.CancelledEvent, "", 1, 0, "stop")
+	pendingCancel.Cancelled = true
+	require.Empty(t, kvledger.Attempts([]kvledger.TaskState{history[0], pendingCancel}))
+
+	// With only the last write kept, the attempt it ended is still shown,
+	// without a start; a running claim first seen at a renewal has none
+	// either.
+	got = kvledger.Attempts([]kvledger.TaskState{w(9, kvledger.StatusFailed, kvledger.CompletedEvent, "a", 2, 4, "last")})
+	require.Equal(t, []kvledger.Attempt{{N: 4, Max: 4, Owner: "a", Fence: 2, Ended: at(9), Outcome: kvledger.AttemptFailed, Error: "last", EndRev: 9}}, got)
+	got = kvledger.Attempts([]kvledger.TaskState{history[2]})
+	require.Equal(t, []kvledger.Attempt{{N: 1, Max: 4, Owner: "a", Fence: 2, Outcome: kvledger.AttemptRunning}}, got)
+	require.Empty(t, kvledger.Attempts([]kvledger.TaskState{history[0]}))
+	require.Empty(t, kvledger.Attempts(nil))
+}
+
+// KVStore.History returns the writes of the key's current record, oldest
+// first, as far as the bucket keeps them; a deleted key's earlier writes
+// are not the new record's.
+func TestKVStoreHistoryKeepsTheCurrentRecordsWrites(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "hist", History: 64})
+	require.NoError(t, err)
+	store, err := kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: "hist"})
+	require.NoError(t, err)
+	l, err := kvledger.New(store, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
+	now := time.Now()
+	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
+	require.NoError(t, err)
+	fence, err := l.Claim(ctx, "t", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "t", "k", "w", fence, kvledger.StatusCompleted, now))
+	h, err := l.History(ctx, "k")
+	require.NoError(t, err)
+	require.Len(t, h, 3)
+	require.Equal(t, []kvledger.Status{kvledger.StatusPending, kvledger.StatusClaimed, kvledger.StatusCompleted},
+		[]kvledger.Status{h[0].Status, h[1].Status, h[2].Status})
+	require.Less(t, h[0].Rev, h[1].Rev)
+	require.Less(t, h[1].Rev, h[2].Rev)
+
+	require.NoError(t, l.Delete(ctx, "t", "k", now))
+	h, err = l.History(ctx, "k")
+	require.NoError(t, err)
+	require.Empty(t, h, "a deleted record has no history")
+	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
+	require.NoError(t, err)
+	h, err = l.History(ctx, "k")
+	require.NoError(t, err)
+	require.Len(t, h, 1, "the earlier record's writes are not the new one's")
+	require.Equal(t, kvledger.StatusPending, h[0].Status)
+}
