@@ -136,21 +136,38 @@ func (l *Ledger) ClaimLease(ctx context.Context, rec TaskState) (h kvlease.Holde
 	return h, !ended && err == nil, true, err
 }
 
+// claimLeaseState says what can be known of the lease that holds cur
+// without reading the lease bucket, for Judge: a record naming no lease
+// (Claim's own claim, made without a LeaseTaker) is held until its
+// LeaseUntil, judged against now, the reference claim's own protocol (its
+// owner moves LeaseUntil with Renew); one naming a lease is unknown until
+// read (LeaseEnded), and counts as live when this Ledger cannot read it
+// (no WithLeases), whatever its LeaseUntil says: the runtime renews the
+// lease, not the record.
+func (l *Ledger) claimLeaseState(cur TaskState, now time.Time) LeaseState {
+	switch {
+	case cur.Lease == "" && cur.LeaseUntil.After(now):
+		return LeaseStateLive
+	case cur.Lease == "":
+		return LeaseStateEnded
+	case l.leases == nil:
+		return LeaseStateLive
+	}
+	return LeaseStateUnknown
+}
+
 // claimLive decides whether cur, a record Claim or Takeover found, is a
-// live claim that may not be taken. A record naming a lease is judged by
-// that lease on the server (LeaseEnded), whatever its LeaseUntil says:
-// the runtime renews the lease, not the record. Any other record is
-// judged by LeaseUntil against now, the reference claim's own protocol
-// (its owner moves LeaseUntil with Renew). When live, detail says who
-// holds it and until when, for the error.
+// live claim that may not be taken: claimLeaseState, and a read of the
+// lease it names on the server when that is unknown. When live, detail
+// says who holds it and until when, for the error.
 func (l *Ledger) claimLive(ctx context.Context, cur TaskState, now time.Time) (live bool, detail string, err error) {
-	if cur.Lease == "" {
-		if cur.LeaseUntil.After(now) {
+	switch l.claimLeaseState(cur, now) {
+	case LeaseStateEnded:
+		return false, "", nil
+	case LeaseStateLive:
+		if cur.Lease == "" {
 			return true, fmt.Sprintf("%q held by %q until %s", string(cur.Key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano)), nil
 		}
-		return false, "", nil
-	}
-	if l.leases == nil {
 		return true, fmt.Sprintf("%q is claimed by %q under lease %q, which this Ledger cannot read (no WithLeases), so it cannot confirm the claim ended",
 			string(cur.Key), string(cur.Owner), cur.Lease), nil
 	}
