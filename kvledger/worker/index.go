@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/heapx"
@@ -216,12 +217,22 @@ func (ix *index) seeLease(lease string, live bool, rev uint64) bool {
 	if s, ok := ix.leases[lease]; ok && s.rev >= rev {
 		return false
 	}
-	if !live && len(ix.byLease[lease]) == 0 {
+	if !live && len(ix.byLease[lease]) == 0 && !ix.isSlot(lease) {
 		delete(ix.leases, lease) // ended and named by nothing: unknown again
 		return true
 	}
 	ix.leases[lease] = leaseSeen{live: live, rev: rev}
 	return true
+}
+
+// isSlot reports whether lease is a group's slot key. An ended slot keeps
+// its revision (the groups' slots are few, and fixed by GroupLimits): a
+// lagging watch that delivers the slot's earlier put, after this worker
+// released it or after the delete, must not show the slot held again
+// until the delete arrives (once more).
+func (ix *index) isSlot(lease string) bool {
+	rest, ok := strings.CutPrefix(lease, ix.prefix)
+	return ok && strings.HasPrefix(rest, groupInfix)
 }
 
 // leaseState says what the index knows of the lease of the claimed
