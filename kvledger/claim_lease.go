@@ -40,9 +40,12 @@ type LeaseReader interface {
 }
 
 // LeaseTaker takes a lease under a raw key for a claim (a
-// *kvlease.Manager is one): the Ledger then abandons the guard
-// (kvlease.Guard.Abandon), so the lease lives exactly its TTL on the
-// server, also after the process that took it exits.
+// *kvlease.Manager is one). The Ledger holds the guard while the claim is
+// its own, renews it in place (Renew) and releases it when a claim fails
+// or is released; Close abandons the guards still held
+// (kvlease.Guard.Abandon), so each lease lives exactly its TTL on the
+// server, also after the process that took it exits. Close the Ledger
+// before the lease manager, whose Close releases every guard.
 type LeaseTaker interface {
 	LeaseReader
 	TryAcquireKeyDetached(ctx context.Context, key string, ttl time.Duration) (*kvlease.Guard, bool, error)
@@ -58,13 +61,15 @@ type LeaseTaker interface {
 // When r is also a LeaseTaker (a *kvlease.Manager is), the claims the
 // Ledger makes hold a lease too: Claim, Takeover, ClaimIfReady and
 // ClaimNext take a fresh lease (NewClaimLeaseKey) with the claim's lease
-// duration as its TTL and name it in the record, and Renew takes a new
-// one and names that instead. The server then expires the claim when its
-// owner stops renewing, and the runtime's workers and other Ledgers
-// judge it by that expiry, never by a clock: one claim protocol on a
-// record, whichever API made the claim. A lease is 1s to 24h
-// (kvlease.ValidateTTL); a lease that ended is left to the server's
-// expiry, since the Ledger does not keep its guard.
+// duration as its TTL and name it in the record, and Renew renews that
+// lease in place when this Ledger took it with the same duration (else it
+// takes a new one, names that instead and releases the old one it holds).
+// The server then expires the claim when its owner stops renewing, and
+// the runtime's workers and other Ledgers judge it by that expiry, never
+// by a clock: one claim protocol on a record, whichever API made the
+// claim. A lease is 1s to 24h (kvlease.ValidateTTL). A claim renewed by
+// another process than the one that claimed (the command line's ledger
+// renew) takes a new lease, and the old one lives out its TTL.
 func WithLeases(r LeaseReader) Option {
 	return func(l *Ledger) error {
 		if r == nil {
@@ -77,15 +82,15 @@ func WithLeases(r LeaseReader) Option {
 }
 
 // holdLease takes a fresh lease for a claim of owner lasting ttl, when
-// the Ledger has a LeaseTaker, and returns its key ("" without one). The
-// guard is abandoned at once: the claim lives exactly as long as the
-// lease does on the server, whatever happens to this process.
-func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (string, error) {
+// the Ledger has a LeaseTaker, and returns its guard (nil without one).
+// The caller files it with claimGuards.keep once its claim is written, or
+// drops it (dropLease) when the claim fails.
+func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (*kvlease.Guard, error) {
 	if l.taker == nil {
-		return "", nil
+		return nil, nil
 	}
 	if err := kvlease.ValidateTTL(ttl); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidLease, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidLease, err)
 	}
 	bucket := l.source
 	if n, ok := l.store.(namedStore); ok && n.Name() != "" {
@@ -94,15 +99,20 @@ func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration
 	key := NewClaimLeaseKey(bucket, owner)
 	g, ok, err := l.taker.TryAcquireKeyDetached(ctx, key, ttl)
 	if err != nil {
-		return "", fmt.Errorf("kvledger: the claim's lease: %w", err)
+		return nil, fmt.Errorf("kvledger: the claim's lease: %w", err)
 	}
 	if !ok {
-		return "", fmt.Errorf("kvledger: the claim's lease %q is taken", key) // a fresh nuid: nobody else writes it
+		return nil, fmt.Errorf("kvledger: the claim's lease %q is taken", key) // a fresh nuid: nobody else writes it
 	}
-	if err := g.Abandon(); err != nil {
-		return "", fmt.Errorf("kvledger: the claim's lease %q: %w", key, err)
+	return g, nil
+}
+
+// leaseKeyOf is the key a claim names for g ("" without a lease).
+func leaseKeyOf(g *kvlease.Guard) string {
+	if g == nil {
+		return ""
 	}
-	return key, nil
+	return g.Key()
 }
 
 // LeaseEnded reports whether lease, the lease a claimed record names,

@@ -28,9 +28,14 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		return TaskState{}, err
 	}
 	var (
-		leaseKey string
-		held     bool
+		g          *kvlease.Guard
+		held, kept bool
 	)
+	defer func() {
+		if !kept {
+			dropLease(g) // the claim failed: its lease goes with it
+		}
+	}()
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -52,12 +57,16 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 			return TaskState{}, err
 		}
 		if !held {
-			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+			if g, err = l.holdLease(ctx, owner, lease); err != nil {
 				return TaskState{}, err
 			}
 			held = true
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev, false)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev, false)
+		if err == nil && ok {
+			kept = true
+			l.guards.keep(key, rec.Fence, g)
+		}
 		if err != nil || ok {
 			return rec, err
 		}
