@@ -115,3 +115,44 @@ func TestFailedClaimLeavesNoLease(t *testing.T) {
 	}
 	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "the failed claims' leases are released")
 }
+
+// A claim's lease that the Ledger holds outlives the Ledger and its lease
+// manager by its TTL (the command line claims and exits): Close abandons
+// it rather than releasing it, and a later claim of the Ledger abandons
+// its lease at once.
+func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "outlive_leases"
+	m := natstest.Open(t, "lease manager", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: leases})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, err = l.Claim(ctx, "w", "a", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, l.Close(ctx))
+	_, err = l.Claim(ctx, "w", "b", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, m.Close(ctx))
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 2, "both claims' leases live on after the Ledger and the manager closed")
+	other := newLedger(t, store, nil, kvledger.WithLeases(leaseReader(t, n.JS, leases)))
+	_, err = other.Takeover(ctx, "x", "a", "x", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotStale)
+}
+
+func leaseReader(t *testing.T, js jetstream.JetStream, bucket string) *kvlease.Manager {
+	t.Helper()
+	m := natstest.Open(t, "lease reader", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}

@@ -126,8 +126,13 @@
 // LastError, Cancelled, a bounded JSON Result, and Group and Priority,
 // which the runtime's group limits and ready order read (records written
 // before them decode with both zero). Submit and AdmitMany
-// admit with them; a task is ready (Ready) when it is pending, its RunAt
-// has passed and every need is completed. Claim keeps its contract (it
+// admit with them; a task is ready when it is pending, no live lease
+// holds it, its RunAt has passed and every need is completed. That rule is
+// stated once, in Judge (readiness.go), which every reader calls with what
+// it knows (ClaimIfReady and ClaimNext from the store, the runtime's index
+// from its watches, the dashboard from its view); the attempt limit and
+// the retry-or-fail decision likewise, in AttemptLimit and RetryOrFail
+// (attempts.go). Claim keeps its contract (it
 // does not look at needs' status beyond failures, nor at RunAt);
 // ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
 // reading the whole ledger. Package worker is the runtime: it keeps a
