@@ -15,7 +15,7 @@ import (
 // compare-and-set of the same key with a fresh server TTL) instead of
 // taking a new key each time and leaving the old one to live out its TTL,
 // as a key every worker's lease watch is sent. A claim that fails after
-// its lease was taken releases it. A guard is not renewed by itself: the
+// its lease was taken releases it, as do Release and Complete. A guard is not renewed by itself: the
 // claim still ends when its owner stops calling Renew (the guard is lost
 // a kvlease margin before the server's expiry, and deleted then). Close
 // abandons the guards still held (kvlease.Guard.Abandon), so those leases

@@ -77,6 +77,12 @@ func TestRenewKeepsOneLeaseKey(t *testing.T) {
 
 	require.NoError(t, l.Release(ctx, "w", "k", "w", fence, time.Now()))
 	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "a released claim's lease goes with it")
+
+	fence, err = l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
+	require.NoError(t, l.Complete(ctx, "w", "k", "w", fence, kvledger.StatusCompleted, time.Now()))
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "a completed claim's lease goes with it")
 }
 
 // A claim that fails after taking its lease releases it: here the record's
