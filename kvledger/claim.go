@@ -122,7 +122,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKeyOf(g), now, ev)
 		if err == nil && ok {
 			kept = true
-			l.guards.keep(key, fence, g)
+			l.guards.file(key, fence, g)
 		}
 		if err != nil || ok {
 			return fence, err
@@ -192,7 +192,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
-			l.guards.drop(key, fence) // the claim is over
+			l.dropHeld(key, fence) // the claim is over
 		}
 		if err != nil {
 			return err
@@ -201,11 +201,8 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 			if cur.Lease != "" && l.taker == nil {
 				return fmt.Errorf("%w: %q's claim names lease %q, which only a new lease renews (WithLeases with a LeaseTaker)", ErrNoLease, string(key), cur.Lease)
 			}
-			if old := l.guards.get(key, fence); old != nil && old.Key() == cur.Lease && old.TTL() == lease {
-				switch err := old.Renew(ctx); {
-				case err == nil:
-					inPlace = true
-				case !errors.Is(err, kvlease.ErrLost):
+			if cur.Lease != "" {
+				if inPlace, err = l.renewInPlace(ctx, key, fence, cur.Lease, lease); err != nil {
 					return fmt.Errorf("kvledger: renewing the claim's lease %q: %w", cur.Lease, err)
 				}
 			}
@@ -228,7 +225,8 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		_, ok, err := l.write(ctx, cur, true, next, false)
 		if err == nil && ok && !inPlace {
 			kept = true
-			l.guards.keep(key, fence, g) // releases the lease it replaces
+			l.dropHeld(key, fence) // the lease the record named, once it names g
+			l.guards.file(key, fence, g)
 		}
 		if err != nil || ok {
 			return err
@@ -252,7 +250,7 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
 		_, ok, err := l.write(ctx, cur, true, next, false)
 		if err == nil && ok {
-			l.guards.drop(key, fence) // the claim's lease, if this Ledger took it
+			l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
 		}
 		if err != nil || ok {
 			return err

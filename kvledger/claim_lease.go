@@ -40,12 +40,12 @@ type LeaseReader interface {
 }
 
 // LeaseTaker takes a lease under a raw key for a claim (a
-// *kvlease.Manager is one). The Ledger holds the guard while the claim is
-// its own, renews it in place (Renew) and releases it when a claim fails
-// or is released; Close abandons the guards still held
-// (kvlease.Guard.Abandon), so each lease lives exactly its TTL on the
-// server, also after the process that took it exits. Close the Ledger
-// before the lease manager, whose Close releases every guard.
+// *kvlease.Manager is one): the Ledger abandons the guard once the claim
+// is written (kvlease.Guard.Abandon), so the lease lives exactly its TTL
+// on the server, also after the process that took it exits. A taker that
+// can also adopt an abandoned guard back (kvlease.Manager.Adopt, as a
+// *kvlease.Manager does) lets Renew renew the lease in place, and Release,
+// Complete and a failed Renew delete it (claim_guards.go).
 type LeaseTaker interface {
 	LeaseReader
 	TryAcquireKeyDetached(ctx context.Context, key string, ttl time.Duration) (*kvlease.Guard, bool, error)
@@ -63,7 +63,7 @@ type LeaseTaker interface {
 // ClaimNext take a fresh lease (NewClaimLeaseKey) with the claim's lease
 // duration as its TTL and name it in the record, and Renew renews that
 // lease in place when this Ledger took it with the same duration (else it
-// takes a new one, names that instead and releases the old one it holds).
+// takes a new one, names that instead and deletes the old one it took).
 // The server then expires the claim when its owner stops renewing, and
 // the runtime's workers and other Ledgers judge it by that expiry, never
 // by a clock: one claim protocol on a record, whichever API made the
@@ -83,8 +83,8 @@ func WithLeases(r LeaseReader) Option {
 
 // holdLease takes a fresh lease for a claim of owner lasting ttl, when
 // the Ledger has a LeaseTaker, and returns its guard (nil without one).
-// The caller files it with claimGuards.keep once its claim is written, or
-// drops it (dropLease) when the claim fails.
+// The caller files it (claimGuards.file, which abandons it) once its
+// claim is written, or releases it (dropLease) when the claim fails.
 func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (*kvlease.Guard, error) {
 	if l.taker == nil {
 		return nil, nil

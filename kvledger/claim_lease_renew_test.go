@@ -122,10 +122,10 @@ func TestFailedClaimLeavesNoLease(t *testing.T) {
 	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "the failed claims' leases are released")
 }
 
-// A claim's lease that the Ledger holds outlives the Ledger and its lease
-// manager by its TTL (the command line claims and exits): Close abandons
-// it rather than releasing it, and a later claim of the Ledger abandons
-// its lease at once.
+// A claim's lease outlives the Ledger and its lease manager by its TTL
+// (the command line claims and exits): the Ledger abandons it once the
+// claim is written, whether or not it is closed, and keeps only what
+// renews it in place.
 func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)

@@ -65,7 +65,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev, false)
 		if err == nil && ok {
 			kept = true
-			l.guards.keep(key, rec.Fence, g)
+			l.guards.file(key, rec.Fence, g)
 		}
 		if err != nil || ok {
 			return rec, err

@@ -70,11 +70,11 @@
 //     A Ledger whose WithLeases reader can take leases (a
 //     *kvlease.Manager) makes its own claims (Claim, Takeover,
 //     ClaimIfReady, ClaimNext) hold one as well: a fresh lease key
-//     (NewClaimLeaseKey) with the claim's lease as TTL, which the Ledger
-//     holds, renews in place with Renew, releases when the claim fails or
-//     is released, and abandons on Close so it lives exactly its TTL on
-//     the server, also after the process exits (a Renew from another
-//     process names a new one). Workers then leave such a claim alone
+//     (NewClaimLeaseKey) with the claim's lease as TTL, abandoned once the
+//     claim is written so it lives exactly that long on the server, also
+//     after the process exits; Renew renews it in place when this Ledger
+//     took it (a Renew from another process names a new one), and a claim
+//     that fails, Release and Complete delete it. Workers then leave such a claim alone
 //     until the server expires it (natscoord ledger claim does this). A
 //     claim that names no lease (a Ledger without a lease taker) is
 //     judged by LeaseUntil against the caller's now, which its owner

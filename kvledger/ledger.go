@@ -101,10 +101,7 @@ func (l *Ledger) Store() Store { return l.store }
 // until every record revision written before Close has its event
 // published (by it or by another relay of the same name, also revisions a
 // dead relay held, once their AckWait ran out), within its DrainTimeout
-// and ctx, and then stops. It also abandons the leases its claims hold
-// (WithLeases with a LeaseTaker), leaving each to the server's expiry, so
-// a claim outlives the process by exactly its lease; close the Ledger
-// before the lease manager. A drain that runs out is returned as an error,
+// and ctx, and then stops. A drain that runs out is returned as an error,
 // as is ctx's end before a drain finished. The Ledger's other methods
 // keep working (they own no goroutine). Close is idempotent: a later
 // call has no relay left to drain and returns nil.
@@ -113,7 +110,6 @@ func (l *Ledger) Close(ctx context.Context) error {
 	rs := l.relays
 	l.relays, l.closed = nil, true
 	l.mu.Unlock()
-	l.guards.close()
 	var errs []error
 	for _, r := range rs {
 		errs = append(errs, r.stop(ctx))

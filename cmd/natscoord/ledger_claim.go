@@ -291,7 +291,7 @@ func (c *claimLeases) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m != nil {
-		_ = c.m.Close(context.Background()) // the Ledger, closed first, abandoned its claims' leases: nothing to release
+		_ = c.m.Close(context.Background()) // it holds no lease: nothing to release
 	}
 }
 
