@@ -167,15 +167,15 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 // Renew) for the same duration: one compare-and-set of the same lease key
 // with a fresh TTL on the server. Otherwise (another process claimed, or
 // lease differs) Renew takes a new lease for lease, names it in the
-// record instead of the old one and releases the old one if this Ledger
-// holds it (an old one it does not hold lives out its TTL). A claim that
+// record instead of the old one and deletes the old one if this Ledger
+// took it (one it did not take lives out its TTL). A claim that
 // names a lease cannot be renewed without a LeaseTaker (ErrNoLease). The
 // order of checks: ErrInvalidLease (no store access), ErrNoKey,
 // ErrNotClaimed (the record is not claimed), ErrFenced (the fence or
 // owner is not the claim's), ErrNoLease, then the Validate error. A lost
 // compare-and-swap reloads: while the record is still the caller's claim,
 // Renew tries again, otherwise it returns the error the fresh record
-// calls for (and releases the lease of the claim it held).
+// calls for (and deletes the lease of the claim, if this Ledger took it).
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
 	if err := checkLease(lease); err != nil {
 		return err
