@@ -46,7 +46,7 @@ func summarize(s kvledger.TaskState, kind string) taskSummary {
 // keeps the fields TaskState.Phase reads and asks it, so the dashboard
 // never spells the rule itself.
 func (s taskSummary) Phase(now time.Time) kvledger.Phase {
-	return kvledger.TaskState{Status: s.Status, RunAt: s.RunAt, Attempts: s.Attempts, Cancelled: s.Cancelled}.Phase(now)
+	return s.record().Phase(now)
 }
 
 // taskEntry is a summary at its place in admission order.
@@ -243,28 +243,31 @@ func (v *taskView) phaseCounts(now time.Time) (map[kvledger.Phase]int, int) {
 	return out, len(v.order)
 }
 
-// oldestReady returns the earliest-seen pending record that is due at
-// now and whose needs have all completed (a record a worker can claim
-// now).
+// oldestReady returns the earliest-seen record a worker can claim now:
+// kvledger.Judge's VerdictReady on the view's needs (the view follows no
+// lease, so a per-record lease is not known).
 func (v *taskView) oldestReady(now time.Time) (taskSummary, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	for _, e := range v.order {
-		if e.Status == kvledger.StatusPending && !e.RunAt.After(now) && v.needsDone(e) {
+		if e.Status == kvledger.StatusPending && kvledger.Judge(e.record(), v.needStatus, kvledger.LeaseStateUnknown, now).Kind == kvledger.VerdictReady {
 			return e.taskSummary, true
 		}
 	}
 	return taskSummary{}, false
 }
 
-func (v *taskView) needsDone(e *taskEntry) bool {
-	for _, n := range e.Needs {
-		d, ok := v.byKey[n]
-		if !ok || d.Status != kvledger.StatusCompleted {
-			return false
-		}
+// record is the part of s that TaskState.Phase and kvledger.Judge read.
+func (s taskSummary) record() kvledger.TaskState {
+	return kvledger.TaskState{Key: s.Key, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts, Cancelled: s.Cancelled}
+}
+
+// needStatus is the view's status of need n (v.mu held).
+func (v *taskView) needStatus(n kvledger.IdempotencyKey) (kvledger.Status, bool) {
+	if d, ok := v.byKey[n]; ok {
+		return d.Status, true
 	}
-	return true
+	return "", false
 }
 
 // taskFilter selects records for a page; empty fields match everything.

@@ -2,6 +2,7 @@ package kvledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,9 +96,14 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return 0, err
 	}
 	var (
-		leaseKey string
-		held     bool // leaseKey is taken (or there is no LeaseTaker)
+		g          *kvlease.Guard
+		held, kept bool // g is taken (or there is no LeaseTaker); g is the claim's
 	)
+	defer func() {
+		if !kept {
+			dropLease(g) // the claim failed: its lease goes with it
+		}
+	}()
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -108,12 +114,16 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		}
 		if !held {
 			// Once the checks pass; a lost swap reuses it.
-			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+			if g, err = l.holdLease(ctx, owner, lease); err != nil {
 				return 0, err
 			}
 			held = true
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKeyOf(g), now, ev)
+		if err == nil && ok {
+			kept = true
+			l.guards.file(key, fence, g)
+		}
 		if err != nil || ok {
 			return fence, err
 		}
@@ -152,44 +162,73 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 }
 
 // Renew moves the lease of the caller's claim to now+lease. With a
-// LeaseTaker (WithLeases) it takes a new lease for lease and names it in
-// the record instead of the old one, which the server expires in its
-// time; a claim that names a lease cannot be renewed without one
-// (ErrNoLease). The order of checks: ErrInvalidLease (no store access),
-// ErrNoKey, ErrNotClaimed (the record is not claimed), ErrFenced (the
-// fence or owner is not the claim's), ErrNoLease, then the Validate
-// error. A lost compare-and-swap reloads:
-// while the record is still the caller's claim, Renew tries again,
-// otherwise it returns the error the fresh record calls for.
+// LeaseTaker (WithLeases) the claim's lease is renewed in place when this
+// Ledger took it (Claim, Takeover, ClaimIfReady, ClaimNext or an earlier
+// Renew) for the same duration: one compare-and-set of the same lease key
+// with a fresh TTL on the server. Otherwise (another process claimed, or
+// lease differs) Renew takes a new lease for lease, names it in the
+// record instead of the old one and deletes the old one if this Ledger
+// took it (one it did not take lives out its TTL). A claim that
+// names a lease cannot be renewed without a LeaseTaker (ErrNoLease). The
+// order of checks: ErrInvalidLease (no store access), ErrNoKey,
+// ErrNotClaimed (the record is not claimed), ErrFenced (the fence or
+// owner is not the claim's), ErrNoLease, then the Validate error. A lost
+// compare-and-swap reloads: while the record is still the caller's claim,
+// Renew tries again, otherwise it returns the error the fresh record
+// calls for (and deletes the lease of the claim, if this Ledger took it).
 func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, lease time.Duration, now time.Time) error {
 	if err := checkLease(lease); err != nil {
 		return err
 	}
 	var (
-		leaseKey string
-		held     bool
+		g                      *kvlease.Guard // a new lease, when the claim's is not renewed in place
+		decided, inPlace, kept bool
 	)
+	defer func() {
+		if !kept {
+			dropLease(g)
+		}
+	}()
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
+		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
+			l.dropHeld(key, fence) // the claim is over
+		}
 		if err != nil {
 			return err
 		}
-		if !held {
+		if !decided {
 			if cur.Lease != "" && l.taker == nil {
 				return fmt.Errorf("%w: %q's claim names lease %q, which only a new lease renews (WithLeases with a LeaseTaker)", ErrNoLease, string(key), cur.Lease)
 			}
-			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
-				return err
+			if cur.Lease != "" {
+				if inPlace, err = l.renewInPlace(ctx, key, fence, cur.Lease, lease); err != nil {
+					return fmt.Errorf("kvledger: renewing the claim's lease %q: %w", cur.Lease, err)
+				}
 			}
-			held = true
+			if !inPlace {
+				if g, err = l.holdLease(ctx, owner, lease); err != nil {
+					return err
+				}
+			}
+			decided = true
 		}
 		next := cur.clone()
-		next.LeaseUntil, next.Lease = now.Add(lease), leaseKey
+		next.LeaseUntil = now.Add(lease)
+		if !inPlace {
+			next.Lease = leaseKeyOf(g)
+		}
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		if _, ok, err := l.write(ctx, cur, true, next, false); err != nil || ok {
+		_, ok, err := l.write(ctx, cur, true, next, false)
+		if err == nil && ok && !inPlace {
+			kept = true
+			l.dropHeld(key, fence) // the lease the record named, once it names g
+			l.guards.file(key, fence, g)
+		}
+		if err != nil || ok {
 			return err
 		}
 	}
@@ -209,7 +248,11 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
-		if _, ok, err := l.write(ctx, cur, true, next, false); err != nil || ok {
+		_, ok, err := l.write(ctx, cur, true, next, false)
+		if err == nil && ok {
+			l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
+		}
+		if err != nil || ok {
 			return err
 		}
 	}

@@ -60,9 +60,12 @@ type LeaseReader interface {
 }
 
 // LeaseTaker takes a lease under a raw key for a claim (a
-// *kvlease.Manager is one): the Ledger then abandons the guard
-// (kvlease.Guard.Abandon), so the lease lives exactly its TTL on the
-// server, also after the process that took it exits.
+// *kvlease.Manager is one): the Ledger abandons the guard once the claim
+// is written (kvlease.Guard.Abandon), so the lease lives exactly its TTL
+// on the server, also after the process that took it exits. A taker that
+// can also adopt an abandoned guard back (kvlease.Manager.Adopt, as a
+// *kvlease.Manager does) lets Renew renew the lease in place, and Release,
+// Complete and a failed Renew delete it (claim_guards.go).
 type LeaseTaker interface {
 	LeaseReader
 	TryAcquireKeyDetached(ctx context.Context, key string, ttl time.Duration) (*kvlease.Guard, bool, error)
@@ -78,13 +81,15 @@ type LeaseTaker interface {
 // When r is also a LeaseTaker (a *kvlease.Manager is), the claims the
 // Ledger makes hold a lease too: Claim, Takeover, ClaimIfReady and
 // ClaimNext take a fresh lease (NewClaimLeaseKey) with the claim's lease
-// duration as its TTL and name it in the record, and Renew takes a new
-// one and names that instead. The server then expires the claim when its
-// owner stops renewing, and the runtime's workers and other Ledgers
-// judge it by that expiry, never by a clock: one claim protocol on a
-// record, whichever API made the claim. A lease is 1s to 24h
-// (kvlease.ValidateTTL); a lease that ended is left to the server's
-// expiry, since the Ledger does not keep its guard.
+// duration as its TTL and name it in the record, and Renew renews that
+// lease in place when this Ledger took it with the same duration (else it
+// takes a new one, names that instead and deletes the old one it took).
+// The server then expires the claim when its owner stops renewing, and
+// the runtime's workers and other Ledgers judge it by that expiry, never
+// by a clock: one claim protocol on a record, whichever API made the
+// claim. A lease is 1s to 24h (kvlease.ValidateTTL). A claim renewed by
+// another process than the one that claimed (the command line's ledger
+// renew) takes a new lease, and the old one lives out its TTL.
 func WithLeases(r LeaseReader) Option {
 	return func(l *Ledger) error {
 		if r == nil {
@@ -97,15 +102,15 @@ func WithLeases(r LeaseReader) Option {
 }
 
 // holdLease takes a fresh lease for a claim of owner lasting ttl, when
-// the Ledger has a LeaseTaker, and returns its key ("" without one). The
-// guard is abandoned at once: the claim lives exactly as long as the
-// lease does on the server, whatever happens to this process.
-func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (string, error) {
+// the Ledger has a LeaseTaker, and returns its guard (nil without one).
+// The caller files it (claimGuards.file, which abandons it) once its
+// claim is written, or releases it (dropLease) when the claim fails.
+func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (*kvlease.Guard, error) {
 	if l.taker == nil {
-		return "", nil
+		return nil, nil
 	}
 	if err := kvlease.ValidateTTL(ttl); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalidLease, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidLease, err)
 	}
 	bucket := l.source
 	if n, ok := l.store.(namedStore); ok && n.Name() != "" {
@@ -114,15 +119,20 @@ func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration
 	key := NewClaimLeaseKey(bucket, owner)
 	g, ok, err := l.taker.TryAcquireKeyDetached(ctx, key, ttl)
 	if err != nil {
-		return "", fmt.Errorf("kvledger: the claim's lease: %w", err)
+		return nil, fmt.Errorf("kvledger: the claim's lease: %w", err)
 	}
 	if !ok {
-		return "", fmt.Errorf("kvledger: the claim's lease %q is taken", key) // a fresh nuid: nobody else writes it
+		return nil, fmt.Errorf("kvledger: the claim's lease %q is taken", key) // a fresh nuid: nobody else writes it
 	}
-	if err := g.Abandon(); err != nil {
-		return "", fmt.Errorf("kvledger: the claim's lease %q: %w", key, err)
+	return g, nil
+}
+
+// leaseKeyOf is the key a claim names for g ("" without a lease).
+func leaseKeyOf(g *kvlease.Guard) string {
+	if g == nil {
+		return ""
 	}
-	return key, nil
+	return g.Key()
 }
 
 // LeaseEnded reports whether lease, the lease a claimed record names,
@@ -156,21 +166,38 @@ func (l *Ledger) ClaimLease(ctx context.Context, rec TaskState) (h kvlease.Holde
 	return h, !ended && err == nil, true, err
 }
 
+// claimLeaseState says what can be known of the lease that holds cur
+// without reading the lease bucket, for Judge: a record naming no lease
+// (Claim's own claim, made without a LeaseTaker) is held until its
+// LeaseUntil, judged against now, the reference claim's own protocol (its
+// owner moves LeaseUntil with Renew); one naming a lease is unknown until
+// read (LeaseEnded), and counts as live when this Ledger cannot read it
+// (no WithLeases), whatever its LeaseUntil says: the runtime renews the
+// lease, not the record.
+func (l *Ledger) claimLeaseState(cur TaskState, now time.Time) LeaseState {
+	switch {
+	case cur.Lease == "" && cur.LeaseUntil.After(now):
+		return LeaseStateLive
+	case cur.Lease == "":
+		return LeaseStateEnded
+	case l.leases == nil:
+		return LeaseStateLive
+	}
+	return LeaseStateUnknown
+}
+
 // claimLive decides whether cur, a record Claim or Takeover found, is a
-// live claim that may not be taken. A record naming a lease is judged by
-// that lease on the server (LeaseEnded), whatever its LeaseUntil says:
-// the runtime renews the lease, not the record. Any other record is
-// judged by LeaseUntil against now, the reference claim's own protocol
-// (its owner moves LeaseUntil with Renew). When live, detail says who
-// holds it and until when, for the error.
+// live claim that may not be taken: claimLeaseState, and a read of the
+// lease it names on the server when that is unknown. When live, detail
+// says who holds it and until when, for the error.
 func (l *Ledger) claimLive(ctx context.Context, cur TaskState, now time.Time) (live bool, detail string, err error) {
-	if cur.Lease == "" {
-		if cur.LeaseUntil.After(now) {
+	switch l.claimLeaseState(cur, now) {
+	case LeaseStateEnded:
+		return false, "", nil
+	case LeaseStateLive:
+		if cur.Lease == "" {
 			return true, fmt.Sprintf("%q held by %q until %s", string(cur.Key), string(cur.Owner), cur.LeaseUntil.Format(time.RFC3339Nano)), nil
 		}
-		return false, "", nil
-	}
-	if l.leases == nil {
 		return true, fmt.Sprintf("%q is claimed by %q under lease %q, which this Ledger cannot read (no WithLeases), so it cannot confirm the claim ended",
 			string(cur.Key), string(cur.Owner), cur.Lease), nil
 	}

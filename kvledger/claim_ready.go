@@ -12,7 +12,7 @@ import (
 	"github.com/natscoord/natscoord/kvlease"
 )
 
-// ClaimIfReady is Claim for a record that is ready (see Ready): pending,
+// ClaimIfReady is Claim for a record that is ready (see Judge): pending,
 // RunAt not after now, every need completed. It returns the record as
 // claimed, with Attempts counting this claim. Beyond Claim's checks it
 // returns ErrNotReady for a pending record that may not start yet; a
@@ -28,9 +28,14 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		return TaskState{}, err
 	}
 	var (
-		leaseKey string
-		held     bool
+		g          *kvlease.Guard
+		held, kept bool
 	)
+	defer func() {
+		if !kept {
+			dropLease(g) // the claim failed: its lease goes with it
+		}
+	}()
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -40,20 +45,28 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
+		state := LeaseStateEnded
 		if live {
-			return TaskState{}, fmt.Errorf("%w: %s", ErrLeaseActive, detail)
+			state = LeaseStateLive
 		}
-		ev, err := l.claimEvent(ctx, cur, now)
+		ev, err := l.claimEvent(ctx, cur, state, now)
+		if errors.Is(err, ErrLeaseActive) {
+			err = fmt.Errorf("%w: %s", ErrLeaseActive, detail)
+		}
 		if err != nil {
 			return TaskState{}, err
 		}
 		if !held {
-			if leaseKey, err = l.holdLease(ctx, owner, lease); err != nil {
+			if g, err = l.holdLease(ctx, owner, lease); err != nil {
 				return TaskState{}, err
 			}
 			held = true
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev, false)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev, false)
+		if err == nil && ok {
+			kept = true
+			l.guards.file(key, rec.Fence, g)
+		}
 		if err != nil || ok {
 			return rec, err
 		}
@@ -145,7 +158,9 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		if cur.Status == StatusClaimed && (judged.Status != StatusClaimed || judged.Fence != cur.Fence) {
 			return TaskState{}, fmt.Errorf("%w: %q was claimed by %q (fence %d) after the caller looked", ErrLeaseActive, string(key), string(cur.Owner), cur.Fence)
 		}
-		ev, err := l.claimEvent(ctx, cur, now)
+		// The caller found the lease of the claim judged saw ended (the
+		// check above refuses any other claim).
+		ev, err := l.claimEvent(ctx, cur, LeaseStateEnded, now)
 		if err != nil && seen {
 			cur = TaskState{Key: key} // judged on what the caller saw: decide on the stored record
 			continue
@@ -157,8 +172,8 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 			rec TaskState
 			ok  bool
 		)
-		if limit := cmp.Or(cur.MaxAttempts, maxAttempts); limit > 0 && cur.Attempts >= limit {
-			rec, ok, err = l.exhaust(ctx, actor, cur, owner, limit, now)
+		if AttemptsUsed(cur, maxAttempts) {
+			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
 			// The claim's event goes out while the handler starts; the
 			// claim's next write through this Ledger waits for it.
@@ -171,39 +186,41 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 	}
 }
 
-// claimEvent decides whether cur may be claimed at now and names the
+// claimEvent decides by Judge whether cur may be claimed at now, lease
+// being what the caller knows of the lease that holds it, and names the
 // transition: a ready pending record is claimed, a claimed one taken
-// over; anything else is ErrNotReady or ErrNotClaimed.
-func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, now time.Time) (events.Name, error) {
-	switch cur.Status {
-	case StatusPending:
-		return ClaimedEvent, l.checkReady(ctx, cur, now)
-	case StatusClaimed:
+// over; a record that may not start yet is ErrNotReady, one a live lease
+// holds ErrLeaseActive, a final one ErrNotClaimed. A pending record with
+// a failed or blocked need is claimed as far as Judge goes: takeRuntime
+// blocks it and returns ErrNotClaimed. Needs are read from the store
+// (one read each, up to the first that decides).
+func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, error) {
+	var rerr error
+	need := func(n IdempotencyKey) (Status, bool) {
+		if rerr != nil {
+			return "", false
+		}
+		s, found, err := l.store.Load(ctx, n)
+		rerr = err
+		return s.Status, found && err == nil
+	}
+	v := Judge(cur, need, lease, now)
+	if rerr != nil {
+		return "", rerr
+	}
+	switch v.Kind {
+	case VerdictReady, VerdictBlockedNeed:
+		return ClaimedEvent, nil
+	case VerdictTakeover:
 		return TakenOverEvent, nil
+	case VerdictWaitTime:
+		return "", fmt.Errorf("%w: %q runs at %s", ErrNotReady, string(cur.Key), v.At.Format(time.RFC3339Nano))
+	case VerdictWaitNeed:
+		return "", fmt.Errorf("%w: %q needs %q, which is not completed", ErrNotReady, string(cur.Key), string(v.Need))
+	case VerdictHeld, VerdictReadLease:
+		return "", fmt.Errorf("%w: %q is held by %q under a live lease", ErrLeaseActive, string(cur.Key), string(cur.Owner))
 	}
 	return "", fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(cur.Key), cur.Status)
-}
-
-// checkReady returns ErrNotReady when the pending record cur may not
-// start at now. A need that failed or is blocked is left to takeRuntime,
-// which blocks cur and returns ErrNotClaimed.
-func (l *Ledger) checkReady(ctx context.Context, cur TaskState, now time.Time) error {
-	if cur.RunAt.After(now) {
-		return fmt.Errorf("%w: %q runs at %s", ErrNotReady, string(cur.Key), cur.RunAt.Format(time.RFC3339Nano))
-	}
-	for _, n := range cur.Needs {
-		s, found, err := l.store.Load(ctx, n)
-		if err != nil {
-			return err
-		}
-		if found && s.Status.blocks() {
-			return nil // takeRuntime blocks cur
-		}
-		if !found || s.Status != StatusCompleted {
-			return fmt.Errorf("%w: %q needs %q, which is not completed", ErrNotReady, string(cur.Key), string(n))
-		}
-	}
-	return nil
 }
 
 // takeRuntime writes cur claimed by owner until leaseUntil, counting an
@@ -264,7 +281,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	return rec, true, errors.Join(fmt.Errorf("%w: %q: %s", ErrAttemptsExhausted, string(cur.Key), msg), err)
 }
 
-// ClaimNext claims the ready task (see Ready) of one of kinds (any kind
+// ClaimNext claims the ready task (see Judge) of one of kinds (any kind
 // when kinds is empty) of the highest Priority that has waited longest
 // (earliest RunAt, else CreatedAt), for callers that do not run the worker runtime. It reads
 // every record (one Range), so its cost grows with the ledger, and the
@@ -282,8 +299,7 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 	var cands []TaskState
 	err := l.store.Range(ctx, func(s TaskState) bool {
 		status[s.Key] = s.Status
-		if (len(kinds) == 0 || slices.Contains(kinds, s.Kind)) &&
-			(s.Status == StatusPending && !s.RunAt.After(now) || s.Status == StatusClaimed && (s.Lease != "" && l.leases != nil || s.Lease == "" && !s.LeaseUntil.After(now))) {
+		if (len(kinds) == 0 || slices.Contains(kinds, s.Kind)) && (s.Status == StatusPending || s.Status == StatusClaimed) {
 			cands = append(cands, s)
 		}
 		return true
@@ -293,7 +309,7 @@ func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, leas
 	}
 	need := func(k IdempotencyKey) (Status, bool) { st, ok := status[k]; return st, ok }
 	cands = slices.DeleteFunc(cands, func(s TaskState) bool {
-		return s.Status == StatusPending && !Ready(s, now, need)
+		return !Judge(s, need, l.claimLeaseState(s, now), now).Claimable()
 	})
 	waited := func(s TaskState) time.Time {
 		if !s.RunAt.IsZero() {

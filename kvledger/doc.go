@@ -70,9 +70,11 @@
 //     A Ledger whose WithLeases reader can take leases (a
 //     *kvlease.Manager) makes its own claims (Claim, Takeover,
 //     ClaimIfReady, ClaimNext) hold one as well: a fresh lease key
-//     (NewClaimLeaseKey) with the claim's lease as TTL, abandoned at once
-//     so it lives exactly that long on the server, also after the process
-//     exits; Renew names a new one. Workers then leave such a claim alone
+//     (NewClaimLeaseKey) with the claim's lease as TTL, abandoned once the
+//     claim is written so it lives exactly that long on the server, also
+//     after the process exits; Renew renews it in place when this Ledger
+//     took it (a Renew from another process names a new one), and a claim
+//     that fails, Release and Complete delete it. Workers then leave such a claim alone
 //     until the server expires it (natscoord ledger claim does this). A
 //     claim that names no lease (a Ledger without a lease taker) is
 //     judged by LeaseUntil against the caller's now, which its owner
@@ -124,8 +126,13 @@
 // LastError, Cancelled, a bounded JSON Result, and Group and Priority,
 // which the runtime's group limits and ready order read (records written
 // before them decode with both zero). Submit and AdmitMany
-// admit with them; a task is ready (Ready) when it is pending, its RunAt
-// has passed and every need is completed. Claim keeps its contract (it
+// admit with them; a task is ready when it is pending, no live lease
+// holds it, its RunAt has passed and every need is completed. That rule is
+// stated once, in Judge (readiness.go), which every reader calls with what
+// it knows (ClaimIfReady and ClaimNext from the store, the runtime's index
+// from its watches, the dashboard from its view); the attempt limit and
+// the retry-or-fail decision likewise, in AttemptLimit and RetryOrFail
+// (attempt_limit.go). Claim keeps its contract (it
 // does not look at needs' status beyond failures, nor at RunAt);
 // ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
 // reading the whole ledger. Package worker is the runtime: it keeps a

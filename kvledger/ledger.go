@@ -31,6 +31,8 @@ type Ledger struct {
 	// taker is leases when it can take leases too: claims made by
 	// this Ledger then hold one (WithLeases).
 	taker LeaseTaker
+	// guards holds the leases of this Ledger's claims (claim_guards.go).
+	guards claimGuards
 
 	// afterWrite is a test hook run between a successful write and its
 	// event publication; returning an error aborts the operation there,

@@ -3,7 +3,6 @@ package kvledger
 import (
 	"encoding/json"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/internal/jsonx"
@@ -128,21 +127,4 @@ func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
 		b = strconv.AppendInt(b, int64(s.Priority), 10)
 	}
 	return b, true
-}
-
-// Ready reports whether rec may start now: it is pending, its RunAt (if
-// any) is not after now, and every need is completed. need looks a need
-// up (found false: the need has no record, which is not completed).
-// Ready reads nothing itself; the runtime answers need from its watch,
-// ClaimIfReady from the store.
-func Ready(rec TaskState, now time.Time, need func(IdempotencyKey) (Status, bool)) bool {
-	if rec.Status != StatusPending || rec.RunAt.After(now) {
-		return false
-	}
-	for _, n := range rec.Needs {
-		if st, found := need(n); !found || st != StatusCompleted {
-			return false
-		}
-	}
-	return true
 }

@@ -72,8 +72,8 @@ func runtimeRows(t kvledger.TaskState) [][]string {
 	}
 	if t.Attempts > 0 || t.MaxAttempts > 0 {
 		limit := "worker default"
-		if t.MaxAttempts > 0 {
-			limit = strconv.Itoa(t.MaxAttempts)
+		if n := kvledger.AttemptLimit(t, 0); n > 0 {
+			limit = strconv.Itoa(n)
 		}
 		add("attempts", strconv.Itoa(t.Attempts)+" of "+limit)
 	}

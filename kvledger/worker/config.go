@@ -17,7 +17,7 @@ const (
 	DefaultLeaseBucket  = "natscoord_task_claims"
 	DefaultClaimTTL     = 10 * time.Second
 	DefaultConcurrency  = 8
-	DefaultMaxAttempts  = 3
+	DefaultMaxAttempts  = kvledger.DefaultMaxAttempts
 	DefaultDrainTimeout = 30 * time.Second
 	DefaultOpTimeout    = 5 * time.Second
 	DefaultBackoffBase  = time.Second

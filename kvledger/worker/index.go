@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/heapx"
@@ -216,12 +217,22 @@ func (ix *index) seeLease(lease string, live bool, rev uint64) bool {
 	if s, ok := ix.leases[lease]; ok && s.rev >= rev {
 		return false
 	}
-	if !live && len(ix.byLease[lease]) == 0 {
+	if !live && len(ix.byLease[lease]) == 0 && !ix.isSlot(lease) {
 		delete(ix.leases, lease) // ended and named by nothing: unknown again
 		return true
 	}
 	ix.leases[lease] = leaseSeen{live: live, rev: rev}
 	return true
+}
+
+// isSlot reports whether lease is a group's slot key. An ended slot keeps
+// its revision (the groups' slots are few, and fixed by GroupLimits): a
+// lagging watch that delivers the slot's earlier put, after this worker
+// released it or after the delete, must not show the slot held again
+// until the delete arrives (once more).
+func (ix *index) isSlot(lease string) bool {
+	rest, ok := strings.CutPrefix(lease, ix.prefix)
+	return ok && strings.HasPrefix(rest, groupInfix)
 }
 
 // leaseState says what the index knows of the lease of the claimed
@@ -276,42 +287,54 @@ const (
 	candidate                     // ready, or a claim whose lease expired
 )
 
-// judge decides about k at now without changing the index; for waitNeed
-// it also returns the first need that is not completed.
+// judge decides about k at now without changing the index, by
+// kvledger.Judge on what the watches delivered: the needs' statuses and
+// the lease that holds k (for a pending record, a per-record lease of a
+// process outside the runtime that is claiming it; for a claimed one, its
+// claim's lease). For waitNeed and waitBlocker it also returns the need
+// that decided.
 func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvledger.IdempotencyKey) {
 	e := ix.recs[k]
-	if e == nil || !ix.recSynced || !ix.leaseSynced {
-		return notCandidate, ""
+	if e == nil || e.rec == nil || !ix.recSynced || !ix.leaseSynced {
+		return notCandidate, "" // e.rec is nil on final records and unhandled kinds
 	}
+	lease := kvledger.LeaseStateUnknown
 	switch e.status {
 	case kvledger.StatusPending:
 		if ix.leases[recordLeaseKey(ix.prefix, k)].live {
-			return notCandidate, "" // a process outside the runtime is claiming it; its lease's end wakes us
+			lease = kvledger.LeaseStateLive // its lease's end wakes us
 		}
-		if e.runAt.After(now) {
-			return waitTime, ""
-		}
-		for _, n := range e.needs {
-			ne := ix.recs[n]
-			if ne != nil && (ne.status == kvledger.StatusFailed || ne.status == kvledger.StatusBlocked) {
-				if !e.blockDue.IsZero() && !now.Before(e.blockDue) {
-					return candidate, "" // the claim blocks it
-				}
-				return waitBlocker, n
-			}
-			if ne == nil || ne.status != kvledger.StatusCompleted {
-				return waitNeed, n
-			}
-		}
-		return candidate, ""
 	case kvledger.StatusClaimed:
 		if f, ok := ix.orphans[k]; ok && f == e.fence {
-			return candidate, "" // this worker's claim, its attempt over
+			lease = kvledger.LeaseStateEnded // this worker's claim, its attempt over
+		} else if live, known := ix.leaseState(e); live {
+			lease = kvledger.LeaseStateLive // its claimant is alive; the lease's end wakes us
+		} else if known {
+			lease = kvledger.LeaseStateEnded
 		}
-		if live, _ := ix.leaseState(e); live {
-			return notCandidate, "" // its claimant is alive; the lease's end wakes us
+	}
+	v := kvledger.Judge(*e.rec, ix.needStatus, lease, now)
+	switch v.Kind {
+	case kvledger.VerdictWaitTime:
+		return waitTime, ""
+	case kvledger.VerdictWaitNeed:
+		return waitNeed, v.Need
+	case kvledger.VerdictBlockedNeed:
+		if !e.blockDue.IsZero() && !now.Before(e.blockDue) {
+			return candidate, "" // the claim blocks it
 		}
+		return waitBlocker, v.Need
+	}
+	if v.Claimable() {
 		return candidate, "" // an unknown lease is read before the takeover (run.go)
 	}
 	return notCandidate, ""
+}
+
+// needStatus is what the record watch last delivered of need n.
+func (ix *index) needStatus(n kvledger.IdempotencyKey) (kvledger.Status, bool) {
+	if ne := ix.recs[n]; ne != nil {
+		return ne.status, true
+	}
+	return "", false
 }

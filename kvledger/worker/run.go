@@ -252,23 +252,16 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		return
 	}
 	var o kvledger.Outcome
-	max := w.maxAttempts(t.rec)
 	switch {
 	case herr == nil:
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
-	case IsPermanent(herr) || t.rec.Attempts >= max:
-		o = kvledger.Outcome{Status: kvledger.StatusFailed, Error: herr.Error()}
-		ev.Result = ResultFailed
 	default:
-		// A caller's Backoff may return a negative pause: retry now.
-		pause := w.cfg.Backoff(t.rec.Attempts)
-		if pause < 0 {
-			pause = 0
+		o = kvledger.RetryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
+		ev.Result = ResultFailed
+		if o.Status == kvledger.StatusPending {
+			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
-		ev.RunAt = w.now().Add(pause)
-		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), RunAt: ev.RunAt}
-		ev.Result = ResultRetried
 	}
 	// The outcome's event goes out without waiting; it is waited for
 	// below.

@@ -95,29 +95,36 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 				continue
 			}
 			ent := kvx.FromWatch(e)
-			tok, ok := strings.CutPrefix(ent.Key, w.prefix)
-			if !ok {
-				continue
-			}
-			if rest, ok := strings.CutPrefix(tok, groupInfix); ok {
-				w.onSlot(ent.Key, rest, ent.Live(), ent.Revision)
-				continue
-			}
-			if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {
-				w.onLease(ent.Key, "", false, ent.Live(), ent.Revision)
-				continue
-			}
-			k, err := kvx.DecodeToken(tok)
-			if err != nil || strings.Contains(tok, ".") {
-				continue // not a key this package writes
-			}
-			w.onLease(ent.Key, kvledger.IdempotencyKey(k), true, ent.Live(), ent.Revision)
+			w.leaseChange(ent.Key, ent.Live(), ent.Revision)
 		}
 		if wctx.Err() == nil {
 			w.watchEnded("lease", errors.New("watch closed"))
 		}
 	}()
 	return nil
+}
+
+// leaseChange applies one change of a key of the lease bucket, as the
+// lease watch delivers it: a group's slot, a claimant's lease or a
+// per-record lease; any other key is not one this package writes.
+func (w *Worker) leaseChange(key string, live bool, rev uint64) {
+	tok, ok := strings.CutPrefix(key, w.prefix)
+	if !ok {
+		return
+	}
+	if rest, ok := strings.CutPrefix(tok, groupInfix); ok {
+		w.onSlot(key, rest, live, rev)
+		return
+	}
+	if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {
+		w.onLease(key, "", false, live, rev)
+		return
+	}
+	k, err := kvx.DecodeToken(tok)
+	if err != nil || strings.Contains(tok, ".") {
+		return
+	}
+	w.onLease(key, kvledger.IdempotencyKey(k), true, live, rev)
 }
 
 // onLease applies one change of a lease key; perRecord says it is the

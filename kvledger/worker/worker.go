@@ -350,10 +350,7 @@ func (w *Worker) poke() {
 func (w *Worker) now() time.Time { return w.cfg.Clock() }
 
 func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
-	if rec.MaxAttempts > 0 {
-		return rec.MaxAttempts
-	}
-	return w.cfg.MaxAttempts
+	return kvledger.AttemptLimit(rec, w.cfg.MaxAttempts)
 }
 
 // LeaseKey returns the per-record lease key of the record key in the

@@ -1,0 +1,164 @@
+package kvledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// liveLeaseKeys lists the keys the lease bucket holds now.
+func liveLeaseKeys(t *testing.T, js jetstream.JetStream, bucket string) []string {
+	t.Helper()
+	ctx := natstest.Context(t, 5*time.Second)
+	kv, err := js.KeyValue(ctx, bucket)
+	require.NoError(t, err)
+	lister, err := kv.ListKeys(ctx)
+	require.NoError(t, err)
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func leaseLedger(t *testing.T, js jetstream.JetStream, store kvledger.Store, bucket string) *kvledger.Ledger {
+	t.Helper()
+	m := natstest.Open(t, "lease manager", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) }) // after the Ledger's Close (cleanups run last first)
+	return newLedger(t, store, nil, kvledger.WithLeases(m))
+}
+
+// With WithLeases, a claim renewed N times holds one lease key, renewed in
+// place: not one per renewal, each living out its TTL and each sent to
+// every worker's lease watch. A renewal for another duration replaces the
+// key and releases the old one.
+func TestRenewKeepsOneLeaseKey(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "renew_leases"
+	l := leaseLedger(t, n.JS, store, leases)
+	ok, err := l.Admit(ctx, "test", "k", 1, nil, time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	claimed, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.NotEmpty(t, claimed.Lease)
+	for i := range 5 {
+		require.NoError(t, l.Renew(ctx, "w", "k", "w", fence, time.Hour, time.Now()), "renewal %d", i)
+	}
+	renewed, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, claimed.Lease, renewed.Lease, "renewed in place")
+	require.Equal(t, []string{claimed.Lease}, liveLeaseKeys(t, n.JS, leases))
+	h, held, _, err := l.ClaimLease(ctx, renewed)
+	require.NoError(t, err)
+	require.True(t, held)
+	require.Greater(t, h.Revision, uint64(1), "the key was written again")
+
+	require.NoError(t, l.Renew(ctx, "w", "k", "w", fence, 2*time.Hour, time.Now()))
+	longer, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.NotEqual(t, claimed.Lease, longer.Lease, "another TTL: another key")
+	require.Equal(t, []string{longer.Lease}, liveLeaseKeys(t, n.JS, leases), "the old key is released")
+
+	require.NoError(t, l.Release(ctx, "w", "k", "w", fence, time.Now()))
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "a released claim's lease goes with it")
+
+	fence, err = l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
+	require.NoError(t, l.Complete(ctx, "w", "k", "w", fence, kvledger.StatusCompleted, time.Now()))
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "a completed claim's lease goes with it")
+}
+
+// A claim that fails after taking its lease releases it: here the record's
+// need failed (the failing writer died before its walk blocked the
+// dependents), so Claim and ClaimIfReady block the record instead.
+func TestFailedClaimLeavesNoLease(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "failed_claim_leases"
+	plain := newLedger(t, store, nil)
+	for _, k := range []kvledger.IdempotencyKey{"root", "a", "b"} {
+		var needs []kvledger.IdempotencyKey
+		if k != "root" {
+			needs = []kvledger.IdempotencyKey{"root"}
+		}
+		ok, err := plain.Admit(ctx, "test", k, 1, nil, time.Now(), needs...)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	fence, err := plain.Claim(ctx, "w", "root", "w", time.Minute, time.Now())
+	require.NoError(t, err)
+	died := errors.New("died before blocking the dependents")
+	kvledger.SetAfterWriteHook(plain, func(kvledger.IdempotencyKey, kvledger.TaskState) error { return died })
+	require.ErrorIs(t, plain.Complete(ctx, "w", "root", "w", fence, kvledger.StatusFailed, time.Now()), died)
+
+	l := leaseLedger(t, n.JS, store, leases)
+	_, err = l.Claim(ctx, "w", "a", "w", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	_, err = l.ClaimIfReady(ctx, "w", "b", "w", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		s, _, err := l.State(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, kvledger.StatusBlocked, s.Status, fmt.Sprint(k))
+	}
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "the failed claims' leases are released")
+}
+
+// A claim's lease outlives the Ledger and its lease manager by its TTL
+// (the command line claims and exits): the Ledger abandons it once the
+// claim is written, whether or not it is closed, and keeps only what
+// renews it in place.
+func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "outlive_leases"
+	m := natstest.Open(t, "lease manager", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: leases})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	require.NoError(t, err)
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, err = l.Claim(ctx, "w", "a", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, l.Close(ctx))
+	_, err = l.Claim(ctx, "w", "b", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, m.Close(ctx))
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 2, "both claims' leases live on after the Ledger and the manager closed")
+	other := newLedger(t, store, nil, kvledger.WithLeases(leaseReader(t, n.JS, leases)))
+	_, err = other.Takeover(ctx, "x", "a", "x", time.Minute, time.Now())
+	require.ErrorIs(t, err, kvledger.ErrNotStale)
+}
+
+func leaseReader(t *testing.T, js jetstream.JetStream, bucket string) *kvlease.Manager {
+	t.Helper()
+	m := natstest.Open(t, "lease reader", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return m
+}

@@ -1,0 +1,29 @@
+package worker
+
+// Test hooks into the worker's view of the lease bucket.
+
+// SlotKey is the lease key of slot i of group.
+func SlotKey(w *Worker, group string, i int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ix.groups[group].keys[i]
+}
+
+// DeliverLease applies a change of a lease-bucket key as the lease watch
+// delivers it, so a test can deliver one late, in an order it chooses.
+func DeliverLease(w *Worker, key string, live bool, rev uint64) { w.leaseChange(key, live, rev) }
+
+// LeaseSeen is the worker's view of key: live, at revision rev.
+func LeaseSeen(w *Worker, key string) (live bool, rev uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.ix.leases[key]
+	return s.live, s.rev
+}
+
+// GroupRoom is how many more tasks of group the worker may start now.
+func GroupRoom(w *Worker, group string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ix.room(w.ix.groups[group])
+}
