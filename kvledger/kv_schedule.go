@@ -19,6 +19,39 @@ func (s *KVStore) CreateSchedule(ctx context.Context, sc Schedule) (Schedule, er
 	return s.writeSchedule(ctx, sc, 0, true)
 }
 
+// PutSchedule stores sc: created when no schedule of its name exists,
+// replaced (a compare-and-set on the revision it read) when replace is
+// set, and ErrScheduleExists otherwise. A replacement that races with
+// another writer reads and tries again, up to three times. It is what
+// tasks.Client.Schedule and `natscoord ledger schedule add` do.
+func (s *KVStore) PutSchedule(ctx context.Context, sc Schedule, replace bool) (Schedule, error) {
+	if err := sc.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	if !replace {
+		return s.CreateSchedule(ctx, sc)
+	}
+	var err error
+	for range 3 {
+		// A value that is not a schedule (ErrCorruptRecord) is never
+		// overwritten.
+		cur, found, lerr := s.LoadSchedule(ctx, sc.Name)
+		if lerr != nil {
+			return Schedule{}, lerr
+		}
+		var out Schedule
+		if found {
+			out, err = s.UpdateSchedule(ctx, sc, cur.Rev)
+		} else {
+			out, err = s.CreateSchedule(ctx, sc)
+		}
+		if !errors.Is(err, ErrScheduleChanged) && !errors.Is(err, ErrScheduleExists) {
+			return out, err
+		}
+	}
+	return Schedule{}, err
+}
+
 // UpdateSchedule replaces the schedule of sc.Name while its revision is
 // rev (the Rev it was read with), and returns it as stored. A schedule
 // changed or removed meanwhile is ErrScheduleChanged.
