@@ -195,7 +195,7 @@ func (a *app) scheduleLs(lf *ledgerFlags) *cobra.Command {
 						}
 						task := "-"
 						if len(sc.Task.Task) > 0 {
-							task = string(sc.Task.Task)
+							task = truncateCell(escapeCell(string(sc.Task.Task)), maxCellWidth)
 						}
 						rows = append(rows, []string{sc.Name, sc.Spec, tz, sc.Task.Kind,
 							sc.Next(now).UTC().Format(time.RFC3339), strconv.FormatUint(sc.Rev, 10), task})
