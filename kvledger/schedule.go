@@ -82,18 +82,6 @@ var (
 	ErrScheduleChanged = errors.New("kvledger: schedule changed since it was read")
 )
 
-// ParseSchedule checks spec and zone (an IANA name, "" for UTC) as a
-// Schedule's Spec and TimeZone, and returns the first period start
-// after now. It is the check Validate makes, for callers that want to
-// refuse a spec before building a schedule.
-func ParseSchedule(spec, zone string, now time.Time) (next time.Time, err error) {
-	sp, err := parseScheduleSpec(spec, zone)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return sp.Next(now), nil
-}
-
 func parseScheduleSpec(spec, zone string) (cronspec.Spec, error) {
 	loc, err := scheduleLocation(zone)
 	if err != nil {
