@@ -152,8 +152,8 @@ func (s Schedule) Validate() error {
 		return bad("negative delay %v", t.Delay)
 	case len(t.Group) > MaxGroupBytes || !utf8.ValidString(t.Group):
 		return bad("group is not valid UTF-8 of at most %d bytes", MaxGroupBytes)
-	case !utf8.ValidString(t.Kind):
-		return bad("kind is not valid UTF-8")
+	case !utf8.ValidString(t.Kind) || len(t.Kind) > MaxKindBytes:
+		return bad("kind is not valid UTF-8 of at most %d bytes", MaxKindBytes)
 	}
 	for _, n := range t.Needs {
 		if n == "" || !utf8.ValidString(string(n)) {
