@@ -228,6 +228,11 @@ func (a *app) scheduleRm(lf *ledgerFlags) *cobra.Command {
 				at := rev
 				if at == 0 {
 					sc, found, err := s.LoadSchedule(ctx, name)
+					if errors.Is(err, kvledger.ErrCorruptRecord) {
+						// Not a schedule: removed only at the revision the
+						// error names, so nothing newer is removed unseen.
+						return fmt.Errorf("%w (remove it with --rev and the revision shown)", err)
+					}
 					if err != nil {
 						return err
 					}

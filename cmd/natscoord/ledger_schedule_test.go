@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,25 @@ func TestLedgerScheduleFromCLI(t *testing.T) {
 		require.True(t, p.Before(first), "tick ran at %s after its removal", p)
 	}
 	require.True(t, strings.HasPrefix(c.ok("ledger", "schedule", "ls"), "NAME"))
+}
+
+// A stored value that is not a schedule: ls lists the others and fails
+// naming it, rm says how to remove it, and rm --rev removes it.
+func TestLedgerScheduleCorruptValue(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "schedule", "add", "good", "--spec", "@daily", "--kind", "k")
+	ctx := natstest.Context(t, 10*time.Second)
+	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
+	require.NoError(t, err)
+	rev, err := kv.Put(ctx, "sched.bad", []byte("not json"))
+	require.NoError(t, err)
+
+	r := c.run("ledger", "schedule", "ls")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stdout, "good")
+	require.Contains(t, r.stderr, `schedule "bad" revision`)
+	line := c.fail("ledger", "schedule", "rm", "bad")
+	require.Contains(t, line, "remove it with --rev")
+	c.ok("ledger", "schedule", "rm", "bad", "--rev", strconv.FormatUint(rev, 10))
+	require.NotContains(t, c.ok("ledger", "schedule", "ls"), "bad")
 }
