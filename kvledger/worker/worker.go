@@ -98,17 +98,16 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	prefix := leasePrefix(named.Name())
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
-		bucket:    named.Name(),
-		prefix:    prefix,
-		handlers:  make(map[string]Handler),
-		ix:        newIndex(prefix),
-		running:   make(map[kvledger.IdempotencyKey]*run),
-		perKind:   make(map[string]int),
-		wake:      make(chan struct{}, 1),
-		stored:    make(map[string]*schedule),
-		schedWake: make(chan struct{}, 1),
-		done:      make(chan struct{}),
+		bucket:   named.Name(),
+		prefix:   prefix,
+		handlers: make(map[string]Handler),
+		ix:       newIndex(prefix),
+		running:  make(map[kvledger.IdempotencyKey]*run),
+		perKind:  make(map[string]int),
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
 	}
+	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
