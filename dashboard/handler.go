@@ -23,6 +23,7 @@ type Handler struct {
 	ledger       *kvledger.Ledger
 	store        *kvledger.KVStore
 	tasks        *taskView
+	schedules    storedSchedules
 	leases       []*leaseView
 	leaseBuckets []*kvx.Bucket
 	broker       *broker

@@ -83,7 +83,8 @@ func (f *recordFeed) start() error {
 	f.mu.Lock()
 	f.syncing, f.initial, f.seen = true, nil, make(map[kvledger.IdempotencyKey]bool)
 	f.mu.Unlock()
-	w, err := f.h.store.WatchRecords(f.h.life, f.onChange)
+	f.h.schedules.reset()
+	w, err := f.h.store.WatchRecordsAndSchedules(f.h.life, f.onChange, f.h.onSchedule)
 	if err != nil {
 		return err
 	}

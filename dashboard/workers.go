@@ -20,14 +20,21 @@ type workerRow struct {
 	Tasks []taskSummary
 }
 
-// scheduleRow is one schedule seen in the ledger: its newest period and
-// that period's task.
+// scheduleRow is one schedule: stored in the ledger (schedules.go), or
+// seen in its periods' keys, or both; its newest period and that
+// period's task.
 type scheduleRow struct {
 	Name    string
 	Periods int // periods whose record the ledger still holds
 	Last    time.Time
 	Task    taskSummary
 	Phase   kvledger.Phase
+	// Stored schedules: the spec, its zone, the kind and the next period.
+	Stored   bool
+	Spec     string
+	TimeZone string
+	Kind     string
+	Next     time.Time
 }
 
 type workersData struct {
@@ -54,11 +61,7 @@ func (h *Handler) workers(r *http.Request) workersData {
 		}
 		d.Workers = append(d.Workers, row)
 	}
-	now := h.cfg.Now()
-	for _, s := range h.tasks.schedules() {
-		s.Phase = s.Task.Phase(now)
-		d.Schedules = append(d.Schedules, s)
-	}
+	d.Schedules = h.scheduleRows()
 	return d
 }
 

@@ -19,6 +19,7 @@ import (
 //	task.<key>          the record of <key> (JSON, below)
 //	rdep.<need>.<key>   <key> names <need> in its Needs (value "1")
 //	sync                empty; written to confirm a missing record (absence.go)
+//	sched.<name>        a stored Schedule (schedule_codec.go)
 const (
 	taskPrefix = "task."
 	rdepPrefix = "rdep."

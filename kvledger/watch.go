@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,6 +80,13 @@ const maxWatchFilter = 64
 // given keys only: by subject for up to maxWatchFilter keys, beyond that
 // by watching every task key and dropping the changes of the others.
 func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error) {
+	return s.watchRecords(ctx, fn, nil, keys...)
+}
+
+// watchRecords is WatchRecords; with onSched (and no keys) the same
+// consumer also watches the schedule keys and hands their changes to
+// onSched (kv_schedule_watch.go).
+func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched func(ScheduleChange), keys ...IdempotencyKey) (*RecordWatch, error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var (
 		kw   jetstream.KeyWatcher
@@ -91,9 +99,12 @@ func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...Ide
 			only[taskKey(k)] = true
 		}
 	}
-	if len(keys) == 0 || only != nil {
+	switch {
+	case onSched != nil:
+		kw, err = s.b.KV().WatchFiltered(wctx, []string{taskPrefix + "*", schedPrefix + "*"})
+	case len(keys) == 0 || only != nil:
 		kw, err = s.b.KV().Watch(wctx, taskPrefix+"*")
-	} else {
+	default:
 		subjects := make([]string, len(keys))
 		for i, k := range keys {
 			subjects[i] = taskKey(k)
@@ -119,6 +130,10 @@ func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...Ide
 		for e := range kw.Updates() {
 			if e == nil {
 				fn(Change{Synced: true})
+				continue
+			}
+			if onSched != nil && strings.HasPrefix(e.Key(), schedPrefix) {
+				onSched(scheduleChangeOf(kvx.FromWatch(e)))
 				continue
 			}
 			if only != nil && !only[e.Key()] {

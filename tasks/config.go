@@ -59,6 +59,10 @@ type Config struct {
 	// Logger receives one line per failed attempt, lost claim and drain.
 	// Default: discard.
 	Logger *slog.Logger
+	// IgnoreSchedules keeps the client's worker off the schedules stored
+	// in the ledger (Schedule). Default false: it admits the periods of
+	// every stored schedule whose kind it has a worker for.
+	IgnoreSchedules bool
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -82,5 +86,7 @@ func (c Config) workerConfig() worker.Config {
 		MaxAttempts:     c.MaxAttempts,
 		DrainTimeout:    c.DrainTimeout,
 		Logger:          c.Logger,
+
+		IgnoreStoredSchedules: c.IgnoreSchedules,
 	}
 }

@@ -56,6 +56,17 @@
 // `natscoord ledger workers` print the same, and the dashboard's task and
 // workers pages use the same rules.
 //
+// # Schedules
+//
+// Schedule stores a periodic task in the ledger (cron or "@every 1m"):
+// every worker that handles its kind admits one task per period, once per
+// period however many workers run, and starts or stops the schedule as it
+// is stored or removed (Unschedule). A spec that does not parse or never
+// fires ("0 0 31 2 *") is refused. Periods missed while no worker ran, or
+// while the server could not be reached, run at most once (the latest
+// of them). `natscoord ledger schedule add|ls|rm` does the same from the
+// command line.
+//
 // # Layers
 //
 // The client wires the layers below it, which stay usable on their own:

@@ -37,6 +37,7 @@ type workOptions struct {
 	leaseBucket string
 	groupLimits map[string]int
 	passSecrets bool
+	noSchedules bool
 	metrics     workMetricsOptions
 }
 
@@ -90,7 +91,12 @@ background is stopped the same way. On Linux, CMD runs under a small
 supervisor (natscoord itself) that stops CMD and everything it started,
 grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
 once, SIGKILL a third of --ttl later (at most --grace), before another
-worker can take the task over.`
+worker can take the task over.
+
+The worker also runs the schedules stored in the ledger for --kind
+(natscoord ledger schedule add): it admits one task per period, once per
+period however many workers run, and starts or stops a schedule as it is
+added or removed. --no-schedules leaves them to other workers.`
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
@@ -128,6 +134,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
 	f.StringVar(&o.owner, "name", "", "this worker's owner id in claims (default <host>:<pid>:<id>)")
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
+	f.BoolVar(&o.noSchedules, "no-schedules", false, "do not admit the periods of the ledger's stored schedules (natscoord ledger schedule)")
 	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed")
 	o.metrics.register(f)
@@ -194,6 +201,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
 		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
+		IgnoreStoredSchedules: o.noSchedules,
 	})
 	if err != nil {
 		return err

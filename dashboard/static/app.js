@@ -111,6 +111,7 @@
     es.addEventListener("ledger", onLedger);
     es.addEventListener("event", onEvent);
     es.addEventListener("coord", function (e) { reloadFor("coord", JSON.parse(e.data).ref); });
+    es.addEventListener("schedule", function () { reloadFor("schedule"); });
     es.addEventListener("action", function (e) {
       var a = JSON.parse(e.data);
       reloadFor("action", a.task ? a.ref : null);

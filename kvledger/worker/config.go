@@ -104,6 +104,13 @@ type Config struct {
 	// Observer receives one call per handler start and finish. Default:
 	// none. See SlogObserver.
 	Observer Observer
+	// IgnoreStoredSchedules keeps the worker from running the schedules
+	// stored in the ledger (kvledger.Schedule, declared with `natscoord
+	// ledger schedule add` or tasks.Client.Schedule). Default false: the
+	// worker runs every stored schedule whose kind it has a handler for,
+	// as it runs those registered with Schedule, and starts or stops one
+	// as its record watch delivers the change.
+	IgnoreStoredSchedules bool
 }
 
 func (c Config) withDefaults() (Config, error) {

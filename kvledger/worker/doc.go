@@ -186,7 +186,14 @@
 // (Schedule: @every, @hourly..., five-field cron) are admitted by every
 // worker that registers the schedule, at the start of each period, under
 // the key PeriodKey(name, period start): the ledger's idempotency keeps
-// exactly one admission per period, with no elected scheduler.
+// exactly one admission per period, with no elected scheduler. Schedules
+// stored in the ledger (kvledger.Schedule: `natscoord ledger schedule
+// add`, tasks.Client.Schedule) run the same way on every worker that has
+// a handler for their kind, unless Config.IgnoreStoredSchedules: the
+// record watch delivers the schedule keys too, so one is started or
+// stopped as soon as it is written or removed, in the same loop as those
+// registered with Schedule. Periods missed while a worker was paused or
+// cut off run once, the latest of them.
 //
 // We use the watch and local timers rather than the server's message
 // schedules (Nats-Schedule): a schedule message fires into a stream,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/cronspec"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -29,9 +30,12 @@ type Schedule struct {
 	Task kvledger.Submission
 }
 
+// schedule is one schedule the loop runs: registered in code, or stored
+// in the ledger (schedule_stored.go). next is its next period start, zero
+// until the loop first sees it.
 type schedule struct {
 	s    Schedule
-	spec spec
+	spec cronspec.Spec
 	next time.Time
 }
 
@@ -47,9 +51,9 @@ func (w *Worker) Schedule(s Schedule) error {
 	if s.Name == "" {
 		return fmt.Errorf("%w: schedule without a name", ErrInvalidConfig)
 	}
-	sp, err := parseSpec(s.Spec, s.Location)
+	sp, err := cronspec.Parse(s.Spec, s.Location)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -67,53 +71,78 @@ func (w *Worker) Schedule(s Schedule) error {
 
 // scheduleLoop sleeps on one timer until the next period of any
 // schedule starts, then admits that period's task. It sends nothing in
-// between.
+// between. Stored schedules come and go while it runs: each change wakes
+// it (schedWake) to look at the schedules again; without any schedule it
+// waits with no timer.
 func (w *Worker) scheduleLoop() {
 	defer w.wg.Done()
-	now := w.now()
-	for _, s := range w.schedules {
-		s.next = s.spec.next(now)
-	}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		var first *schedule
-		for _, s := range w.schedules {
-			if !s.next.IsZero() && (first == nil || s.next.Before(first.next)) {
-				first = s
-			}
+		due, first := w.duePeriods(w.now())
+		for _, d := range due {
+			w.admitPeriod(d.name, d.task, d.start)
 		}
-		if first == nil {
-			return
+		if first.IsZero() {
+			t.Stop()
+		} else {
+			t.Reset(max(first.Sub(w.now()), 0))
 		}
-		t.Reset(max(first.next.Sub(w.now()), 0))
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-t.C:
-		}
-		now := w.now()
-		for _, s := range w.schedules {
-			if s.next.IsZero() || s.next.After(now) {
-				continue
-			}
-			// Periods that went by while this process was paused, or
-			// while the server could not be reached, run once: the
-			// latest of them is admitted and the others are skipped.
-			w.admitPeriod(s, s.spec.latest(s.next, now))
-			s.next = s.spec.next(now)
+		case <-w.schedWake:
 		}
 	}
 }
 
-func (w *Worker) admitPeriod(s *schedule, start time.Time) {
-	sub := s.s.Task
-	sub.Key, sub.Seq, sub.Now, sub.RunAt = PeriodKey(s.s.Name, start), 0, w.now(), time.Time{}
+// duePeriod is one period to admit.
+type duePeriod struct {
+	name  string
+	task  kvledger.Submission
+	start time.Time
+}
+
+// duePeriods returns the periods of every schedule that have started by
+// now, moves each schedule on to its next period, and returns the
+// earliest next period start (zero without schedules).
+func (w *Worker) duePeriods(now time.Time) (due []duePeriod, first time.Time) {
+	w.schedMu.Lock()
+	defer w.schedMu.Unlock()
+	each := func(s *schedule) {
+		switch {
+		case s.next.IsZero():
+			// First seen: its first period is the first to start
+			// from now on.
+			s.next = s.spec.Next(now)
+		case !s.next.After(now):
+			// Periods that went by while this process was paused, or
+			// while the server could not be reached, run once: the
+			// latest of them is admitted and the others are skipped.
+			due = append(due, duePeriod{name: s.s.Name, task: s.s.Task, start: s.spec.Latest(s.next, now)})
+			s.next = s.spec.Next(now)
+		}
+		if !s.next.IsZero() && (first.IsZero() || s.next.Before(first)) {
+			first = s.next
+		}
+	}
+	for _, s := range w.schedules {
+		each(s)
+	}
+	for _, s := range w.stored {
+		each(s)
+	}
+	return due, first
+}
+
+func (w *Worker) admitPeriod(name string, sub kvledger.Submission, start time.Time) {
+	sub.Key, sub.Seq, sub.Now, sub.RunAt = PeriodKey(name, start), 0, w.now(), time.Time{}
 	ctx, cancel := w.opCtx()
 	defer cancel()
 	ok, err := w.l.Submit(ctx, w.cfg.Actor, sub)
 	if err != nil {
-		w.cfg.Logger.Warn("worker: admitting a scheduled task", "schedule", s.s.Name, "period", start, "err", err)
+		w.cfg.Logger.Warn("worker: admitting a scheduled task", "schedule", name, "period", start, "err", err)
 		return
 	}
 	if ok {

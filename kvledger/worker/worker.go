@@ -29,7 +29,15 @@ type Worker struct {
 	prefix  string // lease key prefix: "kvledger.<bucket>."
 
 	handlers  map[string]Handler
-	schedules []*schedule
+	schedules []*schedule // registered in code (Schedule)
+
+	// Stored schedules (schedule_stored.go), which the record watch
+	// delivers: by name, guarded by schedMu with the loop's state of
+	// every schedule. schedWake (buffered 1) wakes the loop on a change.
+	schedMu   sync.Mutex
+	stored    map[string]*schedule
+	schedWake chan struct{}
+	storedOn  bool // the record watch delivers stored schedules
 
 	mu       sync.Mutex
 	ix       index
@@ -99,6 +107,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
+	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
@@ -163,7 +172,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		return err
 	}
 	recSynced := make(chan struct{})
-	rw, err := w.watcher.WatchRecords(ctx, func(c kvledger.Change) { w.onRecord(c, recSynced) })
+	rw, err := w.watchRecords(ctx, func(c kvledger.Change) { w.onRecord(c, recSynced) })
 	if err != nil {
 		w.stopWatches()
 		return fmt.Errorf("worker: %w", err)
@@ -177,7 +186,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.wg.Add(1)
 	go w.dispatch()
-	if len(w.schedules) > 0 {
+	if len(w.schedules) > 0 || w.storedOn {
 		w.wg.Add(1)
 		go w.scheduleLoop()
 	}

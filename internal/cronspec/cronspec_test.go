@@ -1,7 +1,6 @@
-package worker
+package cronspec
 
 import (
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -31,17 +30,17 @@ func TestParseSpecNext(t *testing.T) {
 		{"0 0 29 2 *", "2026-12-01T10:00:00Z", "2028-02-29T00:00:00Z"},
 	}
 	for _, c := range cases {
-		s, err := parseSpec(c.spec, nil)
+		s, err := Parse(c.spec, nil)
 		if err != nil {
 			t.Fatalf("%q: %v", c.spec, err)
 		}
-		if got := s.next(at(c.from)); !got.Equal(at(c.want)) {
+		if got := s.Next(at(c.from)); !got.Equal(at(c.want)) {
 			t.Errorf("%q after %s: got %s, want %s", c.spec, c.from, got, c.want)
 		}
 	}
 	for _, bad := range []string{"", "* * *", "60 * * * *", "* 24 * * *", "*/0 * * * *", "5-1 * * * *", "@every 10ms", "@every x", "@sometimes",
 		"0 0 31 2 *", "0 0 30 2 *", "0 0 31 4,6,9,11 *"} {
-		if _, err := parseSpec(bad, nil); err == nil {
+		if _, err := Parse(bad, nil); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -62,11 +61,11 @@ func TestSpecLatest(t *testing.T) {
 		{"*/15 * * * *", "2026-12-01T10:15:00Z", "2026-12-01T11:20:00Z", "2026-12-01T11:15:00Z"},
 		{"0 0 * * *", "2026-12-01T00:00:00Z", "2026-12-01T23:59:00Z", "2026-12-01T00:00:00Z"},
 	} {
-		s, err := parseSpec(c.spec, nil)
+		s, err := Parse(c.spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.latest(at(c.from), at(c.now)); !got.Equal(at(c.want)) {
+		if got := s.Latest(at(c.from), at(c.now)); !got.Equal(at(c.want)) {
 			t.Errorf("%q from %s to %s: got %s, want %s", c.spec, c.from, c.now, got, c.want)
 		}
 	}
@@ -80,11 +79,11 @@ func FuzzParseSpec(f *testing.F) {
 	}
 	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, s string) {
-		sp, err := parseSpec(s, nil)
+		sp, err := Parse(s, nil)
 		if err != nil {
 			return
 		}
-		if n := sp.next(from); !n.IsZero() && !n.After(from) {
+		if n := sp.Next(from); !n.IsZero() && !n.After(from) {
 			t.Fatalf("%q: next %s not after %s", s, n, from)
 		}
 	})
@@ -96,39 +95,20 @@ func FuzzParseSpec(f *testing.F) {
 // (issue 25 item 13). A step the size of the range names the start only.
 func TestParseSpecHugeStep(t *testing.T) {
 	for _, s := range []string{"30/9223372036854775807 * * * *", "*/61 * * * *", "0 */25 * * *", "0 0 1/9223372036854775806 * *"} {
-		_, err := parseSpec(s, nil)
+		_, err := Parse(s, nil)
 		if err == nil || !strings.Contains(err.Error(), "larger than the field's range") {
 			t.Errorf("%q: got %v, want a step error", s, err)
 		}
 	}
-	sp, err := parseSpec("30/60 * * * *", nil)
+	sp, err := Parse("30/60 * * * *", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sp.cron.min != 1<<30 {
 		t.Errorf("30/60: minutes %b, want only 30", sp.cron.min)
 	}
-	sp, err = parseSpec("58/1 * * * *", nil)
+	sp, err = Parse("58/1 * * * *", nil)
 	if err != nil || sp.cron.min != 1<<58|1<<59 {
 		t.Errorf("58/1: %b %v", sp.cron.min, err)
-	}
-}
-
-// TestExpBackoffNeverNegative: with a ceiling near the Duration range
-// the doubling used to overflow to a negative pause (issue 25 item 13).
-func TestExpBackoffNeverNegative(t *testing.T) {
-	for _, ceil := range []time.Duration{math.MaxInt64, math.MaxInt64 / 3, time.Hour} {
-		for n := 1; n < 200; n++ {
-			d := expBackoff(time.Second, ceil, n)
-			if d < 0 || d > ceil {
-				t.Fatalf("ceil %v attempt %d: %v", ceil, n, d)
-			}
-			if n > 70 && d < ceil/2 {
-				t.Fatalf("ceil %v attempt %d: %v below the capped range", ceil, n, d)
-			}
-		}
-	}
-	if d := expBackoff(time.Second, time.Hour, 3); d < 2*time.Second || d > 4*time.Second {
-		t.Errorf("attempt 3: %v, want in [2s, 4s]", d)
 	}
 }

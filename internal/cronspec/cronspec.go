@@ -1,4 +1,9 @@
-package worker
+// Package cronspec parses schedule specs: "@every <duration>", the
+// predefined names (@hourly, @daily...) and five-field cron patterns. It
+// is the one parser of the runtime's schedules: kvledger checks a stored
+// schedule's spec with it when the schedule is declared, and the worker
+// (kvledger/worker) computes each schedule's periods with it.
+package cronspec
 
 import (
 	"fmt"
@@ -7,9 +12,9 @@ import (
 	"time"
 )
 
-// spec is a parsed schedule: a fixed interval aligned to the Unix epoch
-// (@every), or a five-field cron pattern.
-type spec struct {
+// Spec is a parsed schedule: a fixed interval aligned to the Unix epoch
+// (@every), or a five-field cron pattern. The zero Spec never fires.
+type Spec struct {
 	every time.Duration
 	cron  *cronSpec
 	loc   *time.Location
@@ -27,10 +32,10 @@ var predefined = map[string]string{
 	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
 }
 
-// parseSpec parses "@every <duration>" (at least one second), a
+// Parse parses "@every <duration>" (at least one second), a
 // predefined name (@hourly, @daily, ...) or "m h dom mon dow" with *,
 // lists, ranges and steps. Times of cron patterns are in loc.
-func parseSpec(s string, loc *time.Location) (spec, error) {
+func Parse(s string, loc *time.Location) (Spec, error) {
 	s = strings.TrimSpace(s)
 	if loc == nil {
 		loc = time.UTC
@@ -38,16 +43,16 @@ func parseSpec(s string, loc *time.Location) (spec, error) {
 	if d, ok := strings.CutPrefix(s, "@every "); ok {
 		every, err := time.ParseDuration(strings.TrimSpace(d))
 		if err != nil || every < time.Second {
-			return spec{}, fmt.Errorf("%w: schedule %q: @every needs a duration of at least 1s", ErrInvalidConfig, s)
+			return Spec{}, fmt.Errorf("schedule %q: @every needs a duration of at least 1s", s)
 		}
-		return spec{every: every, loc: loc}, nil
+		return Spec{every: every, loc: loc}, nil
 	}
 	if p, ok := predefined[s]; ok {
 		s = p
 	}
 	f := strings.Fields(s)
 	if len(f) != 5 {
-		return spec{}, fmt.Errorf("%w: schedule %q: want 5 cron fields, @every or a predefined name", ErrInvalidConfig, s)
+		return Spec{}, fmt.Errorf("schedule %q: want 5 cron fields, @every or a predefined name", s)
 	}
 	var c cronSpec
 	var err error
@@ -55,19 +60,19 @@ func parseSpec(s string, loc *time.Location) (spec, error) {
 	dst := [5]*uint64{&c.min, &c.hour, &c.dom, &c.month, &c.dow}
 	for i := range f {
 		if *dst[i], err = parseField(f[i], bounds[i][0], bounds[i][1]); err != nil {
-			return spec{}, fmt.Errorf("%w: schedule %q field %d: %v", ErrInvalidConfig, s, i+1, err)
+			return Spec{}, fmt.Errorf("schedule %q field %d: %v", s, i+1, err)
 		}
 	}
 	if c.dow&(1<<7) != 0 {
 		c.dow |= 1 // 7 is Sunday too
 	}
 	c.domStar, c.dowStar = f[2] == "*", f[4] == "*"
-	sp := spec{cron: &c, loc: loc}
-	if sp.next(time.Now()).IsZero() {
+	sp := Spec{cron: &c, loc: loc}
+	if sp.Next(time.Now()).IsZero() {
 		// next searches five years ahead, which covers every date that
 		// exists (29 February included): a pattern that finds none, such
 		// as "0 0 31 2 *", would never run.
-		return spec{}, fmt.Errorf("%w: schedule %q never runs: no date matches it", ErrInvalidConfig, s)
+		return Spec{}, fmt.Errorf("schedule %q never runs: no date matches it", s)
 	}
 	return sp, nil
 }
@@ -120,23 +125,27 @@ func parseField(f string, lo, hi int) (uint64, error) {
 	return bits, nil
 }
 
-// next returns the first period start strictly after t.
-func (s spec) next(t time.Time) time.Time {
+// Next returns the first period start strictly after t (zero for the
+// zero Spec).
+func (s Spec) Next(t time.Time) time.Time {
 	if s.every > 0 {
 		n := t.UnixNano() / int64(s.every)
 		return time.Unix(0, (n+1)*int64(s.every)).In(s.loc)
 	}
+	if s.cron == nil {
+		return time.Time{}
+	}
 	return s.cron.next(t.In(s.loc))
 }
 
-// latest returns the last period start in [from, now]; from must be a
+// Latest returns the last period start in [from, now]; from must be a
 // period start not after now.
-func (s spec) latest(from, now time.Time) time.Time {
+func (s Spec) Latest(from, now time.Time) time.Time {
 	if s.every > 0 {
 		return time.Unix(0, now.UnixNano()/int64(s.every)*int64(s.every)).In(s.loc)
 	}
 	last := from
-	for n := s.next(from); !n.IsZero() && !n.After(now); n = s.next(n) {
+	for n := s.Next(from); !n.IsZero() && !n.After(now); n = s.Next(n) {
 		last = n
 	}
 	return last

@@ -1,0 +1,38 @@
+package dashboard_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// The workers page lists the schedules stored in the ledger with their
+// spec, kind and next period, and follows their changes live: the
+// dashboard's record watch delivers them, and open pages are told.
+func TestWorkersPageListsStoredSchedules(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, nil)
+	store := e.Ledger.Store().(*kvledger.KVStore)
+	ctx := natstest.Context(t, 20*time.Second)
+	s := e.OpenSSE(t)
+
+	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "30 2 * * *", TimeZone: "Europe/Paris",
+		Task: kvledger.ScheduleTask{Kind: "report", Task: json.RawMessage(`{"n":1}`)}})
+	require.NoError(t, err)
+	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	body := e.Page(t, "/workers")
+	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>30 2 \* \* \*</code> <span class="muted small">Europe/Paris</span></td>\s*<td>report</td>`, body)
+	next := sc.Next(time.Now()).UTC().Format("2006-01-02 15:04:05Z")
+	require.Contains(t, body, `<td class="next">`+next+`</td>`)
+	require.Contains(t, body, `<span class="muted">none yet</span>`)
+
+	require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev))
+	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	require.NotRegexp(t, regexp.MustCompile(`data-schedule="nightly"`), e.Page(t, "/workers"))
+}

@@ -1,0 +1,168 @@
+package kvledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
+
+// CreateSchedule stores sc when no schedule of its name is stored (one
+// removed before may be created again), and returns it as stored (Rev
+// set). A schedule of that name is ErrScheduleExists; sc is checked
+// first (ErrInvalidSchedule). UpdatedAt defaults to now.
+func (s *KVStore) CreateSchedule(ctx context.Context, sc Schedule) (Schedule, error) {
+	return s.writeSchedule(ctx, sc, 0, true)
+}
+
+// PutSchedule stores sc: created when no schedule of its name exists,
+// replaced (a compare-and-set on the revision it read) when replace is
+// set, and ErrScheduleExists otherwise. A replacement that races with
+// another writer reads and tries again, up to three times. It is what
+// tasks.Client.Schedule and `natscoord ledger schedule add` do.
+func (s *KVStore) PutSchedule(ctx context.Context, sc Schedule, replace bool) (Schedule, error) {
+	if err := sc.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	if !replace {
+		return s.CreateSchedule(ctx, sc)
+	}
+	var err error
+	for range 3 {
+		// A value that is not a schedule (ErrCorruptRecord) is never
+		// overwritten.
+		cur, found, lerr := s.LoadSchedule(ctx, sc.Name)
+		if lerr != nil {
+			return Schedule{}, lerr
+		}
+		var out Schedule
+		if found {
+			out, err = s.UpdateSchedule(ctx, sc, cur.Rev)
+		} else {
+			out, err = s.CreateSchedule(ctx, sc)
+		}
+		if !errors.Is(err, ErrScheduleChanged) && !errors.Is(err, ErrScheduleExists) {
+			return out, err
+		}
+	}
+	return Schedule{}, err
+}
+
+// UpdateSchedule replaces the schedule of sc.Name while its revision is
+// rev (the Rev it was read with), and returns it as stored. A schedule
+// changed or removed meanwhile is ErrScheduleChanged.
+func (s *KVStore) UpdateSchedule(ctx context.Context, sc Schedule, rev uint64) (Schedule, error) {
+	if rev == 0 {
+		return Schedule{}, fmt.Errorf("%w: schedule %q: update needs the revision it was read at", ErrInvalidSchedule, sc.Name)
+	}
+	return s.writeSchedule(ctx, sc, rev, false)
+}
+
+func (s *KVStore) writeSchedule(ctx context.Context, sc Schedule, rev uint64, create bool) (Schedule, error) {
+	if sc.UpdatedAt.IsZero() {
+		sc.UpdatedAt = time.Now().UTC()
+	}
+	value, err := encodeSchedule(sc)
+	if err != nil {
+		return Schedule{}, err
+	}
+	key := scheduleKey(sc.Name)
+	if len(key) > s.b.MaxKeyBytes() {
+		return Schedule{}, fmt.Errorf("%w: schedule %q: the key is %d bytes once escaped, the limit is %d", ErrInvalidSchedule, sc.Name, len(key), s.b.MaxKeyBytes())
+	}
+	if max := s.b.MaxValueBytes(); len(value) > max {
+		return Schedule{}, fmt.Errorf("%w: schedule %q is %d bytes, the server takes %d", ErrTooLarge, sc.Name, len(value), max)
+	}
+	octx, cancel := s.ops.Bound(ctx)
+	defer cancel()
+	var newRev uint64
+	if create {
+		newRev, _, err = s.b.Acquire(octx, key, value, 0, 0)
+		if kvx.IsConflict(err) {
+			return Schedule{}, fmt.Errorf("%w: %q", ErrScheduleExists, sc.Name)
+		}
+	} else {
+		newRev, err = s.b.Update(octx, key, value, rev, 0)
+		if kvx.IsConflict(err) {
+			return Schedule{}, fmt.Errorf("%w: %q is no longer at revision %d", ErrScheduleChanged, sc.Name, rev)
+		}
+	}
+	if err != nil {
+		return Schedule{}, fmt.Errorf("kvledger: write schedule %q: %w", sc.Name, err)
+	}
+	sc.Rev = newRev
+	return sc, nil
+}
+
+// DeleteSchedule removes the schedule name while its revision is rev.
+// No schedule of that name is ErrNoSchedule; one changed meanwhile
+// ErrScheduleChanged. Workers stop admitting its periods as their watch
+// delivers the removal; tasks already admitted stay.
+func (s *KVStore) DeleteSchedule(ctx context.Context, name string, rev uint64) error {
+	if name == "" || rev == 0 {
+		return fmt.Errorf("%w: delete needs a name and the revision it was read at", ErrInvalidSchedule)
+	}
+	octx, cancel := s.ops.Bound(ctx)
+	defer cancel()
+	_, err := s.b.Delete(octx, scheduleKey(name), rev)
+	if kvx.IsConflict(err) {
+		if _, found, lerr := s.LoadSchedule(ctx, name); lerr == nil && !found {
+			return fmt.Errorf("%w: %q", ErrNoSchedule, name)
+		}
+		return fmt.Errorf("%w: %q is no longer at revision %d", ErrScheduleChanged, name, rev)
+	}
+	if err != nil {
+		return fmt.Errorf("kvledger: delete schedule %q: %w", name, err)
+	}
+	return nil
+}
+
+// LoadSchedule reads the schedule name from the stream leader. A stored
+// value that is not a schedule is ErrCorruptRecord.
+func (s *KVStore) LoadSchedule(ctx context.Context, name string) (Schedule, bool, error) {
+	if name == "" {
+		return Schedule{}, false, nil
+	}
+	octx, cancel := s.ops.Bound(ctx)
+	e, err := s.b.Get(octx, scheduleKey(name))
+	cancel()
+	if errors.Is(err, kvx.ErrNotFound) {
+		return Schedule{}, false, nil
+	}
+	if err != nil {
+		return Schedule{}, false, fmt.Errorf("kvledger: load schedule %q: %w", name, err)
+	}
+	sc, err := decodeSchedule(name, e.Value, e.Revision)
+	if err != nil {
+		return Schedule{}, false, err
+	}
+	return sc, true, nil
+}
+
+// Schedules returns every stored schedule, by name. A stored value that
+// is not a schedule does not hide the others: they are returned with an
+// error matching ErrCorruptRecord that names it.
+func (s *KVStore) Schedules(ctx context.Context) ([]Schedule, error) {
+	var (
+		out []Schedule
+		bad []error
+	)
+	err := s.b.ScanLatest(ctx, schedPrefix+">", 0, func(e kvx.Entry) bool {
+		c := scheduleChangeOf(e)
+		if c.Err != nil {
+			bad = append(bad, c.Err)
+		} else {
+			out = append(out, c.Schedule)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kvledger: list schedules: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Schedule) int { return strings.Compare(a.Name, b.Name) })
+	return out, errors.Join(bad...)
+}

@@ -1,0 +1,85 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// ScheduleOpts are a schedule's options. The zero value (or nil) is
+// valid: every field states its default.
+type ScheduleOpts struct {
+	// TimeZone is the IANA name of the zone of cron patterns
+	// ("Europe/Paris"). Default "": UTC.
+	TimeZone string
+	// Needs, MaxAttempts, Priority, Group and Delay are each period's
+	// task's, as in SubmitOpts. Defaults: none, the worker's
+	// Config.MaxAttempts, 0, none, none.
+	Needs       []kvledger.IdempotencyKey
+	MaxAttempts int
+	Priority    int
+	Group       string
+	Delay       time.Duration
+	// Replace replaces a schedule stored under the same name (by a
+	// compare-and-set on its revision). Default false: such a schedule is
+	// kvledger.ErrScheduleExists.
+	Replace bool
+}
+
+// Schedule stores a periodic task in the ledger: once per period of spec,
+// a task with args is admitted under the period's key (worker.PeriodKey),
+// once however many workers run. Every worker of the ledger that handles
+// args' kind runs the schedule (unless its Config says otherwise), from
+// the moment its watch delivers it; its first period is the first to
+// start after that. spec is "@every <duration>" (at least 1s), @hourly,
+// @daily, @weekly, @monthly, @yearly or a five-field cron pattern; one
+// that does not parse or never runs ("0 0 31 2 *") is
+// kvledger.ErrInvalidSchedule, before anything is written. Periods missed
+// while no worker ran, or while the server could not be reached, run at
+// most once: the latest of them, not one per missed period.
+func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opts *ScheduleOpts) (kvledger.Schedule, error) {
+	if args == nil {
+		return kvledger.Schedule{}, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
+	}
+	kind := args.Kind()
+	if kind == "" {
+		return kvledger.Schedule{}, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return kvledger.Schedule{}, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+	}
+	var o ScheduleOpts
+	if opts != nil {
+		o = *opts
+	}
+	sc := kvledger.Schedule{
+		Name: name, Spec: spec, TimeZone: o.TimeZone, Actor: c.cfg.Actor,
+		Task: kvledger.ScheduleTask{Kind: kind, Task: payload, Needs: o.Needs, MaxAttempts: o.MaxAttempts,
+			Priority: o.Priority, Group: o.Group, Delay: o.Delay},
+	}
+	return c.store.PutSchedule(ctx, sc, o.Replace)
+}
+
+// Unschedule removes the schedule name (kvledger.ErrNoSchedule when there
+// is none). Workers stop admitting its periods as their watch delivers
+// the removal; tasks already admitted stay.
+func (c *Client) Unschedule(ctx context.Context, name string) error {
+	sc, found, err := c.store.LoadSchedule(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: %q", kvledger.ErrNoSchedule, name)
+	}
+	return c.store.DeleteSchedule(ctx, name, sc.Rev)
+}
+
+// Schedules returns the schedules stored in the ledger, by name; each
+// one's Next gives its next period.
+func (c *Client) Schedules(ctx context.Context) ([]kvledger.Schedule, error) {
+	return c.store.Schedules(ctx)
+}
