@@ -38,7 +38,8 @@ type Event struct {
 
 // Observer receives one call per finished operation, on the goroutine
 // that did it (renewals: a renewal worker): be quick, and safe for
-// concurrent use. It has the same hooks as kvlock.Observer.
+// concurrent use. It is opstats.Hooks of Event, as kvlock.Observer is of
+// kvlock's: natscoord's one observer shape (see opstats.Hooks).
 type Observer interface {
 	OnAcquire(ctx context.Context, e Event)
 	OnRenew(ctx context.Context, e Event)

@@ -1,16 +1,27 @@
-// Package opstats is a small recorder of operation counts and latencies,
-// shared by kvlock, kvlease, kvledger and its task runtime (each has an
-// adapter from its own observer hooks: kvlock.RecorderObserver,
+// Package opstats is how natscoord produces metrics: a Recorder of
+// operation counts and latencies, fed by the Observer of kvlock,
+// kvlease, kvledger and its task runtime (kvlock.RecorderObserver,
 // kvlease.RecorderObserver, kvledger.RecorderObserver,
-// worker.RecorderObserver). It needs no metrics library: Snapshot gives
-// plain values for a Stats endpoint or a test, and WritePrometheus writes
-// the Prometheus text exposition format (counters and cumulative
-// histograms), which a /metrics handler can serve as is.
+// worker.RecorderObserver), and WriteText, the one writer of the
+// Prometheus text format, which serves a Recorder's Families beside
+// counters (CounterVec), values read at scrape time (worker.Stats, the
+// dashboard's views) and the Go runtime's (RuntimeFamilies). It needs no
+// metrics library: Snapshot gives plain values for a Stats endpoint or a
+// test. OpenTelemetry is an adapter of the same observers, in the nested
+// modules kvlock/otelobserver and kvledger/worker/otelworker.
+//
+//	rec := opstats.New()
+//	locker, _ := kvlock.New(ctx, js, kvlock.Config{Observer: kvlock.RecorderObserver(rec)})
+//	http.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+//		w.Header().Set("Content-Type", opstats.TextContentType)
+//		_ = opstats.WriteText(w, rec.Families()...)
+//	})
 //
 // Series are keyed by component ("kvlock"), name (the lock family,
 // bucket or ledger source), op ("acquire") and outcome ("ok",
 // "contended", "error", ...), all low-cardinality: keys of individual
-// locks or tasks are never labels.
+// locks or tasks are never labels. Every Observer of natscoord has one
+// shape (see Hooks).
 package opstats
 
 import (

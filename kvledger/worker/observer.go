@@ -59,7 +59,10 @@ type Event struct {
 
 // Observer receives one call when a handler starts and one when its
 // attempt has been recorded, on the goroutine that ran it:
-// implementations must be quick and safe for concurrent use.
+// implementations must be quick and safe for concurrent use. It has
+// natscoord's one observer shape (see opstats.Hooks): joined by
+// Observers, recorded by RecorderObserver, as kvlease's, kvlock's and
+// kvledger's are.
 type Observer interface {
 	OnStart(ctx context.Context, e Event)
 	OnFinish(ctx context.Context, e Event)
