@@ -97,17 +97,24 @@ func Observers(obs ...Observer) Observer {
 // "lost" or "error".
 func RecorderObserver(r *opstats.Recorder) Observer {
 	return opstats.Each(func(_ context.Context, e Event) {
-		out := "error"
-		switch {
-		case e.Op == OpLost, errors.Is(e.Err, ErrLost):
-			out = "lost"
-		case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
-			out = "contended"
-		case e.Err == nil:
-			out = "ok"
-		case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
-			out = "timeout"
-		}
-		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: out}, e.Duration)
+		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: e.Outcome()}, e.Duration)
 	})
+}
+
+// Outcome classifies how the operation ended, in a small bounded set:
+// "ok", "contended" (an acquisition that found every key held),
+// "timeout" (the caller's context ended), "lost" or "error": the outcome
+// label of RecorderObserver, for any adapter to use.
+func (e Event) Outcome() string {
+	switch {
+	case e.Op == OpLost, errors.Is(e.Err, ErrLost):
+		return "lost"
+	case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
+		return "contended"
+	case e.Err == nil:
+		return "ok"
+	case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
+		return "timeout"
+	}
+	return "error"
 }

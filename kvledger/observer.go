@@ -92,12 +92,18 @@ func RecorderObserver(r *opstats.Recorder) Observer { return recorder{r} }
 type recorder struct{ r *opstats.Recorder }
 
 func (r recorder) OnWrite(_ context.Context, e WriteEvent) {
-	out := string(e.Status)
+	r.r.Record(opstats.Labels{Component: "kvledger", Name: e.Source, Op: "write", Outcome: e.Outcome()}, e.Duration)
+}
+
+// Outcome classifies the write: the status written, "conflict" (the
+// record had changed) or "error": the outcome label of RecorderObserver,
+// for any adapter to use.
+func (e WriteEvent) Outcome() string {
 	switch {
 	case e.Err != nil:
-		out = "error"
+		return "error"
 	case !e.Swapped:
-		out = "conflict"
+		return "conflict"
 	}
-	r.r.Record(opstats.Labels{Component: "kvledger", Name: e.Source, Op: "write", Outcome: out}, e.Duration)
+	return string(e.Status)
 }
