@@ -60,7 +60,8 @@ var (
 // workMetrics is what --metrics-listen adds to a worker: one
 // opstats.Recorder fed by the worker's observer (attempts, pickup
 // latency) and by its lease manager's (claim lease acquisitions,
-// renewals and losses), served with the worker's Stats on GET /metrics.
+// renewals and losses), served with the worker's Stats and the Go
+// runtime's series on GET /metrics, all written by opstats.WriteText.
 // A nil *workMetrics (no --metrics-listen) does nothing.
 type workMetrics struct {
 	rec    *opstats.Recorder
@@ -121,7 +122,8 @@ func (m *workMetrics) serve(w *worker.Worker, p *workPrinter) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, _ *http.Request) {
 		var b bytes.Buffer
-		if err := opstats.WriteText(&b, append(m.rec.Families(), w.Stats().Families()...)...); err != nil {
+		fams := append(append(m.rec.Families(), w.Stats().Families()...), opstats.RuntimeFamilies()...)
+		if err := opstats.WriteText(&b, fams...); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -52,6 +52,7 @@ func TestWorkMetricsListen(t *testing.T) {
 		`natscoord_worker_attempts_total{result="completed"} 1`,
 		`natscoord_worker_running 0`,
 		`# TYPE natscoord_worker_ready gauge`,
+		`# TYPE go_goroutines gauge`,
 	} {
 		require.Contains(t, body, line+"\n")
 	}
