@@ -17,8 +17,8 @@ import (
 //   - one method per operation, On<Op>(ctx context.Context, e P), where
 //     P is the package's one payload type: it names what happened (Op,
 //     Status or Result), how long it took (Duration) and how it failed
-//     (Err), and its Outcome (the worker's: Result) is the one
-//     classification every adapter labels with;
+//     (Err), and its Outcome method is the one classification every
+//     adapter labels with (RecorderObserver's outcome label);
 //   - called after the fact, on the goroutine that did the operation:
 //     an implementation is quick and safe for concurrent use;
 //   - Observers(obs...) joins several (nil entries skipped, nil when

@@ -57,4 +57,15 @@ func TestObserversHaveOneShape(t *testing.T) {
 	worker.Observers(c, c).OnFinish(ctx, worker.Event{})
 	require.Equal(t, 6, c.n)
 	require.Equal(t, 2, cl.n)
+
+	type outcome interface{ Outcome() string }
+	for want, e := range map[string]outcome{
+		"contended": kvlease.Event{Op: kvlease.OpAcquire},
+		"lost":      kvlock.Event{Op: kvlock.OpLost},
+		"conflict":  kvledger.WriteEvent{},
+		"started":   worker.Event{},
+		"retried":   worker.Event{Result: worker.ResultRetried},
+	} {
+		require.Equal(t, want, e.Outcome())
+	}
 }
