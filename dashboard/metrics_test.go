@@ -102,8 +102,8 @@ func TestPhaseCountsAreTallys(t *testing.T) {
 		metrics := e.Page(t, "/metrics")
 		for _, p := range kvledger.Phases {
 			n := strconv.Itoa(want.ByPhase[p])
-			if !regexp.MustCompile(`data-count="` + string(p) + `">` + n + `<`).MatchString(over) ||
-				!regexp.MustCompile(`(?m)^natscoord_ledger_task_phases\{phase="` + string(p) + `"\} ` + n + `$`).MatchString(metrics) {
+			if !regexp.MustCompile(`data-count="`+string(p)+`">`+n+`<`).MatchString(over) ||
+				!regexp.MustCompile(`(?m)^natscoord_ledger_task_phases\{phase="`+string(p)+`"\} `+n+`$`).MatchString(metrics) {
 				t.Logf("%s: tally %s, overview and metrics differ", p, n)
 				return false
 			}
