@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg:       cfg,
-		tasks:     newTaskView(),
+		tasks:     newTaskView(cfg.Now),
 		broker:    newBroker(),
 		recent:    newRing[events.Event](recentEvents),
 		leaseLog:  newRing[leaseChange](100),

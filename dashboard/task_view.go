@@ -93,10 +93,14 @@ type taskView struct {
 	// for the run-at clock to look again.
 	timedAdded chan struct{}
 	next       uint64
+	// now is the dashboard's clock (Config.Now), at which phases files
+	// a record.
+	now func() time.Time
 }
 
-func newTaskView() *taskView {
+func newTaskView(now func() time.Time) *taskView {
 	return &taskView{
+		now:        now,
 		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
 		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
 		counts:     make(map[kvledger.Status]int),
@@ -187,9 +191,7 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 		}
 	}
 	if by > 0 {
-		// The zero time files every run-at with the tally, which judges
-		// it at each Counts' own time.
-		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, time.Time{})
+		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.now())
 	}
 	switch {
 	case e.fixed != "":
@@ -348,6 +350,10 @@ func (v *taskView) size() int {
 func (v *taskView) runAtsPassed(now time.Time) (passed []taskSummary, next time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// The tally turns the records whose run-at passed pending when it
+	// counts: counting here, as the clock passes them, keeps it from
+	// holding their run-ats until someone looks at a page.
+	v.phases.Counts(now)
 	for e := range v.timed {
 		switch {
 		case !e.RunAt.After(now):
