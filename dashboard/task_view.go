@@ -194,7 +194,7 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.now())
 	}
 	switch {
-	case e.fixed != "":
+	case e.fixed != "": // the clock does not change its phase
 	case by > 0:
 		v.timed[e] = struct{}{}
 		select {
