@@ -113,7 +113,7 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (a
 	if err != nil {
 		rec.Result, result = err.Error(), "error"
 	}
-	h.metrics.actions.WithLabelValues(action, result).Inc()
+	h.metrics.actions.Inc(action, result)
 	h.actionLog.add(rec)
 	b, _ := json.Marshal(map[string]any{"action": action, "ref": keyRef(key), "key": displayKey(key),
 		"bucket": bucket, "actor": displayKey(actor), "result": rec.Result, "task": rec.Task})

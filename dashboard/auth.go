@@ -6,12 +6,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
-	"slices"
 	"strings"
+
+	"github.com/natscoord/natscoord/internal/hostcheck"
 )
 
 // tokenCookie carries Config.Token for a browser after it visited a page
@@ -94,31 +92,12 @@ func cookieValue(token string) string {
 }
 
 // checkHost refuses a request whose Host is not a loopback name or one
-// of Config.AllowedHosts. An unauthenticated dashboard trusts whoever
-// reaches it; a page of another site whose name was re-pointed at
-// 127.0.0.1 (DNS rebinding) reaches it too, but names that site in Host.
+// of Config.AllowedHosts (hostcheck.Handler, natscoord's one Host check):
+// an unauthenticated dashboard trusts whoever reaches it, and a page of
+// another site whose name was re-pointed at 127.0.0.1 (DNS rebinding)
+// reaches it too, but names that site in Host.
 func (h *Handler) checkHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.hostAllowed(r.Host) {
-			http.Error(w, fmt.Sprintf("host %q refused: a dashboard without a token or basic auth answers only loopback names (localhost, 127.0.0.1, [::1])", r.Host),
-				http.StatusMisdirectedRequest)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (h *Handler) hostAllowed(hostport string) bool {
-	host := hostport
-	if hh, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hh
-	}
-	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
-	if host == "localhost" || slices.Contains(h.cfg.AllowedHosts, host) {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+	return hostcheck.Handler(next, h.cfg.AllowedHosts, "a dashboard without a token or basic auth")
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

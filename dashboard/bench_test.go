@@ -13,7 +13,7 @@ import (
 // "job-<n>" and every 1000th "rare-<n>".
 func view100k(tb testing.TB) *taskView {
 	tb.Helper()
-	v := newTaskView()
+	v := newTaskView(time.Now)
 	now := time.Now()
 	for i := range 100_000 {
 		s := taskSummary{Key: kvledger.IdempotencyKey(fmt.Sprintf("job-%06d", i)), Status: kvledger.StatusCompleted,
@@ -94,7 +94,7 @@ func TestViewMemoryAt100k(t *testing.T) {
 }
 
 func TestViewRemove(t *testing.T) {
-	v := newTaskView()
+	v := newTaskView(time.Now)
 	for i := range 5 {
 		v.put(taskSummary{Key: kvledger.IdempotencyKey(fmt.Sprint(i)), Status: kvledger.StatusCompleted, Rev: uint64(i + 1)})
 	}

@@ -109,7 +109,7 @@ func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLa
 		name = string(ev.Name)
 	}
 	h.metrics.eventLag.Set(max(0, h.cfg.Now().Sub(ev.Time).Seconds()))
-	h.metrics.events.WithLabelValues(name).Inc()
+	h.metrics.events.Inc(name)
 	h.broker.publish(push{Type: "event", Data: eventJSON(ev)})
 }
 

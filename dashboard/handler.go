@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
@@ -62,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg:       cfg,
-		tasks:     newTaskView(),
+		tasks:     newTaskView(cfg.Now),
 		broker:    newBroker(),
 		recent:    newRing[events.Event](recentEvents),
 		leaseLog:  newRing[leaseChange](100),
@@ -74,7 +72,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.stops = append(h.stops, h.endLife)
-	h.metrics = newMetrics(h)
+	h.metrics = newMetrics()
 	if h.pages, err = parsePages(cfg.Prefix); err != nil {
 		return nil, err
 	}
@@ -123,7 +121,7 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /confirm", h.confirmPage)
 	mux.HandleFunc("/act", h.actPost)
 	mux.Handle("GET /static/", http.FileServerFS(staticFS))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /metrics", h.serveMetrics)
 	var root http.Handler = mux
 	if h.cfg.Prefix != "" {
 		root = http.StripPrefix(h.cfg.Prefix, mux)

@@ -249,7 +249,7 @@ func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
 		case "renewed":
 			h.metrics.leaseRenew.Inc()
 		case "released", "expired":
-			h.metrics.leaseEnds.WithLabelValues(string(ch.Kind), ch.What).Inc()
+			h.metrics.leaseEnds.Inc(string(ch.Kind), ch.What)
 		}
 		if ch.What != "renewed" {
 			h.leaseLog.add(ch)

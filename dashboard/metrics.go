@@ -1,95 +1,91 @@
 package dashboard
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"math"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/opstats"
 )
 
-// metrics are the dashboard's Prometheus series, on a registry of its own
-// (so two handlers in one process never collide). Gauges that describe
-// current state are read from the views at scrape time; counters count
-// what the dashboard's consumers saw since it started.
+// metrics are the dashboard's Prometheus series, produced by opstats as
+// every series of natscoord is, and kept per handler (so two handlers in
+// one process never mix their counts). Gauges that describe current
+// state are read from the views at scrape time; counters count what the
+// dashboard's consumers saw since it started.
 type metrics struct {
-	reg        *prometheus.Registry
-	events     *prometheus.CounterVec // ledger events by name (renewals, takeovers, ...)
-	leaseEnds  *prometheus.CounterVec // lease ends by how: released, expired
-	leaseRenew prometheus.Counter
-	eventLag   prometheus.Gauge
-	pending    prometheus.Gauge
-	actions    *prometheus.CounterVec
+	events     *opstats.CounterVec // ledger events by name (renewals, takeovers, ...)
+	leaseEnds  *opstats.CounterVec // lease ends by how: released, expired
+	leaseRenew *opstats.CounterVec
+	eventLag   gauge
+	pending    gauge
+	actions    *opstats.CounterVec
 }
 
-func newMetrics(h *Handler) *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "natscoord", Subsystem: "ledger", Name: "events_total",
-			Help: "Ledger events seen on the event stream, by name (ledger.renewed counts renewals, ledger.taken_over takeovers).",
-		}, []string{"event"}),
-		leaseEnds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "natscoord", Subsystem: "lease", Name: "ends_total",
-			Help: "Leases that ended, by how: released (a delete: the holder or a force release) or expired (the server's TTL: the holder lost it).",
-		}, []string{"kind", "how"}),
-		leaseRenew: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "natscoord", Subsystem: "lease", Name: "renewals_total",
-			Help: "Lease writes by the same owner seen on the lease buckets (renewals).",
-		}),
-		eventLag: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "natscoord", Subsystem: "events", Name: "lag_seconds",
-			Help: "Time from the writer's timestamp of the last event to the dashboard receiving it.",
-		}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "natscoord", Subsystem: "events", Name: "pending",
-			Help: "Events on the stream not yet delivered to the dashboard's consumer.",
-		}),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "natscoord", Subsystem: "ui", Name: "actions_total",
-			Help: "Dashboard actions, by action and result.",
-		}, []string{"action", "result"}),
+func newMetrics() *metrics {
+	return &metrics{
+		events: opstats.NewCounterVec("natscoord_ledger_events_total",
+			"Ledger events seen on the event stream, by name (ledger.renewed counts renewals, ledger.taken_over takeovers).", "event"),
+		leaseEnds: opstats.NewCounterVec("natscoord_lease_ends_total",
+			"Leases that ended, by how: released (a delete: the holder or a force release) or expired (the server's TTL: the holder lost it).", "kind", "how"),
+		leaseRenew: opstats.NewCounterVec("natscoord_lease_renewals_total",
+			"Lease writes by the same owner seen on the lease buckets (renewals)."),
+		actions: opstats.NewCounterVec("natscoord_ui_actions_total", "Dashboard actions, by action and result.", "action", "result"),
 	}
-	m.reg.MustRegister(m.events, m.leaseEnds, m.leaseRenew, m.eventLag, m.pending, m.actions,
-		collectors.NewGoCollector(), &stateCollector{h: h})
-	return m
 }
 
-var (
-	tasksDesc = prometheus.NewDesc("natscoord_ledger_tasks", "Records of the ledger by status.",
-		[]string{"status"}, nil)
-	phasesDesc = prometheus.NewDesc("natscoord_ledger_task_phases", "Records of the ledger by phase (kvledger.Phase: pending, scheduled, retrying, running, completed, failed, cancelled, blocked).",
-		[]string{"phase"}, nil)
-	claimsDesc = prometheus.NewDesc("natscoord_ledger_claims_in_flight", "Records claimed now.", nil, nil)
-	heldDesc   = prometheus.NewDesc("natscoord_lease_held", "Live lease keys by kind (lease, lock, election, semaphore, waiter).",
-		[]string{"bucket", "kind"}, nil)
-)
+// gauge is a float64 set by one writer and read at scrape time.
+type gauge struct{ bits atomic.Uint64 }
 
-// stateCollector reports the views' current counts at scrape time.
-type stateCollector struct{ h *Handler }
+func (g *gauge) Set(v float64)  { g.bits.Store(math.Float64bits(v)) }
+func (g *gauge) value() float64 { return math.Float64frombits(g.bits.Load()) }
 
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- tasksDesc
-	ch <- phasesDesc
-	ch <- claimsDesc
-	ch <- heldDesc
+// serveMetrics writes every series in the Prometheus text format.
+func (h *Handler) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", opstats.TextContentType)
+	_ = opstats.WriteText(w, h.families()...)
 }
 
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	counts, _ := c.h.tasks.statusCounts()
+// families are the dashboard's series: its counters, the views' current
+// counts, and the Go runtime's.
+func (h *Handler) families() []opstats.Family {
+	m := h.metrics
+	fams := []opstats.Family{
+		{Name: "natscoord_events_lag_seconds", Help: "Time from the writer's timestamp of the last event to the dashboard receiving it.",
+			Kind: opstats.Gauge, Samples: []opstats.Sample{{Value: m.eventLag.value()}}},
+		{Name: "natscoord_events_pending", Help: "Events on the stream not yet delivered to the dashboard's consumer.",
+			Kind: opstats.Gauge, Samples: []opstats.Sample{{Value: m.pending.value()}}},
+		m.events.Family(), m.leaseEnds.Family(), m.leaseRenew.Family(), m.actions.Family(),
+	}
+
+	counts, _ := h.tasks.statusCounts()
+	tasks := opstats.Family{Name: "natscoord_ledger_tasks", Help: "Records of the ledger by status.", Kind: opstats.Gauge}
 	for _, s := range allStatuses {
-		ch <- prometheus.MustNewConstMetric(tasksDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+		tasks.Samples = append(tasks.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "status", Value: string(s)}}, Value: float64(counts[s])})
 	}
-	ch <- prometheus.MustNewConstMetric(claimsDesc, prometheus.GaugeValue, float64(counts[kvledger.StatusClaimed]))
-	phases, _ := c.h.tasks.phaseCounts(c.h.cfg.Now())
+	claims := opstats.Family{Name: "natscoord_ledger_claims_in_flight", Help: "Records claimed now.", Kind: opstats.Gauge,
+		Samples: []opstats.Sample{{Value: float64(counts[kvledger.StatusClaimed])}}}
+	phases := opstats.Family{Name: "natscoord_ledger_task_phases", Kind: opstats.Gauge,
+		Help: "Records of the ledger by phase (kvledger.Phase: pending, scheduled, retrying, running, completed, failed, cancelled, blocked)."}
+	byPhase, _ := h.tasks.phaseCounts(h.cfg.Now())
 	for _, p := range kvledger.Phases {
-		ch <- prometheus.MustNewConstMetric(phasesDesc, prometheus.GaugeValue, float64(phases[p]), string(p))
+		phases.Samples = append(phases.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "phase", Value: string(p)}}, Value: float64(byPhase[p])})
 	}
-	for _, w := range c.h.leases {
-		for kind, n := range w.kindCounts() {
-			ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, float64(n), w.bucket, string(kind))
+	held := opstats.Family{Name: "natscoord_lease_held", Help: "Live lease keys by kind (lease, lock, election, semaphore, waiter).", Kind: opstats.Gauge}
+	for _, w := range h.leases {
+		kinds := w.kindCounts()
+		for _, kind := range leaseKinds {
+			held.Samples = append(held.Samples, opstats.Sample{
+				Labels: []opstats.Label{{Name: "bucket", Value: w.bucket}, {Name: "kind", Value: string(kind)}}, Value: float64(kinds[kind])})
 		}
 	}
+	fams = append(fams, tasks, claims, phases, held)
+	return append(fams, opstats.RuntimeFamilies()...)
 }
+
+// leaseKinds is the order natscoord_lease_held lists the kinds in.
+var leaseKinds = []leaseKind{kindElection, kindLease, kindLock, kindSemaphore, kindWaiter}
 
 var allStatuses = []kvledger.Status{kvledger.StatusPending, kvledger.StatusClaimed,
 	kvledger.StatusCompleted, kvledger.StatusFailed, kvledger.StatusBlocked}

@@ -45,8 +45,12 @@ func summarize(s kvledger.TaskState, kind string) taskSummary {
 // Phase is the record's phase at now, as kvledger defines it: the view
 // keeps the fields TaskState.Phase reads and asks it, so the dashboard
 // never spells the rule itself.
-func (s taskSummary) Phase(now time.Time) kvledger.Phase {
-	return s.record().Phase(now)
+func (s taskSummary) Phase(now time.Time) kvledger.Phase { return s.record().Phase(now) }
+
+// record is the part of the record the summary keeps that phases are
+// judged by (TaskState.Phase) and counted by kind (kvledger.Tally).
+func (s taskSummary) record() kvledger.TaskState {
+	return kvledger.TaskState{Key: s.Key, Kind: s.Kind, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts, Cancelled: s.Cancelled}
 }
 
 // taskEntry is a summary at its place in admission order.
@@ -78,23 +82,29 @@ type taskView struct {
 	byKey      map[kvledger.IdempotencyKey]*taskEntry
 	dependents map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey
 	counts     map[kvledger.Status]int
-	// phases counts the records whose phase is the same at every time;
-	// timed holds the others (a pending record with a run-at), whose
-	// phase a count must judge at its own time.
-	phases map[kvledger.Phase]int
-	timed  map[*taskEntry]struct{}
+	// phases counts the records by phase: kvledger.Tally, the one
+	// definition of phase counting (a run-at that passes turns a record
+	// pending with no write).
+	phases *kvledger.Tally
+	// timed holds the records whose phase the clock changes (a pending
+	// record with a run-at), for the run-at clock (runAtsPassed).
+	timed map[*taskEntry]struct{}
 	// timedAdded receives (without blocking) when a record joins timed,
 	// for the run-at clock to look again.
 	timedAdded chan struct{}
 	next       uint64
+	// now is the dashboard's clock (Config.Now), at which phases files
+	// a record.
+	now func() time.Time
 }
 
-func newTaskView() *taskView {
+func newTaskView(now func() time.Time) *taskView {
 	return &taskView{
+		now:        now,
 		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
 		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
 		counts:     make(map[kvledger.Status]int),
-		phases:     make(map[kvledger.Phase]int),
+		phases:     kvledger.NewTally(),
 		timed:      make(map[*taskEntry]struct{}),
 		timedAdded: make(chan struct{}, 1),
 	}
@@ -160,6 +170,7 @@ func (v *taskView) retain(keep map[kvledger.IdempotencyKey]bool) {
 func (v *taskView) dropLocked(e *taskEntry) {
 	delete(v.byKey, e.Key)
 	v.countLocked(e, -1)
+	v.phases.Apply(kvledger.Change{Key: e.Key, Deleted: true}, time.Time{})
 	if i, found := slices.BinarySearchFunc(v.order, e.seq, func(x *taskEntry, s uint64) int { return cmp.Compare(x.seq, s) }); found {
 		v.order = slices.Delete(v.order, i, i+1)
 	}
@@ -179,9 +190,11 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 			e.fixed = p
 		}
 	}
+	if by > 0 {
+		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.now())
+	}
 	switch {
-	case e.fixed != "":
-		v.phases[e.fixed] += by
+	case e.fixed != "": // the clock does not change its phase
 	case by > 0:
 		v.timed[e] = struct{}{}
 		select {
@@ -228,19 +241,10 @@ func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
 }
 
 // phaseCounts returns the number of records per phase at now and in
-// all. The records whose phase changes with the clock alone (a run-at
-// passes) are judged now; the others were counted at their writes.
+// all, as kvledger.Tally counts them.
 func (v *taskView) phaseCounts(now time.Time) (map[kvledger.Phase]int, int) {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make(map[kvledger.Phase]int, len(kvledger.Phases))
-	for p, n := range v.phases {
-		out[p] = n
-	}
-	for e := range v.timed {
-		out[e.Phase(now)]++
-	}
-	return out, len(v.order)
+	c := v.phases.Counts(now)
+	return c.ByPhase, c.Total
 }
 
 // oldestReady returns the earliest-seen record a worker can claim now:
@@ -257,10 +261,6 @@ func (v *taskView) oldestReady(now time.Time) (taskSummary, bool) {
 	return taskSummary{}, false
 }
 
-// record is the part of s that TaskState.Phase and kvledger.Judge read.
-func (s taskSummary) record() kvledger.TaskState {
-	return kvledger.TaskState{Key: s.Key, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts, Cancelled: s.Cancelled}
-}
 
 // needStatus is the view's status of need n (v.mu held).
 func (v *taskView) needStatus(n kvledger.IdempotencyKey) (kvledger.Status, bool) {
@@ -349,6 +349,10 @@ func (v *taskView) size() int {
 func (v *taskView) runAtsPassed(now time.Time) (passed []taskSummary, next time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	// The tally turns the records whose run-at passed pending when it
+	// counts: counting here, as the clock passes them, keeps it from
+	// holding their run-ats until someone looks at a page.
+	v.phases.Counts(now)
 	for e := range v.timed {
 		switch {
 		case !e.RunAt.After(now):

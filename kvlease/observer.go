@@ -38,7 +38,8 @@ type Event struct {
 
 // Observer receives one call per finished operation, on the goroutine
 // that did it (renewals: a renewal worker): be quick, and safe for
-// concurrent use. It has the same hooks as kvlock.Observer.
+// concurrent use. It is opstats.Hooks of Event, as kvlock.Observer is of
+// kvlock's: natscoord's one observer shape (see opstats.Hooks).
 type Observer interface {
 	OnAcquire(ctx context.Context, e Event)
 	OnRenew(ctx context.Context, e Event)
@@ -96,17 +97,24 @@ func Observers(obs ...Observer) Observer {
 // "lost" or "error".
 func RecorderObserver(r *opstats.Recorder) Observer {
 	return opstats.Each(func(_ context.Context, e Event) {
-		out := "error"
-		switch {
-		case e.Op == OpLost, errors.Is(e.Err, ErrLost):
-			out = "lost"
-		case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
-			out = "contended"
-		case e.Err == nil:
-			out = "ok"
-		case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
-			out = "timeout"
-		}
-		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: out}, e.Duration)
+		r.Record(opstats.Labels{Component: "kvlease", Name: e.Bucket, Op: string(e.Op), Outcome: e.Outcome()}, e.Duration)
 	})
+}
+
+// Outcome classifies how the operation ended, in a small bounded set:
+// "ok", "contended" (an acquisition that found every key held),
+// "timeout" (the caller's context ended), "lost" or "error": the outcome
+// label of RecorderObserver, for any adapter to use.
+func (e Event) Outcome() string {
+	switch {
+	case e.Op == OpLost, errors.Is(e.Err, ErrLost):
+		return "lost"
+	case e.Err == nil && e.Op == OpAcquire && e.Guard == nil:
+		return "contended"
+	case e.Err == nil:
+		return "ok"
+	case errors.Is(e.Err, context.DeadlineExceeded), errors.Is(e.Err, context.Canceled):
+		return "timeout"
+	}
+	return "error"
 }

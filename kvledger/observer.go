@@ -8,9 +8,11 @@ import (
 	"github.com/natscoord/natscoord/opstats"
 )
 
-// Event describes one compare-and-swap write of a task record, as an
-// Observer sees it.
-type Event struct {
+// WriteEvent describes one compare-and-swap write of a task record, as an
+// Observer sees it. It is not a ledger event (events.Event, named by
+// EventNames), which a write publishes for every reader of the stream:
+// a WriteEvent goes to this process's Observer only.
+type WriteEvent struct {
 	// Source is the ledger's event source (the bucket for a KVStore).
 	Source string
 	Key    IdempotencyKey
@@ -27,9 +29,12 @@ type Event struct {
 // (claims, renewals, releases, completions, rebases, blocking; the first
 // admission of a key, which a store may do by insert-if-absent, is not
 // included), on the goroutine that wrote: be quick and safe for
-// concurrent use.
+// concurrent use. It has natscoord's one observer shape (see opstats):
+// one On<Op> method per operation, called after the fact with a payload
+// that carries its Duration and Err, joined by Observers and recorded by
+// RecorderObserver, as kvlease, kvlock and the runtime's are.
 type Observer interface {
-	OnWrite(ctx context.Context, e Event)
+	OnWrite(ctx context.Context, e WriteEvent)
 }
 
 // WithObserver makes the Ledger report its writes to o (see Observer).
@@ -56,7 +61,7 @@ type observedSwap struct {
 func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
 	start := time.Now()
 	rec, ok, err := s.inner.Swap(ctx, key, old, new)
-	e := Event{Source: s.l.source, Key: key, Swapped: ok, Duration: time.Since(start), Err: err}
+	e := WriteEvent{Source: s.l.source, Key: key, Swapped: ok, Duration: time.Since(start), Err: err}
 	if ok {
 		e.Status = rec.Status
 	}
@@ -65,20 +70,15 @@ func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new Tas
 }
 
 // Observers returns an Observer that hands every event to each of obs in
-// order (nil entries skipped).
+// order (nil entries are skipped): nil when none is left, the only one
+// unwrapped (opstats.Fan, as every package's Observers).
 func Observers(obs ...Observer) Observer {
-	var f fanout
-	for _, o := range obs {
-		if o != nil {
-			f = append(f, o)
-		}
-	}
-	return f
+	return opstats.Fan(obs, func(f []Observer) Observer { return fanout(f) })
 }
 
 type fanout []Observer
 
-func (f fanout) OnWrite(ctx context.Context, e Event) {
+func (f fanout) OnWrite(ctx context.Context, e WriteEvent) {
 	for _, o := range f {
 		o.OnWrite(ctx, e)
 	}
@@ -91,13 +91,19 @@ func RecorderObserver(r *opstats.Recorder) Observer { return recorder{r} }
 
 type recorder struct{ r *opstats.Recorder }
 
-func (r recorder) OnWrite(_ context.Context, e Event) {
-	out := string(e.Status)
+func (r recorder) OnWrite(_ context.Context, e WriteEvent) {
+	r.r.Record(opstats.Labels{Component: "kvledger", Name: e.Source, Op: "write", Outcome: e.Outcome()}, e.Duration)
+}
+
+// Outcome classifies the write: the status written, "conflict" (the
+// record had changed) or "error": the outcome label of RecorderObserver,
+// for any adapter to use.
+func (e WriteEvent) Outcome() string {
 	switch {
 	case e.Err != nil:
-		out = "error"
+		return "error"
 	case !e.Swapped:
-		out = "conflict"
+		return "conflict"
 	}
-	r.r.Record(opstats.Labels{Component: "kvledger", Name: e.Source, Op: "write", Outcome: out}, e.Duration)
+	return string(e.Status)
 }

@@ -49,7 +49,9 @@ type Event struct {
 // The OpenTelemetry adapter is the module
 // github.com/natscoord/natscoord/kvlock/otelobserver (a module of its own,
 // so kvlock does not import OTel): a duration histogram per operation, a
-// loss counter, and one backdated span per operation.
+// loss counter, and one backdated span per operation. Observer is
+// opstats.Hooks of Event, natscoord's one observer shape (see
+// opstats.Hooks), as kvlease's, kvledger's and the task runtime's are.
 type Observer interface {
 	OnAcquire(ctx context.Context, e Event)
 	OnRenew(ctx context.Context, e Event)

@@ -46,7 +46,7 @@ func (f fanout) OnBreaker(ctx context.Context, e BreakerEvent) {
 func RecorderObserver(r *opstats.Recorder) Observer {
 	return recorder{
 		Hooks: opstats.Each(func(_ context.Context, e Event) {
-			r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: string(e.Op), Outcome: outcome(e)}, e.Duration)
+			r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: string(e.Op), Outcome: e.Outcome()}, e.Duration)
 		}),
 		r: r,
 	}
@@ -61,7 +61,12 @@ func (r recorder) OnBreaker(_ context.Context, e BreakerEvent) {
 	r.r.Record(opstats.Labels{Component: "kvlock", Name: e.Name, Op: "breaker", Outcome: e.To.String()}, 0)
 }
 
-func outcome(e Event) string {
+// Outcome classifies how the operation ended, in a small bounded set:
+// "ok", "contended" (TryAcquire found the lock held), "circuit_open",
+// "lost", "timeout" (the caller's context ended) or "error". It is the
+// one classification of kvlock's operations: RecorderObserver's outcome
+// label and otelobserver's kvlock.outcome attribute.
+func (e Event) Outcome() string {
 	switch {
 	case e.Op == OpLost:
 		return "lost"

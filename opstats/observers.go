@@ -5,10 +5,34 @@ import (
 	"time"
 )
 
-// Hooks is the observer shape kvlock and kvlease share: one call per
-// finished acquisition, renewal, release and loss, with the package's own
-// event type. kvlock.Observer and kvlease.Observer have exactly these
+// Hooks is the observer of kvlock and kvlease: one call per finished
+// acquisition, renewal, release and loss, with the package's own
+// payload. kvlock.Observer and kvlease.Observer have exactly these
 // methods, so the helpers below serve both.
+//
+// The observer shape. Every package of natscoord that reports what it
+// does has one Observer interface of the same shape, so that a user who
+// has written one knows how to write the others:
+//
+//   - one method per operation, On<Op>(ctx context.Context, e P), where
+//     P is the package's one payload type: it names what happened (Op,
+//     Status or Result), how long it took (Duration) and how it failed
+//     (Err), and its Outcome method is the one classification every
+//     adapter labels with (RecorderObserver's outcome label);
+//   - called after the fact, on the goroutine that did the operation:
+//     an implementation is quick and safe for concurrent use;
+//   - Observers(obs...) joins several (nil entries skipped, nil when
+//     none is left, the only one unwrapped: Fan), and
+//     RecorderObserver(r) records every call in a Recorder under the
+//     package's component.
+//
+// The four are kvlease.Observer and kvlock.Observer (Hooks of
+// kvlease.Event and kvlock.Event; kvlock.BreakerObserver adds OnBreaker),
+// kvledger.Observer (OnWrite of a kvledger.WriteEvent: a record's
+// compare-and-swap) and the task runtime's worker.Observer (OnStart and
+// OnFinish of a worker.Event: one attempt). OpenTelemetry adapters of
+// them live in the nested modules kvlock/otelobserver and
+// kvledger/worker/otelworker.
 type Hooks[E any] interface {
 	OnAcquire(ctx context.Context, e E)
 	OnRenew(ctx context.Context, e E)

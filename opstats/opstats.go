@@ -1,16 +1,27 @@
-// Package opstats is a small recorder of operation counts and latencies,
-// shared by kvlock, kvlease, kvledger and its task runtime (each has an
-// adapter from its own observer hooks: kvlock.RecorderObserver,
+// Package opstats is how natscoord produces metrics: a Recorder of
+// operation counts and latencies, fed by the Observer of kvlock,
+// kvlease, kvledger and its task runtime (kvlock.RecorderObserver,
 // kvlease.RecorderObserver, kvledger.RecorderObserver,
-// worker.RecorderObserver). It needs no metrics library: Snapshot gives
-// plain values for a Stats endpoint or a test, and WritePrometheus writes
-// the Prometheus text exposition format (counters and cumulative
-// histograms), which a /metrics handler can serve as is.
+// worker.RecorderObserver), and WriteText, the one writer of the
+// Prometheus text format, which serves a Recorder's Families beside
+// counters (CounterVec), values read at scrape time (worker.Stats, the
+// dashboard's views) and the Go runtime's (RuntimeFamilies). It needs no
+// metrics library: Snapshot gives plain values for a Stats endpoint or a
+// test. OpenTelemetry is an adapter of the same observers, in the nested
+// modules kvlock/otelobserver and kvledger/worker/otelworker.
+//
+//	rec := opstats.New()
+//	locker, _ := kvlock.New(ctx, js, kvlock.Config{Observer: kvlock.RecorderObserver(rec)})
+//	http.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+//		w.Header().Set("Content-Type", opstats.TextContentType)
+//		_ = opstats.WriteText(w, rec.Families()...)
+//	})
 //
 // Series are keyed by component ("kvlock"), name (the lock family,
 // bucket or ledger source), op ("acquire") and outcome ("ok",
 // "contended", "error", ...), all low-cardinality: keys of individual
-// locks or tasks are never labels.
+// locks or tasks are never labels. Every Observer of natscoord has one
+// shape (see Hooks).
 package opstats
 
 import (
@@ -18,7 +29,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -135,36 +145,33 @@ func (r *Recorder) Snapshot() []Series {
 // WritePrometheus writes the series in the Prometheus text format as
 // natscoord_operations_total (counter) and
 // natscoord_operation_duration_seconds (histogram), labelled component,
-// name, op and outcome.
-func (r *Recorder) WritePrometheus(w io.Writer) error {
+// name, op and outcome: WriteText of Families.
+func (r *Recorder) WritePrometheus(w io.Writer) error { return WriteText(w, r.Families()...) }
+
+// Families returns the series as the two families WritePrometheus writes,
+// for a handler that serves them beside others (see WriteText).
+func (r *Recorder) Families() []Family {
 	snap := r.Snapshot()
-	var b strings.Builder
-	b.WriteString("# HELP natscoord_operations_total Operations finished, by outcome.\n# TYPE natscoord_operations_total counter\n")
+	ops := Family{Name: "natscoord_operations_total", Help: "Operations finished, by outcome.", Kind: Counter}
+	dur := Family{Name: "natscoord_operation_duration_seconds", Help: "How long operations took.", Kind: Histogram}
 	for _, s := range snap {
-		fmt.Fprintf(&b, "natscoord_operations_total{%s} %d\n", labels(s.Labels, ""), s.Count)
-	}
-	b.WriteString("# HELP natscoord_operation_duration_seconds How long operations took.\n# TYPE natscoord_operation_duration_seconds histogram\n")
-	for _, s := range snap {
+		ls := labels(s.Labels)
+		ops.Samples = append(ops.Samples, Sample{Labels: ls, Value: float64(s.Count)})
 		for i, le := range s.Bounds {
-			fmt.Fprintf(&b, "natscoord_operation_duration_seconds_bucket{%s} %d\n", labels(s.Labels, strconv.FormatFloat(le.Seconds(), 'g', -1, 64)), s.Buckets[i])
+			dur.Samples = append(dur.Samples, Sample{Suffix: "_bucket", Labels: withLE(ls, strconv.FormatFloat(le.Seconds(), 'g', -1, 64)), Value: float64(s.Buckets[i])})
 		}
-		fmt.Fprintf(&b, "natscoord_operation_duration_seconds_bucket{%s} %d\n", labels(s.Labels, "+Inf"), s.Count)
-		fmt.Fprintf(&b, "natscoord_operation_duration_seconds_sum{%s} %s\n", labels(s.Labels, ""), strconv.FormatFloat(s.Sum.Seconds(), 'g', -1, 64))
-		fmt.Fprintf(&b, "natscoord_operation_duration_seconds_count{%s} %d\n", labels(s.Labels, ""), s.Count)
+		dur.Samples = append(dur.Samples,
+			Sample{Suffix: "_bucket", Labels: withLE(ls, "+Inf"), Value: float64(s.Count)},
+			Sample{Suffix: "_sum", Labels: ls, Value: s.Sum.Seconds()},
+			Sample{Suffix: "_count", Labels: ls, Value: float64(s.Count)})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return []Family{ops, dur}
 }
 
-func labels(l Labels, le string) string {
-	s := fmt.Sprintf("component=%s,name=%s,op=%s,outcome=%s", quote(l.Component), quote(l.Name), quote(l.Op), quote(l.Outcome))
-	if le != "" {
-		s += ",le=" + quote(le)
-	}
-	return s
+func labels(l Labels) []Label {
+	return []Label{{"component", l.Component}, {"name", l.Name}, {"op", l.Op}, {"outcome", l.Outcome}}
 }
 
-// quote escapes a label value as the text format requires.
-func quote(v string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v) + `"`
+func withLE(ls []Label, le string) []Label {
+	return append(ls[:len(ls):len(ls)], Label{"le", le})
 }

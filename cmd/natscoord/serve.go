@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/internal/hostcheck"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -104,7 +105,7 @@ func (a *app) serveCommand() *cobra.Command {
 // insecure is set, and says on stderr what a reachable server lacks (no
 // authentication, or credentials sent unencrypted without TLS).
 func (a *app) checkListen(o embedded.Options, insecure bool) error {
-	if o.InProcessOnly || o.Host == "" || isLoopback(o.Host) {
+	if o.InProcessOnly || o.Host == "" || hostcheck.Loopback(o.Host) {
 		return nil
 	}
 	auth := o.Auth.User != "" || o.Auth.Token != ""

@@ -19,6 +19,7 @@ import (
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/hostcheck"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -172,7 +173,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s %q: %w", o.name("listen"), o.listen, err)
 	}
-	loopback := isLoopback(host)
+	loopback := hostcheck.Loopback(host)
 	if !loopback && o.token == "" && basic.User == "" {
 		return nil, nil, nil, fmt.Errorf("%s %s is not a loopback address: the dashboard shows every holder and can release leases, so set %s (or $%s) or %s (or $%s)",
 			o.name("listen"), o.listen, o.name("auth-token-file"), envUIToken, o.name("basic-auth-file"), envUIBasicAuth)
@@ -264,14 +265,6 @@ func (a *app) sayUI(w io.Writer, url string, loopback bool, o uiOptions, basic d
 		where = "NOT loopback: reachable from other machines"
 	}
 	fmt.Fprintf(w, "natscoord: dashboard at %s (%s; %s; %s)\n", url, where, auth, mode)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // serveUI starts the dashboard on an in-process connection to s, for

@@ -127,14 +127,17 @@ func TestServeUINamesItsOwnAuthFlags(t *testing.T) {
 func TestUIRefusesForeignHostWithoutAuth(t *testing.T) {
 	c, _ := newCLI(t)
 	addr := dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0", "--create", "--allow-host", "dash.internal"))
-	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "dash.internal": http.StatusOK, "localhost": http.StatusOK} {
-		req, err := http.NewRequest(http.MethodGet, addr, nil)
-		require.NoError(t, err)
-		req.Host = host
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, want, resp.StatusCode, host)
+	for host, want := range map[string]int{"evil.example": http.StatusMisdirectedRequest, "dash.internal": http.StatusOK, "localhost": http.StatusOK,
+		"localhost.evil.example": http.StatusMisdirectedRequest, "LOCALHOST:1": http.StatusOK} {
+		for _, page := range []string{addr, addr + "metrics"} {
+			req, err := http.NewRequest(http.MethodGet, page, nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, want, resp.StatusCode, host+" "+page)
+		}
 	}
 }
 

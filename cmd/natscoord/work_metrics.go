@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
+	"github.com/natscoord/natscoord/internal/hostcheck"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger/worker"
 	"github.com/natscoord/natscoord/opstats"
@@ -43,7 +43,7 @@ func (o workMetricsOptions) validate() error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %q: %w", o.listen, err)
 	}
-	if !isLoopback(host) && !o.allowRemote {
+	if !hostcheck.Loopback(host) && !o.allowRemote {
 		return fmt.Errorf("--metrics-listen %s is not a loopback address: the metrics need no authentication, so add --metrics-allow-remote to serve them to other machines", o.listen)
 	}
 	return nil
@@ -60,7 +60,8 @@ var (
 // workMetrics is what --metrics-listen adds to a worker: one
 // opstats.Recorder fed by the worker's observer (attempts, pickup
 // latency) and by its lease manager's (claim lease acquisitions,
-// renewals and losses), served with the worker's Stats on GET /metrics.
+// renewals and losses), served with the worker's Stats and the Go
+// runtime's series on GET /metrics, all written by opstats.WriteText.
 // A nil *workMetrics (no --metrics-listen) does nothing.
 type workMetrics struct {
 	rec    *opstats.Recorder
@@ -86,7 +87,7 @@ func startWorkMetrics(ctx context.Context, js jetstream.JetStream, o workOptions
 	}
 	m.ln = ln
 	host, _, _ := net.SplitHostPort(o.metrics.listen)
-	m.loopback = isLoopback(host)
+	m.loopback = hostcheck.Loopback(host)
 	m.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: o.leaseBucket, Holder: o.owner,
 		Observer: kvlease.RecorderObserver(m.rec)})
 	if err != nil {
@@ -119,23 +120,24 @@ func (m *workMetrics) serve(w *worker.Worker, p *workPrinter) {
 		return
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, r *http.Request) {
-		if m.loopback && !loopbackHost(r.Host) {
-			// A page whose name was rebound to 127.0.0.1 sends its own
-			// name: a loopback listener answers only loopback names.
-			http.Error(rw, "metrics: Host must be a loopback address", http.StatusForbidden)
-			return
-		}
+	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, _ *http.Request) {
 		var b bytes.Buffer
-		if err := m.rec.WritePrometheus(&b); err != nil {
+		fams := append(append(m.rec.Families(), w.Stats().Families()...), opstats.RuntimeFamilies()...)
+		if err := opstats.WriteText(&b, fams...); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		_ = w.Stats().WritePrometheus(&b)
-		rw.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		rw.Header().Set("Content-Type", opstats.TextContentType)
 		_, _ = rw.Write(b.Bytes())
 	})
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: metricsReadTimeout, ReadTimeout: metricsReadTimeout,
+	var h http.Handler = mux
+	if m.loopback {
+		// A page whose name was rebound to 127.0.0.1 sends its own name:
+		// a loopback listener answers only loopback names, as the
+		// dashboard does.
+		h = hostcheck.Handler(mux, nil, "a loopback metrics listener")
+	}
+	m.srv = &http.Server{Handler: h, ReadHeaderTimeout: metricsReadTimeout, ReadTimeout: metricsReadTimeout,
 		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout}
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(m.ln) }()
@@ -171,13 +173,4 @@ func (p *workPrinter) metricsAt(url string) {
 		return
 	}
 	fmt.Fprintf(p.w, "natscoord work: metrics at %s\n", url)
-}
-
-// loopbackHost says whether a request's Host names a loopback address.
-func loopbackHost(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport // no port
-	}
-	return isLoopback(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 }

@@ -21,7 +21,7 @@ const core = "github.com/natscoord/natscoord"
 
 // nested lists the nested modules (directories below the core module with a
 // go.mod of their own), which a zip of the core module must leave out.
-var nested = []string{"kvlock/otelobserver", "internal/chaos", "dashboard/browsertest"}
+var nested = []string{"kvlock/otelobserver", "kvledger/worker/otelworker", "internal/chaos", "dashboard/browsertest"}
 
 // testOnly are modules that only natscoord's own tests use. None may appear
 // in the module graph of a program that imports natscoord.

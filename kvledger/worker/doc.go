@@ -241,7 +241,8 @@
 //     Config.Leases is a manager whose kvlease.Config.Observer is
 //     kvlease.RecorderObserver on the same Recorder.
 //
-// Stats.WritePrometheus adds the worker's own counters:
+// Stats.Families adds the worker's own counters, for opstats.WriteText
+// to write with the Recorder's Families (Stats.WritePrometheus alone):
 // natscoord_worker_running and _ready (gauges),
 // natscoord_worker_attempts_started_total,
 // natscoord_worker_attempts_total{result}, natscoord_worker_panics_total,

@@ -57,9 +57,22 @@ type Event struct {
 	Pickup time.Duration
 }
 
+// Outcome is the attempt's Result, or "started" for OnStart's event
+// (no Result yet): the outcome label of RecorderObserver, for any adapter
+// to use, as kvlease's, kvlock's and kvledger's payloads have theirs.
+func (e Event) Outcome() string {
+	if e.Result == "" {
+		return "started"
+	}
+	return string(e.Result)
+}
+
 // Observer receives one call when a handler starts and one when its
 // attempt has been recorded, on the goroutine that ran it:
-// implementations must be quick and safe for concurrent use.
+// implementations must be quick and safe for concurrent use. It has
+// natscoord's one observer shape (see opstats.Hooks): joined by
+// Observers, recorded by RecorderObserver, as kvlease's, kvlock's and
+// kvledger's are.
 type Observer interface {
 	OnStart(ctx context.Context, e Event)
 	OnFinish(ctx context.Context, e Event)

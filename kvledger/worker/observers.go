@@ -52,12 +52,12 @@ type recorder struct{ r *opstats.Recorder }
 
 func (o recorder) OnStart(_ context.Context, e Event) {
 	if !e.Due.IsZero() {
-		o.r.Record(opstats.Labels{Component: "worker", Name: e.Kind, Op: "pickup", Outcome: "started"}, e.Pickup)
+		o.r.Record(opstats.Labels{Component: "worker", Name: e.Kind, Op: "pickup", Outcome: e.Outcome()}, e.Pickup)
 	}
 }
 
 func (o recorder) OnFinish(_ context.Context, e Event) {
-	o.r.Record(opstats.Labels{Component: "worker", Name: e.Kind, Op: "attempt", Outcome: string(e.Result)}, e.Duration)
+	o.r.Record(opstats.Labels{Component: "worker", Name: e.Kind, Op: "attempt", Outcome: e.Outcome()}, e.Duration)
 }
 
 // setPickup sets e.Due and e.Pickup from seen, the record the attempt's

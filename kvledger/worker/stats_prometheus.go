@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"fmt"
 	"io"
-	"strings"
+
+	"github.com/natscoord/natscoord/opstats"
 )
 
 // WritePrometheus writes s in the Prometheus text format, for a /metrics
@@ -22,25 +22,31 @@ import (
 //
 // The series carry no label naming the worker: serve one worker's Stats
 // per endpoint.
-func (s Stats) WritePrometheus(w io.Writer) error {
-	var b strings.Builder
-	metric := func(name, typ, help string, values ...any) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-		for i := 0; i < len(values); i += 2 {
-			fmt.Fprintf(&b, "%s%s %d\n", name, values[i], values[i+1])
-		}
+func (s Stats) WritePrometheus(w io.Writer) error { return opstats.WriteText(w, s.Families()...) }
+
+// Families returns the series WritePrometheus writes, for a handler that
+// serves them with others through opstats.WriteText.
+func (s Stats) Families() []opstats.Family {
+	one := func(name string, kind opstats.Kind, help string, v uint64) opstats.Family {
+		return opstats.Family{Name: name, Help: help, Kind: kind, Samples: []opstats.Sample{{Value: float64(v)}}}
 	}
-	metric("natscoord_worker_running", "gauge", "Handlers running now.", "", s.Running)
-	metric("natscoord_worker_ready", "gauge", "Tasks the worker knows to be ready and has not started.", "", s.Ready)
-	metric("natscoord_worker_attempts_started_total", "counter", "Attempts whose handler started.", "", s.Started)
-	metric("natscoord_worker_attempts_total", "counter", "Attempts finished, by result.",
-		`{result="completed"}`, s.Completed, `{result="retried"}`, s.Retried, `{result="failed"}`, s.Failed,
-		`{result="released"}`, s.Released, `{result="cancelled"}`, s.Cancelled, `{result="lost"}`, s.Lost)
-	metric("natscoord_worker_panics_total", "counter", "Handler panics (also counted as retried or failed).", "", s.Panics)
-	metric("natscoord_worker_claims_contended_total", "counter", "Claims another worker was first to.", "", s.Contended)
-	metric("natscoord_worker_claims_taken_over_total", "counter", "Claims that took a task over from a worker whose lease had ended.", "", s.TakenOver)
-	metric("natscoord_worker_scheduled_total", "counter", "Periodic tasks this worker admitted.", "", s.Scheduled)
-	metric("natscoord_worker_group_full_total", "counter", "Tries for a group slot that found every slot held.", "", s.GroupFull)
-	_, err := io.WriteString(w, b.String())
-	return err
+	attempts := opstats.Family{Name: "natscoord_worker_attempts_total", Help: "Attempts finished, by result.", Kind: opstats.Counter}
+	for _, r := range []struct {
+		res Result
+		n   uint64
+	}{{ResultCompleted, s.Completed}, {ResultRetried, s.Retried}, {ResultFailed, s.Failed},
+		{ResultReleased, s.Released}, {ResultCancelled, s.Cancelled}, {ResultLost, s.Lost}} {
+		attempts.Samples = append(attempts.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "result", Value: string(r.res)}}, Value: float64(r.n)})
+	}
+	return []opstats.Family{
+		one("natscoord_worker_running", opstats.Gauge, "Handlers running now.", uint64(max(0, s.Running))),
+		one("natscoord_worker_ready", opstats.Gauge, "Tasks the worker knows to be ready and has not started.", uint64(max(0, s.Ready))),
+		one("natscoord_worker_attempts_started_total", opstats.Counter, "Attempts whose handler started.", s.Started),
+		attempts,
+		one("natscoord_worker_panics_total", opstats.Counter, "Handler panics (also counted as retried or failed).", s.Panics),
+		one("natscoord_worker_claims_contended_total", opstats.Counter, "Claims another worker was first to.", s.Contended),
+		one("natscoord_worker_claims_taken_over_total", opstats.Counter, "Claims that took a task over from a worker whose lease had ended.", s.TakenOver),
+		one("natscoord_worker_scheduled_total", opstats.Counter, "Periodic tasks this worker admitted.", s.Scheduled),
+		one("natscoord_worker_group_full_total", opstats.Counter, "Tries for a group slot that found every slot held.", s.GroupFull),
+	}
 }

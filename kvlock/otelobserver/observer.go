@@ -11,7 +11,6 @@ package otelobserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -87,7 +86,7 @@ func (o *Observer) record(ctx context.Context, e kvlock.Event) {
 		attribute.String("kvlock.name", e.Name),
 		attribute.Bool("kvlock.acquired", e.Acquired),
 		attribute.Bool("kvlock.fair", e.Fair),
-		attribute.String("kvlock.outcome", outcome(e.Err)),
+		attribute.String("kvlock.outcome", e.Outcome()),
 	}
 	if o.duration != nil {
 		ma := attrs
@@ -111,21 +110,4 @@ func (o *Observer) record(ctx context.Context, e kvlock.Event) {
 		span.SetStatus(codes.Error, e.Err.Error())
 	}
 	span.End(trace.WithTimestamp(end))
-}
-
-// outcome classifies an error into a small, bounded attribute value.
-func outcome(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, kvlock.ErrLost):
-		return "lost"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, kvlock.ErrClosed):
-		return "closed"
-	}
-	return "error"
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlock"
 	"github.com/natscoord/natscoord/kvlock/otelobserver"
+	"github.com/natscoord/natscoord/opstats"
 )
 
 func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
@@ -110,4 +111,39 @@ func TestNilProvidersDisableSignals(t *testing.T) {
 	require.NoError(t, err)
 	o.OnAcquire(context.Background(), kvlock.Event{Op: kvlock.OpAcquire})
 	o.OnLost(context.Background(), kvlock.Event{Op: kvlock.OpLost, Err: kvlock.ErrLost})
+}
+
+// The adapter labels outcomes as kvlock classifies them (Event.Outcome),
+// the same values as kvlock.RecorderObserver's outcome label: a
+// contended TryAcquire is "contended", a cancelled call "timeout".
+func TestOutcomeIsKvlocks(t *testing.T) {
+	o, _, spans := setup(t)
+	r := opstats.New()
+	both := kvlock.Observers(o, kvlock.RecorderObserver(r))
+	ctx := context.Background()
+	for _, e := range []kvlock.Event{
+		{Op: kvlock.OpAcquire, Name: "n", Key: "contended"},
+		{Op: kvlock.OpAcquire, Name: "n", Key: "cancelled", Err: context.Canceled},
+		{Op: kvlock.OpAcquire, Name: "n", Key: "open", Err: kvlock.ErrCircuitOpen},
+		{Op: kvlock.OpRelease, Name: "n", Key: "ok"},
+	} {
+		both.OnAcquire(ctx, e)
+	}
+	got := map[string]string{}
+	for _, s := range spans.Ended() {
+		var key, outcome string
+		for _, a := range s.Attributes() {
+			switch a.Key {
+			case "kvlock.key":
+				key = a.Value.AsString()
+			case "kvlock.outcome":
+				outcome = a.Value.AsString()
+			}
+		}
+		got[key] = outcome
+	}
+	require.Equal(t, map[string]string{"contended": "contended", "cancelled": "timeout", "open": "circuit_open", "ok": "ok"}, got)
+	for _, out := range []string{"contended", "timeout", "circuit_open"} {
+		require.EqualValues(t, 1, r.Count(opstats.Labels{Component: "kvlock", Name: "n", Op: "acquire", Outcome: out}), out)
+	}
 }
