@@ -261,7 +261,6 @@ func (v *taskView) oldestReady(now time.Time) (taskSummary, bool) {
 	return taskSummary{}, false
 }
 
-
 // needStatus is the view's status of need n (v.mu held).
 func (v *taskView) needStatus(n kvledger.IdempotencyKey) (kvledger.Status, bool) {
 	if d, ok := v.byKey[n]; ok {

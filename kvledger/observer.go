@@ -39,11 +39,13 @@ type Observer interface {
 
 // WithObserver makes the Ledger report its writes to o (see Observer).
 // The store must implement Swapper, as both stores of this package do.
+// A nil o adds nothing, as in every other package's configuration: that
+// is what Observers returns when it is given no observer.
 func WithObserver(o Observer) Option {
 	return func(l *Ledger) error {
 		switch {
 		case o == nil:
-			return fmt.Errorf("%w: nil Observer", ErrInvalidConfig)
+			return nil
 		case l.swap == nil:
 			return fmt.Errorf("%w: WithObserver needs a store that implements Swapper", ErrInvalidConfig)
 		}
