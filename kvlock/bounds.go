@@ -15,12 +15,5 @@ func (c Config) CallCeiling() time.Duration {
 	if err != nil {
 		return 0
 	}
-	r := c.Retry
-	total := time.Duration(r.Attempts) * 2 * c.OpTimeout
-	wait := r.Backoff
-	for range r.Attempts - 1 {
-		total += wait
-		wait = min(2*wait, r.MaxBackoff)
-	}
-	return total
+	return c.Retry.policy(c.OpTimeout).Ceiling()
 }
