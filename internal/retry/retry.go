@@ -31,8 +31,10 @@ import (
 // Policy is a retry loop's ceiling and pauses. The zero Policy tries once.
 type Policy struct {
 	// Tries is the ceiling on tries, the first included. 0 means no
-	// ceiling of the policy's own: the loop runs until ctx ends, so ctx
-	// must have a deadline (Start refuses one without: ErrNoCeiling).
+	// ceiling of the policy's own: the loop runs until ctx ends (its
+	// deadline, or its owner's Close for a loop that lives as long as its
+	// owner), so ctx must be able to end (Start refuses one that cannot:
+	// ErrNoCeiling).
 	Tries int
 	// Pause is the pause before the second try; each later pause doubles,
 	// up to MaxPause (MaxPause below Pause means Pause every time). 0
@@ -47,8 +49,8 @@ type Policy struct {
 }
 
 // ErrNoCeiling is returned when a Policy without Tries runs under a ctx
-// without a deadline: such a loop would have no end.
-var ErrNoCeiling = errors.New("retry: a policy without Tries needs a ctx with a deadline")
+// that cannot end (context.Background): such a loop would have no end.
+var ErrNoCeiling = errors.New("retry: a policy without Tries needs a ctx that can end")
 
 // Do runs op until it returns nil or an error Transient refuses, the
 // tries run out, or ctx ends during a pause. It returns op's last error
@@ -108,7 +110,7 @@ func (p Policy) next(pause time.Duration) time.Duration {
 //	// the ceiling was reached, or ctx ended (l.Err)
 func (p Policy) Start(ctx context.Context) Loop {
 	l := Loop{p: p, ctx: ctx, try: -1, pause: p.Pause}
-	if _, ok := ctx.Deadline(); !ok && p.Tries <= 0 {
+	if ctx.Done() == nil && p.Tries <= 0 {
 		l.err = ErrNoCeiling
 	}
 	return l

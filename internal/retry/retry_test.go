@@ -64,9 +64,9 @@ func TestDoCtxEndsDuringPause(t *testing.T) {
 	require.ErrorIs(t, l.Err(), context.Canceled)
 }
 
-// A policy without Tries runs until its ctx's deadline, and refuses a ctx
-// that has none (the loop would never end).
-func TestNoTriesNeedsDeadline(t *testing.T) {
+// A policy without Tries runs until its ctx ends, and refuses a ctx that
+// cannot end (the loop would never end).
+func TestNoTriesNeedsCtxThatEnds(t *testing.T) {
 	err := retry.Policy{}.Do(context.Background(), func(context.Context) error { return errTransient })
 	require.ErrorIs(t, err, retry.ErrNoCeiling)
 
