@@ -12,9 +12,12 @@
 //
 // Its users, each with the policy stated where it lives: kvx's
 // no-responder resends (Bucket.send and CreateBatchAs), kvx.Idempotent,
-// kvx's spurious-conflict pauses (kvx.Backoff), kvlease's owned writes
-// (casOwned) and release settling (settleDeleteAt), kvlock's RetryPolicy
-// and the task runtime's outcome write (worker's finish).
+// the wait for a new bucket's stream leader (statusWithLeader), the
+// spurious-conflict pauses (kvx.SpuriousConflict: AcquireAs, kvlease's
+// owned writes), kvlease's release settling (settleDeleteAt), kvlock's
+// RetryPolicy, the task runtime's outcome write (worker's finish), and
+// watches started again after they failed (the dashboard's record feed,
+// natscoord ledger wait). ARCHITECTURE.md lists them with their ceilings.
 //
 // Pauses double from Pause up to MaxPause without jitter: the loops retry
 // a server's passing state (no stream leader yet, a stale answer), so
