@@ -17,7 +17,8 @@
 // owned writes), kvlease's release settling (settleDeleteAt), kvlock's
 // RetryPolicy, the task runtime's outcome write (worker's finish), and
 // watches started again after they failed (the dashboard's record feed,
-// natscoord ledger wait). ARCHITECTURE.md lists them with their ceilings.
+// natscoord ledger wait), and the test kit natstest. ARCHITECTURE.md lists
+// them with their ceilings.
 //
 // Pauses double from Pause up to MaxPause without jitter: the loops retry
 // a server's passing state (no stream leader yet, a stale answer), so
@@ -31,7 +32,8 @@ import (
 	"time"
 )
 
-// Policy is a retry loop's ceiling and pauses. The zero Policy tries once.
+// Policy is a retry loop's ceiling and pauses. The zero Policy tries again
+// after every error, at once, until ctx ends.
 type Policy struct {
 	// Tries is the ceiling on tries, the first included. 0 means no
 	// ceiling of the policy's own: the loop runs until ctx ends (its
@@ -40,7 +42,7 @@ type Policy struct {
 	// ErrNoCeiling).
 	Tries int
 	// Pause is the pause before the second try; each later pause doubles,
-	// up to MaxPause (MaxPause below Pause means Pause every time). 0
+	// up to MaxPause (MaxPause at or below Pause: Pause every time). 0
 	// means no pause.
 	Pause, MaxPause time.Duration
 	// PerTry bounds each try of Do (its op's ctx); 0 leaves tries bounded
