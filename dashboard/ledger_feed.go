@@ -173,7 +173,7 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		}
 	case c.Deleted:
 		if h.tasks.remove(c.Key, c.Rev) {
-			h.broker.publish(push{Type: "ledger", Data: recordJSON(taskSummary{Key: c.Key, LastEvent: kvledger.DeletedEvent, Rev: c.Rev, UpdatedAt: h.cfg.Now()}, h.cfg.Now())})
+			h.broker.publish(push{Type: "ledger", Data: recordJSON(taskSummary{Key: c.Key, LastEvent: kvledger.DeletedEvent, Rev: c.Rev, UpdatedAt: h.cfg.Clock.Now()}, h.cfg.Clock.Now())})
 		}
 	default:
 		s := summarize(c.Record, h.cfg.KindOf(c.Record))
@@ -184,6 +184,6 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		if done := s.Status == kvledger.StatusCompleted || s.Status == kvledger.StatusFailed; done && (!had || old.Status != s.Status) {
 			h.finished.add(s.UpdatedAt)
 		}
-		h.broker.publish(push{Type: "ledger", Data: recordJSON(s, h.cfg.Now())})
+		h.broker.publish(push{Type: "ledger", Data: recordJSON(s, h.cfg.Clock.Now())})
 	}
 }

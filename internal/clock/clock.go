@@ -1,8 +1,9 @@
 // Package clock is the one clock interface of natscoord: every package
 // that lets a caller or a test choose its time source takes a Clock
 // (kvlock's in-process Locker, WithClock; the task runtime,
-// worker.Config.Clock; kvledger's MemStore, MemStoreOptions.Clock), and
-// kvlease's Manager and kvlock's circuit breaker read one. Real is the
+// worker.Config.Clock; kvledger's MemStore, MemStoreOptions.Clock; the
+// dashboard, dashboard.Config.Clock), and kvlease's Manager and kvlock's
+// circuit breaker read one. Real is the
 // system clock; Manual moves only when a test advances it.
 //
 // Time that only the server may judge (a lease's TTL, another process's
