@@ -60,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg:       cfg,
-		tasks:     newTaskView(cfg.Clock.Now),
+		tasks:     newTaskView(cfg.Clock),
 		broker:    newBroker(),
 		recent:    newRing[events.Event](recentEvents),
 		leaseLog:  newRing[leaseChange](100),
