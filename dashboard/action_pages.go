@@ -56,7 +56,7 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 		// Say what the task is now, as the bulk dry run does; the action
 		// itself is refused if the task moves before the confirm.
 		if s, ok := h.tasks.get(kvledger.IdempotencyKey(key)); ok {
-			d.Question += fmt.Sprintf(" It is %s now.", s.Phase(h.cfg.Now()))
+			d.Question += fmt.Sprintf(" It is %s now.", s.Phase(h.cfg.Clock.Now()))
 		}
 	}
 	h.render(w, "confirm", "base", http.StatusOK, d)

@@ -91,7 +91,7 @@ func (h *Handler) offered(action string) bool {
 
 // act performs one confirmed action and records it, whatever its outcome.
 func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (actionRecord, error) {
-	rec := actionRecord{Time: h.cfg.Now(), Action: action, Key: key, Bucket: bucket, Actor: actor}
+	rec := actionRecord{Time: h.cfg.Clock.Now(), Action: action, Key: key, Bucket: bucket, Actor: actor}
 	var err error
 	switch {
 	case !h.offered(action):

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -13,7 +14,7 @@ import (
 // "job-<n>" and every 1000th "rare-<n>".
 func view100k(tb testing.TB) *taskView {
 	tb.Helper()
-	v := newTaskView(time.Now)
+	v := newTaskView(clock.Real())
 	now := time.Now()
 	for i := range 100_000 {
 		s := taskSummary{Key: kvledger.IdempotencyKey(fmt.Sprintf("job-%06d", i)), Status: kvledger.StatusCompleted,
@@ -94,7 +95,7 @@ func TestViewMemoryAt100k(t *testing.T) {
 }
 
 func TestViewRemove(t *testing.T) {
-	v := newTaskView(time.Now)
+	v := newTaskView(clock.Real())
 	for i := range 5 {
 		v.put(taskSummary{Key: kvledger.IdempotencyKey(fmt.Sprint(i)), Status: kvledger.StatusCompleted, Rev: uint64(i + 1)})
 	}

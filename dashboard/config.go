@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -88,9 +89,11 @@ type Config struct {
 	Actor string
 	// Logger receives consumer and action errors. Default: discard.
 	Logger *slog.Logger
-	// Now is the clock for the page's "age" columns and throughput.
-	// Default time.Now.
-	Now func() time.Time
+	// Clock is the clock for the page's "age" columns, phases and
+	// throughput: natscoord's one clock interface (Now and AfterFunc;
+	// kvlock.RealClock and kvlock.ManualClock are two). Default the system
+	// clock.
+	Clock clock.Clock
 }
 
 // BasicAuth is a user and password for HTTP basic authentication.
@@ -158,8 +161,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real()
 	}
 	return c, nil
 }

@@ -108,7 +108,7 @@ func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLa
 	if knownEvents[ev.Name] {
 		name = string(ev.Name)
 	}
-	h.metrics.eventLag.Set(max(0, h.cfg.Now().Sub(ev.Time).Seconds()))
+	h.metrics.eventLag.Set(max(0, h.cfg.Clock.Now().Sub(ev.Time).Seconds()))
 	h.metrics.events.Inc(name)
 	h.broker.publish(push{Type: "event", Data: eventJSON(ev)})
 }

@@ -42,7 +42,7 @@ type graph struct {
 // everything that needs it, up to maxGraphNodes, and lays it out.
 func (h *Handler) buildGraph(focus kvledger.IdempotencyKey) graph {
 	var g graph
-	now := h.cfg.Now()
+	now := h.cfg.Clock.Now()
 	nodes := map[kvledger.IdempotencyKey]*graphNode{}
 	add := func(k kvledger.IdempotencyKey) (*graphNode, bool) {
 		if n, ok := nodes[k]; ok {

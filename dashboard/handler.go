@@ -60,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg:       cfg,
-		tasks:     newTaskView(cfg.Now),
+		tasks:     newTaskView(cfg.Clock),
 		broker:    newBroker(),
 		recent:    newRing[events.Event](recentEvents),
 		leaseLog:  newRing[leaseChange](100),
@@ -68,7 +68,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		csrf:      newCSRFToken(),
 		cop:       http.NewCrossOriginProtection(),
 		managers:  make(map[string]*kvlease.Manager),
-		started:   cfg.Now(),
+		started:   cfg.Clock.Now(),
 	}
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.stops = append(h.stops, h.endLife)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -42,9 +43,10 @@ func (h *Handler) openLedger(ctx context.Context) error {
 	return nil
 }
 
-// rewatchDelay is the pause before a record watch that ended on its own
-// (not by Close) is started again.
-const rewatchDelay = time.Second
+// rewatch is how a record watch that ended on its own (not by Close) is
+// started again, on the one retry primitive: a pause of a second before
+// each start, for as long as the dashboard lives (its Close ends it).
+var rewatch = retry.Policy{Pause: time.Second, MaxPause: time.Second}
 
 // recordFeed keeps the task view equal to the ledger's records: one
 // record watch (kvledger's RecordWatcher) delivers every record, then
@@ -111,12 +113,9 @@ func (f *recordFeed) keep() {
 			return
 		case <-f.ended:
 		}
-		for {
-			select {
-			case <-f.h.life.Done():
-				return
-			case <-time.After(rewatchDelay):
-			}
+		l := rewatch.Start(f.h.life)
+		l.Next() // the first try is the watch that ended: pause before the next
+		for l.Next() {
 			f.mu.Lock()
 			old := f.watch
 			f.mu.Unlock()
@@ -126,6 +125,9 @@ func (f *recordFeed) keep() {
 				break
 			}
 			f.h.cfg.Logger.Warn("dashboard: watch ledger again", "ledger", f.h.cfg.Ledger, "err", err)
+		}
+		if f.h.life.Err() != nil {
+			return
 		}
 	}
 }
@@ -171,7 +173,7 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		}
 	case c.Deleted:
 		if h.tasks.remove(c.Key, c.Rev) {
-			h.broker.publish(push{Type: "ledger", Data: recordJSON(taskSummary{Key: c.Key, LastEvent: kvledger.DeletedEvent, Rev: c.Rev, UpdatedAt: h.cfg.Now()}, h.cfg.Now())})
+			h.broker.publish(push{Type: "ledger", Data: recordJSON(taskSummary{Key: c.Key, LastEvent: kvledger.DeletedEvent, Rev: c.Rev, UpdatedAt: h.cfg.Clock.Now()}, h.cfg.Clock.Now())})
 		}
 	default:
 		s := summarize(c.Record, h.cfg.KindOf(c.Record))
@@ -182,6 +184,6 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		if done := s.Status == kvledger.StatusCompleted || s.Status == kvledger.StatusFailed; done && (!had || old.Status != s.Status) {
 			h.finished.add(s.UpdatedAt)
 		}
-		h.broker.publish(push{Type: "ledger", Data: recordJSON(s, h.cfg.Now())})
+		h.broker.publish(push{Type: "ledger", Data: recordJSON(s, h.cfg.Clock.Now())})
 	}
 }

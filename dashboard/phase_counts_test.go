@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -11,7 +12,7 @@ import (
 // record counts as pending once its run-at passes, with no write.
 func TestPhaseCountsFollowWritesAndTheClock(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	v := newTaskView(func() time.Time { return t0 })
+	v := newTaskView(clock.Func(func() time.Time { return t0 }))
 	v.put(taskSummary{Key: "s", Status: kvledger.StatusPending, RunAt: t0.Add(time.Minute), Rev: 1})
 	v.put(taskSummary{Key: "r", Status: kvledger.StatusPending, RunAt: t0.Add(time.Hour), Attempts: 1, Rev: 2})
 	v.put(taskSummary{Key: "c", Status: kvledger.StatusFailed, Cancelled: true, Rev: 3})

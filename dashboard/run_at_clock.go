@@ -13,7 +13,7 @@ func (h *Handler) runAtClock() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := h.cfg.Now()
+		now := h.cfg.Clock.Now()
 		passed, next := h.tasks.runAtsPassed(now)
 		for _, s := range passed {
 			h.broker.publish(push{Type: "ledger", Data: recordJSON(s, now)})

@@ -74,7 +74,7 @@ func (h *Handler) onSchedule(c kvledger.ScheduleChange) {
 // ledger's period keys (stored ones, and those registered in workers'
 // code, which only their periods show), by name.
 func (h *Handler) scheduleRows() []scheduleRow {
-	now := h.cfg.Now()
+	now := h.cfg.Clock.Now()
 	seen := h.tasks.schedules()
 	byName := make(map[string]int, len(seen))
 	for i := range seen {

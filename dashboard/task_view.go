@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -93,14 +94,14 @@ type taskView struct {
 	// for the run-at clock to look again.
 	timedAdded chan struct{}
 	next       uint64
-	// now is the dashboard's clock (Config.Now), at which phases files
+	// clk is the dashboard's clock (Config.Clock), at which phases files
 	// a record.
-	now func() time.Time
+	clk clock.Clock
 }
 
-func newTaskView(now func() time.Time) *taskView {
+func newTaskView(clk clock.Clock) *taskView {
 	return &taskView{
-		now:        now,
+		clk:        clk,
 		byKey:      make(map[kvledger.IdempotencyKey]*taskEntry),
 		dependents: make(map[kvledger.IdempotencyKey][]kvledger.IdempotencyKey),
 		counts:     make(map[kvledger.Status]int),
@@ -191,7 +192,7 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 		}
 	}
 	if by > 0 {
-		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.now())
+		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.clk.Now())
 	}
 	switch {
 	case e.fixed != "": // the clock does not change its phase

@@ -37,7 +37,7 @@ type overviewData struct {
 
 func (h *Handler) overview(r *http.Request) overviewData {
 	d := overviewData{common: h.common(r, "Overview", "overview")}
-	now := h.cfg.Now()
+	now := h.cfg.Clock.Now()
 	counts, total := h.tasks.phaseCounts(now)
 	for _, p := range kvledger.Phases {
 		d.Counts = append(d.Counts, phaseCount{p, counts[p]})
@@ -106,7 +106,7 @@ func (h *Handler) tasksPage(w http.ResponseWriter, r *http.Request) {
 // filterOf reads a task filter from a query: status (a phase name, as
 // kvledger.ParsePhase reads it), kind and prefix.
 func (h *Handler) filterOf(q url.Values) (taskFilter, error) {
-	f := taskFilter{Kind: q.Get("kind"), Prefix: q.Get("prefix"), Now: h.cfg.Now()}
+	f := taskFilter{Kind: q.Get("kind"), Prefix: q.Get("prefix"), Now: h.cfg.Clock.Now()}
 	if s := q.Get("status"); s != "" {
 		p, err := kvledger.ParsePhase(s)
 		if err != nil {
@@ -187,7 +187,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 			d.Result, d.ResultCut = strings.ToValidUTF8(d.Result[:maxResultShown], ""), fmt.Sprintf("(first %d of %d bytes)", maxResultShown, len(s.Result))
 		}
 	}
-	d.Phase = d.Task.Phase(h.cfg.Now())
+	d.Phase = d.Task.Phase(h.cfg.Clock.Now())
 	if d.Phase.Final() {
 		d.Finished = s.UpdatedAt
 	}

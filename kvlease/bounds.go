@@ -17,9 +17,11 @@ import "time"
 //   - ForceRelease: at most 4T (up to four read-and-delete rounds while
 //     the key keeps changing; a failing round returns at once).
 //
-// kvlease itself retries nothing else; a layer above that retries (kvlock's
-// RetryPolicy) multiplies these bounds by its attempts and adds its
-// backoffs, and states its own ceiling.
+// kvlease itself retries nothing else (its loops, casOwned and
+// settleDeleteAt, run on the one retry primitive, internal/retry, within
+// these bounds); a layer above that retries (kvlock's RetryPolicy)
+// multiplies these bounds by its attempts and adds its backoffs, and
+// states its own ceiling.
 
 // callBound is the bound of the 2T calls above.
 func callBound(c Config) time.Duration {

@@ -3,13 +3,15 @@ package kvlease
 import (
 	"context"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/clock"
 )
 
 // SetClock replaces the clock of validity windows (simulates a pause or a
 // clock that runs ahead). Tests only.
 func (m *Manager) SetClock(now func() time.Time) {
 	m.mu.Lock()
-	m.now = now
+	m.clk = clock.Func(now)
 	m.mu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -27,7 +28,7 @@ type Manager struct {
 	// prefix is the constant head of every lease value this manager
 	// writes (see appendValue).
 	prefix []byte
-	now    func() time.Time // the clock of validity windows; replaced in tests
+	clk    clock.Clock // the clock of validity windows (now); replaced in tests
 
 	ctx    context.Context // cancelled by Close: waiters and renewals stop
 	cancel context.CancelFunc
@@ -79,7 +80,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, b: b, hub: b.NewHub(">"), log: cfg.Logger,
-		host: hostname(), pid: os.Getpid(), now: time.Now,
+		host: hostname(), pid: os.Getpid(), clk: clock.Real(),
 		ctx: mctx, cancel: cancel,
 		guards: make(map[*Guard]struct{}), families: make(map[Name]any),
 		done: make(chan struct{}),
@@ -273,3 +274,7 @@ func (h *hintCache) drop(key string) {
 	h.m.Delete(key)
 	h.mu.Unlock()
 }
+
+// now is the time on the manager's clock (validity windows, renewal
+// deadlines).
+func (m *Manager) now() time.Time { return m.clk.Now() }

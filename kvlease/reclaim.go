@@ -51,8 +51,9 @@ func (g *Guard) adopt(stored uint64, attempt int) {
 // that key still carries owner (a guard's own writes; Restore, whose
 // precondition is the token's owner): write at rev, and after a conflict
 // read key from the stream leader. While the value still carries owner
-// the refusal was spurious: write again at the stored revision (backing
-// off when it is the revision just tried), at most ownAttempts writes,
+// the refusal was spurious: write again at the stored revision (pausing
+// on kvx.SpuriousConflict when it is the revision just tried), at most
+// ownAttempts writes,
 // telling adopt each revision taken up; when the last of them is refused
 // too and the key still carries owner, the error is kvx.ErrUnsettled (an
 // unknown outcome), not a conflict. It returns the last write's result,
@@ -66,7 +67,14 @@ func (m *Manager) casOwned(ctx context.Context, key, owner string, rev uint64,
 		err  error
 		seen kvx.Entry
 	)
-	for attempt := range ownAttempts {
+	p := kvx.SpuriousConflict
+	p.Tries = ownAttempts // pauses of 10, 20 and 40 ms at most
+	for l := p.Start(ctx); l.Next(); {
+		if l.Try() > 0 {
+			// Another write follows the refusal at the stored revision.
+			m.stats.reclaimed.Add(1)
+			adopt(rev, l.Try()-1)
+		}
 		out, err = write(ctx, rev)
 		if !kvx.IsConflict(err) {
 			break
@@ -75,19 +83,17 @@ func (m *Manager) casOwned(ctx context.Context, key, owner string, rev uint64,
 		if seen, ok = m.reread(key); !ok || !ownedBy(seen.Value, owner) {
 			break
 		}
-		if attempt == ownAttempts-1 {
+		if l.Last() {
 			// Refused every time while the key kept carrying owner: the
 			// answers are not the cluster's (or it has not settled), so
 			// this is an unknown outcome, never loss.
 			return out, rev, seen, fmt.Errorf("%w: %q still carries its owner after %d refused writes (last: %v)",
 				kvx.ErrUnsettled, key, ownAttempts, err)
 		}
-		if seen.Revision == rev && kvx.Backoff(ctx, attempt) != nil {
-			return out, rev, seen, err
+		if seen.Revision != rev {
+			l.NoPause() // the stored revision is news: write there at once
 		}
-		rev = seen.Revision
-		m.stats.reclaimed.Add(1)
-		adopt(rev, attempt)
+		rev = seen.Revision // when ctx ends during the pause: the last result
 	}
 	return out, rev, seen, err
 }

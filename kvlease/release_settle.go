@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // staleWindow and staleRefusals: a refused delete must keep finding the
@@ -23,9 +24,10 @@ const (
 	staleRefusals = 3
 )
 
-// settleBackoffCap bounds the backoff between settling attempts (the
-// attempt index given to kvx.Backoff: 10 ms << 4 = 160 ms).
-const settleBackoffCap = 4
+// settlePauses is settleDeleteAt's retry policy: kvx.SpuriousConflict's
+// 10 ms, doubling up to 160 ms, with no Tries of its own: its ctx (the
+// manager's cleanup context, at most OpTimeout) is its ceiling.
+var settlePauses = retry.Policy{Pause: kvx.SpuriousConflict.Pause, MaxPause: 160 * time.Millisecond}
 
 // releaseID is the Nats-Msg-Id of this guard's release delete: the same for
 // every attempt, so the stored marker and a duplicate acknowledgment both
@@ -51,8 +53,8 @@ func (g *Guard) releaseID() string {
 // ctx allows. deleteOwn bounds it by the manager's shared cleanup
 // context, which ends at most Config.OpTimeout (and at least half of it)
 // after the delete, so the delete and its settling take at most
-// 2 × OpTimeout (bounds.go); between rounds it backs off 10 ms, doubling
-// up to 160 ms (settleBackoffCap).
+// 2 × OpTimeout (bounds.go); between rounds it pauses 10 ms, doubling up
+// to 160 ms (settlePauses, on the retry primitive internal/retry).
 //
 // A refusal is not proof of loss while the key still carries this
 // guard's owner hash, for the reasons casOwn gives; a renewal whose answer
@@ -88,12 +90,8 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 	unanswered := kvx.OutcomeUnknown(first) // a delete of ours may have landed unseen
 	var movedSince time.Time                // when the key was first seen moved on, with the resend refused
 	refusals := 0
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			if kvx.Backoff(ctx, min(attempt-1, settleBackoffCap)) != nil {
-				break
-			}
-		}
+	for l := settlePauses.Start(ctx); l.Next(); {
+		attempt := l.Try()
 		e, rerr := g.m.b.Last(ctx, g.key)
 		moved := false
 		switch {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/natscoord/natscoord/internal/clock"
 )
 
 // MemStoreOptions configures a MemStore.
@@ -23,15 +24,16 @@ type MemStoreOptions struct {
 	// on a deleted key returns ErrNoKey, even for the worker that still
 	// runs it after its lease ran out.
 	//
-	// A claimed record whose LeaseUntil is after Now() is never deleted,
+	// A claimed record whose LeaseUntil is after Clock.Now() is never deleted,
 	// so the cap bounds only records without a live lease; bound your
 	// concurrency to bound memory. Leave MaxEntries at 0 (or use the
 	// KVStore) for permanent idempotency.
 	MaxEntries int
-	// Now is the clock eviction uses to tell live leases. Default
-	// time.Now. It is called with the store's lock held and must not
-	// call into the store.
-	Now func() time.Time
+	// Clock is the clock eviction uses to tell live leases (natscoord's
+	// one clock interface, as kvlock.Clock). Default the system clock.
+	// Its Now is called with the store's lock held and must not call
+	// into the store.
+	Clock clock.Clock
 }
 
 // MemStore is an in-memory Store guarded by one mutex. It is what New
@@ -78,8 +80,8 @@ func NewMemStoreWithOptions(opts MemStoreOptions) (*MemStore, error) {
 	if opts.MaxEntries < 0 {
 		return nil, fmt.Errorf("%w: %d", ErrInvalidMaxEntries, opts.MaxEntries)
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = clock.Real()
 	}
 	return &MemStore{
 		name:  "mem-" + nuid.Next(),

@@ -16,7 +16,7 @@ func (m *MemStore) evictLocked(keep IdempotencyKey) {
 	if max <= 0 || len(m.tasks) <= max {
 		return
 	}
-	now := m.opts.Now()
+	now := m.opts.Clock.Now()
 	kept := m.evictQueue[:0]
 	for i, k := range m.evictQueue {
 		if len(m.tasks) <= max {

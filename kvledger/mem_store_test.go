@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/storetest"
 )
@@ -34,7 +35,7 @@ var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 func TestMemStoreEviction(t *testing.T) {
 	ctx := context.Background()
 	now := t0
-	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2, Now: func() time.Time { return now }})
+	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2, Clock: clock.Func(func() time.Time { return now })})
 	require.NoError(t, err)
 	l, err := kvledger.New(s, nil)
 	require.NoError(t, err)

@@ -4,7 +4,8 @@ import "time"
 
 // CallCeiling is the longest a TryAcquire, Release or Renew can take with
 // this configuration (defaults applied), counting every retry: the one
-// layer that retries is RetryPolicy, around kvlease operations that each
+// retry across operations is RetryPolicy (a policy on internal/retry,
+// whose Ceiling this is), around kvlease operations that each
 // take at most 2 × OpTimeout (one operation, whose internal kvx retries
 // share its deadline, plus one read-back of an outcome-unknown write).
 // So the ceiling is Attempts × 2 × OpTimeout plus the backoffs between
@@ -15,12 +16,5 @@ func (c Config) CallCeiling() time.Duration {
 	if err != nil {
 		return 0
 	}
-	r := c.Retry
-	total := time.Duration(r.Attempts) * 2 * c.OpTimeout
-	wait := r.Backoff
-	for range r.Attempts - 1 {
-		total += wait
-		wait = min(2*wait, r.MaxBackoff)
-	}
-	return total
+	return c.Retry.policy(c.OpTimeout).Ceiling()
 }

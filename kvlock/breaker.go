@@ -104,7 +104,7 @@ type BreakerObserver interface {
 type breaker struct {
 	p    BreakerPolicy
 	cfg  Config
-	now  func() time.Time
+	clk  Clock // real time: the NATS Locker's (see Clock)
 	mu   sync.Mutex
 	st   BreakerState
 	fail int
@@ -114,7 +114,7 @@ type breaker struct {
 }
 
 func newBreaker(cfg Config) *breaker {
-	return &breaker{p: cfg.Breaker, cfg: cfg, now: time.Now}
+	return &breaker{p: cfg.Breaker, cfg: cfg, clk: RealClock()}
 }
 
 // allow reports whether an operation may go out; probe is true for the
@@ -129,7 +129,7 @@ func (b *breaker) allow() (probe bool, err error) {
 		b.mu.Unlock()
 		return false, nil
 	case BreakerOpen:
-		if b.now().Sub(b.at) < b.p.CoolDown {
+		if b.clk.Now().Sub(b.at) < b.p.CoolDown {
 			break
 		}
 		ev := b.moveLocked(BreakerHalfOpen, b.last)
@@ -144,7 +144,7 @@ func (b *breaker) allow() (probe bool, err error) {
 			return true, nil
 		}
 	}
-	last, wait := b.last, b.p.CoolDown-b.now().Sub(b.at)
+	last, wait := b.last, b.p.CoolDown-b.clk.Now().Sub(b.at)
 	b.mu.Unlock()
 	if last != nil {
 		return false, fmt.Errorf("%w after %d transient failures (next probe in %v): %w", ErrCircuitOpen, b.p.Failures, max(wait, 0), last)
@@ -178,7 +178,7 @@ func (b *breaker) done(probe, failed, cut bool, err error) {
 	default:
 		b.fail++
 		if b.st == BreakerHalfOpen && probe || b.st == BreakerClosed && b.fail >= b.p.Failures {
-			b.at, b.last = b.now(), err
+			b.at, b.last = b.clk.Now(), err
 			ev = b.moveLocked(BreakerOpen, err)
 		}
 	}

@@ -58,8 +58,9 @@ type Config struct {
 	// later deadline does not lift it. Default 5s.
 	OpTimeout time.Duration
 	// Retry bounds the retries of transient errors; see RetryPolicy. It
-	// is the only retry budget of the stack: CallCeiling states the
-	// longest a call can take with it (31.15 s with the defaults).
+	// is the only retry budget that spans operations (a policy on the one
+	// retry primitive, internal/retry): CallCeiling states the longest a
+	// call can take with it (31.15 s with the defaults).
 	Retry RetryPolicy
 	// Breaker is the circuit breaker in front of server operations; see
 	// BreakerPolicy. Default on: 5 consecutive transient failures open it

@@ -288,9 +288,11 @@
 //
 // # Time bounds
 //
-// RetryPolicy is the one retry budget of the stack: kvx's retries live
-// inside one operation's deadline and kvlease only reads back an
-// outcome-unknown write. So TryAcquire, Release and Renew take at most
+// RetryPolicy is the one retry budget that spans operations: every retry
+// loop of the stack runs on the one retry primitive (internal/retry), and
+// the others (kvx's resends, kvlease's owned writes and release settling)
+// live inside one operation's deadline, with kvlease only reading back
+// an outcome-unknown write. So TryAcquire, Release and Renew take at most
 // Config.CallCeiling: Attempts × 2 × OpTimeout plus the backoffs between
 // attempts (3 × 2 × 5 s + 150 ms with the defaults), whatever the caller's
 // deadline; Acquire and Hold wait on top of it for as long as their ctx

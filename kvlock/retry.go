@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // notSent reports errors that prove a request never reached (or was never
@@ -33,8 +35,9 @@ func transientAcquire(err error) bool {
 }
 
 // retry runs op up to Retry.Attempts times while it fails with an error
-// transient reports, sleeping a doubling backoff in between. It stops at
-// once when ctx ends (returning the last error). Every attempt asks the
+// transient reports, pausing a doubling backoff in between (RetryPolicy
+// on internal/retry). It stops at once when ctx ends (returning the last
+// error). Every attempt asks the
 // circuit breaker first and reports its outcome to it.
 func (l *Locker) retry(ctx context.Context, transient func(error) bool, op func() error) error {
 	return l.retryGated(ctx, transient, op, true)
@@ -47,10 +50,8 @@ func (l *Locker) retryHeld(ctx context.Context, transient func(error) bool, op f
 }
 
 func (l *Locker) retryGated(ctx context.Context, transient func(error) bool, op func() error, gated bool) error {
-	p := l.cfg.Retry
-	wait := p.Backoff
 	var err error
-	for attempt := 1; ; attempt++ {
+	for r := l.cfg.Retry.policy(l.cfg.OpTimeout).Start(ctx); r.Next(); {
 		probe := false
 		if gated {
 			var berr error
@@ -61,19 +62,19 @@ func (l *Locker) retryGated(ctx context.Context, transient func(error) bool, op 
 		err = op()
 		failed := err != nil && transient(err)
 		l.brk.done(probe, failed, err != nil && ctx.Err() != nil, err)
-		if err == nil || attempt >= p.Attempts || ctx.Err() != nil || !failed {
+		if err == nil || r.Last() || ctx.Err() != nil || !failed {
 			return err
 		}
-		l.log.Debug("kvlock: transient error, retrying", "lock", l.cfg.Name, "attempt", attempt, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		wait = min(2*wait, p.MaxBackoff)
+		l.log.Debug("kvlock: transient error, retrying", "lock", l.cfg.Name, "attempt", r.Try()+1, "err", err)
 	}
+	return err // ctx ended during the pause
+}
+
+// policy is p on the one retry primitive (internal/retry): Attempts
+// tries, pauses from Backoff doubling up to MaxBackoff, each try a
+// kvlease operation of at most 2 × opTimeout (see CallCeiling).
+func (p RetryPolicy) policy(opTimeout time.Duration) retry.Policy {
+	return retry.Policy{Tries: p.Attempts, Pause: p.Backoff, MaxPause: p.MaxBackoff, PerTry: 2 * opTimeout}
 }
 
 // BreakerState returns the state of the Locker's circuit breaker.

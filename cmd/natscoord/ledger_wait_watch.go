@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -184,7 +185,8 @@ func (a *app) watchUntilFinal(ctx context.Context, nc *nats.Conn, rw kvledger.Re
 	reconnected := nc.StatusChanged(nats.CONNECTED)
 	defer nc.RemoveStatusListener(reconnected)
 	var failingSince time.Time
-	for {
+	l := rewatchWait.Start(ctx)
+	for l.Next() {
 		err := w.watchOnce(ctx, rw, reconnected)
 		if err == nil || ctx.Err() != nil {
 			return err
@@ -205,17 +207,16 @@ func (a *app) watchUntilFinal(ctx context.Context, nc *nats.Conn, rw kvledger.Re
 		if err := awaitConnected(ctx, nc); err != nil {
 			return err
 		}
-		// A restarted server may accept the connection a moment before
-		// its JetStream does: pause before watching again.
-		t := time.NewTimer(250 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
 	}
+	return l.Err() // ctx ended during the pause
 }
+
+// rewatchWait is watchUntilFinal's retry policy (the one retry
+// primitive): a restarted server may accept the connection a moment
+// before its JetStream does, so it pauses 250 ms before watching again.
+// Its ceiling is watchUntilFinal's: --timeout of failing while connected,
+// or the command's end.
+var rewatchWait = retry.Policy{Pause: 250 * time.Millisecond, MaxPause: 250 * time.Millisecond}
 
 // awaitConnected returns once nc is connected, or an error when it was
 // closed or ctx ended first.

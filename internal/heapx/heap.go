@@ -1,7 +1,8 @@
 // Package heapx is a typed binary min-heap with optional position
 // tracking: the one priority queue behind kvlease's renewal scheduler,
-// kvlock's manual clock and the task runtime's timers, which before it
-// each carried their own container/heap adapter.
+// internal/clock's manual clock (kvlock.ManualClock) and the task
+// runtime's timers, which before it each carried their own
+// container/heap adapter.
 package heapx
 
 import "container/heap"

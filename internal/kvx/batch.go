@@ -89,21 +89,27 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 	// did the messages before it (core publishes to no interest, as on a
 	// fresh replicated bucket): the whole batch is sent again, under a new
 	// Nats-Batch-Id so no server mixes it with a partial first try, with
-	// the same budget single writes get (noResponderAttempts). The message
-	// ids stay the caller's: nothing was stored under them.
-	for attempt := 0; ; attempt++ {
+	// the same policy single writes get (noResponders). The message ids
+	// stay the caller's: nothing was stored under them.
+	var (
+		revs []uint64
+		err  error
+	)
+	l := noResponders.Start(ctx)
+	for l.Next() {
 		batch := id
-		if attempt > 0 {
-			batch = id + "-" + strconv.Itoa(attempt)
+		if l.Try() > 0 {
+			batch = id + "-" + strconv.Itoa(l.Try())
 		}
-		revs, err := b.sendBatch(ctx, batch, id, keys, values)
-		if !errors.Is(err, nats.ErrNoResponders) || attempt == noResponderAttempts {
+		revs, err = b.sendBatch(ctx, batch, id, keys, values)
+		if !errors.Is(err, nats.ErrNoResponders) {
 			return revs, err
 		}
-		if err := sleepCtx(ctx, jetstream.DefaultPubRetryWait); err != nil {
-			return nil, errors.Join(nats.ErrNoResponders, err)
-		}
 	}
+	if cerr := l.Err(); cerr != nil {
+		return nil, errors.Join(nats.ErrNoResponders, cerr)
+	}
+	return revs, err
 }
 
 // sendBatch sends one try of CreateBatchAs under the batch id batch.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Config describes a bucket to create or bind.
@@ -192,8 +194,17 @@ func (b *Bucket) TTLEnabled() bool { return b.ttl }
 // response from stream"; callers that open a bucket expect to use it at
 // once. This is a bounded wait at open time (ctx bounds it), never on a
 // hot path.
+//
+// It asks again every 20 ms (leaderPoll) until ctx ends, and for at most
+// leaderWait when ctx has no deadline.
 func statusWithLeader(ctx context.Context, kv jetstream.KeyValue) (jetstream.KeyValueStatus, error) {
-	for {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, leaderWait)
+		defer cancel()
+	}
+	l := leaderPoll.Start(ctx)
+	for l.Next() {
 		st, err := kv.Status(ctx)
 		if err != nil {
 			return nil, err
@@ -206,8 +217,13 @@ func statusWithLeader(ctx context.Context, kv jetstream.KeyValue) (jetstream.Key
 		if info == nil || info.Cluster == nil || info.Config.Replicas <= 1 || info.Cluster.Leader != "" {
 			return st, nil
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("no stream leader: %w", err)
-		}
 	}
+	return nil, fmt.Errorf("no stream leader: %w", l.Err())
 }
+
+// leaderPoll and leaderWait are statusWithLeader's pauses and its ceiling
+// under a ctx without a deadline (a stream leader is elected within a few
+// seconds; the wait is only at open time).
+var leaderPoll = retry.Policy{Pause: 20 * time.Millisecond, MaxPause: 20 * time.Millisecond}
+
+const leaderWait = 30 * time.Second

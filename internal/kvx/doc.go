@@ -34,7 +34,8 @@
 //     make a context.WithTimeout per request.
 //   - Publishes answered by no responders (a fresh replicated stream, a
 //     leader change) retried for about 2.5 s instead of 0.5 s: they reached
-//     no stream, so sending them again cannot duplicate a write.
+//     no stream, so sending them again cannot duplicate a write. Every
+//     retry here runs on the one retry primitive, internal/retry.
 //
 // Revisions returned here are the bucket stream's sequence numbers: strictly
 // increasing across deletes, purges, expiry and restarts, which is what

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Idempotent runs req, a request that may be sent any number of times
@@ -16,20 +18,19 @@ import (
 // the caller for all of ctx. A ctx without a deadline gets
 // idempotentTries tries (so the call still ends, within
 // idempotentTries × perTry). A perTry <= 0 is DefaultOpTimeout (every try
-// would otherwise end at once).
+// would otherwise end at once). The loop is a retry.Policy without pauses:
+// an unanswered try has already waited perTry.
 func Idempotent(ctx context.Context, perTry time.Duration, req func(ctx context.Context) error) error {
 	if perTry <= 0 {
 		perTry = DefaultOpTimeout
 	}
-	_, bounded := ctx.Deadline()
-	for try := 1; ; try++ {
-		tctx, cancel := context.WithTimeout(ctx, perTry)
-		err := req(tctx)
-		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || !bounded && try >= idempotentTries {
-			return err
-		}
+	p := retry.Policy{PerTry: perTry, Transient: func(err error) bool {
+		return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) // this try unanswered, ctx still alive
+	}}
+	if _, bounded := ctx.Deadline(); !bounded {
+		p.Tries = idempotentTries
 	}
+	return p.Do(ctx, req)
 }
 
 // idempotentTries is Idempotent's ceiling for a ctx that cannot time out.

@@ -37,11 +37,11 @@ func casCond(rev uint64, ttl time.Duration, id string) cond {
 // mapped (mapErr).
 //
 // It does what jetstream.PublishMsg does (same headers, same bound when
-// ctx has no deadline, the same "no responders" retries as
-// WithRetryAttempts(noResponderAttempts), the same errors), without its
-// costs on the hot path of every lease: nats.go applies options through
-// closures into a struct and decodes every acknowledgment with
-// encoding/json, about 1.5-3 µs and 8 allocations per write here, which
+// ctx has no deadline, the "no responders" retries of
+// WithRetryAttempts(10) as the policy noResponders, the same errors),
+// without its costs on the hot path of every lease: nats.go applies
+// options through closures into a struct and decodes every
+// acknowledgment with encoding/json, about 1.5-3 µs and 8 allocations per write here, which
 // is several percent of a local lock cycle (BENCHMARKS.md, issue 24).
 // The acknowledgment of a stored message is read by readAck; every other
 // answer goes through the same decoding nats.go does.
@@ -87,9 +87,12 @@ func (b *Bucket) request(ctx context.Context, m *nats.Msg) (uint64, error) {
 	}
 	nc := b.js.Conn()
 	resp, err := nc.RequestMsgWithContext(ctx, m)
-	for r := 0; errors.Is(err, nats.ErrNoResponders) && r < noResponderAttempts; r++ {
-		_ = sleepCtx(ctx, jetstream.DefaultPubRetryWait) // an ended ctx fails the request below
-		resp, err = nc.RequestMsgWithContext(ctx, m)
+	if errors.Is(err, nats.ErrNoResponders) {
+		// Off the hot path: sent again on the one retry primitive.
+		err = noResponders.Do(ctx, func(ctx context.Context) (err error) {
+			resp, err = nc.RequestMsgWithContext(ctx, m)
+			return err
+		})
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return 0, jetstream.ErrNoStreamResponse

@@ -2,9 +2,13 @@ package kvx
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Update writes value to key only while the key's last stored message has
@@ -83,35 +87,24 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 	return b.send(ctx, m, cond{expect: true, rev: guardRev, subj: b.Subject(guardKey), ttl: ttl})
 }
 
-// noResponderAttempts is how often a write answered "no responders" is
-// sent again, 250 ms apart (jetstream.DefaultPubRetryWait), so for about
-// 2.5 s instead of nats.go's 0.5 s. Such a publish reached no stream, so
-// sending it again cannot duplicate a write; it happens for a moment after
-// a replicated stream is created (its subjects' interest is still
-// propagating through the cluster) or while it changes leader, and
-// surfaced as ErrNoStreamResponse on a fresh R3 bucket under load
+// noResponders is how a write answered "no responders" is sent again:
+// 10 more times, 250 ms apart (jetstream.DefaultPubRetryWait), so for
+// about 2.5 s instead of nats.go's 0.5 s (ceiling: noResponders.Ceiling()
+// plus the requests, all within the write's ctx). Such a publish reached
+// no stream, so sending it again cannot duplicate a write; it happens for
+// a moment after a replicated stream is created (its subjects' interest
+// is still propagating through the cluster) or while it changes leader,
+// and surfaced as ErrNoStreamResponse on a fresh R3 bucket under load
 // (TestCASCluster).
-const noResponderAttempts = 10
-
-// Backoff waits before writing again after a spurious conflict (a CAS
-// refused while the stream leader reads the key at exactly the expected
-// revision, seen under leader changes on R3): 10 ms doubled per attempt
-// (attempt counts from 0), or until ctx ends. One policy for every layer
-// that retries such a refusal.
-func Backoff(ctx context.Context, attempt int) error {
-	return sleepCtx(ctx, time.Duration(10<<attempt)*time.Millisecond)
+var noResponders = retry.Policy{
+	Tries: 11, Pause: jetstream.DefaultPubRetryWait, MaxPause: jetstream.DefaultPubRetryWait,
+	Transient: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) },
 }
 
-// sleepCtx waits d or until ctx ends. It is the bounded backoff between
-// retries of a write the server refused spuriously, never a wait for a
-// condition.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// SpuriousConflict is the pause schedule of every layer that writes again
+// after a spurious conflict (a CAS refused while the stream leader reads
+// the key at exactly the expected revision, seen under leader changes on
+// R3): 10 ms, doubling. Each user states its own Tries (AcquireAs 4,
+// kvlease's owned writes 4; its release settling none, bounded by its
+// ctx) and, where the loop is longer, its MaxPause.
+var SpuriousConflict = retry.Policy{Pause: 10 * time.Millisecond, MaxPause: 40 * time.Millisecond}

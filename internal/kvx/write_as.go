@@ -48,8 +48,10 @@ func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uin
 // acknowledgment back (on a replicated stream) instead of a second write.
 func (b *Bucket) AcquireAs(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64, id string) (uint64, Entry, error) {
 	expect := hint
-	const tries = 4
-	for attempt := range tries {
+	p := SpuriousConflict
+	p.Tries = 4 // 4 writes, pauses of 10, 20 and 40 ms at most
+	l := p.Start(ctx)
+	for l.Next() {
 		rev, err := b.UpdateAs(ctx, key, value, expect, ttl, id)
 		if err == nil || !IsConflict(err) {
 			return rev, Entry{}, err
@@ -76,14 +78,16 @@ func (b *Bucket) AcquireAs(ctx context.Context, key string, value []byte, ttl ti
 			// (seen in the partition soak: a client of a leader cut off
 			// in a minority was told "held" for seconds while the
 			// majority had the key free): unsettled, not contention.
-			if attempt == tries-1 {
+			if l.Last() {
 				return 0, Entry{}, fmt.Errorf("%w: %q at revision %d", ErrUnsettled, key, expect)
 			}
-			if err := Backoff(ctx, attempt); err != nil {
-				return 0, Entry{}, err
-			}
+		} else {
+			l.NoPause() // a race lost: write again at once at the new revision
 		}
 		expect = next
+	}
+	if err := l.Err(); err != nil {
+		return 0, Entry{}, err // ctx ended during a pause
 	}
 	// Four lost races in a row: someone else keeps winning; that is
 	// contention, not an error of ours.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Node is a running single server with a client connection and JetStream
@@ -122,7 +123,9 @@ func withCluster(t testing.TB, n int, routeNet bool, opts ...func(*embedded.Opti
 	for _, f := range opts {
 		f(&o)
 	}
-	for attempt := 0; attempt < 3 && c == nil; attempt++ {
+	// Up to 3 starts, one after the other (the one retry primitive,
+	// internal/retry), each in a new data directory.
+	_ = retry.Policy{Tries: 3}.Do(context.Background(), func(context.Context) error {
 		var copts embedded.ClusterOptions
 		if routeNet {
 			rn = NewRouteNet(n)
@@ -137,7 +140,8 @@ func withCluster(t testing.TB, n int, routeNet bool, opts ...func(*embedded.Opti
 				rn.Close()
 			}
 		}
-	}
+		return err
+	})
 	require.NotNil(t, c, "start a %d-node cluster: %v", n, errs)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -176,17 +180,15 @@ func startCluster(n int, o embedded.Options, copts embedded.ClusterOptions) (*em
 
 func probeReplicated(ctx context.Context, js jetstream.JetStream, n int) error {
 	cfg := jetstream.StreamConfig{Name: "NATSTEST_PROBE", Subjects: []string{"natstest.probe"}, Replicas: n}
-	var err error
-	for {
-		if _, err = js.CreateStream(ctx, cfg); err == nil {
-			return js.DeleteStream(ctx, cfg.Name)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	// Until ctx ends, 50 ms apart (the one retry primitive).
+	err := retry.Policy{Pause: 50 * time.Millisecond, MaxPause: 50 * time.Millisecond}.Do(ctx, func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
+	if err != nil {
+		return errors.Join(err, ctx.Err())
 	}
+	return js.DeleteStream(ctx, cfg.Name)
 }
 
 // NewJS opens a new network connection to the cluster's running nodes;

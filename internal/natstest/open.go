@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Open calls open until it succeeds and returns its result: how tests make
@@ -16,26 +18,29 @@ import (
 // the test's context was cancelled, read "context canceled".)
 func Open[T any](t testing.TB, what string, open func(ctx context.Context) (T, error)) T {
 	t.Helper()
-	const attempt, total = 8 * time.Second, 40 * time.Second
-	deadline := time.Now().Add(total)
-	var last error
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), attempt)
-		v, err := open(ctx)
-		cancel()
-		if err == nil {
-			return v
-		}
-		if last == nil || err.Error() != last.Error() {
+	ctx, cancel := context.WithTimeout(context.Background(), openTotal)
+	defer cancel()
+	var (
+		v    T
+		last error
+	)
+	err := openRetry.Do(ctx, func(ctx context.Context) (err error) {
+		if v, err = open(ctx); err != nil && (last == nil || err.Error() != last.Error()) {
 			t.Logf("%s: %v (retrying)", what, err)
 		}
 		last = err
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no success within %v: %v", what, total, err)
-		}
-		// A pause between attempts, not a wait for a condition: the
-		// condition is the next attempt's success.
-		pause := time.NewTimer(50 * time.Millisecond)
-		<-pause.C
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: no success within %v: %v", what, openTotal, err)
 	}
+	return v
 }
+
+// openRetry is Open's policy on the one retry primitive (internal/retry):
+// each attempt bounded by 8 s, 50 ms apart (a pause between attempts, not
+// a wait for a condition: the condition is the next attempt's success),
+// for openTotal in all.
+var openRetry = retry.Policy{PerTry: 8 * time.Second, Pause: 50 * time.Millisecond, MaxPause: 50 * time.Millisecond}
+
+const openTotal = 40 * time.Second

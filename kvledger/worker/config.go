@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -94,10 +95,11 @@ type Config struct {
 	// 64 KiB; at most kvledger.MaxResultBytes.
 	MaxResultBytes int
 	// Clock is the time written into records (UpdatedAt, LeaseUntil)
-	// and compared with RunAt. Default time.Now. Liveness never depends
-	// on it: leases are judged by the server and by the lease manager's
-	// monotonic clock.
-	Clock func() time.Time
+	// and compared with RunAt: natscoord's one clock interface (Now and
+	// AfterFunc; kvlock.RealClock and kvlock.ManualClock are two). Default
+	// the system clock. Liveness never depends on it: leases are judged by
+	// the server and by the lease manager's monotonic clock.
+	Clock clock.Clock
 	// Logger receives one line per failed attempt, loss and drain.
 	// Default: discard.
 	Logger *slog.Logger
@@ -124,7 +126,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.OpTimeout = cmp.Or(c.OpTimeout, DefaultOpTimeout)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, DefaultMaxResultBytes)
 	if c.Clock == nil {
-		c.Clock = time.Now
+		c.Clock = clock.Real()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
@@ -201,8 +202,8 @@ func TestScheduleRunsMissedPeriodsOnce(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
 	var offset atomic.Int64
-	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	w := e.worker(worker.Config{Clock: clock}, func(w *worker.Worker) {
+	clk := clock.Func(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	w := e.worker(worker.Config{Clock: clk}, func(w *worker.Worker) {
 		require.NoError(t, w.Schedule(worker.Schedule{Name: "tick", Spec: "@every 1s", Task: kvledger.Submission{Kind: "tick"}}))
 		require.NoError(t, w.Handle("tick", func(context.Context, *worker.Task) error { return nil }))
 	})

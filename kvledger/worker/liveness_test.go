@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -89,7 +90,7 @@ func TestSkewedClockKeepsClaim(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, n.JS, 1)
 			started := make(chan struct{}, 1)
-			skewed := e.worker(worker.Config{ClaimTTL: ttl, Owner: "skewed", Clock: func() time.Time { return time.Now().Add(skew) }},
+			skewed := e.worker(worker.Config{ClaimTTL: ttl, Owner: "skewed", Clock: clock.Func(func() time.Time { return time.Now().Add(skew) })},
 				func(w *worker.Worker) {
 					require.NoError(t, w.Handle("long", func(ctx context.Context, task *worker.Task) error {
 						started <- struct{}{}

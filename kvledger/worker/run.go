@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -296,6 +297,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 	w.observe(hctx, ev)
 }
 
+// finishRetry is finish's policy on the one retry primitive: 3 writes,
+// 50 and 100 ms apart, each bounded by OpTimeout (opCtx); the pauses end
+// when the worker's lease does, since a claim naming an ended lease can
+// no longer be finished by this worker.
+var finishRetry = retry.Policy{Tries: 3, Pause: 50 * time.Millisecond, MaxPause: 100 * time.Millisecond}
+
 // finish writes o for r's claim, trying again briefly on a transient
 // error (the fence makes a repeated write harmless: a second try after a
 // write that landed finds the record no longer claimed).
@@ -304,7 +311,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) 
 		rec kvledger.TaskState
 		err error
 	)
-	for i := range 3 {
+	for l := finishRetry.Start(r.g.Context()); l.Next(); {
 		octx, cancel := w.opCtx()
 		rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		cancel()
@@ -314,7 +321,6 @@ func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) 
 		if r.g.Err() != nil {
 			break
 		}
-		time.Sleep(time.Duration(50*(i+1)) * time.Millisecond)
 	}
 	if err != nil {
 		w.cfg.Logger.Warn("worker: recording an attempt", "key", string(r.key), "fence", uint64(r.fence), "err", err)

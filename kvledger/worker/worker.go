@@ -356,7 +356,7 @@ func (w *Worker) poke() {
 	}
 }
 
-func (w *Worker) now() time.Time { return w.cfg.Clock() }
+func (w *Worker) now() time.Time { return w.cfg.Clock.Now() }
 
 func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
 	return kvledger.AttemptLimit(rec, w.cfg.MaxAttempts)

@@ -1,0 +1,121 @@
+// Package clock is the one clock interface of natscoord: every package
+// that lets a caller or a test choose its time source takes a Clock
+// (kvlock's in-process Locker, WithClock; the task runtime,
+// worker.Config.Clock; kvledger's MemStore, MemStoreOptions.Clock; the
+// dashboard, dashboard.Config.Clock), and kvlease's Manager and kvlock's
+// circuit breaker read one. Real is the
+// system clock; Manual moves only when a test advances it.
+//
+// Time that only the server may judge (a lease's TTL, another process's
+// liveness) is never read from a Clock: it runs on the server's clock.
+package clock
+
+import (
+	"sync"
+	"time"
+
+	"github.com/natscoord/natscoord/internal/heapx"
+)
+
+// Clock is a time source: the time now, and timers on that time.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f once, after d, unless stop (which reports whether
+	// it prevented the call) runs first.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Real returns the system clock.
+func Real() Clock { return realClock{} }
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// Func returns a Clock reading now, whose timers run in real time: a
+// clock that is off by some amount (a pause, skew), for tests.
+func Func(now func() time.Time) Clock { return funcClock(now) }
+
+type funcClock func() time.Time
+
+func (f funcClock) Now() time.Time { return f() }
+
+func (funcClock) AfterFunc(d time.Duration, g func()) func() bool { return time.AfterFunc(d, g).Stop }
+
+// Manual is a Clock that moves only when Advance is called, so a test
+// can let a TTL pass at once and deterministically. Timer functions run
+// on the goroutine that calls Advance, in due order. It is safe for
+// concurrent use.
+type Manual struct {
+	mu     sync.Mutex
+	now    time.Time
+	seq    uint64
+	timers *heapx.Heap[*manualTimer]
+}
+
+// NewManual returns a Manual clock reading start (a fixed date when start
+// is zero).
+func NewManual(start time.Time) *Manual {
+	if start.IsZero() {
+		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return &Manual{now: start, timers: heapx.New(func(a, b *manualTimer) bool {
+		if a.at.Equal(b.at) {
+			return a.seq < b.seq
+		}
+		return a.at.Before(b.at)
+	}, func(t *manualTimer, i int) { t.index = i })}
+}
+
+// Now returns the clock's time.
+func (c *Manual) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// AfterFunc schedules f at Now()+d; d <= 0 runs it at the next Advance.
+func (c *Manual) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t := &manualTimer{at: c.now.Add(d), seq: c.seq, f: f, index: -1}
+	c.timers.Push(t)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.index < 0 {
+			return false
+		}
+		c.timers.Remove(t.index)
+		return true
+	}
+}
+
+// Advance moves the clock forward by d, running every timer that comes
+// due on the way at its own time (timers they schedule included), and
+// returns once they have all run. A negative d is treated as zero.
+func (c *Manual) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(max(d, 0))
+	for next, ok := c.timers.Peek(); ok && !next.at.After(end); next, ok = c.timers.Peek() {
+		t := c.timers.Pop()
+		if t.at.After(c.now) {
+			c.now = t.at
+		}
+		c.mu.Unlock()
+		t.f()
+		c.mu.Lock()
+	}
+	c.now = end
+	c.mu.Unlock()
+}
+
+type manualTimer struct {
+	at    time.Time
+	seq   uint64 // keeps timers due at the same instant in scheduling order
+	f     func()
+	index int
+}
