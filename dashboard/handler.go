@@ -153,9 +153,6 @@ func (h *Handler) Close() error {
 		for _, m := range h.managers {
 			_ = m.Close(ctx)
 		}
-		if h.ledger != nil {
-			_ = h.ledger.Close(context.Background())
-		}
 	})
 	return nil
 }

@@ -163,7 +163,7 @@ func attemptsOf(tl []timelineEntry) []attemptRow {
 		switch events.Name(e.Name) {
 		case kvledger.RetriedEvent:
 			outcome = "retried"
-		case kvledger.CompletedEvent:
+		case kvledger.CompletedEvent, kvledger.FailedEvent:
 			outcome = e.Status
 		case kvledger.CancelledEvent:
 			outcome = "cancelled"

@@ -144,7 +144,7 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 	if err := next.Validate(); err != nil {
 		return 0, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next, false)
+	rec, ok, err := l.write(ctx, cur, true, next)
 	if err != nil || !ok {
 		return 0, ok, err
 	}
@@ -189,7 +189,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		if _, ok, err := l.write(ctx, cur, true, next, false); err != nil || ok {
+		if _, ok, err := l.write(ctx, cur, true, next); err != nil || ok {
 			return err
 		}
 	}
@@ -209,7 +209,7 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
-		if _, ok, err := l.write(ctx, cur, true, next, false); err != nil || ok {
+		if _, ok, err := l.write(ctx, cur, true, next); err != nil || ok {
 			return err
 		}
 	}

@@ -17,8 +17,12 @@ const (
 	ReleasedEvent events.Name = "ledger.released"
 	// TakenOverEvent: Takeover took a stale claim from its owner.
 	TakenOverEvent events.Name = "ledger.taken_over"
-	// CompletedEvent: Complete wrote completed or failed (see Status).
+	// CompletedEvent: Complete (or a runtime outcome) wrote completed.
 	CompletedEvent events.Name = "ledger.completed"
+	// FailedEvent: Complete (or a runtime outcome, or a claim that found
+	// no attempt left) wrote failed. A name of its own, so a consumer
+	// follows only failures by the header (EventHeader).
+	FailedEvent events.Name = "ledger.failed"
 	// BlockedEvent: a record was blocked by a failed or blocked need;
 	// one per blocked record, written by that record's own write.
 	BlockedEvent events.Name = "ledger.blocked"

@@ -107,11 +107,17 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 		LimitMarkerTTL: cfg.Retention,
 		RequireTTL:     cfg.Retention > 0,
 		AtomicBatches:  true, // AdmitMany's batches: kv_store_batch.go
+		History:        EventHistory,
+		RePublish:      rePublish(cfg.Bucket),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}, nil
+	s := &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Name returns the bucket name.
@@ -201,11 +207,15 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		live kvx.Entry
 	)
 	id := writeID()
+	// A final write under a retention rolls its key up: with the key's
+	// history kept, its expiry would otherwise bring back an earlier
+	// write of the record (see "Retention" in doc.go).
+	hdr := writeHeaders(new, ttl > 0)
 	octx, cancel := s.ops.Bound(ctx)
 	if insert {
-		rev, live, err = s.b.AcquireAs(octx, k, value, ttl, 0, id)
+		rev, live, err = s.b.AcquireAs(octx, k, value, ttl, 0, id, hdr)
 	} else {
-		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id)
+		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id, hdr)
 	}
 	cancel()
 	switch {

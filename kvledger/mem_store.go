@@ -58,6 +58,8 @@ type MemStore struct {
 	rev uint64
 	// rdeps is the reverse dependency index: need -> dependents.
 	rdeps map[IdempotencyKey]map[IdempotencyKey]struct{}
+	// log keeps every write as its event (mem_store_log.go).
+	log memLog
 }
 
 var (
@@ -134,6 +136,7 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 		new.Rev = m.rev
 		new.Fence = max(new.Fence, m.fenceFloor)
 		m.tasks[key] = new
+		m.logLocked(key, new.Rev, &new)
 		m.evictQueue = append(m.evictQueue, key)
 		m.evictLocked(key)
 		return new.clone(), true, nil
@@ -144,6 +147,7 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 	m.rev++
 	new.Rev = m.rev
 	m.tasks[key] = new
+	m.logLocked(key, new.Rev, &new)
 	return new.clone(), true, nil
 }
 

@@ -36,7 +36,7 @@ func TestMemStoreEviction(t *testing.T) {
 	now := t0
 	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2, Now: func() time.Time { return now }})
 	require.NoError(t, err)
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 	admitOK := func(k kvledger.IdempotencyKey) {
 		t.Helper()
@@ -88,7 +88,7 @@ func TestMemStoreEviction(t *testing.T) {
 	// An evicted failed need no longer blocks late dependents.
 	s2, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2})
 	require.NoError(t, err)
-	l, err = kvledger.New(s2, nil)
+	l, err = kvledger.New(s2)
 	require.NoError(t, err)
 	admitOK("x")
 	fx, err := l.Claim(ctx, "w", "x", "w", time.Second, now)
@@ -106,14 +106,12 @@ func TestMemStoreEviction(t *testing.T) {
 }
 
 func TestLedgerNilStoreAndBus(t *testing.T) {
-	l, err := kvledger.New(nil, nil)
+	l, err := kvledger.New(nil)
 	require.NoError(t, err)
 	ok, err := l.Admit(context.Background(), "a", "k", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.IsType(t, &kvledger.MemStore{}, l.Store())
-	require.NoError(t, l.Close(context.Background()))
-	require.NoError(t, l.Close(context.Background()))
-	_, err = kvledger.New(nil, nil, kvledger.WithSource(""))
+	_, err = kvledger.New(nil, kvledger.WithSource(""))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
 }

@@ -15,7 +15,7 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rec := opstats.New()
-	l, err := kvledger.New(kvledger.NewMemStore(), nil, kvledger.WithSource("obs"),
+	l, err := kvledger.New(kvledger.NewMemStore(), kvledger.WithSource("obs"),
 		kvledger.WithObserver(kvledger.Observers(kvledger.RecorderObserver(rec), nil)))
 	require.NoError(t, err)
 	now := time.Now()
@@ -31,6 +31,6 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 	require.EqualValues(t, 1, rec.Count(lbl("claimed")))
 	require.EqualValues(t, 1, rec.Count(lbl("completed")))
 
-	_, err = kvledger.New(nil, nil, kvledger.WithObserver(nil))
+	_, err = kvledger.New(nil, kvledger.WithObserver(nil))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
 }

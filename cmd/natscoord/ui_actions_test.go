@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
@@ -23,7 +22,7 @@ func TestUITaskActionsWired(t *testing.T) {
 		dashtest.Admit(t, e.Ledger, "a", nil)
 		dashtest.Admit(t, e.Ledger, "b", nil, "a")
 	}, func(c *dashboard.Config) {
-		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket, events.JetStreamBusConfig{})
+		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket)
 	})
 	act := func(do, key string) {
 		tok := dashtest.CSRFOf(t, e.Page(t, "/confirm?do="+do+"&key="+key))
@@ -53,7 +52,7 @@ func TestUITaskActionsRemove(t *testing.T) {
 		dashtest.Admit(t, e.Ledger, "a", nil)
 		dashtest.RunTask(t, e.Ledger, "a", "w1", kvledger.StatusCompleted)
 	}, func(c *dashboard.Config) {
-		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket, events.JetStreamBusConfig{})
+		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket)
 	})
 	require.Contains(t, e.Page(t, "/task?key=a"), "Remove…")
 	dry := e.Page(t, "/bulk?do=rm&keys=a")

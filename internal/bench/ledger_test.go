@@ -31,7 +31,7 @@ func newLedger(b *testing.B, n *natstest.Node, bus events.Bus) (*kvledger.Ledger
 	bucket := fmt.Sprintf("ledger%d", ledgerSeq.Add(1))
 	st, err := kvledger.NewKVStore(context.Background(), n.JS, kvledger.KVStoreConfig{Bucket: bucket})
 	require.NoError(b, err)
-	l, err := kvledger.New(st, bus)
+	l, err := kvledger.New(st)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l, bucket

@@ -41,7 +41,7 @@ func newRuntimeLedger(b *testing.B, js, wjs jetstream.JetStream, concurrency int
 		require.NoError(b, err)
 		bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
 		require.NoError(b, err)
-		l, err := kvledger.New(st, bus)
+		l, err := kvledger.New(st)
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l
@@ -311,7 +311,7 @@ func BenchmarkAdmitMany(b *testing.B) {
 			require.NoError(b, st.EnableAtomicBatches(context.Background()))
 			bus, err := events.NewJetStreamBus(context.Background(), n.JS, events.JetStreamBusConfig{})
 			require.NoError(b, err)
-			l, err := kvledger.New(st, bus)
+			l, err := kvledger.New(st)
 			require.NoError(b, err)
 			b.Cleanup(func() { _ = l.Close(context.Background()) })
 			r := &runtimeLedger{l: l}

@@ -63,7 +63,7 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	ctx := context.Background()
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: "durable"})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
 
 	a := &acked{claimed: make(map[kvledger.IdempotencyKey]kvledger.FenceToken)}
@@ -103,7 +103,7 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	require.NoError(t, err)
 	store2, err := kvledger.NewKVStore(ctx, js2, kvledger.KVStoreConfig{Bucket: "durable"})
 	require.NoError(t, err)
-	l2, err := kvledger.New(store2, nil)
+	l2, err := kvledger.New(store2)
 	require.NoError(t, err)
 	defer l2.Close(context.Background())
 

@@ -327,7 +327,7 @@ func (f *fencing) ledgerWorker(ctx context.Context, name string) {
 		if err != nil {
 			return err
 		}
-		l, err := kvledger.New(store, nil)
+		l, err := kvledger.New(store)
 		if err != nil {
 			return err
 		}

@@ -92,7 +92,7 @@ func (w *dagWL) setup(t *testing.T, r *partRun) {
 			if err != nil {
 				return err
 			}
-			l, err = kvledger.New(store, bus)
+			l, err = kvledger.New(store)
 			return err
 		})
 		t.Cleanup(func() { _ = l.Close(context.Background()) })

@@ -71,7 +71,7 @@ func childLedgerWriter(ctx context.Context) error {
 	}
 	bus := &stallingBus{next: jsBus, never: stallAfter == 0}
 	bus.left.Store(int64(stallAfter))
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}

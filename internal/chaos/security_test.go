@@ -125,7 +125,7 @@ func exerciseLedger(ctx context.Context, js jetstream.JetStream, bucket, stream 
 	if err != nil {
 		return err
 	}
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}

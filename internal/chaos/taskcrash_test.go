@@ -180,7 +180,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	})
 	bus, err := events.NewJetStreamBus(ctx, env.js, events.JetStreamBusConfig{})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 

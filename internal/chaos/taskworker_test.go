@@ -55,7 +55,7 @@ func childTaskWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -43,18 +42,15 @@ const Holder = "holder-1"
 // Manager.Close races with a release that starts at the same moment).
 var HoldCtx = context.Background()
 
-// NewLedger opens the test ledger with a JetStream bus.
+// NewLedger opens the test ledger (its bucket's stream is its event log).
 func NewLedger(t testing.TB, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
 	ctx := natstest.Context(t, 10*time.Second)
 	js := n.NewJS(t)
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: LedgerBucket})
 	require.NoError(t, err)
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

@@ -15,7 +15,7 @@ import (
 //
 // Unlike kv.Update this sets Nats-TTL, so it is how leases are renewed.
 func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
-	return b.UpdateAs(ctx, key, value, rev, ttl, "")
+	return b.UpdateAs(ctx, key, value, rev, ttl, "", nil)
 }
 
 // Create writes value only when key has no message at all. Prefer Acquire
@@ -34,7 +34,7 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.
 // that value's entry, so the caller can see the holder and wait for its
 // revision to change.
 func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64) (uint64, Entry, error) {
-	return b.AcquireAs(ctx, key, value, ttl, hint, "")
+	return b.AcquireAs(ctx, key, value, ttl, hint, "", nil)
 }
 
 // Delete writes a delete marker on key only while its revision is rev and
