@@ -243,10 +243,7 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 // the stream holds (or at the next write, with DeliverNew): it is told of
 // a key's gap only when a write it should have seen is missing.
 func resumeAt(ctx context.Context, js jetstream.JetStream, src Source, cons jetstream.Consumer, onGap func(Gap)) (uint64, error) {
-	ci, err := cons.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("events: consumer info: %w", err)
-	}
+	ci := cons.CachedInfo() // as the create-or-update answered
 	s, err := js.Stream(ctx, src.Stream)
 	if err != nil {
 		return 0, fmt.Errorf("events: stream %q: %w", src.Stream, err)

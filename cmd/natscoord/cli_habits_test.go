@@ -351,10 +351,7 @@ func TestLiveFeedOneMessagePerWrite(t *testing.T) {
 	c.ok("ledger", "admit", "first", "--seq", "1", "--create")
 	natstest.Recv(t, msgs, 5*time.Second, "the first admission")
 	tail := c.start("--json", "events", "tail", "--count", "5")
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		// The live tail has subscribed once its connection shows interest.
-		return n.Server.NATS().GlobalAccount().Interest("ledger."+defaultLedgerBucket+".a") >= 2
-	})
+	natstest.Eventually(t, 10*time.Second, liveTailSubscribed(n.Server.NATS, defaultLedgerBucket), "the live tail subscribed")
 
 	c.ok("ledger", "admit", "a", "--seq", "1")
 	fence := fmt.Sprint(uint64(jsonTask(t, c.ok("--json", "ledger", "claim", "a", "--owner", "w")).Fence))

@@ -88,15 +88,17 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		return err
 	}
 	defer rc.close(nc)
-	// The bucket must exist and have the events layout (an older one is
-	// migrated, or the error says what to run); nothing is created.
+	// The bucket must have the events layout (an older one is migrated,
+	// or the error says what to run); nothing is created. A live tail
+	// may start before the bucket exists: it is created with the layout.
 	octx, ocancel := a.conn.opContext(ctx)
-	store, err := openStore(octx, js, bucket, false)
+	_, err = openStore(octx, js, bucket, false)
 	ocancel()
-	if err != nil {
+	var missing noBucketError
+	if err != nil && (durable != "" || !errors.As(err, &missing)) {
 		return err
 	}
-	src := store.EventSource()
+	src := kvledger.EventSource(bucket)
 
 	var (
 		mu      sync.Mutex

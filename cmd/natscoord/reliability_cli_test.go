@@ -200,6 +200,23 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	require.Contains(t, r.stdout, `"key":"y"`)
 }
 
+// liveTailSubscribed reports whether a connection of the CLI holds the
+// live subjects of bucket (a live `events tail` has subscribed).
+func liveTailSubscribed(s func() *server.Server, bucket string) func() bool {
+	return func() bool {
+		cz, err := s().Connz(&server.ConnzOptions{Subscriptions: true})
+		if err != nil {
+			return false
+		}
+		for _, ci := range cz.Conns {
+			if ci.Name == "natscoord-cli" && slices.Contains(ci.Subs, kvledger.LiveSubject(bucket)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // A live `events tail` that loses its server says so, reconnects when the
 // server is back, and prints what is published then.
 func TestEventsTailLiveReconnects(t *testing.T) {
@@ -208,19 +225,7 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
 
 	tail := c.start("--json", "events", "tail", "--count", "1")
-	// The tail is subscribed when a connection of the CLI holds ledger.>.
-	subscribed := func() bool {
-		cz, err := s.NATS().Connz(&server.ConnzOptions{Subscriptions: true})
-		if err != nil {
-			return false
-		}
-		for _, ci := range cz.Conns {
-			if ci.Name == "natscoord-cli" && slices.Contains(ci.Subs, "ledger.>") {
-				return true
-			}
-		}
-		return false
-	}
+	subscribed := liveTailSubscribed(func() *server.Server { return s.NATS() }, defaultLedgerBucket)
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
 	s.restart()
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")

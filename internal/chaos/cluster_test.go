@@ -253,7 +253,6 @@ func openLedger(t *testing.T, js jetstream.JetStream, bucket string) *kvledger.L
 		l, err = kvledger.New(store)
 		return err
 	})
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

@@ -91,7 +91,6 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	}
 	srv.Kill(t) // SIGKILL while the workers keep writing
 	wg.Wait()
-	require.NoError(t, l.Close(context.Background()))
 	nc.Close()
 
 	srv2, line := startChild(t, "server", env...)
@@ -105,7 +104,6 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	require.NoError(t, err)
 	l2, err := kvledger.New(store2)
 	require.NoError(t, err)
-	defer l2.Close(context.Background())
 
 	missing := 0
 	check := func(key kvledger.IdempotencyKey, ok func(kvledger.TaskState) bool, what string) {

@@ -332,7 +332,6 @@ func (f *fencing) ledgerWorker(ctx context.Context, name string) {
 			return err
 		}
 		f.workLoop(ctx, name, js.Conn().IsClosed, l)
-		_ = l.Close(context.Background())
 		return nil
 	})
 }
