@@ -110,9 +110,9 @@ func TestSubjectPermissions(t *testing.T) {
 		e := natstest.Recv(t, got, 5*time.Second, "an event through the durable consumer")
 		require.NotEmpty(t, e.Key)
 
-		// Without the consumer API (the plain app user) it is refused.
+		// Without the consumer API on that bucket's stream it is refused.
 		actx := natstest.Context(t, 2*time.Second)
-		_, err = events.SubscribeDurable(actx, connect("app", "b"), kvledger.EventSource(pfx+"_tasks"), events.DurableConfig{Durable: "perm-denied"},
+		_, err = events.SubscribeDurable(actx, connect("audit", "e"), kvledger.EventSource(pfx+"_locks"), events.DurableConfig{Durable: "perm-denied"},
 			func(context.Context, events.Event) error { return nil }, nil)
 		require.Error(t, err)
 		t.Logf("refused: %v", err)
