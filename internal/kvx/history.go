@@ -2,9 +2,11 @@ package kvx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,12 +43,8 @@ func (b *Bucket) History(ctx context.Context, key string, fn func(Stored) bool) 
 		defer cancel()
 		_ = b.js.DeleteConsumer(dctx, b.stream, c.CachedInfo().Name)
 	}()
-	info, err := c.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("kvx: history of %q: %w", key, err)
-	}
-	pending := int(info.NumPending)
-	for pending > 0 {
+	pending := int(c.CachedInfo().NumPending) // as the create answered
+	for attempt := 0; pending > 0; {
 		batch, err := c.Fetch(min(pending, 256), jetstream.FetchContext(ctx))
 		if err != nil {
 			return fmt.Errorf("kvx: history of %q: %w", key, err)
@@ -66,6 +64,15 @@ func (b *Bucket) History(ctx context.Context, key string, fn func(Stored) bool) 
 			}
 		}
 		if err := batch.Error(); err != nil {
+			// A consumer just created on a replicated stream may not be
+			// answering yet: a few bounded retries, as for a publish.
+			if n == 0 && errors.Is(err, nats.ErrNoResponders) && attempt < noResponderAttempts {
+				attempt++
+				if err := Backoff(ctx, attempt); err != nil {
+					return fmt.Errorf("kvx: history of %q: %w", key, err)
+				}
+				continue
+			}
 			return fmt.Errorf("kvx: history of %q: %w", key, err)
 		}
 		if n == 0 {
