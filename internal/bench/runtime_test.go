@@ -166,11 +166,16 @@ func BenchmarkTaskRuntime(b *testing.B) {
 		n := newServer(b, false)
 		q := newRawQueue(b, n, queueHandlers)
 		r := newRuntimeLedger(b, n.JS, n.NewJS(b), queueHandlers)
-		var s split
+		var (
+			s       split
+			rt, raw traffic
+		)
 		for b.Loop() {
-			s.pair(func() { q.run(b, jobs) }, func() { r.run(b, jobs) })
+			s.pair(func() { raw.add(b, n, func() { q.run(b, jobs) }) }, func() { rt.add(b, n, func() { r.run(b, jobs) }) })
 		}
 		s.reportTasks(b, jobs)
+		rt.report(b, "", jobs*s.n)
+		raw.report(b, "raw-", jobs*s.n)
 	})
 	b.Run("pickup", func(b *testing.B) {
 		n := newServer(b, false)
