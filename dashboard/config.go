@@ -31,8 +31,8 @@ type Config struct {
 	// LeaseBuckets are the kvlease buckets to show (kvlock keeps its
 	// locks and elections in one too). Default [kvlease.DefaultBucket].
 	LeaseBuckets []string
-	// Create makes New create a missing ledger bucket, lease bucket or
-	// event stream, for a development server that starts empty. Default
+	// Create makes New create a missing ledger bucket or lease bucket,
+	// for a development server that starts empty. Default
 	// false: a missing one is an error naming it (looking must not write).
 	Create bool
 	// Prefix is the path the handler is mounted under, such as "/ui".

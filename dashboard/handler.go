@@ -51,7 +51,7 @@ type Handler struct {
 	closeOnce sync.Once
 }
 
-// New binds the ledger, the event stream and the lease buckets named by
+// New binds the ledger (its bucket's stream is the event log) and the lease buckets named by
 // cfg, reads their current state and starts following them. ctx bounds
 // the set-up only.
 func New(ctx context.Context, cfg Config) (*Handler, error) {

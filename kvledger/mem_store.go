@@ -54,7 +54,7 @@ type MemStore struct {
 	// rev is the last revision handed out: every write of any key takes
 	// the next one, so a revision is never reused in this store, also
 	// for a key deleted by eviction and admitted again (its events keep
-	// de-duplication ids of their own).
+	// revisions of their own).
 	rev uint64
 	// rdeps is the reverse dependency index: need -> dependents.
 	rdeps map[IdempotencyKey]map[IdempotencyKey]struct{}

@@ -16,8 +16,8 @@ import "context"
 //
 // Rev: every successful write gives the record a Rev larger than any Rev
 // that key had before, and a Store never hands the same Rev to two
-// versions of one key (events carry it as their revision and their
-// de-duplication id). How the Ledger learns the new Rev depends on the
+// versions of one key (events carry it as their revision: it identifies
+// the write). How the Ledger learns the new Rev depends on the
 // Store:
 //
 //   - A Swapper returns the stored record, Rev included; its Revs may grow

@@ -51,7 +51,7 @@ var deletedHeader = nats.Header{EventHeader: []string{string(DeletedEvent)}}
 // DeleteRecord implements RecordDeleter. The deletion takes the store's
 // next revision, as a KV delete marker does, so a record admitted again
 // under the key never shares a revision with the deletion (their events
-// would share a de-duplication id).
+// would share a revision).
 func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (uint64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err

@@ -56,7 +56,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
 	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
-	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket and event stream afterwards (with --server)")
+	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket (its events) afterwards (with --server)")
 	o.ui.register(f)
 	return cmd
 }

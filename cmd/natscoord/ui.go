@@ -271,8 +271,7 @@ func isLoopback(host string) bool {
 }
 
 // serveUI starts the dashboard on an in-process connection to s, for
-// natscoord serve --ui: the default ledger, lease bucket and event stream
-// are created so the page works before anything else ran.
+// natscoord serve --ui: the default ledger and lease bucket are created so the page works before anything else ran.
 func (a *app) serveUI(ctx context.Context, s *embedded.Server, o uiOptions) (func(), error) {
 	nc, err := s.Connect(nats.Name("natscoord-ui"), nats.MaxReconnects(-1))
 	if err != nil {
