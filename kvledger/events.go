@@ -2,9 +2,9 @@ package kvledger
 
 import "github.com/natscoord/natscoord/events"
 
-// Event names. Each is also the subject the JetStream bus publishes on,
-// so "ledger.*" matches them all. Every successful write publishes
-// exactly one event, named after the transition that made it.
+// Event names. Every successful write is exactly one event, named after
+// the transition that made it in the write's EventHeader (and the
+// record's last_event).
 const (
 	// AdmittedEvent: Admit inserted or rebased a record (its Status may
 	// be blocked when a need had already failed).

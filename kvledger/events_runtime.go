@@ -32,8 +32,8 @@ const (
 )
 
 // EventNames lists every event the ledger writes, the one list for
-// readers that must tell the ledger's names from anything else published
-// on the events subjects (the record decoder, the dashboard's counters).
+// readers that must tell the ledger's names from anything else written
+// (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
 	FailedEvent, BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
 	RestoredEvent, ExpiredEvent}

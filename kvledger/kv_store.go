@@ -126,8 +126,7 @@ func (s *KVStore) Name() string { return s.b.Name() }
 // OpTimeout is the bound of one store operation (one read or one
 // write, each of its internal retries included): the JetStream handle's
 // default timeout, 5 s when it has none. A caller's longer deadline does
-// not lift it. A Ledger on this store bounds its event publishes by it
-// too.
+// not lift it.
 func (s *KVStore) OpTimeout() time.Duration { return s.ops.Duration() }
 
 // Load implements Store.

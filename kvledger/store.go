@@ -26,8 +26,8 @@ import "context"
 //   - A Store without Swapper must give an inserted record Rev 0 and add
 //     exactly 1 on every further write of it: the Ledger computes the Rev
 //     of what it wrote by that rule, and a store that grows Rev otherwise
-//     makes the Ledger publish events under revisions no record has (so a
-//     later write publishes them again). Such a store cannot delete and
+//     makes the Ledger's claim cache name revisions no record has. Such a
+//     store cannot delete and
 //     re-admit a key without reusing its Revs: a store that deletes
 //     records implements Swapper. storetest checks both rules.
 //
