@@ -82,7 +82,6 @@ func TestSpanPerAttempt(t *testing.T) {
 	require.NoError(t, err)
 	led, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = led.Close(context.Background()) })
 	w, err := worker.New(ctx, n.JS, led, worker.Config{Observer: o, MaxAttempts: 3, LeaseBucket: "otelworker_claims",
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	require.NoError(t, err)
