@@ -16,7 +16,9 @@ import (
 )
 
 // TestUITaskActionsWired runs reopen and cancel through the dashboard on
-// the ledger's own operator methods.
+// the ledger's own operator methods; each write shows once in the task's
+// timeline (issue 22: a reopen and a cancel each showed twice when their
+// events were published beside the writes).
 func TestUITaskActionsWired(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.Admit(t, e.Ledger, "a", nil)
@@ -43,6 +45,9 @@ func TestUITaskActionsWired(t *testing.T) {
 	body = e.Page(t, "/task?key=a")
 	require.Contains(t, body, "ledger.reopened")
 	require.Contains(t, body, "<b>ui.reopen</b>")
+	for _, ev := range []string{"ledger.admitted", "ledger.cancelled", "ledger.reopened"} {
+		require.Equal(t, 1, strings.Count(body, "<b>"+ev+"</b>"), "%s once in the timeline", ev)
+	}
 }
 
 // TestUITaskActionsRemove: natscoord ui offers rm (single and bulk) on
