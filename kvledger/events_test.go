@@ -296,3 +296,28 @@ func TestMigrateOldLayout(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent}, keyEvents(t, l, "k"), "the key keeps its writes")
 }
+
+// TestRetentionDeleteDoesNotResurrect: under a retention every delete
+// marker of a task key expires; a pending record removed by ForceDelete
+// (an operator's repair, its record carries no TTL) then reads absent, not
+// pending again: the expiring marker rolls the key up.
+func TestRetentionDeleteDoesNotResurrect(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "retdel", Retention: time.Second})
+	l := newLedger(t, store)
+	_, err := l.Admit(ctx, "t", "k", 1, nil, time.Now())
+	require.NoError(t, err)
+	gone, err := store.ForceDelete(ctx, "k")
+	require.NoError(t, err)
+	require.True(t, gone)
+	kv, err := n.JS.KeyValue(ctx, "retdel")
+	require.NoError(t, err)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		h, err := kv.History(ctx, "task.k")
+		return errors.Is(err, jetstream.ErrKeyNotFound) || (err == nil && h[len(h)-1].Operation() != jetstream.KeyValueDelete)
+	}, "the delete marker expires")
+	_, found, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.False(t, found, "the removed record does not come back")
+}

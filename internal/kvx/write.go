@@ -71,7 +71,8 @@ func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guard
 // itself) only while guardKey's last revision is guardRev, in one publish.
 // ttl > 0 makes the marker expire (see DeleteTTL). It removes an entry that
 // belongs to another key's state, such as an index entry of a record, only
-// while that record is still the one that made it obsolete.
+// while that record is still the one that made it obsolete. An expiring
+// marker also rolls the key up (expiringMarker).
 func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardRev uint64, ttl time.Duration) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
@@ -80,6 +81,7 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	expiringMarker(m.Header, ttl)
 	return b.send(ctx, m, cond{expect: true, rev: guardRev, subj: b.Subject(guardKey), ttl: ttl})
 }
 

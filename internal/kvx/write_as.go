@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DeleteAs is DeleteTTL whose marker carries id as its Nats-Msg-Id ("" for
@@ -28,15 +29,29 @@ func (b *Bucket) DeleteAs(ctx context.Context, key string, rev uint64, ttl time.
 }
 
 // DeleteWith is DeleteAs whose marker also carries the headers hdr (the
-// ledger names its transition in one; kvledger/doc.go "Events").
+// ledger names its transition in one; kvledger/doc.go "Events"). An
+// expiring marker also rolls the key up (expiringMarker).
 func (b *Bucket) DeleteWith(ctx context.Context, key string, rev uint64, ttl time.Duration, id string, hdr nats.Header) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	h := withHeaders(hdr, 5)
+	h := withHeaders(hdr, 6)
 	h[hdrOperation] = []string{opDel}
+	expiringMarker(h, ttl)
 	m := &nats.Msg{Subject: b.Subject(key), Header: h}
 	return b.send(ctx, m, casCond(rev, ttl, id))
+}
+
+// expiringMarker makes a delete marker that expires (ttl > 0) roll its key
+// up: on a bucket that keeps a key's history (History > 1) the server
+// removes only the expired marker, and the key would read as its value
+// before the delete again (kvledger's server facts test shows it for an
+// expiring value). Rolled up, the marker is the key's only message and
+// its expiry leaves the key empty.
+func expiringMarker(h nats.Header, ttl time.Duration) {
+	if ttl > 0 {
+		h[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
+	}
 }
 
 // withHeaders returns a copy of hdr with room for n more headers: send
