@@ -197,8 +197,11 @@
 //     would come back: the server removes only the expired message). So a
 //     final write under a Retention also rolls its key up (Nats-Rollup:
 //     sub): the key then holds that one write, and its expiry leaves the
-//     key empty (TestRetentionFinalWriteDoesNotResurrect). A consumer that
-//     had not read the key's earlier writes gets a Gap for them.
+//     key empty (TestRetentionFinalWriteDoesNotResurrect). Every delete
+//     marker that expires (DeleteRecord, ForceDelete, the index cleanup)
+//     rolls its key up for the same reason (TestRetentionDeleteDoesNotResurrect,
+//     TestKVStoreRetentionRemovesIndex). A consumer that had not read the
+//     key's earlier writes gets a Gap for them.
 //   - Migration: a bucket of the layout before (History 1, no RePublish)
 //     is migrated in place by NewKVStore, one stream update (the server
 //     takes both changes on a live stream). A caller that may not update
