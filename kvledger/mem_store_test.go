@@ -2,11 +2,13 @@ package kvledger_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/storetest"
 )
@@ -114,4 +116,32 @@ func TestLedgerNilStoreAndBus(t *testing.T) {
 	require.IsType(t, &kvledger.MemStore{}, l.Store())
 	_, err = kvledger.New(nil, kvledger.WithSource(""))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
+}
+
+// MemStore.Follow delivers every write in order from a revision on, and a
+// follower behind the writes the store keeps in order gets an events.Gap
+// naming what it missed, never a silent skip.
+func TestMemStoreFollow(t *testing.T) {
+	ctx := t.Context()
+	s := kvledger.NewMemStore()
+	l, err := kvledger.New(s)
+	require.NoError(t, err)
+	_, err = l.Admit(ctx, "t", "a", 1, nil, t0)
+	require.NoError(t, err)
+	_, err = l.Claim(ctx, "w", "a", "w", time.Minute, t0)
+	require.NoError(t, err)
+	var got []events.Event
+	require.NoError(t, s.Follow(ctx, 0, func(e events.Event) bool { got = append(got, e); return len(got) < 2 }))
+	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent}, []events.Name{got[0].Name, got[1].Name})
+	require.Equal(t, got[0].Revision, got[1].PrevRevision)
+
+	for i := range 1 << 16 {
+		_, err := l.Admit(ctx, "t", kvledger.IdempotencyKey(fmt.Sprintf("k%d", i)), 1, nil, t0)
+		require.NoError(t, err)
+	}
+	err = s.Follow(ctx, got[1].Revision, func(events.Event) bool { return false })
+	var gap events.Gap
+	require.ErrorAs(t, err, &gap)
+	require.Equal(t, got[1].Revision, gap.After)
+	require.Greater(t, gap.Through, gap.After)
 }
