@@ -321,3 +321,37 @@ func TestRetentionDeleteDoesNotResurrect(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found, "the removed record does not come back")
 }
+
+// TestEventsNameFilterDecodesNothingElse: a consumer following one
+// transition reads the header only; a write of another transition is not
+// decoded (a body that is not a record there raises no error), and the
+// wanted write is delivered.
+func TestEventsNameFilterDecodesNothingElse(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "namefilter"})
+	m := nats.NewMsg("$KV.namefilter.task.junk")
+	m.Header.Set(kvledger.EventHeader, string(kvledger.ClaimedEvent))
+	m.Data = []byte("not a record")
+	_, err := n.JS.PublishMsg(ctx, m)
+	require.NoError(t, err)
+	l := newLedger(t, store)
+	_, err = l.Admit(ctx, "t", "k", 1, nil, time.Now())
+	require.NoError(t, err)
+	_, err = l.Cancel(ctx, "op", "k", "no", time.Now())
+	require.NoError(t, err)
+
+	log := newEventLog()
+	errs := make(chan error, 4)
+	d, err := events.SubscribeDurable(ctx, n.JS, store.EventSource(), events.DurableConfig{Durable: "cancels",
+		Filter: events.Filter{Names: []events.Name{kvledger.CancelledEvent}}}, log.handle, func(err error) { errs <- err })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	e := natstest.Recv(t, log.c, 10*time.Second, "the cancel")
+	require.Equal(t, "k", e.Key)
+	select {
+	case err := <-errs:
+		t.Fatalf("a write of another transition was decoded: %v", err)
+	default:
+	}
+}
