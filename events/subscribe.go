@@ -123,7 +123,10 @@ type DurableConfig struct {
 	// MaxAckPending is how many events may be in flight. Default 1, which
 	// keeps stream order also across redeliveries (a failed event is
 	// retried before any later one is handled). Raise it for throughput
-	// when handlers do not depend on order.
+	// when handlers do not depend on order. With more than one in flight,
+	// a consumer resumed in a new process may report a Gap for a key whose
+	// previous write it acknowledged above its acknowledgement floor (the
+	// floor is all the server keeps of the order of acks).
 	MaxAckPending int
 	// DeliverNew starts a newly created consumer at writes stored after
 	// its creation. Default false: from the stream's first message.
