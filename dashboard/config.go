@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -33,14 +32,8 @@ type Config struct {
 	// LeaseBuckets are the kvlease buckets to show (kvlock keeps its
 	// locks and elections in one too). Default [kvlease.DefaultBucket].
 	LeaseBuckets []string
-	// EventStream is the stream of ledger events. Default events.DefaultStream.
-	EventStream string
-	// EventSubjectPrefix is the prefix the ledger's bus puts before event
-	// names (events.JetStreamBusConfig.SubjectPrefix), so the dashboard
-	// reads "<prefix>ledger.>". Default "": plain "ledger.>".
-	EventSubjectPrefix string
-	// Create makes New create a missing ledger bucket, lease bucket or
-	// event stream, for a development server that starts empty. Default
+	// Create makes New create a missing ledger bucket or lease bucket,
+	// for a development server that starts empty. Default
 	// false: a missing one is an error naming it (looking must not write).
 	Create bool
 	// Prefix is the path the handler is mounted under, such as "/ui".
@@ -110,9 +103,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if len(c.LeaseBuckets) == 0 {
 		c.LeaseBuckets = []string{kvlease.DefaultBucket}
-	}
-	if c.EventStream == "" {
-		c.EventStream = events.DefaultStream
 	}
 	c.Prefix = strings.TrimRight(c.Prefix, "/")
 	if c.Prefix != "" && !strings.HasPrefix(c.Prefix, "/") {

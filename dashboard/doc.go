@@ -37,22 +37,21 @@
 //     every write, delete and retention expiry, into an in-memory view of
 //     each record's summary (key, status, kind, owner, fence, needs,
 //     times; never the payload). The view is judged by the records only.
-//   - Events: an ordered consumer on the event stream ("ledger.>", LEDGER
-//     by default) fills the events page and the event counters. Anyone
-//     who may publish there can forge an event, so events never change a
-//     task's state on a page, and only the ledger's own event names get
-//     a series on /metrics (the rest count as "other").
+//   - Events: an ordered consumer on the ledger bucket's stream (its
+//     writes are the events: kvledger.EventSource) fills the events page
+//     and the event counters. Events never change a task's state on a
+//     page (the record watch does), and only the ledger's own event names
+//     get a series on /metrics (the rest count as "other").
 //   - Leases: one watch (an ordered consumer) per lease bucket keeps the
 //     live entries in memory, decoded by kvlease.DecodeHolder, and
 //     classifies them by key: kvlock's keys by kvlock.ParseKey (locks,
 //     election leaders, fair-mode waiters; its data keys are left out),
 //     then semaphore slots ("<family>.<key>.<slot>") and plain leases
 //     ("<family>.<key>").
-//   - Timelines: the event stream is read on demand for one key, from a
-//     minute before the record's admission, by a short-lived ordered
-//     consumer, together with the dashboard's own actions on that key. A
-//     record revision's event is drawn once (a writer may publish it
-//     twice), and an attempt's error only on the event that ended it.
+//   - Timelines: a key's writes, read on demand from the bucket
+//     (kvledger's KeyEvents: the last 64 of the key), together with the
+//     dashboard's own actions on that key. Each write is one line, and an
+//     attempt's error shows only on the event that ended it.
 //   - Workers: the live leases under kvledger.LeasePrefix(ledger) +
 //     ClaimLeaseInfix in the lease buckets shown (natscoord ui shows the
 //     runtime's natscoord_task_claims by default), each with the claimed

@@ -19,8 +19,8 @@ import (
 const recentEvents = 200
 
 // knownEvents are the ledger's event names: the only ones counted by
-// name on /metrics (anyone who may publish on the events subjects can
-// invent names; each would be a series).
+// name on /metrics (anyone who may write the bucket can invent names;
+// each would be a series).
 var knownEvents = func() map[events.Name]bool {
 	m := make(map[events.Name]bool, len(kvledger.EventNames))
 	for _, e := range kvledger.EventNames {
@@ -32,29 +32,32 @@ var knownEvents = func() map[events.Name]bool {
 // otherEvent is the label every unknown event name is counted under.
 const otherEvent = "other"
 
-// startEventFeed follows the event stream for the events page, its live
-// rows and the event counters, starting recentEvents before its end.
+// startEventFeed follows the ledger bucket's stream (its writes are the
+// events: kvledger.EventSource) for the events page, its live rows and
+// the event counters, starting recentEvents messages before its end.
 // The task view does not read events (see recordFeed).
 func (h *Handler) startEventFeed(ctx context.Context) error {
-	st, err := h.cfg.JS.Stream(ctx, h.cfg.EventStream)
+	src := h.store.EventSource()
+	st, err := h.cfg.JS.Stream(ctx, src.Stream)
 	if err != nil {
-		return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
+		return fmt.Errorf("dashboard: ledger stream %q: %w", src.Stream, err)
 	}
 	last := st.CachedInfo().State.LastSeq
 	start := uint64(1)
 	if last > recentEvents {
 		start = last - recentEvents + 1
 	}
-	cons, err := h.cfg.JS.OrderedConsumer(ctx, h.cfg.EventStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{h.cfg.EventSubjectPrefix + events.DefaultSubject},
+	cons, err := h.cfg.JS.OrderedConsumer(ctx, src.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{src.Subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    start,
 	})
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
-	// caughtUp closes once the consumer delivered the stream's last event
-	// as of the start, so the recent-events ring is full when New returns.
+	// caughtUp closes once the consumer delivered the stream's last
+	// message as of the start, so the recent-events ring is full when New
+	// returns.
 	caughtUp := make(chan struct{})
 	var once sync.Once
 	if start > last {
@@ -63,10 +66,10 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 	c, err := kvx.Consume(cons, func(_ context.Context, m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
-			md = nil // not a JetStream message: handled as a live event
+			return
 		}
 		h.onEventMsg(m, md, last)
-		if md != nil && (md.Sequence.Stream >= last || md.NumPending == 0) {
+		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			once.Do(func() { close(caughtUp) })
 		}
 	}, func(err error) { h.cfg.Logger.Warn("dashboard: event consumer", "err", err) })
@@ -74,7 +77,7 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
 	h.stops = append(h.stops, c.Stop)
-	// Not reaching it (the stream's last message is outside "ledger.>")
+	// Not reaching it (the stream's last message is not a task write)
 	// only leaves the ring short: wait a bounded moment, then go on.
 	select {
 	case <-caughtUp:
@@ -84,24 +87,22 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 	return nil
 }
 
-// onEventMsg handles one stream message, md its metadata (nil when it
-// has none). Messages at or below startLast were written before the
-// dashboard started: they fill the recent-events ring but are not
-// counted or announced as live.
+// onEventMsg handles one stream message and its metadata. Messages at or
+// below startLast were written before the dashboard started: they fill
+// the recent-events ring but are not counted or announced as live.
 func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLast uint64) {
-	ev, err := events.Unmarshal(m.Data())
+	ev, ok, err := kvledger.DecodeEvent(events.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
+		Revision: md.Sequence.Stream, Time: md.Timestamp})
 	if err != nil {
-		h.cfg.Logger.Warn("dashboard: undecodable event", "subject", m.Subject(), "err", err)
+		h.cfg.Logger.Warn("dashboard: undecodable ledger write", "subject", m.Subject(), "err", err)
 		return
 	}
-	if md != nil {
-		h.metrics.pending.Set(float64(md.NumPending))
-	}
-	if ev.Source != h.cfg.Ledger {
+	h.metrics.pending.Set(float64(md.NumPending))
+	if !ok {
 		return
 	}
 	h.recent.add(ev)
-	if md != nil && md.Sequence.Stream <= startLast {
+	if md.Sequence.Stream <= startLast {
 		return
 	}
 	name := otherEvent

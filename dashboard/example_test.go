@@ -13,7 +13,6 @@ import (
 
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/embedded"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -36,8 +35,7 @@ func ExampleNew() {
 	js, _ := jetstream.New(nc)
 
 	store, _ := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: "jobs"})
-	bus, _ := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-	ledger, _ := kvledger.New(store, bus)
+	ledger, _ := kvledger.New(store)
 	_, _ = ledger.Admit(ctx, "example", "build-1", 1, map[string]any{"kind": "build"}, time.Now())
 
 	h, err := dashboard.New(ctx, dashboard.Config{JS: js, Ledger: "jobs", Prefix: "/ui", ReadOnly: true, Create: true})

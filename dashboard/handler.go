@@ -50,7 +50,7 @@ type Handler struct {
 	closeOnce sync.Once
 }
 
-// New binds the ledger, the event stream and the lease buckets named by
+// New binds the ledger (its bucket's stream is the event log) and the lease buckets named by
 // cfg, reads their current state and starts following them. ctx bounds
 // the set-up only.
 func New(ctx context.Context, cfg Config) (*Handler, error) {
@@ -151,9 +151,6 @@ func (h *Handler) Close() error {
 		defer cancel()
 		for _, m := range h.managers {
 			_ = m.Close(ctx)
-		}
-		if h.ledger != nil {
-			_ = h.ledger.Close(context.Background())
 		}
 	})
 	return nil

@@ -10,13 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// openLedger binds (or, with Create, makes) the ledger bucket and the
-// event stream.
+// openLedger binds (or, with Create, makes) the ledger bucket, whose
+// stream is also its event log.
 func (h *Handler) openLedger(ctx context.Context) error {
 	js := h.cfg.JS
 	if _, err := js.KeyValue(ctx, h.cfg.Ledger); err != nil {
@@ -29,16 +28,8 @@ func (h *Handler) openLedger(ctx context.Context) error {
 		return fmt.Errorf("dashboard: ledger bucket %q: %w", h.cfg.Ledger, err)
 	}
 	h.store = store
-	if h.ledger, err = kvledger.New(store, nil); err != nil {
+	if h.ledger, err = kvledger.New(store); err != nil {
 		return err
-	}
-	if _, err := js.Stream(ctx, h.cfg.EventStream); err != nil {
-		if !errors.Is(err, jetstream.ErrStreamNotFound) || !h.cfg.Create {
-			return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
-		}
-		if _, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Stream: h.cfg.EventStream, SubjectPrefix: h.cfg.EventSubjectPrefix}); err != nil {
-			return fmt.Errorf("dashboard: event stream %q: %w", h.cfg.EventStream, err)
-		}
 	}
 	return nil
 }
@@ -51,8 +42,8 @@ var rewatch = retry.Policy{Pause: time.Second, MaxPause: time.Second}
 // recordFeed keeps the task view equal to the ledger's records: one
 // record watch (kvledger's RecordWatcher) delivers every record, then
 // every write, delete and retention expiry. The view is judged by the
-// records alone; events (which anyone allowed to publish on the events
-// subjects can forge) only fill the events page and its counters.
+// records alone; events (the same writes, read from the bucket's stream)
+// fill the events page and its counters.
 type recordFeed struct {
 	h        *Handler
 	mu       sync.Mutex

@@ -2,25 +2,13 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
-
-// maxTimelineScan bounds how many stream messages one timeline reads.
-// Event subjects name the event, not the key, so the read cannot be
-// filtered to one task: it starts at the record's admission and ends at
-// the event of the record's last write, or here.
-var maxTimelineScan = 20_000
-
-// timelineIdle ends a timeline read that receives nothing for this long.
-const timelineIdle = time.Second
 
 // timelineEntry is one line of a task's timeline: a ledger event or an
 // action taken from the dashboard.
@@ -45,73 +33,19 @@ type timelineEntry struct {
 	RunAt    time.Time
 }
 
-// timeline reads key's events from the stream, starting a minute before
-// the record's admission (the writer's clock may be behind the server's),
-// and merges the dashboard's actions on key. Truncated reports that the
-// scan stopped at its bound before reaching the stream's end.
+// timeline reads key's writes (its events) from the ledger bucket, which
+// keeps the last kvledger.EventHistory of them, and merges the
+// dashboard's actions on key. Truncated reports that earlier writes of
+// the key have left the bucket (its first kept write names a previous
+// one).
 func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, truncated bool, err error) {
-	st, err := h.cfg.JS.Stream(ctx, h.cfg.EventStream)
+	evs, err := h.ledger.KeyEvents(ctx, s.Key)
 	if err != nil {
-		return nil, false, fmt.Errorf("dashboard: event stream: %w", err)
+		return nil, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
 	}
-	last := st.CachedInfo().State.LastSeq
-	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{h.cfg.EventSubjectPrefix + events.DefaultSubject}}
-	if !s.CreatedAt.IsZero() {
-		occ.DeliverPolicy = jetstream.DeliverByStartTimePolicy
-		t := s.CreatedAt.Add(-time.Minute)
-		occ.OptStartTime = &t
-	}
-	if last > 0 {
-		cons, err := h.cfg.JS.OrderedConsumer(ctx, h.cfg.EventStream, occ)
-		if err != nil {
-			return nil, false, fmt.Errorf("dashboard: timeline consumer: %w", err)
-		}
-		it, err := cons.Messages()
-		if err != nil {
-			return nil, false, fmt.Errorf("dashboard: timeline consumer: %w", err)
-		}
-		stop := context.AfterFunc(ctx, it.Stop)
-		defer stop()
-		defer it.Stop()
-		drawn := make(map[uint64]bool)
-		// No message from the start time on means nothing to show; an idle
-		// bound ends that wait (messages that exist arrive in a burst).
-		idle := time.AfterFunc(timelineIdle, it.Stop)
-		defer idle.Stop()
-		for n := 0; ; n++ {
-			if n == maxTimelineScan {
-				truncated = true
-				break
-			}
-			m, err := it.Next()
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && ctx.Err() == nil {
-				break
-			}
-			if err != nil {
-				return entries, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
-			}
-			idle.Reset(timelineIdle)
-			md, err := m.Metadata()
-			if err != nil {
-				return entries, false, err
-			}
-			if ev, err := events.Unmarshal(m.Data()); err == nil && ev.Source == h.cfg.Ledger && ev.Key == string(s.Key) {
-				// A record's event can be on the stream twice (a writer
-				// publishes the previous write's event when it is not sure
-				// it went out): one revision is one line.
-				if ev.Revision > 0 && drawn[ev.Revision] {
-					continue
-				}
-				drawn[ev.Revision] = true
-				entries = append(entries, eventEntry(ev))
-				if s.Rev > 0 && ev.Revision >= s.Rev {
-					break // the record's last write: later events are newer than the page
-				}
-			}
-			if md.Sequence.Stream >= last || md.NumPending == 0 {
-				break
-			}
-		}
+	truncated = len(evs) > 0 && evs[0].PrevRevision != 0
+	for _, ev := range evs {
+		entries = append(entries, eventEntry(ev))
 	}
 	for _, a := range h.actionLog.all() {
 		if a.Task && a.Key == string(s.Key) {
@@ -128,7 +62,7 @@ func eventEntry(ev events.Event) timelineEntry {
 	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Status: ev.Status, Actor: ev.Actor,
 		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision, Attempts: ev.Attempts, RunAt: ev.RunAt}
 	switch ev.Name {
-	case kvledger.CompletedEvent:
+	case kvledger.CompletedEvent, kvledger.FailedEvent:
 		e.Outcome = "ok"
 		if ev.Status != string(kvledger.StatusCompleted) {
 			e.Outcome, e.Error = "bad", ev.LastError
@@ -154,7 +88,7 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = fmt.Sprintf("taken over by %s with fence %d: the previous owner is fenced out", displayKey(ev.Owner), ev.Fence)
 	case kvledger.ReleasedEvent:
 		e.Detail = "released back to pending"
-	case kvledger.CompletedEvent:
+	case kvledger.CompletedEvent, kvledger.FailedEvent:
 		e.Detail = fmt.Sprintf("finished %s by %s (fence %d)", ev.Status, displayKey(ev.Owner), ev.Fence)
 	case kvledger.BlockedEvent:
 		e.Detail = "blocked by " + displayKey(ev.BlockedBy)

@@ -1,53 +1,77 @@
 // Package events carries the state changes of natscoord's records to
 // whoever wants to react to them: dashboards, audit logs, other services,
 // operators with `nats sub`. An Event names one write of one record (a
-// ledger task today) by the writer's source, the record's key and the
-// store revision of the write, and says what the record looked like
-// after it.
+// ledger task today) by the writer's source (the ledger's bucket), the
+// record's key and the stream revision of the write, and says what the
+// record looked like after it.
+//
+// # Who writes them
+//
+// Nobody publishes events. The ledger's writes are its events: each
+// record write is stored in the ledger bucket's stream with its
+// transition's name in a header, the bucket keeps each key's last 64
+// writes, and the server republishes every write live (kvledger/doc.go,
+// "Events", says why and what carries what). A writer that dies right
+// after its write loses nothing: the write is the event. This package
+// holds the consumer side, and reads the stored format only through the
+// Source its owner gives (kvledger.EventSource): imports point down, one
+// codec per format.
 //
 // # Use
 //
-//	live, _ := events.SubscribeLive(nc, "ledger.>", func(e events.Event) {
+//	src := kvledger.EventSource("tasks")
+//	d, _ := events.SubscribeDurable(ctx, js, src, events.DurableConfig{
+//		Durable: "audit",
+//		Filter:  events.Filter{Names: []events.Name{kvledger.FailedEvent}},
+//		OnGap:   func(g events.Gap) { log.Print(g) },
+//	}, func(ctx context.Context, e events.Event) error {
 //		fmt.Println(e.Name, e.Key, e.Status, e.Fence)
+//		return nil
 //	}, nil)
-//	defer live.Close()
+//	defer d.Close()
 //
-// SubscribeDurable does the same through a durable consumer that resumes
-// after its last acknowledged event. On the command line: `nats sub
-// 'ledger.>'` or `natscoord events tail`.
-//
-// # Who publishes
-//
-// Package kvledger is the publisher: every write of a task record
-// publishes one event named after its transition ("ledger.admitted",
-// "ledger.claimed", "ledger.completed", …). A writer publishes after its
-// write lands; a relay (kvledger's StartRelay) republishes the writes
-// whose writer died before publishing. So one write may be published more
-// than once, always with the same identity.
+// SubscribeLive reads the live feed instead. On the command line:
+// `nats sub 'ledger.>'` or `natscoord events tail [--durable NAME] [--key
+// K] [--event NAME]`.
 //
 // # What a consumer sees
 //
-//   - The JetStream stream (JetStreamBus, default "LEDGER" on "ledger.>")
-//     de-duplicates publishes of one write within its duplicate window by
-//     Nats-Msg-Id = MsgID(e): a durable consumer (SubscribeDurable) sees
-//     each write once, in per-key write order.
-//   - A core subscription sees every publish, duplicates included.
-//     SubscribeLive drops them by keeping, per (Source, Key), the highest
-//     Revision delivered; anyone else reading "ledger.>" with plain NATS
-//     does the same.
+//   - Durable (SubscribeDurable): a durable consumer on the source's
+//     stream. Each write once, in stream order, so in per-key write order;
+//     it resumes after its last acknowledgement, also in another process,
+//     after a server restart or a stream leader change. Filter.Keys become
+//     the consumer's filter subjects (the server sends nothing else);
+//     Filter.Names is checked on the header before the body is decoded,
+//     and the writes it skips are acknowledged.
+//   - Live (SubscribeLive): a core subscription to the server's republish
+//     of each write. At most once: the leader publishes it once, nothing
+//     retries, a slow subscriber drops messages, nothing is kept while it
+//     is not connected. For a feed on a screen; the durable path is the
+//     stream.
 //
-// # Guarantees and failure modes
+// # Gaps
 //
-//   - Publish returns once the stream has acknowledged the event; an error
-//     means the event may or may not be stored (publishing it again is
-//     harmless).
+// A subscriber is told of the writes it will never deliver, never left
+// silent. Each write carries the key's previous revision (PrevRevision,
+// from the Nats-Expected-Last-Subject-Sequence the writer's
+// compare-and-set sent, which the server stores). A subscriber that
+// delivered key K at revision r and then sees a write of K naming another
+// previous revision reports a Gap (K, r, the last revision missed) to
+// OnGap before delivering that write; without OnGap the Gap goes to the
+// error handler. Gaps come from writes that left the stream before the
+// subscriber read them: a key rewritten more often than the bucket keeps,
+// a roll-up (a final write under a retention, a purge), the bucket's
+// limits, or, live, a dropped message. Its memory of keys is per process:
+// a durable consumer resuming in a new process judges a key it has not
+// seen yet against its acknowledgement floor, and a resume behind the
+// stream's first message is one Gap over the whole stream.
+//
+// # Failure modes
+//
+//   - A write that does not decode is terminated (never redelivered in a
+//     loop) and reported; a handler error redelivers the write after a
+//     second, before any later one (MaxAckPending 1).
 //   - Events are the record's history, not its source of truth: the record
 //     in its bucket is. A consumer that needs the current state reads the
 //     record.
-//   - With the stream unavailable (no leader during a partition) Publish
-//     fails; what the writer does then is the publisher's policy (see
-//     kvledger's doc).
-//   - Durable consumers resume after the last acknowledged event, also in
-//     another process; an event that does not decode is terminated and
-//     reported, never redelivered in a loop.
 package events

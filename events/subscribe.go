@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,120 +13,145 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
-// Live is a core NATS subscription to events: no storage, no acks, only
-// what is published while it runs. Because the ledger may publish a
-// write twice (a retry or relay that the stream de-duplicates but core
-// subscribers still see), Live drops every event whose Revision is not
-// above the last one it delivered for the same (Source, Key), so the
-// handler sees each write once and in order per key.
+// Live is a core NATS subscription to the live subjects a Source's stream
+// republishes every write on: no storage, no acks, only what is stored
+// while it runs, at most once (the server does not retry a republish; a
+// slow subscriber drops messages). A write it can tell it missed (its
+// key's next write names a previous revision it did not deliver) is
+// reported as a Gap.
 type Live struct {
-	sub  *nats.Subscription
-	mu   sync.Mutex
-	last map[[2]string]uint64
+	subs []*nats.Subscription
 }
 
-// liveMemory bounds the per-key memory of Live; past it the memory is
-// reset (at worst one duplicate per key gets through afterwards).
-const liveMemory = 1 << 16
+// LiveConfig configures SubscribeLive.
+type LiveConfig struct {
+	// Filter selects keys (one subject each) and names (a header).
+	Filter Filter
+	// OnGap is called, before the write that revealed it, for each gap.
+	// Default: the error handler gets the Gap (it is an error).
+	OnGap func(Gap)
+}
 
-// SubscribeLive subscribes to subject (for example "ledger.>" or
-// "ledger.blocked") on nc and calls fn for every event, from the
-// connection's dispatch goroutine, one at a time. Messages that are not
-// events go to onErr when it is not nil. Close unsubscribes.
-func SubscribeLive(nc *nats.Conn, subject string, fn func(Event), onErr func(error)) (*Live, error) {
-	if nc == nil || fn == nil || subject == "" {
-		return nil, fmt.Errorf("%w: SubscribeLive needs a connection, a subject and a handler", ErrInvalidConfig)
+// SubscribeLive subscribes to src's live subjects on nc and calls fn for
+// every event, from the connection's dispatch goroutine, one at a time
+// per subject. Messages that do not decode go to onErr when it is not
+// nil. Close unsubscribes.
+func SubscribeLive(nc *nats.Conn, src Source, cfg LiveConfig, fn func(Event), onErr func(error)) (*Live, error) {
+	if nc == nil || fn == nil || !src.valid() {
+		return nil, fmt.Errorf("%w: SubscribeLive needs a connection, a complete Source and a handler", ErrInvalidConfig)
 	}
-	l := &Live{last: make(map[[2]string]uint64)}
-	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
-		e, err := Unmarshal(m.Data)
-		if err != nil {
-			if onErr != nil {
-				onErr(fmt.Errorf("events: %s: %w", m.Subject, err))
-			}
+	report := reporter(onErr)
+	gaps := newGapTracker(0, src.PrevHeader)
+	onGap := cfg.OnGap
+	if onGap == nil {
+		onGap = func(g Gap) { report(g) }
+	}
+	handle := func(m *nats.Msg) {
+		subject := m.Header.Get(hdrSubject)
+		rev, _ := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
+		key, ok := src.KeyOf(subject)
+		if !ok || rev == 0 {
 			return
 		}
-		if l.fresh(e) {
+		if g, ok := gaps.see(src.Name, key, rev, m.Header); ok {
+			onGap(g)
+		}
+		if !cfg.Filter.wantName(m.Header, src.NameHeader) {
+			return
+		}
+		ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(hdrTimeStamp))
+		e, ok, err := src.Decode(Msg{Subject: subject, Header: m.Header, Data: m.Data, Revision: rev, Time: ts})
+		if err != nil {
+			report(fmt.Errorf("events: %s revision %d: %w", subject, rev, err))
+			return
+		}
+		if ok {
 			fn(e)
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("events: subscribe %q: %w", subject, err)
+	}
+	subjects := []string{src.Live}
+	if len(cfg.Filter.Keys) > 0 {
+		subjects = subjects[:0]
+		for _, k := range cfg.Filter.Keys {
+			subjects = append(subjects, src.LiveKeySubject(k))
+		}
+	}
+	l := &Live{}
+	for _, s := range subjects {
+		sub, err := nc.Subscribe(s, handle)
+		if err != nil {
+			_ = l.Close()
+			return nil, fmt.Errorf("events: subscribe %q: %w", s, err)
+		}
+		l.subs = append(l.subs, sub)
 	}
 	// Make sure the server has the interest before returning, so that
-	// events published after SubscribeLive returns are seen.
+	// writes stored after SubscribeLive returns are seen.
 	if err := nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("events: subscribe %q: %w", subject, err)
+		_ = l.Close()
+		return nil, fmt.Errorf("events: subscribe %q: %w", subjects, err)
 	}
-	l.sub = sub
 	return l, nil
-}
-
-func (l *Live) fresh(e Event) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := [2]string{e.Source, e.Key}
-	if r, ok := l.last[k]; ok && e.Revision <= r {
-		return false
-	}
-	if len(l.last) >= liveMemory {
-		clear(l.last)
-	}
-	l.last[k] = e.Revision
-	return true
 }
 
 // Close unsubscribes. It is idempotent.
 func (l *Live) Close() error {
-	err := l.sub.Unsubscribe()
-	if errors.Is(err, nats.ErrBadSubscription) || errors.Is(err, nats.ErrConnectionClosed) {
-		return nil
+	var errs []error
+	for _, s := range l.subs {
+		err := s.Unsubscribe()
+		if err != nil && !errors.Is(err, nats.ErrBadSubscription) && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
 	}
-	return err
+	return errors.Join(errs...)
 }
 
-// DurableConfig describes a durable consumer of the event stream.
+// DurableConfig describes a durable consumer of a Source's stream.
 type DurableConfig struct {
-	// Stream is the event stream. Default "LEDGER".
-	Stream string
 	// Durable is the consumer name (required). A consumer with this name
 	// resumes after the last acknowledged event, also in another process
-	// after a restart.
+	// and after a server restart.
 	Durable string
-	// Subjects filters the events. Default: all of the stream.
-	Subjects []string
+	// Filter selects keys (the consumer's subject filters: the server
+	// sends only their writes) and names (a header, read before the body
+	// is decoded; the others are acknowledged unseen). Changing the keys
+	// of an existing consumer updates it.
+	Filter Filter
 	// AckWait is how long an event may stay unacknowledged before it is
 	// redelivered. Default 30 s.
 	AckWait time.Duration
 	// MaxAckPending is how many events may be in flight. Default 1, which
 	// keeps stream order also across redeliveries (a failed event is
 	// retried before any later one is handled). Raise it for throughput
-	// when handlers do not depend on order.
+	// when handlers do not depend on order. With more than one in flight,
+	// a consumer resumed in a new process may report a Gap for a key whose
+	// previous write it acknowledged above its acknowledgement floor (the
+	// floor is all the server keeps of the order of acks).
 	MaxAckPending int
-	// DeliverNew starts a newly created consumer at events published
-	// after its creation. Default false: from the stream's first event.
+	// DeliverNew starts a newly created consumer at writes stored after
+	// its creation. Default false: from the stream's first message.
 	DeliverNew bool
+	// OnGap is called, before the write that revealed it, for each gap
+	// (see Gap). Default: the error handler gets the Gap (it is an error).
+	OnGap func(Gap)
 }
 
-// Durable consumes events through a durable JetStream consumer. A handler
-// returning nil acknowledges the event; an error asks for redelivery
-// after a short delay. Events that do not decode are terminated (never
-// redelivered) and reported to onErr. Events are handled one at a time in
-// stream order (see DurableConfig.MaxAckPending).
+// Durable consumes events through a durable JetStream consumer on the
+// stream whose writes are the events. A handler returning nil
+// acknowledges the event; an error asks for redelivery after a short
+// delay. Writes that do not decode are terminated (never redelivered) and
+// reported to onErr. Events are handled one at a time in stream order
+// (see DurableConfig.MaxAckPending), so per key in write order.
 type Durable struct {
 	c *kvx.Consuming
 }
 
-// SubscribeDurable creates or updates the consumer described by cfg and
-// starts consuming. ctx bounds the set-up only; the handler's context is
-// cancelled by Close.
-func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableConfig, fn func(context.Context, Event) error, onErr func(error)) (*Durable, error) {
-	if js == nil || fn == nil || cfg.Durable == "" {
-		return nil, fmt.Errorf("%w: SubscribeDurable needs JetStream, a durable name and a handler", ErrInvalidConfig)
-	}
-	if cfg.Stream == "" {
-		cfg.Stream = DefaultStream
+// SubscribeDurable creates or updates the consumer described by cfg on
+// src's stream and starts consuming. ctx bounds the set-up only; the
+// handler's context is cancelled by Close.
+func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, cfg DurableConfig, fn func(context.Context, Event) error, onErr func(error)) (*Durable, error) {
+	if js == nil || fn == nil || cfg.Durable == "" || !src.valid() {
+		return nil, fmt.Errorf("%w: SubscribeDurable needs JetStream, a complete Source, a durable name and a handler", ErrInvalidConfig)
 	}
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second
@@ -135,30 +160,63 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableCo
 		cfg.MaxAckPending = 1
 	}
 	cc := jetstream.ConsumerConfig{
-		MaxAckPending:  cfg.MaxAckPending,
-		Durable:        cfg.Durable,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        cfg.AckWait,
-		FilterSubjects: cfg.Subjects,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		MaxAckPending: cfg.MaxAckPending,
+		Durable:       cfg.Durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if len(cfg.Filter.Keys) == 0 {
+		cc.FilterSubject = src.Subject
+	}
+	for _, k := range cfg.Filter.Keys {
+		cc.FilterSubjects = append(cc.FilterSubjects, src.KeySubject(k))
 	}
 	if cfg.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
 	}
-	cons, err := kvx.Durable(ctx, js, cfg.Stream, cc, kvx.OpTimeoutOf(js))
+	cons, err := kvx.Durable(ctx, js, src.Stream, cc, kvx.OpTimeoutOf(js))
 	if err != nil {
-		return nil, fmt.Errorf("events: consumer %q on %q: %w", cfg.Durable, cfg.Stream, err)
+		return nil, fmt.Errorf("events: consumer %q on %q: %w", cfg.Durable, src.Stream, err)
 	}
-	report := func(err error) {
-		if onErr != nil {
-			onErr(err)
-		}
+	report := reporter(onErr)
+	onGap := cfg.OnGap
+	if onGap == nil {
+		onGap = func(g Gap) { report(g) }
 	}
+	start, err := resumeAt(ctx, js, src, cons, onGap)
+	if err != nil {
+		return nil, err
+	}
+	gaps := newGapTracker(start, src.PrevHeader)
 	consume, err := kvx.Consume(cons, func(hctx context.Context, m jetstream.Msg) {
-		e, err := Unmarshal(m.Data())
+		meta, err := m.Metadata()
 		if err != nil {
 			report(fmt.Errorf("events: %s: %w", m.Subject(), err))
 			_ = m.Term()
+			return
+		}
+		rev := meta.Sequence.Stream
+		key, ok := src.KeyOf(m.Subject())
+		if !ok {
+			ackSkipped(m)
+			return
+		}
+		if g, ok := gaps.see(src.Name, key, rev, m.Headers()); ok {
+			onGap(g)
+		}
+		if !cfg.Filter.wantName(m.Headers(), src.NameHeader) {
+			ackSkipped(m)
+			return
+		}
+		e, ok, err := src.Decode(Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: rev, Time: meta.Timestamp})
+		if err != nil {
+			report(fmt.Errorf("events: %s revision %d: %w", m.Subject(), rev, err))
+			_ = m.Term()
+			return
+		}
+		if !ok {
+			ackSkipped(m)
 			return
 		}
 		if err := fn(hctx, e); err != nil {
@@ -178,6 +236,44 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, cfg DurableCo
 		return nil, fmt.Errorf("events: consume %q: %w", cfg.Durable, err)
 	}
 	return &Durable{c: consume}, nil
+}
+
+// resumeAt returns the first stream sequence this session of cons can
+// deliver and reports a gap over the whole stream when a resuming
+// consumer's next message is no longer in the stream: messages from its
+// acknowledgment floor on were dropped (a key's History exceeded, a purge,
+// the bucket's limits) before it read them. A new consumer starts at what
+// the stream holds (or at the next write, with DeliverNew): it is told of
+// a key's gap only when a write it should have seen is missing.
+func resumeAt(ctx context.Context, js jetstream.JetStream, src Source, cons jetstream.Consumer, onGap func(Gap)) (uint64, error) {
+	ci := cons.CachedInfo() // as the create-or-update answered
+	s, err := js.Stream(ctx, src.Stream)
+	if err != nil {
+		return 0, fmt.Errorf("events: stream %q: %w", src.Stream, err)
+	}
+	st := s.CachedInfo().State
+	if ci.AckFloor.Stream == 0 && ci.Delivered.Stream == 0 {
+		if ci.Config.DeliverPolicy == jetstream.DeliverNewPolicy {
+			return st.LastSeq + 1, nil
+		}
+		return max(st.FirstSeq, 1), nil
+	}
+	start := ci.AckFloor.Stream + 1
+	if st.FirstSeq > start {
+		onGap(Gap{Source: src.Name, After: start - 1, Through: st.FirstSeq - 1})
+	}
+	return start, nil
+}
+
+// ackSkipped acknowledges a message the handler is not given.
+func ackSkipped(m jetstream.Msg) { _ = m.Ack() }
+
+func reporter(onErr func(error)) func(error) {
+	return func(err error) {
+		if onErr != nil {
+			onErr(err)
+		}
+	}
 }
 
 // Close stops consuming and waits until the handler has returned. Events

@@ -35,7 +35,7 @@ func TestMissingRecordConfirmedByAWrite(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	kv := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	st := &staleStore{KVStore: kv}
-	l := newLedger(t, st, nil)
+	l := newLedger(t, st)
 	ok, err := l.Admit(ctx, "a", "k", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)

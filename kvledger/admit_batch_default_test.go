@@ -48,7 +48,7 @@ func TestAdmitManyBatchesByDefault(t *testing.T) {
 			ctx := natstest.Context(t, 60*time.Second)
 
 			fresh := newKVStore(t, js, kvledger.KVStoreConfig{Bucket: fmt.Sprintf("fresh%d", replicas), Replicas: replicas})
-			l, err := kvledger.New(fresh, nil)
+			l, err := kvledger.New(fresh)
 			require.NoError(t, err)
 			_, err = l.Admit(ctx, "t", "a7", 1, nil, time.Now())
 			require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestAdmitManyBatchesByDefault(t *testing.T) {
 			old := fmt.Sprintf("old%d", replicas)
 			_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: old, Replicas: replicas})
 			require.NoError(t, err)
-			l2, err := kvledger.New(newKVStore(t, js, kvledger.KVStoreConfig{Bucket: old}), nil)
+			l2, err := kvledger.New(newKVStore(t, js, kvledger.KVStoreConfig{Bucket: old}))
 			require.NoError(t, err)
 			oks, err = l2.AdmitMany(ctx, "t", bulk("b", 5))
 			require.NoError(t, err)

@@ -1,8 +1,8 @@
 package kvledger_test
 
 import (
+	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,8 +25,7 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 			if atomic {
 				require.NoError(t, store.EnableAtomicBatches(ctx))
 			}
-			log, bus := newRecorder()
-			l, err := kvledger.New(store, bus)
+			l, err := kvledger.New(store)
 			require.NoError(t, err)
 			_, err = l.Admit(ctx, "t", "k1500", 1, nil, time.Now()) // a duplicate in the second batch
 			require.NoError(t, err)
@@ -48,7 +47,7 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 				require.True(t, found)
 				require.Equal(t, "bulk", s.Kind)
 				require.Equal(t, kvledger.StatusPending, s.Status)
-				require.Contains(t, log.byKey(string(subs[i].Key)), kvledger.AdmittedEvent)
+				require.Equal(t, []events.Name{kvledger.AdmittedEvent}, keyEvents(t, l, string(subs[i].Key)))
 			}
 			fresh := make([]kvledger.Submission, 2000)
 			for i := range fresh {
@@ -67,47 +66,31 @@ func TestAdmitManyAtomicBatches(t *testing.T) {
 	}
 }
 
-// AdmitMany with the JetStream bus sends a batch's events together and
-// returns once all are stored: each admission's event is in the stream
-// once. With the stream gone the admissions stand, every event is
-// reported to the publish-error handler, and the call still returns
-// within its bound (one operation timeout for the batch's events).
-func TestAdmitManyPublishesTheBatchsEvents(t *testing.T) {
+// AdmitMany's atomic batches store each admission with its transition's
+// header: a durable consumer filtering by the header alone (no decoding)
+// gets one event per admission.
+func TestAdmitManyBatchWritesNameTheirTransition(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	require.NoError(t, store.EnableAtomicBatches(ctx))
-	bus, err := events.NewJetStreamBus(ctx, n.JS, events.JetStreamBusConfig{Stream: "BATCHEV", SubjectPrefix: "batchev."})
-	require.NoError(t, err)
-	var failed atomic.Int64
-	l := newLedger(t, store, bus, kvledger.WithPublishErrorHandler(func(kvledger.IdempotencyKey, uint64, error) { failed.Add(1) }))
-
-	subs := func(prefix string, count int) []kvledger.Submission {
-		out := make([]kvledger.Submission, count)
-		for i := range out {
-			out[i] = kvledger.Submission{Key: kvledger.IdempotencyKey(fmt.Sprintf("%s%d", prefix, i)), Seq: 1, Kind: "bulk"}
-		}
-		return out
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "batchev"})
+	l := newLedger(t, store)
+	subs := make([]kvledger.Submission, 1500)
+	for i := range subs {
+		subs[i] = kvledger.Submission{Key: kvledger.IdempotencyKey(fmt.Sprintf("a%d", i)), Seq: 1, Kind: "bulk"}
 	}
-	oks, err := l.AdmitMany(ctx, "t", subs("a", 2500))
+	oks, err := l.AdmitMany(ctx, "t", subs)
 	require.NoError(t, err)
 	require.NotContains(t, oks, false)
-	s, err := n.JS.Stream(ctx, "BATCHEV")
+	got := make(chan events.Event, len(subs))
+	d, err := events.SubscribeDurable(ctx, n.JS, store.EventSource(), events.DurableConfig{
+		Durable: "admitted", MaxAckPending: 1000,
+		Filter: events.Filter{Names: []events.Name{kvledger.AdmittedEvent}},
+	}, func(_ context.Context, e events.Event) error { got <- e; return nil }, func(err error) { t.Error(err) })
 	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 2500, info.State.Msgs, "one event per admission")
-	require.Zero(t, failed.Load())
-
-	require.NoError(t, n.JS.DeleteStream(ctx, "BATCHEV"))
-	start := time.Now()
-	oks, err = l.AdmitMany(ctx, "t", subs("b", 1500))
-	require.NoError(t, err, "the admissions are the commit point")
-	require.NotContains(t, oks, false)
-	require.EqualValues(t, 1500, failed.Load(), "every unpublished event reported")
-	bound := 2 * (store.OpTimeout() + 5*time.Second) // two batches, each: insert, then its events
-	require.Less(t, time.Since(start), bound)
-	_, found, err := l.State(ctx, "b1499")
-	require.NoError(t, err)
-	require.True(t, found)
+	t.Cleanup(func() { _ = d.Close() })
+	for range subs {
+		e := natstest.Recv(t, got, 10*time.Second, "admission event")
+		require.Equal(t, kvledger.AdmittedEvent, e.Name)
+		require.Equal(t, "batchev", e.Source)
+	}
 }

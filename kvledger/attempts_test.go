@@ -1,7 +1,6 @@
 package kvledger_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -73,9 +72,8 @@ func TestKVStoreHistoryKeepsTheCurrentRecordsWrites(t *testing.T) {
 	require.NoError(t, err)
 	store, err := kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: "hist"})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	now := time.Now()
 	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func fill(tb testing.TB, l *kvledger.Ledger, n int) {
 // (the 100k measurement is BenchmarkSnapshot100k).
 func TestKVStoreSnapshotManyRecords(t *testing.T) {
 	n := natstest.WithServer(t)
-	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}), nil)
+	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(t, err)
 	const count = 5000
 	fill(t, l, count)
@@ -56,7 +56,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 		count, _ = strconv.Atoi(s)
 	}
 	n := natstest.WithServer(b)
-	l, err := kvledger.New(newKVStore(b, n.JS, kvledger.KVStoreConfig{}), nil)
+	l, err := kvledger.New(newKVStore(b, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(b, err)
 	start := time.Now()
 	fill(b, l, count)
@@ -83,7 +83,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		{"kv", func() kvledger.Store { return newKVStore(b, n.JS, kvledger.KVStoreConfig{}) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			l, err := kvledger.New(tc.store(), nil)
+			l, err := kvledger.New(tc.store())
 			require.NoError(b, err)
 			ctx := context.Background()
 			i := 0

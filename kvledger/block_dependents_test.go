@@ -17,9 +17,8 @@ func TestBlockDependentsFinishesAnInterruptedWalk(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1_800_000_000, 0)
 	store := kvledger.NewMemStore()
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(ctx)) })
 	for _, k := range []struct {
 		key   kvledger.IdempotencyKey
 		needs []kvledger.IdempotencyKey

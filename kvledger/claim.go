@@ -154,7 +154,7 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner Own
 	if err := next.Validate(); err != nil {
 		return 0, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next, false)
+	rec, ok, err := l.write(ctx, cur, true, next)
 	if err != nil || !ok {
 		return 0, ok, err
 	}
@@ -222,7 +222,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		_, ok, err := l.write(ctx, cur, true, next, false)
+		_, ok, err := l.write(ctx, cur, true, next)
 		if err == nil && ok && !inPlace {
 			kept = true
 			l.dropHeld(key, fence) // the lease the record named, once it names g
@@ -248,7 +248,7 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
-		_, ok, err := l.write(ctx, cur, true, next, false)
+		_, ok, err := l.write(ctx, cur, true, next)
 		if err == nil && ok {
 			l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
 		}

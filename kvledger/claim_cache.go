@@ -19,7 +19,7 @@ import (
 // (claimed, the caller's fence). Every error is decided on a freshly
 // loaded record, and a lost swap drops the entry and loads, so what a
 // caller sees is what the load-first path gives; only the read is saved.
-// The map is bounded like published: when full it forgets everything.
+// The map is bounded: when full it forgets everything.
 type claims struct {
 	mu  sync.Mutex
 	rec map[IdempotencyKey]TaskState

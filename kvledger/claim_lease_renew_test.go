@@ -36,7 +36,7 @@ func leaseLedger(t *testing.T, js jetstream.JetStream, store kvledger.Store, buc
 		return kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket})
 	})
 	t.Cleanup(func() { _ = m.Close(context.Background()) }) // after the Ledger's Close (cleanups run last first)
-	return newLedger(t, store, nil, kvledger.WithLeases(m))
+	return newLedger(t, store, kvledger.WithLeases(m))
 }
 
 // With WithLeases, a claim renewed N times holds one lease key, renewed in
@@ -126,7 +126,7 @@ func TestFailedClaimLeavesNoLease(t *testing.T) {
 // (the command line claims and exits): the Ledger abandons it once the
 // claim is written, whether or not it is closed, and keeps only what
 // renews it in place.
-func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
+func TestClaimLeaseOutlivesItsManager(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)
 	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
@@ -135,7 +135,7 @@ func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
 		return kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: leases})
 	})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	l, err := kvledger.New(store, kvledger.WithLeases(m))
 	require.NoError(t, err)
 	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
 		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
@@ -144,12 +144,11 @@ func TestClaimLeaseOutlivesLedgerClose(t *testing.T) {
 	}
 	_, err = l.Claim(ctx, "w", "a", "w", time.Hour, time.Now())
 	require.NoError(t, err)
-	require.NoError(t, l.Close(ctx))
 	_, err = l.Claim(ctx, "w", "b", "w", time.Hour, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, m.Close(ctx))
-	require.Len(t, liveLeaseKeys(t, n.JS, leases), 2, "both claims' leases live on after the Ledger and the manager closed")
-	other := newLedger(t, store, nil, kvledger.WithLeases(leaseReader(t, n.JS, leases)))
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 2, "both claims' leases live on after the manager closed")
+	other := newLedger(t, store, kvledger.WithLeases(leaseReader(t, n.JS, leases)))
 	_, err = other.Takeover(ctx, "x", "a", "x", time.Minute, time.Now())
 	require.ErrorIs(t, err, kvledger.ErrNotStale)
 }

@@ -19,9 +19,8 @@ import (
 func TestClaimLeasedNamesTheLease(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
-	led, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "leased"}), nil)
+	led, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "leased"}))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = led.Close(context.Background()) })
 	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: "leased_leases"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })

@@ -62,7 +62,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 			}
 			held = true
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev, false)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev)
 		if err == nil && ok {
 			kept = true
 			l.guards.file(key, rec.Fence, g)
@@ -175,9 +175,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		if AttemptsUsed(cur, maxAttempts) {
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
-			// The claim's event goes out while the handler starts; the
-			// claim's next write through this Ledger waits for it.
-			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev, true)
+			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -226,9 +224,7 @@ func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState
 // takeRuntime writes cur claimed by owner until leaseUntil, counting an
 // attempt; ok false means the compare-and-swap lost. Like Claim, it first
 // blocks cur when a key in its transitive needs failed or is blocked.
-// With asyncEvent the claim's event is sent without waiting (write's
-// async).
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name, asyncEvent bool) (TaskState, bool, error) {
+func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
 	fence, err := cur.nextFence()
 	if err != nil {
 		return TaskState{}, false, err
@@ -250,7 +246,7 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	return l.write(ctx, cur, true, next, asyncEvent)
+	return l.write(ctx, cur, true, next)
 }
 
 // exhaust writes cur, which used its last allowed attempt, failed instead
@@ -273,8 +269,8 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	}
 	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusFailed, owner, fence, time.Time{}, ""
 	next.LastError = TruncateError(msg)
-	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
-	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) }, false)
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, FailedEvent
+	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
 	if !ok {
 		return rec, ok, err
 	}

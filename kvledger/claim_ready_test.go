@@ -8,20 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// newRecorder is an in-process bus whose events tests read by key.
-func newRecorder() (*eventLog, events.Bus) {
-	log := &eventLog{c: make(chan events.Event, 100000)}
-	return log, events.BusFunc(log.handle)
-}
-
 func TestClaimIfReadyAndClaimNext(t *testing.T) {
 	ctx := context.Background()
-	l, err := kvledger.New(nil, nil)
+	l, err := kvledger.New(nil)
 	require.NoError(t, err)
 	now := time.Unix(1_800_000_000, 0)
 	submit := func(sub kvledger.Submission) {
@@ -84,8 +77,7 @@ func TestClaimIfReadyAndClaimNext(t *testing.T) {
 // transitively, each with its own event; Cancel and Delete publish theirs.
 func TestOperatorActionsEvents(t *testing.T) {
 	ctx := context.Background()
-	log, bus := newRecorder()
-	l, err := kvledger.New(nil, bus)
+	l, err := kvledger.New(nil)
 	require.NoError(t, err)
 	now := time.Unix(1_800_000_000, 0)
 	for _, s := range []kvledger.Submission{
@@ -112,17 +104,17 @@ func TestOperatorActionsEvents(t *testing.T) {
 	for _, k := range []kvledger.IdempotencyKey{"m", "l"} {
 		s, _, _ := l.State(ctx, k)
 		require.Equal(t, kvledger.StatusPending, s.Status, k)
-		require.Contains(t, log.byKey(string(k)), kvledger.UnblockedEvent)
+		require.Contains(t, keyEvents(t, l, string(k)), kvledger.UnblockedEvent)
 	}
 	both, _, _ := l.State(ctx, "both")
 	require.Equal(t, kvledger.StatusBlocked, both.Status, "x, cancelled, still blocks it")
 	require.Equal(t, kvledger.IdempotencyKey("x"), both.BlockedBy)
-	require.Contains(t, log.byKey("r"), kvledger.ReopenedEvent)
-	require.Contains(t, log.byKey("x"), kvledger.CancelledEvent)
+	require.Contains(t, keyEvents(t, l, "r"), kvledger.ReopenedEvent)
+	require.Contains(t, keyEvents(t, l, "x"), kvledger.CancelledEvent)
 
 	require.ErrorIs(t, l.Delete(ctx, "op", "m", now), kvledger.ErrNotFinal)
 	require.NoError(t, l.Delete(ctx, "op", "both", now))
-	require.Contains(t, log.byKey("both"), kvledger.DeletedEvent)
+	require.Contains(t, keyEvents(t, l, "both"), kvledger.DeletedEvent)
 	_, err = l.Submit(ctx, "t", kvledger.Submission{Key: "both", Now: now})
 	require.NoError(t, err)
 	g, err := l.Claim(ctx, "t", "both", "w", time.Minute, now)
@@ -133,7 +125,7 @@ func TestOperatorActionsEvents(t *testing.T) {
 func TestWaitFinal(t *testing.T) {
 	n := natstest.WithServer(t)
 	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
 	ctx := natstest.Context(t, 10*time.Second)
 	now := time.Now()
@@ -161,7 +153,7 @@ func TestWaitFinal(t *testing.T) {
 	_, err = l.WaitFinal(short, "never")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	mem, err := kvledger.New(nil, nil)
+	mem, err := kvledger.New(nil)
 	require.NoError(t, err)
 	_, err = mem.WaitFinal(ctx, "a")
 	require.ErrorIs(t, err, kvledger.ErrNoWatch)
@@ -171,7 +163,7 @@ func TestWaitFinal(t *testing.T) {
 // longest.
 func TestClaimNextByPriority(t *testing.T) {
 	ctx := context.Background()
-	l, err := kvledger.New(nil, nil)
+	l, err := kvledger.New(nil)
 	require.NoError(t, err)
 	now := time.Unix(1_800_000_000, 0)
 	for i, s := range []struct {

@@ -36,11 +36,11 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 		}
 		next := cur.clone()
 		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
-		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, outcomeEvent(status)
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		_, ok, err := l.write(ctx, cur, true, next, false)
+		_, ok, err := l.write(ctx, cur, true, next)
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, block
 		if err := next.Validate(); err != nil {
 			return err
 		}
-		_, ok, err := l.write(ctx, rec, true, next, false)
+		_, ok, err := l.write(ctx, rec, true, next)
 		if err != nil || ok {
 			return err
 		}

@@ -51,8 +51,8 @@ func (e *CorruptRecordsError) Unwrap() []error {
 
 // ForceDelete removes key's stored value whatever it holds, also a value
 // that does not decode as a record, and reports whether there was one.
-// It is an operator's repair tool, not a ledger transition: it publishes
-// no event, and the key can be admitted again (its fence floor is the
+// It is an operator's repair tool, not a ledger transition (its delete
+// marker reads as DeletedEvent), and the key can be admitted again (its fence floor is the
 // bucket revision, so tokens stay monotonic). The delete is conditioned
 // on the revision it read, so a record rewritten meanwhile is not removed.
 // Its delete marker is DeleteRecord's: under a retention it expires.

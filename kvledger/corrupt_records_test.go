@@ -17,7 +17,7 @@ func TestSnapshotListsAroundCorruptRecords(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l := newLedger(t, s, nil)
+	l := newLedger(t, s)
 	for _, k := range []kvledger.IdempotencyKey{"a", "b", "c"} {
 		ok, err := l.Admit(ctx, "x", k, 1, nil, t0)
 		require.NoError(t, err)

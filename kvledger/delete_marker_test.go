@@ -19,7 +19,7 @@ func TestKVStoreDeleteMarkersExpire(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	const retention = time.Hour
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "markers", Retention: retention})
-	l := newLedger(t, s, nil)
+	l := newLedger(t, s)
 	str, err := n.JS.Stream(ctx, "KV_markers")
 	require.NoError(t, err)
 	requireMarkerTTL := func(key, how string) {

@@ -1,8 +1,8 @@
 // Package kvledger admits tasks once per idempotency key, hands them to
 // workers under fenced leases, and blocks the dependents of failed tasks.
 // Records live in a Store: MemStore in memory, or KVStore in a JetStream
-// KV bucket shared by any number of processes. Every transition is
-// published as an event (package events) on subjects "ledger.*".
+// KV bucket shared by any number of processes. Every transition is one
+// stored write, and that write is its event (see "Events").
 //
 // # Life cycle
 //
@@ -86,17 +86,13 @@
 //   - Failure propagation costs the affected subgraph: a reverse
 //     dependency index (DependencyIndex) lists a key's dependents and
 //     Claim/Takeover read only the needs closure.
-//   - Events: each write publishes one event named after its transition.
-//     With the JetStream bus, events are delivered once per write within
-//     the stream's duplicate window and in per-key write order, also when
-//     a writer dies between its write and its publish (see write in
-//     write.go and StartRelay).
+//   - Events: each stored write is exactly one event, named after its
+//     transition; the client publishes nothing (see "Events").
 //
 // # Failure modes
 //
 //   - Partition or crash after a write: the write stands (it is the commit
-//     point); its event is published by the next write of that key or by a
-//     relay. An operation that failed with an outcome-unknown error may or
+//     point) and so does its event, which is the write. An operation that failed with an outcome-unknown error may or
 //     may not have written: read the key with State.
 //   - Clock skew (claims made by Claim only; a runtime claim is judged
 //     by its lease on the server): staleness is LeaseUntil <= now with
@@ -151,42 +147,117 @@
 // pending or claimed record failed with Cancelled set; dependents are
 // blocked) and Delete (a final record removed; fences keep rising).
 // Events of these transitions carry the runtime fields too (Kind,
-// Attempts, LastError, RunAt). A Delete's event cannot be re-published
-// by a relay (no record remains to rebuild it from).
+// Attempts, LastError, RunAt). A Delete's event is its delete marker: it
+// names the transition and the previous revision, not a status.
 //
-// # Events and availability
+// # Events
 //
-// With a bus, per-key event order beats availability: a write whose
-// record's previous event is not known to be published first publishes
-// that event, and when the events stream is unavailable (its leader gone,
-// no quorum) the write is refused with ErrEventsUnavailable and nothing
-// is written. So while the stream is down, the first write of a key
-// succeeds (its own event fails and is reported to
-// WithPublishErrorHandler; the write is the commit point), and the next
-// write of that key fails until the stream is back. Once it is, the
-// refused write can be retried and the key's events come out complete
-// and in write order. The other choice (write on, publish later) would
-// let consumers see a key's events out of order or with gaps for as long
-// as no relay caught up, which breaks every consumer that follows a
-// key's life from its events. Keep the events stream at least as
-// available as the ledger's bucket (same cluster, same replicas).
+// The ledger bucket's own stream is the event log. Chosen over a client
+// publish per write (and a relay for dead writers, and de-duplication by
+// message id) because a write that is its own event cannot be lost when
+// its writer dies, cannot be delivered twice, needs no de-duplication
+// window, keeps per-key order by construction, and costs no round trip:
+// BENCHMARKS.md measures the three stored writes per task with and
+// without client events. Chosen over a second stream that sources the
+// bucket because sourcing is asynchronous and skips revisions the bucket
+// dropped before it read them, and costs one more stored write per
+// transition (nats-server facts: TestServerFactsForEventsFromTheBucket).
+//
+//   - Layout: NewKVStore creates the bucket with History EventHistory
+//     (64, the most the KV API allows) so each key keeps its writes, and a
+//     RePublish of $KV.<bucket>.task.> to ledger.<bucket>.> (LiveSubject).
+//   - What carries what: the key is a subject token
+//     ($KV.<bucket>.task.<key>, live ledger.<bucket>.<key>), so following
+//     one key is a consumer's filter subject; the transition is the header
+//     Ledger-Event (EventHeader: one of EventNames), so following one kind
+//     of transition (ledger.failed, ledger.cancelled, ...) reads a header
+//     and decodes no body; the body is the stored record (JSON naming
+//     status and last_event), so `nats sub 'ledger.>'` is legible as it is.
+//     The server adds Nats-Sequence (the revision), Nats-Subject and
+//     Nats-Time-Stamp to the live copies; every write keeps the
+//     Nats-Expected-Last-Subject-Sequence it was made with, the key's
+//     previous revision, also in atomic batches (AdmitMany).
+//   - Names: a transition has one name, also those a person tells apart:
+//     ScheduledEvent (admitted with RunAt ahead), RetriedEvent (an outcome
+//     that schedules a retry), CancelledEvent (never FailedEvent),
+//     FailedEvent and CompletedEvent (never one name for both),
+//     DeletedEvent (the delete marker), RestoredEvent (Restore's writes)
+//     and ExpiredEvent (the server's marker at the end of a Retention).
+//   - Durable: events.SubscribeDurable on EventSource is a durable consumer
+//     of the bucket's stream: each write once, in stream (so per-key)
+//     order, resumed after the last acknowledgement also across a server
+//     restart or a stream leader change (the consumer is part of the
+//     stream's replicated state).
+//   - Live: the RePublish is at most once (the leader publishes, nothing
+//     retries, a slow subscriber drops); events.SubscribeLive reads it.
+//     The durable path is the stream.
+//   - Retention and gaps: a key keeps its last 64 writes. A consumer that
+//     falls further behind on a key, or behind a purge, a roll-up or the
+//     bucket's limits, is told: each write names the key's previous
+//     revision, and a subscriber that delivered the key at revision r and
+//     then sees a write naming another previous revision reports an
+//     events.Gap (key, last delivered, last missed) before delivering it;
+//     a durable consumer resuming behind the stream's first message gets
+//     a Gap over the whole stream. A key none of whose writes is left when
+//     the consumer reaches it (its record expired under Retention) is not
+//     a gap: the record is gone as configured.
+//   - Retention with history: under KVStoreConfig.Retention a final
+//     write carries the per-key TTL; with the key's history kept, its
+//     expiry alone would expose the key's previous write (a claimed record
+//     would come back: the server removes only the expired message). So a
+//     final write under a Retention also rolls its key up (Nats-Rollup:
+//     sub): the key then holds that one write, and its expiry leaves the
+//     key empty (TestRetentionFinalWriteDoesNotResurrect). Every delete
+//     marker that expires (DeleteRecord, ForceDelete, the index cleanup)
+//     rolls its key up for the same reason (TestRetentionDeleteDoesNotResurrect,
+//     TestKVStoreRetentionRemovesIndex). A consumer that had not read the
+//     key's earlier writes gets a Gap for them.
+//   - Migration: a bucket of the layout before (History 1, no RePublish)
+//     is migrated in place by NewKVStore, one stream update (the server
+//     takes both changes on a live stream). A caller that may not update
+//     the stream gets ErrOldLayout, which names `natscoord ledger migrate
+//     --bucket B` (TestMigrateOldLayout). The LEDGER stream of the layout
+//     before is no longer written; `natscoord ledger migrate` deletes it
+//     when asked (--delete-old-stream).
+//   - MemStore keeps the same log in memory (mem_store_log.go): every
+//     write with its name and previous revision, EventHistory per key
+//     (KeyEvents), and Follow for a follower in write order; storetest
+//     checks both stores against one definition.
+//   - Short TTLs: with History > 1 the server raises every per-message TTL
+//     to at least the bucket's LimitMarkerTTL, so keys with short TTLs
+//     (leases) never share a ledger bucket: they live in kvlease buckets.
+//
+// # Spreading one ledger over several buckets
+//
+// One bucket is one stream with one leader, which bounds a ledger's write
+// rate. The layout does not rule out spreading one ledger's keys over N
+// buckets (say tasks_0..tasks_{N-1}, the bucket chosen by a hash of the
+// key, each created with its stream leader on a different node by
+// placement tags): every rule above is per key, and a key lives in one
+// bucket, so per-key order, fencing (revisions are per stream, compared
+// only within a key) and gap detection hold per bucket unchanged. A
+// consumer follows N streams (N durable consumers, one per bucket, each
+// with its own EventSource); order across keys of different buckets was
+// never promised. What would need work: dependencies across buckets (the
+// rdep index and the needs reads would name the bucket of each key), and
+// listings that merge N buckets. Nothing in the record or subject format
+// has to change.
 //
 // # Time bounds
 //
 // With T = KVStore.OpTimeout (the JetStream handle's default
-// timeout, 5 s without one), every store operation and every event
-// publish takes at most T, whatever the caller's deadline. A call is a
-// bounded sequence of them: Claim and Takeover make a load, one read per
-// key of the needs closure, a flush publish, the write, a read-back of an
-// outcome-unknown write and its publish, so at most (5 + closure) × T;
+// timeout, 5 s without one), every store operation takes at most T,
+// whatever the caller's deadline. A call is a bounded sequence of them:
+// Claim and Takeover make a load, one read per key of the needs closure,
+// the write and a read-back of an outcome-unknown write, so at most
+// (3 + closure) × T;
 // an owner-only operation that finds no record adds the confirming write
 // and a second read (2T) before it returns ErrNoKey;
-// Renew, Release and Complete at most 5T (Complete(failed) then walks the
+// Renew, Release and Complete at most 3T (Complete(failed) then walks the
 // dependents, one load and one write each); Admit one index write per
-// need, the needs reads (concurrent: T), the insert, a read-back, the
-// publish and the recheck; AdmitMany, per atomic batch of up to 1000 new
-// tasks, the batch insert and the batch's events (sent together, waited
-// for within one T); a batch refused because keys already had records
+// need, the needs reads (concurrent: T), the insert, a read-back and the
+// recheck; AdmitMany, per atomic batch of up to 1000 new tasks, the batch
+// insert; a batch refused because keys already had records
 // adds one read per key of the batch (32 at a time) and one more batch
 // insert per refusal; for each task it admits one by one (one with
 // needs, a key that already had a record, or every task on a server

@@ -60,15 +60,12 @@ var (
 	ErrTooLarge = errors.New("kvledger: record too large")
 	// ErrInvalidConfig: a store or ledger option was refused up front.
 	ErrInvalidConfig = errors.New("kvledger: invalid configuration")
-	// ErrNoRelay: StartRelay needs a store with a change log (KVStore)
-	// and a bus.
-	ErrNoRelay = errors.New("kvledger: relay needs a KVStore and a bus")
-	// ErrEventsUnavailable: a write was refused, with nothing written,
-	// because the event of the record's previous write is not known to be
-	// published and publishing it failed (the events stream is
-	// unavailable). It is transient: retry once the stream is back. It is
-	// never contention.
-	ErrEventsUnavailable = errors.New("kvledger: events stream unavailable")
+	// ErrNoEventLog: the store keeps no log of its writes (EventLog).
+	ErrNoEventLog = errors.New("kvledger: the store keeps no event log")
+	// ErrOldLayout: the bucket was created by an earlier layout (History
+	// 1, no live feed) and could not be migrated with the caller's
+	// rights; the error says what to run.
+	ErrOldLayout = errors.New("kvledger: bucket has the pre-events layout")
 	// ErrClosed: the Ledger was closed.
 	ErrClosed = errors.New("kvledger: ledger closed")
 )

@@ -2,9 +2,9 @@ package kvledger
 
 import "github.com/natscoord/natscoord/events"
 
-// Event names. Each is also the subject the JetStream bus publishes on,
-// so "ledger.*" matches them all. Every successful write publishes
-// exactly one event, named after the transition that made it.
+// Event names. Every successful write is exactly one event, named after
+// the transition that made it in the write's EventHeader (and the
+// record's last_event).
 const (
 	// AdmittedEvent: Admit inserted or rebased a record (its Status may
 	// be blocked when a need had already failed).
@@ -17,8 +17,12 @@ const (
 	ReleasedEvent events.Name = "ledger.released"
 	// TakenOverEvent: Takeover took a stale claim from its owner.
 	TakenOverEvent events.Name = "ledger.taken_over"
-	// CompletedEvent: Complete wrote completed or failed (see Status).
+	// CompletedEvent: Complete (or a runtime outcome) wrote completed.
 	CompletedEvent events.Name = "ledger.completed"
+	// FailedEvent: Complete (or a runtime outcome, or a claim that found
+	// no attempt left) wrote failed. A name of its own, so a consumer
+	// follows only failures by the header (EventHeader).
+	FailedEvent events.Name = "ledger.failed"
 	// BlockedEvent: a record was blocked by a failed or blocked need;
 	// one per blocked record, written by that record's own write.
 	BlockedEvent events.Name = "ledger.blocked"

@@ -20,10 +20,39 @@ const (
 	// DeletedEvent: Delete removed a final record. Its revision is the
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
+	// ScheduledEvent: Admit inserted a record whose RunAt is ahead of
+	// the admission: it waits for its time (Admitted otherwise).
+	ScheduledEvent events.Name = "ledger.scheduled"
+	// RestoredEvent: Restore wrote a record from a snapshot (its record
+	// names no transition of its own).
+	RestoredEvent events.Name = "ledger.restored"
+	// ExpiredEvent: the server removed a final record at the end of the
+	// bucket's Retention (its expiry marker; no status).
+	ExpiredEvent events.Name = "ledger.expired"
 )
 
 // EventNames lists every event the ledger writes, the one list for
-// readers that must tell the ledger's names from anything else published
-// on the events subjects (the record decoder, the dashboard's counters).
+// readers that must tell the ledger's names from anything else written
+// (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
-	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent}
+	FailedEvent, BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
+	RestoredEvent, ExpiredEvent}
+
+// outcomeEvent names a final write of status: FailedEvent for a failure,
+// CompletedEvent otherwise.
+func outcomeEvent(status Status) events.Name {
+	if status == StatusFailed {
+		return FailedEvent
+	}
+	return CompletedEvent
+}
+
+// admissionEvent names the admission of rec: ScheduledEvent when its RunAt
+// is ahead of the admission (it waits for its time), AdmittedEvent
+// otherwise.
+func admissionEvent(rec TaskState) events.Name {
+	if rec.RunAt.After(rec.UpdatedAt) {
+		return ScheduledEvent
+	}
+	return AdmittedEvent
+}

@@ -15,11 +15,8 @@ import (
 func Example() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	print := events.BusFunc(func(_ context.Context, e events.Event) error {
-		fmt.Printf("%-18s %-7s %s\n", e.Name, e.Key, e.Status)
-		return nil
-	})
-	l, _ := kvledger.New(nil, print) // in memory; use NewKVStore for a shared bucket
+	store := kvledger.NewMemStore() // in memory; use NewKVStore for a shared bucket
+	l, _ := kvledger.New(store)
 
 	_, _ = l.Admit(ctx, "ci", "build", 1, map[string]any{"commit": "abc123"}, now)
 	_, _ = l.Admit(ctx, "ci", "test", 1, nil, now, "build")
@@ -27,6 +24,13 @@ func Example() {
 	_ = l.Complete(ctx, "worker-1", "build", "worker-1", fence, kvledger.StatusFailed, now)
 	_, _ = l.Admit(ctx, "ci", "deploy", 1, nil, now, "test")
 
+	// The store's writes are the events: follow them from the start.
+	printed := 0
+	_ = store.Follow(ctx, 0, func(e events.Event) bool {
+		fmt.Printf("%-18s %-7s %s\n", e.Name, e.Key, e.Status)
+		printed++
+		return printed < 6
+	})
 	by, blocked, _ := l.Blocked(ctx, "deploy")
 	fmt.Println("deploy blocked:", blocked, "by", by)
 	_, err := l.Claim(ctx, "worker-2", "test", "worker-2", time.Minute, now)
@@ -35,7 +39,7 @@ func Example() {
 	// ledger.admitted    build   pending
 	// ledger.admitted    test    pending
 	// ledger.claimed     build   claimed
-	// ledger.completed   build   failed
+	// ledger.failed      build   failed
 	// ledger.blocked     test    blocked
 	// ledger.admitted    deploy  blocked
 	// deploy blocked: true by test
@@ -46,7 +50,7 @@ func Example() {
 func ExampleLedger_Takeover() {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	l, _ := kvledger.New(nil, nil)
+	l, _ := kvledger.New(nil)
 	_, _ = l.Admit(ctx, "api", "job", 1, nil, now)
 	slow, _ := l.Claim(ctx, "a", "job", "slow", 10*time.Second, now)
 	fast, _ := l.Takeover(ctx, "b", "job", "fast", 10*time.Second, now.Add(11*time.Second))

@@ -30,7 +30,7 @@ func TestFenceAboveMaxRefusedOnEntry(t *testing.T) {
 	require.ErrorIs(t, err, kvledger.ErrCorruptRecord)
 	require.ErrorIs(t, err, kvledger.ErrFenceExhausted)
 
-	l := newLedger(t, s, nil)
+	l := newLedger(t, s)
 	_, err = l.Claim(ctx, "w", "k", "w", time.Minute, time.Now())
 	require.ErrorIs(t, err, kvledger.ErrFenceExhausted, "never a wrapped fence 0")
 }

@@ -24,13 +24,6 @@ type Outcome struct {
 	// Uncount, with StatusPending, takes this claim's attempt back (a
 	// drain that stopped the handler is not a failed attempt).
 	Uncount bool
-	// AsyncEvent sends the write's event without waiting for the bus
-	// (when it is an events.AsyncPublisher), so the caller can do other
-	// work meanwhile (the runtime ends the claim's lease); the caller
-	// then waits for it with PublishStored on the returned record. Left
-	// unwaited, the event is recovered as after a crash: by the key's
-	// next writer or a relay.
-	AsyncEvent bool
 }
 
 // Finish ends the caller's claim with o, checked like Complete
@@ -38,8 +31,8 @@ type Outcome struct {
 // finish the record as Complete does, with o.Result and o.Error stored;
 // a failure blocks its dependents. StatusPending writes the record
 // pending again with no owner, keeping its fence (the next claim
-// outbids this one), with RunAt = o.RunAt and LastError = o.Error, and
-// publishes RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
+// outbids this one), with RunAt = o.RunAt and LastError = o.Error, named
+// RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
 // is zero).
 func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
 	switch o.Status {
@@ -71,27 +64,27 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 				next.Attempts--
 			}
 		default:
-			next.Status, next.Result, next.LastEvent = o.Status, o.Result, CompletedEvent
+			next.Status, next.Result, next.LastEvent = o.Status, o.Result, outcomeEvent(o.Status)
 		}
 		var after func() error
 		if o.Status == StatusFailed {
 			after = func() error { return l.blockDependents(ctx, actor, key, now) }
 		}
-		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after, o.AsyncEvent); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after); err != nil || ok {
 			return rec, err
 		}
 	}
 }
 
-// commit validates next and writes it over cur (async as for write);
+// commit validates next and writes it over cur;
 // when the write lands it runs after (a dependency walk), whose error is
 // returned with the written record, labelled with what the walk was
 // doing. ok false means the compare-and-swap lost and nothing ran.
-func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error, async bool) (TaskState, bool, error) {
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next, async)
+	rec, ok, err := l.write(ctx, cur, true, next)
 	if err != nil || !ok {
 		return TaskState{}, false, err
 	}

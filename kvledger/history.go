@@ -21,8 +21,7 @@ var _ Historian = (*KVStore)(nil)
 
 // History implements Historian: the writes the bucket still keeps of
 // key's record since its last delete or expiry (an earlier incarnation of
-// the key is not this record's history), read up to the stream leader's
-// last revision of the key (kvx.Bucket.History). A bucket keeps as many
+// the key is not this record's history), read through kvx.Bucket.History. A bucket keeps as many
 // writes per key as its History setting; a bucket created with History 1
 // keeps only the last write, so History then returns one record. A kept
 // value that is not a valid record returns ErrCorruptRecord.
@@ -31,7 +30,11 @@ func (s *KVStore) History(ctx context.Context, key IdempotencyKey) ([]TaskState,
 		return nil, nil
 	}
 	octx, cancel := s.ops.Bound(ctx)
-	es, err := s.b.History(octx, taskKey(key))
+	var es []kvx.Entry
+	err := s.b.History(octx, taskKey(key), func(m kvx.Stored) bool {
+		es = append(es, m.Entry)
+		return true
+	})
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: history of %q: %w", string(key), err)

@@ -1,7 +1,6 @@
 package kvledger_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -27,9 +26,8 @@ func TestAdmitRefusesInvalidUTF8Key(t *testing.T) {
 	}
 	for name, s := range stores {
 		t.Run(name, func(t *testing.T) {
-			l, err := kvledger.New(s, nil)
+			l, err := kvledger.New(s)
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 
 			ok, err := l.Admit(ctx, "x", "a\xffb", 1, nil, t0)
 			require.ErrorIs(t, err, kvledger.ErrInvalidState)
@@ -75,9 +73,8 @@ func TestRangeNamesMangledRecord(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	for _, k := range []kvledger.IdempotencyKey{"a", "c"} {
 		ok, err := l.Admit(ctx, "x", k, 1, nil, t0)
 		require.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 func TestAdmissionRefusesControlCharacters(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
-	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}), nil)
+	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(t, err)
 
 	for _, k := range []kvledger.IdempotencyKey{"a\x00b", "line\n", "tab\there", "esc\x1b[2J", "del\x7f", "csi\u009b"} {
@@ -53,7 +53,7 @@ func TestAdmissionRefusesControlCharacters(t *testing.T) {
 func TestLeaseIsBounded(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
-	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}), nil)
+	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(t, err)
 	ok, err := l.Admit(ctx, "a", "k", 1, nil, t0)
 	require.NoError(t, err)

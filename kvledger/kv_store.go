@@ -107,11 +107,17 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 		LimitMarkerTTL: cfg.Retention,
 		RequireTTL:     cfg.Retention > 0,
 		AtomicBatches:  true, // AdmitMany's batches: kv_store_batch.go
+		History:        EventHistory,
+		RePublish:      rePublish(cfg.Bucket),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}, nil
+	s := &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Name returns the bucket name.
@@ -120,8 +126,7 @@ func (s *KVStore) Name() string { return s.b.Name() }
 // OpTimeout is the bound of one store operation (one read or one
 // write, each of its internal retries included): the JetStream handle's
 // default timeout, 5 s when it has none. A caller's longer deadline does
-// not lift it. A Ledger on this store bounds its event publishes by it
-// too.
+// not lift it.
 func (s *KVStore) OpTimeout() time.Duration { return s.ops.Duration() }
 
 // Load implements Store.
@@ -201,11 +206,15 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		live kvx.Entry
 	)
 	id := writeID()
+	// A final write under a retention rolls its key up: with the key's
+	// history kept, its expiry would otherwise bring back an earlier
+	// write of the record (see "Retention" in doc.go).
+	hdr := writeHeaders(new, ttl > 0)
 	octx, cancel := s.ops.Bound(ctx)
 	if insert {
-		rev, live, err = s.b.AcquireAs(octx, k, value, ttl, 0, id)
+		rev, live, err = s.b.AcquireAs(octx, k, value, ttl, 0, id, hdr)
 	} else {
-		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id)
+		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id, hdr)
 	}
 	cancel()
 	switch {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -103,16 +105,17 @@ func (s *KVStore) taken(ctx context.Context, keys []string) ([]int, error) {
 func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskState, []int, bool, error) {
 	keys := make([]string, len(recs))
 	values := make([][]byte, len(recs))
+	hdrs := make([]nats.Header, len(recs))
 	for i, r := range recs {
 		v, err := encodeRecord(r, true)
 		if err != nil {
 			return nil, nil, false, nil // let the one-by-one path report it
 		}
-		keys[i], values[i] = taskKey(r.Key), v
+		keys[i], values[i], hdrs[i] = taskKey(r.Key), v, writeHeaders(r, false)
 	}
 	id := writeID()
 	octx, cancel := s.ops.Bound(ctx)
-	revs, err := s.b.CreateBatchAs(octx, id, keys, values)
+	revs, err := s.b.CreateBatchAs(octx, id, keys, values, hdrs)
 	cancel()
 	switch {
 	case kvx.IsConflict(err):

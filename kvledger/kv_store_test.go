@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/storetest"
@@ -87,7 +86,7 @@ func TestKVStoreRetention(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Retention: time.Second})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 
 	ok, err := l.Admit(ctx, "a", "k", 1, nil, t0)
@@ -123,7 +122,7 @@ func TestKVStoreFenceAcrossDelete(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "fences"})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 	kv, err := n.JS.KeyValue(ctx, "fences")
 	require.NoError(t, err)
@@ -161,7 +160,7 @@ func TestKVStoreCorruptRecord(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "corrupt"})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 	kv, err := n.JS.KeyValue(ctx, "corrupt")
 	require.NoError(t, err)
@@ -192,7 +191,7 @@ func TestDecodeTask(t *testing.T) {
 	}
 	n := natstest.WithServer(t)
 	ctx := context.Background()
-	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}), nil)
+	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(t, err)
 	ok, err := l.Admit(ctx, "a", "k", 1, job{Name: "x", N: 3}, t0)
 	require.NoError(t, err)
@@ -213,7 +212,7 @@ func TestKVStoreRetentionRemovesIndex(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Retention: time.Second})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 	kv, err := n.JS.KeyValue(ctx, s.Name())
 	require.NoError(t, err)
@@ -269,12 +268,11 @@ func TestKVStoreRetentionRemovesIndex(t *testing.T) {
 	require.Equal(t, kvledger.StatusBlocked, st.Status)
 }
 
-// newLedger is kvledger.New(store, bus, opts...), closed (and its relays
-// drained without error) when the test ends.
-func newLedger(t testing.TB, store kvledger.Store, bus events.Bus, opts ...kvledger.Option) *kvledger.Ledger {
+// newLedger is kvledger.New(store, opts...) that fails the test on an
+// error.
+func newLedger(t testing.TB, store kvledger.Store, opts ...kvledger.Option) *kvledger.Ledger {
 	t.Helper()
-	l, err := kvledger.New(store, bus, opts...)
+	l, err := kvledger.New(store, opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, l.Close(context.Background())) })
 	return l
 }

@@ -22,7 +22,7 @@ func TestKVStoreUnknownAdmitIsSettledByItsOwnWrite(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 
 	ok, err := l.Admit(ctx, "a", "k", 1, nil, t0)

@@ -2,14 +2,10 @@ package kvledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // Ledger admits tasks once per idempotency key, hands them to workers
@@ -19,7 +15,6 @@ import (
 // processes) may share one KVStore bucket.
 type Ledger struct {
 	store  Store
-	bus    events.Bus
 	source string
 	swap   Swapper         // nil when the store lacks it
 	index  DependencyIndex // nil when the store lacks it
@@ -34,29 +29,21 @@ type Ledger struct {
 	// guards holds the leases of this Ledger's claims (claim_guards.go).
 	guards claimGuards
 
-	// afterWrite is a test hook run between a successful write and its
-	// event publication; returning an error aborts the operation there,
-	// as if the process had died.
+	// afterWrite is a test hook run right after a successful write;
+	// returning an error aborts the operation there, as if the process
+	// had died.
 	afterWrite func(key IdempotencyKey, rec TaskState) error
 
-	pub            published
-	claims         claims
-	remember       bool // the store's revisions are unique: use claims
-	onPublishError func(key IdempotencyKey, rev uint64, err error)
-	// ops bounds each event publish like one store operation.
-	ops *kvx.OpTimeout
-
-	mu     sync.Mutex
-	relays []*relay
-	closed bool
+	claims   claims
+	remember bool // the store's revisions are unique: use claims
 }
 
 // Option configures a Ledger.
 type Option func(*Ledger) error
 
-// WithSource sets the event source name (events.Event.Source, part of the
-// de-duplication id). Default: the store's name (the bucket for a
-// KVStore, a unique name per MemStore), or "kvledger".
+// WithSource sets the ledger's name where a store has none of its own.
+// Default: the store's name (the bucket for a KVStore, a unique name per
+// MemStore), or "kvledger".
 func WithSource(name string) Option {
 	return func(l *Ledger) error {
 		if name == "" {
@@ -67,13 +54,14 @@ func WithSource(name string) Option {
 	}
 }
 
-// New returns a Ledger over store. A nil store means a fresh MemStore; a
-// nil bus means no events are published.
-func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
+// New returns a Ledger over store. A nil store means a fresh MemStore.
+// Its events are the store's writes (see "Events" in doc.go): the Ledger
+// publishes nothing and owns no goroutine.
+func New(store Store, opts ...Option) (*Ledger, error) {
 	if store == nil {
 		store = NewMemStore()
 	}
-	l := &Ledger{store: store, bus: bus, source: "kvledger"}
+	l := &Ledger{store: store, source: "kvledger"}
 	if n, ok := store.(namedStore); ok && n.Name() != "" {
 		l.source = n.Name()
 	}
@@ -81,11 +69,6 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 	l.index, _ = store.(DependencyIndex)
 	l.confirm, _ = store.(absenceConfirmer)
 	_, l.remember = store.(UniqueRevisions)
-	d := kvx.DefaultOpTimeout // a store that states no operation timeout
-	if t, ok := store.(interface{ OpTimeout() time.Duration }); ok && t.OpTimeout() > 0 {
-		d = t.OpTimeout()
-	}
-	l.ops = kvx.NewOpTimeout(d)
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -96,26 +79,6 @@ func New(store Store, bus events.Bus, opts ...Option) (*Ledger, error) {
 
 // Store returns the ledger's store.
 func (l *Ledger) Store() Store { return l.store }
-
-// Close drains the relays started by StartRelay: each keeps publishing
-// until every record revision written before Close has its event
-// published (by it or by another relay of the same name, also revisions a
-// dead relay held, once their AckWait ran out), within its DrainTimeout
-// and ctx, and then stops. A drain that runs out is returned as an error,
-// as is ctx's end before a drain finished. The Ledger's other methods
-// keep working (they own no goroutine). Close is idempotent: a later
-// call has no relay left to drain and returns nil.
-func (l *Ledger) Close(ctx context.Context) error {
-	l.mu.Lock()
-	rs := l.relays
-	l.relays, l.closed = nil, true
-	l.mu.Unlock()
-	var errs []error
-	for _, r := range rs {
-		errs = append(errs, r.stop(ctx))
-	}
-	return errors.Join(errs...)
-}
 
 // Admit records task under key once. It inserts a pending record when the
 // key has none, and rebases a pending or claimed record when seq is
@@ -164,9 +127,9 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		next := TaskState{
 			Key: key, Status: StatusPending, Sequence: seq, Needs: needs, Task: task,
 			CreatedBy: actor, CreatedAt: now, UpdatedBy: actor, UpdatedAt: now,
-			LastEvent: AdmittedEvent,
 		}
 		rt.apply(&next)
+		next.LastEvent = admissionEvent(next)
 		if found {
 			next.Fence, next.CreatedBy, next.CreatedAt = cur.Fence, cur.CreatedBy, cur.CreatedAt
 		}
@@ -237,7 +200,7 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		if err := next.Validate(); err != nil {
 			return false, err
 		}
-		rec, ok, err := l.write(ctx, cur, found, next, false)
+		rec, ok, err := l.write(ctx, cur, found, next)
 		if err != nil {
 			return false, err
 		}

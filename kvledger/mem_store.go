@@ -56,10 +56,12 @@ type MemStore struct {
 	// rev is the last revision handed out: every write of any key takes
 	// the next one, so a revision is never reused in this store, also
 	// for a key deleted by eviction and admitted again (its events keep
-	// de-duplication ids of their own).
+	// revisions of their own).
 	rev uint64
 	// rdeps is the reverse dependency index: need -> dependents.
 	rdeps map[IdempotencyKey]map[IdempotencyKey]struct{}
+	// log keeps every write as its event (mem_store_log.go).
+	log memLog
 }
 
 var (
@@ -136,6 +138,7 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 		new.Rev = m.rev
 		new.Fence = max(new.Fence, m.fenceFloor)
 		m.tasks[key] = new
+		m.logLocked(key, new.Rev, &new)
 		m.evictQueue = append(m.evictQueue, key)
 		m.evictLocked(key)
 		return new.clone(), true, nil
@@ -146,6 +149,7 @@ func (m *MemStore) Swap(ctx context.Context, key IdempotencyKey, old, new TaskSt
 	m.rev++
 	new.Rev = m.rev
 	m.tasks[key] = new
+	m.logLocked(key, new.Rev, &new)
 	return new.clone(), true, nil
 }
 

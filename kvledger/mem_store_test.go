@@ -2,11 +2,13 @@ package kvledger_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/storetest"
@@ -37,7 +39,7 @@ func TestMemStoreEviction(t *testing.T) {
 	now := t0
 	s, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2, Clock: clock.Func(func() time.Time { return now })})
 	require.NoError(t, err)
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	require.NoError(t, err)
 	admitOK := func(k kvledger.IdempotencyKey) {
 		t.Helper()
@@ -89,7 +91,7 @@ func TestMemStoreEviction(t *testing.T) {
 	// An evicted failed need no longer blocks late dependents.
 	s2, err := kvledger.NewMemStoreWithOptions(kvledger.MemStoreOptions{MaxEntries: 2})
 	require.NoError(t, err)
-	l, err = kvledger.New(s2, nil)
+	l, err = kvledger.New(s2)
 	require.NoError(t, err)
 	admitOK("x")
 	fx, err := l.Claim(ctx, "w", "x", "w", time.Second, now)
@@ -107,14 +109,40 @@ func TestMemStoreEviction(t *testing.T) {
 }
 
 func TestLedgerNilStoreAndBus(t *testing.T) {
-	l, err := kvledger.New(nil, nil)
+	l, err := kvledger.New(nil)
 	require.NoError(t, err)
 	ok, err := l.Admit(context.Background(), "a", "k", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.IsType(t, &kvledger.MemStore{}, l.Store())
-	require.NoError(t, l.Close(context.Background()))
-	require.NoError(t, l.Close(context.Background()))
-	_, err = kvledger.New(nil, nil, kvledger.WithSource(""))
+	_, err = kvledger.New(nil, kvledger.WithSource(""))
 	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
+}
+
+// MemStore.Follow delivers every write in order from a revision on, and a
+// follower behind the writes the store keeps in order gets an events.Gap
+// naming what it missed, never a silent skip.
+func TestMemStoreFollow(t *testing.T) {
+	ctx := t.Context()
+	s := kvledger.NewMemStore()
+	l, err := kvledger.New(s)
+	require.NoError(t, err)
+	_, err = l.Admit(ctx, "t", "a", 1, nil, t0)
+	require.NoError(t, err)
+	_, err = l.Claim(ctx, "w", "a", "w", time.Minute, t0)
+	require.NoError(t, err)
+	var got []events.Event
+	require.NoError(t, s.Follow(ctx, 0, func(e events.Event) bool { got = append(got, e); return len(got) < 2 }))
+	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent}, []events.Name{got[0].Name, got[1].Name})
+	require.Equal(t, got[0].Revision, got[1].PrevRevision)
+
+	for i := range 1 << 16 {
+		_, err := l.Admit(ctx, "t", kvledger.IdempotencyKey(fmt.Sprintf("k%d", i)), 1, nil, t0)
+		require.NoError(t, err)
+	}
+	err = s.Follow(ctx, got[1].Revision, func(events.Event) bool { return false })
+	var gap events.Gap
+	require.ErrorAs(t, err, &gap)
+	require.Equal(t, got[1].Revision, gap.After)
+	require.Greater(t, gap.Through, gap.After)
 }

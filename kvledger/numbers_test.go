@@ -22,7 +22,7 @@ func TestKVStoreKeepsLargeNumbers(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
 	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
 
 	const payload = `{"big":12345678901234567890,"frac":0.10000000000000000001,"id":9007199254740993}`

@@ -15,7 +15,7 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rec := opstats.New()
-	l, err := kvledger.New(kvledger.NewMemStore(), nil, kvledger.WithSource("obs"),
+	l, err := kvledger.New(kvledger.NewMemStore(), kvledger.WithSource("obs"),
 		kvledger.WithObserver(kvledger.Observers(kvledger.RecorderObserver(rec), nil)))
 	require.NoError(t, err)
 	now := time.Now()
@@ -33,6 +33,6 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 
 	// Observers of none is nil, which adds no observer rather than
 	// failing the Ledger's construction.
-	_, err = kvledger.New(nil, nil, kvledger.WithObserver(kvledger.Observers()))
+	_, err = kvledger.New(nil, kvledger.WithObserver(kvledger.Observers()))
 	require.NoError(t, err)
 }

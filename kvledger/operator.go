@@ -42,7 +42,7 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
-		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after, false); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after); err != nil || ok {
 			return rec, err
 		}
 	}
@@ -84,7 +84,7 @@ func (l *Ledger) unblockOne(ctx context.Context, actor Actor, d, parent Idempote
 		if err := next.Validate(); err != nil {
 			return false, err
 		}
-		_, ok, err := l.write(ctx, rec, true, next, false)
+		_, ok, err := l.write(ctx, rec, true, next)
 		if err != nil {
 			return false, err
 		}
@@ -117,14 +117,14 @@ func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, re
 		next.LastError = TruncateError(reason)
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
 		after := func() error { return l.blockDependents(ctx, actor, key, now) }
-		if rec, ok, err := l.commit(ctx, cur, next, "cancelled, blocking its dependents", after, false); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "cancelled, blocking its dependents", after); err != nil || ok {
 			return rec, err
 		}
 	}
 }
 
 // Delete removes a completed, failed or blocked record (ErrNotFinal for
-// a pending or claimed one) and publishes DeletedEvent. The key can then
+// a pending or claimed one); the store's delete is its DeletedEvent. The key can then
 // be admitted again; its fences keep rising. Dependents that still name
 // it treat it as a need without a record: it blocks nothing and is not
 // completed. The store must implement RecordDeleter (ErrNoDelete).
@@ -141,10 +141,7 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if !cur.Status.final() {
 			return fmt.Errorf("%w: %q is %s", ErrNotFinal, string(key), cur.Status)
 		}
-		if err := l.flushPrevious(ctx, cur); err != nil {
-			return err
-		}
-		rev, ok, err := del.DeleteRecord(ctx, key, cur)
+		_, ok, err := del.DeleteRecord(ctx, key, cur)
 		if err != nil {
 			return err
 		}
@@ -154,9 +151,6 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if l.remember {
 			l.claims.forget(key)
 		}
-		gone := cur.clone()
-		gone.Rev, gone.UpdatedBy, gone.UpdatedAt, gone.LastEvent = rev, actor, now, DeletedEvent
-		l.publish(ctx, gone)
 		return nil
 	}
 }

@@ -25,7 +25,7 @@ func TestRestoreAllOrNothing(t *testing.T) {
 	}
 	for name, mk := range stores {
 		t.Run(name, func(t *testing.T) {
-			l := newLedger(t, mk(), nil)
+			l := newLedger(t, mk())
 			count := func() int {
 				snap, err := l.Snapshot(ctx)
 				require.NoError(t, err)

@@ -18,7 +18,7 @@ func TestAdmitRefusesOversizedRecords(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 20*time.Second)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l := newLedger(t, s, nil)
+	l := newLedger(t, s)
 
 	long := kvledger.IdempotencyKey(strings.Repeat("k", 4096))
 	_, err := l.Admit(ctx, "a", long, 1, nil, t0)

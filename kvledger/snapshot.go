@@ -63,7 +63,7 @@ func (l *Ledger) Snapshot(ctx context.Context) (Snapshot, error) {
 // records it inserted, on a store that implements RecordDeleter (both
 // stores here), and returns the error. The store may raise a restored Fence (see
 // Store) and assigns its own Rev. Restored records carry no LastEvent:
-// restoring publishes no event. The dependency index is rebuilt for them
+// their writes are named RestoredEvent. The dependency index is rebuilt for them
 // (entries left by an undone restore are stale and harmless).
 func (l *Ledger) Restore(ctx context.Context, s Snapshot) error {
 	if err := s.Validate(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -23,9 +22,7 @@ func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 	store := newKVStore(t, js, kvledger.KVStoreConfig{})
 	require.Equal(t, opTimeout, store.OpTimeout())
 	ctx := natstest.Context(t, 60*time.Second)
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-	require.NoError(t, err)
-	l := newLedger(t, store, bus)
+	l := newLedger(t, store)
 	ok, err := l.Admit(ctx, "a", "held", 1, nil, t0)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -16,8 +16,8 @@ import "context"
 //
 // Rev: every successful write gives the record a Rev larger than any Rev
 // that key had before, and a Store never hands the same Rev to two
-// versions of one key (events carry it as their revision and their
-// de-duplication id). How the Ledger learns the new Rev depends on the
+// versions of one key (events carry it as their revision: it identifies
+// the write). How the Ledger learns the new Rev depends on the
 // Store:
 //
 //   - A Swapper returns the stored record, Rev included; its Revs may grow
@@ -26,8 +26,8 @@ import "context"
 //   - A Store without Swapper must give an inserted record Rev 0 and add
 //     exactly 1 on every further write of it: the Ledger computes the Rev
 //     of what it wrote by that rule, and a store that grows Rev otherwise
-//     makes the Ledger publish events under revisions no record has (so a
-//     later write publishes them again). Such a store cannot delete and
+//     makes the Ledger's claim cache name revisions no record has. Such a
+//     store cannot delete and
 //     re-admit a key without reusing its Revs: a store that deletes
 //     records implements Swapper. storetest checks both rules.
 //

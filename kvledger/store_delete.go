@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -37,14 +39,19 @@ func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Task
 // it, so a deleted key leaves the bucket as a final record would. Every
 // removal of a task key (DeleteRecord, so also an undone Restore, and
 // ForceDelete) goes through it.
+//
+// The marker names DeletedEvent (EventHeader): it is the deletion's event.
 func (s *KVStore) deleteAt(ctx context.Context, k string, rev uint64) (uint64, error) {
-	return s.b.DeleteTTL(ctx, k, rev, s.retention)
+	return s.b.DeleteWith(ctx, k, rev, s.retention, "", deletedHeader)
 }
+
+// deletedHeader is the header of every delete marker of a task key.
+var deletedHeader = nats.Header{EventHeader: []string{string(DeletedEvent)}}
 
 // DeleteRecord implements RecordDeleter. The deletion takes the store's
 // next revision, as a KV delete marker does, so a record admitted again
 // under the key never shares a revision with the deletion (their events
-// would share a de-duplication id).
+// would share a revision).
 func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (uint64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -57,5 +64,6 @@ func (m *MemStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Tas
 	}
 	m.dropLocked(key, cur)
 	m.rev++
+	m.logLocked(key, m.rev, nil)
 	return m.rev, true, nil
 }

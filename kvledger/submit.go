@@ -147,9 +147,10 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 		}
 		rec := TaskState{
 			Key: sub.Key, Status: StatusPending, Sequence: sub.Seq, Task: sub.Task,
-			CreatedBy: actor, CreatedAt: sub.Now, UpdatedBy: actor, UpdatedAt: sub.Now, LastEvent: AdmittedEvent,
+			CreatedBy: actor, CreatedAt: sub.Now, UpdatedBy: actor, UpdatedAt: sub.Now,
 		}
 		rt.apply(&rec)
+		rec.LastEvent = admissionEvent(rec)
 		if rec.Validate() != nil || checkNewKeys(rec.Key, nil) != nil {
 			break // Submit reports it
 		}
@@ -175,7 +176,7 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 			for i := range stored {
 				out[at[i]] = true
 			}
-			if _, err := l.writtenBatch(ctx, stored); err != nil {
+			if _, err := l.wroteBatch(stored); err != nil {
 				return 0, 0, err
 			}
 			batch = nil

@@ -70,9 +70,8 @@ type Actor string
 // KVStore); the Ledger passes it back unchanged as the compare-and-swap
 // expectation and never computes it.
 //
-// LastEvent names the transition that wrote this version of the record.
-// It is what lets a relay re-publish the event of any stored revision
-// after the writer died; Restore clears it.
+// LastEvent names the transition that wrote this version of the record
+// (the write's EventHeader names the same); Restore clears it.
 type TaskState struct {
 	Key        IdempotencyKey   `json:"key"`
 	Status     Status           `json:"status"`

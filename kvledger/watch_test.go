@@ -18,7 +18,7 @@ import (
 func TestWatchRecordsKeys(t *testing.T) {
 	n := natstest.WithServer(t)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
-	l := newLedger(t, s, nil)
+	l := newLedger(t, s)
 	ctx := natstest.Context(t, 20*time.Second)
 	for _, many := range []int{2, 500} {
 		t.Run(fmt.Sprint(many), func(t *testing.T) {

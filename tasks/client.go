@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -29,9 +28,9 @@ type Client struct {
 }
 
 // NewClient opens the ledger named by cfg on js and provisions what it
-// needs when missing: the ledger bucket, the events stream (ledger.>) and
-// the claims' lease bucket. It starts the ledger's event relay; workers
-// start with Start. Close releases everything.
+// needs when missing: the ledger bucket (whose stream is also the event
+// log: kvledger.EventSource) and the claims' lease bucket. Workers start
+// with Start. Close releases everything.
 func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client, error) {
 	if js == nil {
 		return nil, fmt.Errorf("%w: nil JetStream", ErrInvalidConfig)
@@ -44,20 +43,13 @@ func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client
 	if err != nil {
 		return nil, err
 	}
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Replicas: cfg.Replicas})
-	if err != nil {
-		return nil, err
-	}
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, store: store, ledger: l, kinds: make(map[string]bool)}
-	if err := l.StartRelay(ctx, kvledger.RelayConfig{}); err != nil {
-		return nil, errors.Join(err, l.Close(context.WithoutCancel(ctx)))
-	}
 	if c.worker, err = worker.New(ctx, js, l, cfg.workerConfig()); err != nil {
-		return nil, errors.Join(err, l.Close(context.WithoutCancel(ctx)))
+		return nil, err
 	}
 	return c, nil
 }
@@ -100,8 +92,8 @@ func (c *Client) Run(ctx context.Context) error {
 // Stats is the worker's counters (claims, completions, failures...).
 func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 
-// Close drains the workers (running handlers get Config.DrainTimeout),
-// then closes the ledger, which drains its event relay. Every goroutine
+// Close drains the workers (running handlers get Config.DrainTimeout).
+// Every goroutine
 // the client started has ended when it returns. ctx bounds the wait.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
@@ -112,5 +104,5 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	c.mu.Unlock()
 	c.counter.stop()
-	return errors.Join(c.worker.Close(ctx), c.ledger.Close(ctx))
+	return c.worker.Close(ctx)
 }

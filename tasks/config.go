@@ -21,7 +21,8 @@ type Config struct {
 	// DefaultLedger ("natscoord_ledger").
 	Ledger string
 	// Replicas is the replication factor of what the client creates (the
-	// ledger bucket, the events stream, the claims' lease bucket).
+	// ledger bucket, whose stream is also the event log, and the claims'
+	// lease bucket).
 	// Default 1; use 3 in a cluster.
 	Replicas int
 	// Retention keeps ended tasks this long, then the server removes

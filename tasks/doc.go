@@ -71,8 +71,8 @@
 //
 // The client wires the layers below it, which stay usable on their own:
 // kvledger (the ledger: admission, fenced claims, dependency blocking),
-// kvledger/worker (the runtime) and events (the ledger's transitions on
-// "ledger.>"). Ledger returns the ledger for what the client does not
+// kvledger/worker (the runtime) and events (the ledger's transitions: the
+// ledger bucket's own writes, live on "ledger.<bucket>.>"). Ledger returns the ledger for what the client does not
 // wrap; the CLI (`natscoord ledger ...`) reads and repairs the same
 // bucket, and taskstest runs handlers in tests against an embedded server.
 //

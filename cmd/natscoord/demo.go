@@ -56,7 +56,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
 	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
-	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket and event stream afterwards (with --server)")
+	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket (its events) afterwards (with --server)")
 	o.ui.register(f)
 	return cmd
 }
@@ -139,10 +139,7 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	if remote && !o.keep {
 		defer run.cleanUp(context.WithoutCancel(parent), js) // after the workers closed: deferred first
 	}
-	if _, err := events.NewJetStreamBus(ctx, js, run.busConfig()); err != nil {
-		return err
-	}
-	reporter, err := kvledger.New(store, nil)
+	reporter, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}
@@ -159,10 +156,7 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	evc := make(chan events.Event, 512)
 	done := make(chan struct{})
 	defer close(done)
-	live, err := events.SubscribeLive(nc, run.subject(), func(e events.Event) {
-		if e.Source != run.bucket {
-			return
-		}
+	live, err := events.SubscribeLive(nc, store.EventSource(), events.LiveConfig{}, func(e events.Event) {
 		select {
 		case evc <- e:
 		case <-done:
@@ -356,9 +350,6 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 			if w.leases != nil {
 				_ = w.leases.Close(cctx)
 			}
-			if w.ledger != nil {
-				_ = w.ledger.Close(context.Background())
-			}
 			w.nc.Close()
 		}
 	}
@@ -372,7 +363,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, run: run}}
 		ws = append(ws, w)
 		last := &ws[len(ws)-1]
-		last.ledger, err = openLedger(ctx, js, run.bucket, ledgerCreate, run.busConfig())
+		last.ledger, err = openLedger(ctx, js, run.bucket, ledgerCreate)
 		if err == nil {
 			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: demoClaimsBucket, Holder: string(name)})
 		}

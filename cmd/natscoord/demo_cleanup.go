@@ -7,16 +7,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
 // A demo run against someone's server (--server) leaves nothing behind:
-// its events go to a stream of its own (named like its ledger bucket, on
-// subjects "<bucket>.ledger.>", so they never reach LEDGER, its durable
-// consumers or a `nats sub 'ledger.>'`), and afterwards it deletes that
-// stream, its ledger bucket and its election's records in the lease
-// bucket. --keep keeps the stream and the bucket for inspection.
+// its events are its own ledger bucket's writes (live on
+// "ledger.<bucket>.>"), and afterwards it deletes that bucket and its
+// election's records in the lease bucket. --keep keeps the bucket for
+// inspection.
 
 // demoLockName is the kvlock Config.Name of the demo's election.
 const demoLockName = "natscoord-demo"
@@ -24,21 +22,12 @@ const demoLockName = "natscoord-demo"
 // demoElection is the election of one run.
 func demoElection(runID string) string { return "leader-" + runID }
 
-// busConfig is the run's own event stream.
-func (r *demoRun) busConfig() events.JetStreamBusConfig {
-	return events.JetStreamBusConfig{Stream: r.bucket, SubjectPrefix: r.bucket + "."}
-}
-
-// subject is what the run's live subscriptions listen to.
-func (r *demoRun) subject() string { return r.bucket + "." + events.DefaultSubject }
-
 // cleanUp deletes what the run created on the server. It runs after every
 // worker closed (resigned), bounded by a few seconds.
 func (r *demoRun) cleanUp(ctx context.Context, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_ = js.DeleteKeyValue(ctx, r.bucket)
-	if err := js.DeleteStream(ctx, r.bucket); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err := js.DeleteKeyValue(ctx, r.bucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return
 	}
 	// The election's lock and value record ("<name>.e.<election>",

@@ -8,24 +8,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
-// requireDemoLeftNothing checks that a demo run against a server left no
-// events in LEDGER (it used a stream of its own), removed that stream,
-// and left no election record in the lease bucket.
+// requireDemoLeftNothing checks that a demo run against a server removed
+// its ledger bucket (whose stream held its events) and left no election
+// record in the lease bucket.
 func requireDemoLeftNothing(t *testing.T, n *natstest.Node, bucket string) {
 	t.Helper()
 	ctx := natstest.Context(t, 5*time.Second)
-	_, err := n.JS.Stream(ctx, bucket)
-	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "the run's event stream is deleted")
-	if s, err := n.JS.Stream(ctx, events.DefaultStream); err == nil {
-		info, err := s.Info(ctx)
-		require.NoError(t, err)
-		require.Zero(t, info.State.Msgs, "no demo event in LEDGER")
-	}
+	_, err := n.JS.Stream(ctx, "KV_"+bucket)
+	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "the run's ledger bucket is deleted")
 	s, err := n.JS.Stream(ctx, "KV_"+kvlease.DefaultBucket)
 	require.NoError(t, err)
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter("$KV."+kvlease.DefaultBucket+".>"))
@@ -41,7 +35,7 @@ func TestDemoKeep(t *testing.T) {
 	c := &cli{t: t, url: n.Server.ClientURL()}
 	var s demoSummary
 	require.NoError(t, jsonUnmarshal(r.stdout, &s))
-	out := c.ok("--json", "events", "tail", "--stream", s.Bucket, "--subject", s.Bucket+".ledger.>", "--durable", "look", "--count", "1")
+	out := c.ok("--json", "events", "tail", "--bucket", s.Bucket, "--durable", "look", "--count", "1")
 	require.Contains(t, out, `"source":"`+s.Bucket+`"`)
 	require.Contains(t, c.ok("ledger", "--bucket", s.Bucket, "ls"), "integ-test")
 }

@@ -20,7 +20,7 @@ func TestDemoRunsToCompletion(t *testing.T) {
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		"was elected leader",
-		"ledger.completed  integ-test failed",
+		"ledger.failed     integ-test failed",
 		"ledger.blocked    package    blocked   by integ-test fence",
 		"ledger.taken_over docs",
 		"TASK        STATUS     OWNER     FENCE  BLOCKED-BY",

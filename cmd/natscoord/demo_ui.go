@@ -37,8 +37,7 @@ func (o demoUIOptions) waitBudget() time.Duration {
 // (Ctrl-C), then stops it; it is deferred so it runs after the summary.
 func (a *app) demoUI(ctx, parent context.Context, js jetstream.JetStream, run *demoRun, o demoUIOptions) (func(), error) {
 	u := o.uiOptions
-	bus := run.busConfig()
-	u.ledger, u.create, u.stream, u.subjectPfx = run.bucket, true, bus.Stream, bus.SubjectPrefix
+	u.ledger, u.create = run.bucket, true
 	if a.json {
 		u.out = a.stderr // stdout carries the demo's one JSON document
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 func init() { extraCommands = append(extraCommands, (*app).eventsCommand) }
@@ -23,31 +24,41 @@ func (a *app) eventsCommand() *cobra.Command {
 		Short: "Watch ledger events",
 	}
 	var (
-		durable, subject, stream string
-		count                    int
-		filter                   eventFilter
+		durable, bucket string
+		count           int
+		filter          events.Filter
+		names           []string
 	)
 	tail := &cobra.Command{
-		Use:   "tail [--durable NAME] [--count N] [--source BUCKET] [--key K]",
+		Use:   "tail [--bucket B] [--durable NAME] [--key K]... [--event NAME]... [--count N]",
 		Short: "Print ledger events as they happen (live), or from a durable consumer",
-		Long: "tail prints every event published on --subject from now on (a core subscription:\n" +
-			"nothing is stored or acknowledged). With --durable it reads through the named\n" +
-			"durable consumer of the event stream instead: from the stream's first event the\n" +
-			"first time, and from where that consumer stopped afterwards (an event is\n" +
-			"acknowledged once printed). It stops on SIGINT/SIGTERM or after --count events.\n" +
-			"--source and --key keep only the events of one ledger (its bucket name) and one\n" +
-			"task key; every ledger publishes on the same subjects, so these filter the event\n" +
-			"bodies (a durable consumer acknowledges the events it skips).\n" +
-
+		Long: "A ledger's events are its bucket's writes: each stored record write is one event,\n" +
+			"named by its transition (header Ledger-Event), kept in the bucket's stream (the last\n" +
+			"64 writes of each key) and republished live on ledger.<bucket>.<key>.\n" +
+			"tail prints the live events from now on (at most once: nothing is stored or\n" +
+			"acknowledged). With --durable it reads the bucket's stream through the named durable\n" +
+			"consumer instead: from the stream's start the first time, and from where that consumer\n" +
+			"stopped afterwards (an event is acknowledged once printed). --key follows only those\n" +
+			"keys (a subject filter); --event keeps only those transitions (read from a header,\n" +
+			"without decoding the others). Writes a subscriber will never see (they left the\n" +
+			"stream before it read them) are reported on stderr as a gap. It stops on\n" +
+			"SIGINT/SIGTERM or after --count events.\n" +
 			"When the server goes away, tail says so on stderr and reconnects until it is back\n" +
-			"(--durable then resumes where it stopped; a live tail misses what was published\n" +
+			"(--durable then resumes where it stopped; a live tail misses what was written\n" +
 			"meanwhile and says so).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if count < 0 {
 				return fmt.Errorf("--count must not be negative, got %d", count)
 			}
-			err := a.tailEvents(cmd.Context(), durable, stream, subject, count, filter)
+			filter.Names = filter.Names[:0]
+			for _, n := range names {
+				if !events.Name(n).Valid() {
+					return fmt.Errorf("--event %q is not an event name (for example %s)", n, kvledger.CompletedEvent)
+				}
+				filter.Names = append(filter.Names, events.Name(n))
+			}
+			err := a.tailEvents(cmd.Context(), bucket, durable, count, filter)
 			if err != nil && cmd.Context().Err() != nil {
 				return nil // interrupted (SIGINT/SIGTERM): a normal end of a tail
 			}
@@ -55,19 +66,18 @@ func (a *app) eventsCommand() *cobra.Command {
 		},
 	}
 	f := tail.Flags()
-	f.StringVar(&durable, "durable", "", "read through this durable consumer (resumes where it stopped)")
-	f.StringVar(&subject, "subject", events.DefaultSubject, "event subject filter")
-	f.StringVar(&stream, "stream", events.DefaultStream, "event stream (with --durable)")
+	f.StringVar(&bucket, "bucket", defaultLedgerBucket, "ledger bucket whose events to print")
+	f.StringVar(&durable, "durable", "", "read through this durable consumer of the bucket's stream (resumes where it stopped)")
 	f.IntVar(&count, "count", 0, "stop after this many events (0: until interrupted)")
-	f.StringVar(&filter.source, "source", "", "only events of this ledger (its bucket name)")
-	f.StringVar(&filter.key, "key", "", "only events of this task key")
+	f.StringArrayVar(&filter.Keys, "key", nil, "only events of this task key (repeatable)")
+	f.StringArrayVar(&names, "event", nil, "only events of this transition, e.g. "+string(kvledger.FailedEvent)+" (repeatable)")
 	cmd.AddCommand(tail)
 	return cmd
 }
 
 // tailEvents prints events until ctx ends (SIGINT) or count were printed.
 // Ending by the signal is a normal exit.
-func (a *app) tailEvents(parent context.Context, durable, stream, subject string, count int, filter eventFilter) error {
+func (a *app) tailEvents(parent context.Context, bucket, durable string, count int, filter events.Filter) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	rc := a.tailReconnect(durable != "")
@@ -78,6 +88,17 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 		return err
 	}
 	defer rc.close(nc)
+	// The bucket must have the events layout (an older one is migrated,
+	// or the error says what to run); nothing is created. A live tail
+	// may start before the bucket exists: it is created with the layout.
+	octx, ocancel := a.conn.opContext(ctx)
+	_, err = openStore(octx, js, bucket, false)
+	ocancel()
+	var missing noBucketError
+	if err != nil && (durable != "" || !errors.As(err, &missing)) {
+		return err
+	}
+	src := kvledger.EventSource(bucket)
 
 	var (
 		mu      sync.Mutex
@@ -91,9 +112,6 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 		if outErr != nil || (count > 0 && printed >= count) {
 			return false
 		}
-		if !filter.match(e) {
-			return true // handled: not wanted
-		}
 		if a.json {
 			outErr = writeJSONLine(a.stdout, e)
 		} else {
@@ -105,16 +123,18 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 		}
 		return outErr == nil
 	}
+	onGap := func(g events.Gap) { fmt.Fprintf(a.stderr, "natscoord events tail: %s\n", g) }
+	onErr := func(err error) { fmt.Fprintf(a.stderr, "natscoord events tail: %v\n", err) }
 
 	if durable != "" {
 		sctx, scancel := a.conn.opContext(ctx)
-		d, err := events.SubscribeDurable(sctx, js, events.DurableConfig{Stream: stream, Durable: durable, Subjects: []string{subject}},
+		d, err := events.SubscribeDurable(sctx, js, src, events.DurableConfig{Durable: durable, Filter: filter, OnGap: onGap},
 			func(_ context.Context, e events.Event) error {
 				if !print(e) {
 					return errors.New("not printed") // stays unacknowledged: redelivered to the next tail
 				}
 				return nil
-			}, nil)
+			}, onErr)
 		scancel()
 		if err != nil {
 			return err
@@ -122,7 +142,7 @@ func (a *app) tailEvents(parent context.Context, durable, stream, subject string
 		<-ctx.Done()
 		_ = d.Close()
 	} else {
-		live, err := events.SubscribeLive(nc, subject, func(e events.Event) { print(e) }, nil)
+		live, err := events.SubscribeLive(nc, src, events.LiveConfig{Filter: filter, OnGap: onGap}, func(e events.Event) { print(e) }, onErr)
 		if err != nil {
 			return err
 		}
@@ -188,12 +208,4 @@ func writeEventCell(b *strings.Builder, i int, cell string) {
 		b.WriteString(fitCell(cell, width))
 	}
 	b.WriteString("  ")
-}
-
-// eventFilter keeps the events of one source (ledger bucket) and one key;
-// an empty field matches everything.
-type eventFilter struct{ source, key string }
-
-func (f eventFilter) match(e events.Event) bool {
-	return (f.source == "" || e.Source == f.source) && (f.key == "" || e.Key == f.key)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -42,7 +41,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the leases that workers' claims name (natscoord work --lease-bucket)")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
-		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf))
+		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf), a.ledgerMigrate(&lf))
 	cmd.AddCommand(a.ledgerSchedule(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
@@ -53,12 +52,11 @@ func (a *app) ledgerCommand() *cobra.Command {
 type ledgerAccess int
 
 const (
-	// ledgerInspect reads an existing ledger: a missing bucket is an error, and
-	// the ledger has no event bus, so nothing is created or written (not
-	// even the events stream).
+	// ledgerInspect reads an existing ledger: a missing bucket is an error,
+	// and nothing is created or written.
 	ledgerInspect ledgerAccess = iota
-	// ledgerUpdate writes to an existing ledger, publishing events on the
-	// JetStream bus (its stream created when missing).
+	// ledgerUpdate writes to an existing ledger (each write is its event,
+	// kept in the bucket's stream).
 	ledgerUpdate
 	// ledgerCreate is ledgerUpdate that also creates the bucket when missing.
 	ledgerCreate
@@ -75,30 +73,20 @@ func (a *app) withLedger(parent context.Context, lf *ledgerFlags, access ledgerA
 // useLedger opens the ledger in bucket on js, as withLedger does, runs fn
 // with it and closes it.
 func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, fn func(context.Context, *kvledger.Ledger) error) error {
-	l, err := openLedger(ctx, js, bucket, access, events.JetStreamBusConfig{})
+	l, err := openLedger(ctx, js, bucket, access)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close(context.Background()) }()
 	return fn(ctx, l)
 }
 
-// openLedger opens the ledger in bucket for access (see ledgerAccess);
-// one that writes publishes its events on the JetStream bus that bus
-// configures. The caller closes the ledger.
-func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, bus events.JetStreamBusConfig, opts ...kvledger.Option) (*kvledger.Ledger, error) {
+// openLedger opens the ledger in bucket for access (see ledgerAccess).
+func openLedger(ctx context.Context, js jetstream.JetStream, bucket string, access ledgerAccess, opts ...kvledger.Option) (*kvledger.Ledger, error) {
 	store, err := openStore(ctx, js, bucket, access == ledgerCreate)
 	if err != nil {
 		return nil, err
 	}
-	if access == ledgerInspect {
-		return kvledger.New(store, nil, opts...)
-	}
-	b, err := events.NewJetStreamBus(ctx, js, bus)
-	if err != nil {
-		return nil, err
-	}
-	return kvledger.New(store, b, opts...)
+	return kvledger.New(store, opts...)
 }
 
 // openStore opens the ledger store in bucket. Without create, a missing

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -221,11 +220,10 @@ func (a *app) withClaimLedger(parent context.Context, lf *ledgerFlags, access le
 		if owner != "" {
 			r = (*claimLeaseTaker)(lr)
 		}
-		l, err := openLedger(ctx, js, lf.bucket, access, events.JetStreamBusConfig{}, kvledger.WithLeases(r))
+		l, err := openLedger(ctx, js, lf.bucket, access, kvledger.WithLeases(r))
 		if err != nil {
 			return err
 		}
-		defer func() { _ = l.Close(context.Background()) }()
 		return fn(ctx, l)
 	})
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -80,11 +79,10 @@ func (a *app) ledgerWorkers(lf *ledgerFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
-				l, err := openLedger(ctx, js, lf.bucket, ledgerInspect, events.JetStreamBusConfig{})
+				l, err := openLedger(ctx, js, lf.bucket, ledgerInspect)
 				if err != nil {
 					return err
 				}
-				defer func() { _ = l.Close(context.Background()) }()
 				lr := &claimLeases{js: js, bucket: lf.leaseBucket}
 				defer lr.close()
 				var ws []worker.LiveWorker

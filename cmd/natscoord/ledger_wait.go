@@ -108,11 +108,10 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 
 	// The ledger over the store, for reads only (no event bus): the notes
 	// below and the reasons given when the wait gives up.
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close(context.Background()) }()
 	// A need without a record is said up front: nothing runs the task
 	// until someone admits it, and the wait would otherwise just hang.
 	for _, k := range keys {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -17,9 +15,8 @@ import (
 // openTestLedger opens the CLI's default ledger on n, as a worker would.
 func openTestLedger(t *testing.T, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
-	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, ledgerCreate, events.JetStreamBusConfig{})
+	l, err := openLedger(natstest.Context(t, 10*time.Second), n.NewJS(t), defaultLedgerBucket, ledgerCreate)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 
@@ -180,9 +177,8 @@ func TestLedgerWaitResumesAfterRestart(t *testing.T) {
 	s.restart()
 	js, err = s.JetStream()
 	require.NoError(t, err)
-	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate, events.JetStreamBusConfig{})
+	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	finish(t, l, "x", kvledger.StatusCompleted)
 
 	r := w.result(t)

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -183,7 +181,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	js, err := s.JetStream()
 	require.NoError(t, err)
 	natstest.Eventually(t, 20*time.Second, func() bool {
-		info, err := js.Consumer(ctx, events.DefaultStream, "resume")
+		info, err := js.Consumer(ctx, "KV_"+defaultLedgerBucket, "resume")
 		if err != nil {
 			return false
 		}
@@ -202,6 +200,23 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	require.Contains(t, r.stdout, `"key":"y"`)
 }
 
+// liveTailSubscribed reports whether a connection of the CLI holds the
+// live subjects of bucket (a live `events tail` has subscribed).
+func liveTailSubscribed(s func() *server.Server, bucket string) func() bool {
+	return func() bool {
+		cz, err := s().Connz(&server.ConnzOptions{Subscriptions: true})
+		if err != nil {
+			return false
+		}
+		for _, ci := range cz.Conns {
+			if ci.Name == "natscoord-cli" && slices.Contains(ci.Subs, kvledger.LiveSubject(bucket)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // A live `events tail` that loses its server says so, reconnects when the
 // server is back, and prints what is published then.
 func TestEventsTailLiveReconnects(t *testing.T) {
@@ -210,19 +225,7 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
 
 	tail := c.start("--json", "events", "tail", "--count", "1")
-	// The tail is subscribed when a connection of the CLI holds ledger.>.
-	subscribed := func() bool {
-		cz, err := s.NATS().Connz(&server.ConnzOptions{Subscriptions: true})
-		if err != nil {
-			return false
-		}
-		for _, ci := range cz.Conns {
-			if ci.Name == "natscoord-cli" && slices.Contains(ci.Subs, "ledger.>") {
-				return true
-			}
-		}
-		return false
-	}
+	subscribed := liveTailSubscribed(func() *server.Server { return s.NATS() }, defaultLedgerBucket)
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
 	s.restart()
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
@@ -236,22 +239,25 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 	require.Contains(t, r.stdout, `"key":"after"`)
 }
 
-// Inspections write nothing: with the events stream gone, ls, show,
-// snapshot and wait work and do not create it again; a write does.
-func TestLedgerInspectionsCreateNoEventStream(t *testing.T) {
+// Inspections write nothing: ls, show, snapshot and wait leave the
+// ledger's stream (its event log) as it was; a write adds one message.
+func TestLedgerInspectionsWriteNothing(t *testing.T) {
 	c, n := newCLI(t)
 	c.ok("ledger", "admit", "a", "--seq", "1")
 	ctx := natstest.Context(t, 10*time.Second)
-	require.NoError(t, n.JS.DeleteStream(ctx, events.DefaultStream))
+	last := func() uint64 {
+		s, err := n.JS.Stream(ctx, "KV_"+defaultLedgerBucket)
+		require.NoError(t, err)
+		return s.CachedInfo().State.LastSeq
+	}
+	before := last()
 
 	require.Regexp(t, `(?m)^a\s+pending\s`, c.ok("ledger", "ls"))
 	require.Contains(t, c.ok("ledger", "show", "a"), "pending")
 	c.ok("ledger", "snapshot")
 	c.run("ledger", "wait", "--for", "100ms", "a") // pending: it gives up; it must not write
-	_, err := n.JS.Stream(ctx, events.DefaultStream)
-	require.ErrorIs(t, err, jetstream.ErrStreamNotFound, "an inspection created the events stream")
+	require.Equal(t, before, last(), "an inspection wrote to the ledger")
 
 	c.ok("ledger", "admit", "b", "--seq", "1")
-	_, err = n.JS.Stream(ctx, events.DefaultStream)
-	require.NoError(t, err, "a write publishes its event, creating the stream")
+	require.Equal(t, before+1, last(), "a write is one message: its event")
 }

@@ -80,7 +80,7 @@ func TestEventsTailColumnsAligned(t *testing.T) {
 	c, _ := newCLI(t)
 	keys := []string{"x", strings.Repeat("long-key-", 8), "日本語のキー日本語のキー日本語", "a"}
 	c.ok("ledger", "admit", keys[0], "--seq", "1")
-	c.ok("ledger", "--bucket", strings.Repeat("bucket_", 6), "admit", keys[1], "--seq", "1", "--create")
+	c.ok("ledger", "admit", keys[1], "--seq", "1")
 	c.ok("ledger", "admit", keys[2], "--seq", "1")
 	c.ok("ledger", "admit", keys[3], "--seq", "1", "--needs", keys[0])
 	out := c.ok("events", "tail", "--durable", "aligned", "--count", "4")
@@ -97,5 +97,14 @@ func TestEventsTailColumnsAligned(t *testing.T) {
 		require.Equal(t, last, w, "the last column at display column %d: %q", last, l)
 	}
 	require.Contains(t, out, "long-key-long"+"-key-")
+	require.Contains(t, out, truncMarker)
+
+	// A long source (bucket name) is cut to its column too.
+	long := strings.Repeat("bucket_", 6)
+	c.ok("ledger", "--bucket", long, "admit", "k", "--seq", "1", "--create")
+	out = c.ok("events", "tail", "--bucket", long, "--durable", "aligned", "--count", "1")
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 2)
+	requireColumn(t, lines, "STATUS", "pending")
 	require.Contains(t, out, truncMarker)
 }

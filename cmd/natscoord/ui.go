@@ -18,7 +18,6 @@ import (
 
 	"github.com/natscoord/natscoord/dashboard"
 	"github.com/natscoord/natscoord/embedded"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/hostcheck"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger/worker"
@@ -33,8 +32,6 @@ type uiOptions struct {
 	readOnly      bool
 	ledger        string
 	leaseBuckets  []string
-	stream        string
-	subjectPfx    string // the bus's subject prefix (the demo's own stream)
 	token         string
 	tokenFile     string
 	basicAuth     string
@@ -121,9 +118,8 @@ func (a *app) uiCommand() *cobra.Command {
 	f.StringVar(&o.ledger, "ledger", defaultLedgerBucket, "ledger bucket to show")
 	f.StringSliceVar(&o.leaseBuckets, "lease-bucket", []string{kvlease.DefaultBucket, worker.DefaultLeaseBucket},
 		"kvlease bucket(s) to show: kvlock keeps locks and elections in "+kvlease.DefaultBucket+", natscoord work its claims in "+worker.DefaultLeaseBucket+" (one that does not exist yet is shown as absent)")
-	f.StringVar(&o.stream, "stream", "", "ledger event stream (default LEDGER)")
 	f.StringVar(&o.prefix, "prefix", "", "serve under this path prefix, e.g. /ui")
-	f.BoolVar(&o.create, "create", false, "create a missing ledger bucket, lease bucket or event stream")
+	f.BoolVar(&o.create, "create", false, "create a missing ledger bucket or lease bucket")
 	return cmd
 }
 
@@ -181,12 +177,12 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
-		EventStream: o.stream, EventSubjectPrefix: o.subjectPfx, Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: uiTaskActions(js, o.ledger, events.JetStreamBusConfig{Stream: o.stream, SubjectPrefix: o.subjectPfx})})
+		Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
+		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: uiTaskActions(js, o.ledger)})
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-		// Say what to run: a ledger and its event stream appear with the
-		// first admission (natscoord ledger admit, or a worker's).
-		return nil, nil, nil, fmt.Errorf("%w: nothing has created it on this server yet; admit a task first (natscoord ledger admit), point --ledger/--stream at the ledger your workers use, or run ui with --create to create it empty", err)
+		// Say what to run: a ledger appears with the first admission
+		// (natscoord ledger admit, or a worker's).
+		return nil, nil, nil, fmt.Errorf("%w: nothing has created it on this server yet; admit a task first (natscoord ledger admit), point --ledger at the ledger your workers use, or run ui with --create to create it empty", err)
 	}
 	if err != nil {
 		return nil, nil, nil, err
@@ -268,8 +264,7 @@ func (a *app) sayUI(w io.Writer, url string, loopback bool, o uiOptions, basic d
 }
 
 // serveUI starts the dashboard on an in-process connection to s, for
-// natscoord serve --ui: the default ledger, lease bucket and event stream
-// are created so the page works before anything else ran.
+// natscoord serve --ui: the default ledger and lease bucket are created so the page works before anything else ran.
 func (a *app) serveUI(ctx context.Context, s *embedded.Server, o uiOptions) (func(), error) {
 	nc, err := s.Connect(nats.Name("natscoord-ui"), nats.MaxReconnects(-1))
 	if err != nil {

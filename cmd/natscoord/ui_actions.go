@@ -8,23 +8,20 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
 // uiTaskActions returns the dashboard's reopen, cancel and rm actions on the
-// ledger bucket, publishing their events on the given bus config so they
-// reach the timeline. The ledger handle is opened at the first action: by
-// then the dashboard has checked that the bucket exists, and looking
-// creates nothing.
-func uiTaskActions(js jetstream.JetStream, bucket string, bus events.JetStreamBusConfig) dashboard.TaskActions {
-	return &operatorActions{js: js, bucket: bucket, bus: bus}
+// ledger bucket (each write is its event, so it reaches the timeline). The
+// ledger handle is opened at the first action: by then the dashboard has
+// checked that the bucket exists, and looking creates nothing.
+func uiTaskActions(js jetstream.JetStream, bucket string) dashboard.TaskActions {
+	return &operatorActions{js: js, bucket: bucket}
 }
 
 type operatorActions struct {
 	js     jetstream.JetStream
 	bucket string
-	bus    events.JetStreamBusConfig
 	mu     sync.Mutex
 	l      *kvledger.Ledger
 }
@@ -35,7 +32,7 @@ func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) 
 	if a.l != nil {
 		return a.l, nil
 	}
-	l, err := openLedger(ctx, a.js, a.bucket, ledgerCreate, a.bus)
+	l, err := openLedger(ctx, a.js, a.bucket, ledgerCreate)
 	if err != nil {
 		return nil, err
 	}

@@ -10,20 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/dashtest"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
 // TestUITaskActionsWired runs reopen and cancel through the dashboard on
-// the ledger's own operator methods.
+// the ledger's own operator methods; each write shows once in the task's
+// timeline (issue 22: a reopen and a cancel each showed twice when their
+// events were published beside the writes).
 func TestUITaskActionsWired(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.Admit(t, e.Ledger, "a", nil)
 		dashtest.Admit(t, e.Ledger, "b", nil, "a")
 	}, func(c *dashboard.Config) {
-		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket, events.JetStreamBusConfig{})
+		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket)
 	})
 	act := func(do, key string) {
 		tok := dashtest.CSRFOf(t, e.Page(t, "/confirm?do="+do+"&key="+key))
@@ -44,6 +45,9 @@ func TestUITaskActionsWired(t *testing.T) {
 	body = e.Page(t, "/task?key=a")
 	require.Contains(t, body, "ledger.reopened")
 	require.Contains(t, body, "<b>ui.reopen</b>")
+	for _, ev := range []string{"ledger.admitted", "ledger.cancelled", "ledger.reopened"} {
+		require.Equal(t, 1, strings.Count(body, "<b>"+ev+"</b>"), "%s once in the timeline", ev)
+	}
 }
 
 // TestUITaskActionsRemove: natscoord ui offers rm (single and bulk) on
@@ -53,7 +57,7 @@ func TestUITaskActionsRemove(t *testing.T) {
 		dashtest.Admit(t, e.Ledger, "a", nil)
 		dashtest.RunTask(t, e.Ledger, "a", "w1", kvledger.StatusCompleted)
 	}, func(c *dashboard.Config) {
-		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket, events.JetStreamBusConfig{})
+		c.Tasks = uiTaskActions(c.JS, dashtest.LedgerBucket)
 	})
 	require.Contains(t, e.Page(t, "/task?key=a"), "Remove…")
 	dry := e.Page(t, "/bulk?do=rm&keys=a")

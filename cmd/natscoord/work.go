@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
@@ -182,11 +181,10 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	defer rc.close(nc)
-	l, err := openLedger(sctx, js, o.ledger.bucket, ledgerCreate, events.JetStreamBusConfig{})
+	l, err := openLedger(sctx, js, o.ledger.bucket, ledgerCreate)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = l.Close(context.Background()) }()
 	drain := o.drain
 	if drain == 0 {
 		drain = -1 // the worker's "do not wait"

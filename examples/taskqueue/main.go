@@ -1,8 +1,9 @@
 // Command taskqueue is a small tour of kvledger's task runtime and events:
 // it admits a dependency graph of tasks, two workers (package
 // kvledger/worker) run them as they become ready, one task fails, the
-// tasks that need it are blocked, and every transition is printed live
-// from the "ledger.>" subjects.
+// tasks that need it are blocked, and every transition is printed live:
+// each is one write of the ledger bucket, which the bucket republishes on
+// "ledger.<bucket>.<key>".
 //
 // It runs on an embedded nats-server, or against NATS_URL when set:
 //
@@ -62,29 +63,17 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer func() { _ = js.DeleteKeyValue(context.WithoutCancel(ctx), bucket) }()
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+	ledger, err := kvledger.New(store)
 	if err != nil {
-		return err
-	}
-	ledger, err := kvledger.New(store, bus)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = ledger.Close(context.Background()) }()
-	// The relay publishes the event of any write whose writer died before
-	// publishing it.
-	if err := ledger.StartRelay(ctx, kvledger.RelayConfig{Durable: "relay_" + bucket}); err != nil {
 		return err
 	}
 
 	// Events arrive on the connection's goroutine; hand them to this one.
 	evc := make(chan events.Event, 256)
-	live, err := events.SubscribeLive(nc, "ledger.>", func(e events.Event) {
-		if e.Source == bucket {
-			select {
-			case evc <- e:
-			default:
-			}
+	live, err := events.SubscribeLive(nc, store.EventSource(), events.LiveConfig{}, func(e events.Event) {
+		select {
+		case evc <- e:
+		default:
 		}
 	}, nil)
 	if err != nil {
@@ -160,11 +149,7 @@ func startWorker(ctx context.Context, js jetstream.JetStream, bucket string, own
 	if err != nil {
 		return nil, err
 	}
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-	if err != nil {
-		return nil, err
-	}
-	l, err := kvledger.New(store, bus)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return nil, err
 	}

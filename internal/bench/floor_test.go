@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
 )
 
 // ledgerFloor is the least any ledger-shaped task runtime stores per
@@ -21,7 +22,11 @@ import (
 // queueHandlers handlers that learn of admissions from a watch of the
 // bucket, a compare-and-set to "claimed" and a compare-and-set to "done".
 // With events, each of the three writes also publishes one message to an
-// events stream (pipelined). It has no idempotency records, no fence
+// events stream (pipelined). With the ledger's layout (logged), the bucket
+// keeps 64 writes per key and republishes them (kvledger's event log) and
+// each write carries its transition in a header: the design where the
+// writes are the events and the client publishes nothing more. It has no
+// idempotency records, no fence
 // checks beyond the revisions, no JSON and no liveness: it is a floor to
 // measure the runtime against, not a design.
 type ledgerFloor struct {
@@ -32,6 +37,9 @@ type ledgerFloor struct {
 	bucket string
 	// events is the events stream's subject prefix, "" for none.
 	events string
+	// logged: the bucket has kvledger's event-log layout (History 64, a
+	// RePublish) and every write names its transition in a header.
+	logged bool
 	// acks, when not nil, receives the completions' ack futures: the
 	// handler sends its completion without waiting for its ack and goes
 	// on to the next task (the most a runtime could pipeline: the claim
@@ -45,13 +53,18 @@ type ledgerFloor struct {
 // newLedgerFloor creates the bucket (and, with events, a stream on
 // "floorev<id>.>") on n and starts the handlers on their own connection;
 // b.Cleanup stops them.
-func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) *ledgerFloor {
+func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logged bool) *ledgerFloor {
 	b.Helper()
 	ctx := context.Background()
 	id := strconv.FormatInt(queueSeq.Add(1), 10)
-	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id,
+	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id, logged: logged,
 		handle: make(chan jetstream.KeyValueEntry, 4096), stop: make(chan struct{})}
-	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: f.bucket})
+	kvc := jetstream.KeyValueConfig{Bucket: f.bucket}
+	if logged {
+		kvc.History = kvledger.EventHistory
+		kvc.RePublish = &jetstream.RePublish{Source: "$KV." + f.bucket + ".>", Destination: "floorlive" + id + ".>"}
+	}
+	_, err := n.JS.CreateKeyValue(ctx, kvc)
 	require.NoError(b, err)
 	if withEvents {
 		f.events = "floorev" + id
@@ -123,17 +136,23 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined bool) 
 // work claims e's task, runs nothing, and records it done.
 func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 	ctx := context.Background()
-	rev, err := f.kv.Update(ctx, e.Key(), []byte("claimed"), e.Revision())
+	var rev uint64
+	var err error
+	if f.logged {
+		var a *jetstream.PubAck
+		if a, err = f.hjs.PublishMsg(ctx, f.write(e.Key(), "claimed", e.Revision())); err == nil {
+			rev = a.Sequence
+		}
+	} else {
+		rev, err = f.kv.Update(ctx, e.Key(), []byte("claimed"), e.Revision())
+	}
 	if err != nil {
 		b.Errorf("floor claim: %v", err)
 		return
 	}
 	f.event(b, "claimed", e.Key())
 	if f.acks != nil {
-		m := nats.NewMsg("$KV." + f.bucket + "." + e.Key())
-		m.Data = []byte("done")
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
-		a, err := f.hjs.PublishMsgAsync(m)
+		a, err := f.hjs.PublishMsgAsync(f.write(e.Key(), "done", rev))
 		if err != nil {
 			b.Errorf("floor done: %v", err)
 			return
@@ -145,12 +164,29 @@ func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 		}
 		return
 	}
-	if _, err := f.kv.Update(ctx, e.Key(), []byte("done"), rev); err != nil {
+	if f.logged {
+		_, err = f.hjs.PublishMsg(ctx, f.write(e.Key(), "done", rev))
+	} else {
+		_, err = f.kv.Update(ctx, e.Key(), []byte("done"), rev)
+	}
+	if err != nil {
 		b.Errorf("floor done: %v", err)
 		return
 	}
 	f.event(b, "done", e.Key())
 	f.completed()
+}
+
+// write is the compare-and-set of key to value at revision rev, named by
+// its transition in kvledger's header when the floor is logged.
+func (f *ledgerFloor) write(key, value string, rev uint64) *nats.Msg {
+	m := nats.NewMsg("$KV." + f.bucket + "." + key)
+	m.Data = []byte(value)
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
+	if f.logged {
+		m.Header.Set(kvledger.EventHeader, "ledger."+value)
+	}
+	return m
 }
 
 func (f *ledgerFloor) completed() {
@@ -182,10 +218,7 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	start := time.Now()
 	publishWindowed(b, f.pub, count, func(i int) error {
 		key := "f" + round + "-" + strconv.Itoa(i)
-		m := nats.NewMsg("$KV." + f.bucket + "." + key)
-		m.Data = []byte("pending")
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		if _, err := f.pub.PublishMsgAsync(m); err != nil {
+		if _, err := f.pub.PublishMsgAsync(f.write(key, "pending", 0)); err != nil {
 			return err
 		}
 		if f.events == "" {
@@ -209,24 +242,28 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 
 // BenchmarkLedgerFloor measures ledgerFloor, without and with events,
 // against the raw work queue in the same run: how close to 0.2x the raw
-// queue the ledger's three stored writes per task (six with events) can
-// come with no cost of the ledger's own. x_raw = floor tasks/s / raw
-// jobs/s.
+// queue the ledger's three stored writes per task (six with client
+// events) can come with no cost of the ledger's own. "logged" is the
+// ledger's design: three stored writes with their transition header in a
+// bucket that keeps and republishes them, no client events. x_raw = floor
+// tasks/s / raw jobs/s.
 func BenchmarkLedgerFloor(b *testing.B) {
 	jobs := queueJobCount(b)
 	for _, c := range []struct {
-		name          string
-		events, piped bool
+		name                  string
+		events, piped, logged bool
 	}{
-		{"writes3", false, false},
-		{"writes3+events3", true, false},
-		{"writes3/pipelined", false, true},
-		{"writes3+events3/pipelined", true, true},
+		{"writes3", false, false, false},
+		{"writes3+events3", true, false, false},
+		{"writes3/pipelined", false, true, false},
+		{"writes3+events3/pipelined", true, true, false},
+		{"writes3+logged", false, false, true},
+		{"writes3+logged/pipelined", false, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			n := newServer(b, false)
 			q := newRawQueue(b, n, queueHandlers)
-			f := newLedgerFloor(b, n, c.events, c.piped)
+			f := newLedgerFloor(b, n, c.events, c.piped, c.logged)
 			var s split
 			for b.Loop() {
 				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })

@@ -31,8 +31,8 @@ func BenchmarkLedgerLarge(b *testing.B) {
 	const small = 1000
 	n := newServer(b, false)
 	ctx := context.Background()
-	ls, _ := newLedger(b, n, nil)
-	ll, _ := newLedger(b, n, nil)
+	ls, _ := newLedger(b, n)
+	ll, _ := newLedger(b, n)
 	start := time.Now()
 	fillN(b, 16, small, func(i int) { admit(b, ls, "fill-"+strconv.Itoa(i)) })
 	fillN(b, 16, large, func(i int) { admit(b, ll, "fill-"+strconv.Itoa(i)) })

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -24,16 +23,15 @@ var benchTask = map[string]any{"job": "resize", "image": "img-000042.png", "widt
 
 var ledgerSeq atomic.Int64
 
-// newLedger opens a KVStore ledger on a fresh bucket of n, with bus (nil:
-// no events).
-func newLedger(b *testing.B, n *natstest.Node, bus events.Bus) (*kvledger.Ledger, string) {
+// newLedger opens a KVStore ledger on a fresh bucket of n (its writes are
+// its events: nothing else is published).
+func newLedger(b *testing.B, n *natstest.Node) (*kvledger.Ledger, string) {
 	b.Helper()
 	bucket := fmt.Sprintf("ledger%d", ledgerSeq.Add(1))
 	st, err := kvledger.NewKVStore(context.Background(), n.JS, kvledger.KVStoreConfig{Bucket: bucket})
 	require.NoError(b, err)
-	l, err := kvledger.New(st, bus)
+	l, err := kvledger.New(st)
 	require.NoError(b, err)
-	b.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l, bucket
 }
 
@@ -83,7 +81,7 @@ func BenchmarkLedgerAdmit(b *testing.B) {
 		b.Run(sm.name, func(b *testing.B) {
 			n := newServer(b, sm.always)
 			ctx := context.Background()
-			l, bucket := newLedger(b, n, nil)
+			l, bucket := newLedger(b, n)
 			admit(b, l, "warm")
 			kv := rawKV(b, n.JS, "rawbench")
 			val := make([]byte, recordLen(b, n.JS, bucket))
@@ -122,34 +120,6 @@ func leaderGetCreate(b *testing.B, n *natstest.Node, kv jetstream.KeyValue, key 
 	}
 }
 
-// BenchmarkLedgerBus: the cost of the JetStream event bus per ledger write:
-// Admit on a ledger with the bus against Admit on one without it (same
-// server, alternating). bus-us/write is the difference per Admit.
-func BenchmarkLedgerBus(b *testing.B) {
-	n := newServer(b, false)
-	bus, err := events.NewJetStreamBus(context.Background(), n.JS, events.JetStreamBusConfig{})
-	require.NoError(b, err)
-	plain, _ := newLedger(b, n, nil)
-	withBus, _ := newLedger(b, n, bus)
-	admit(b, plain, "warm")
-	admit(b, withBus, "warm")
-	i := 0
-	var s split
-	for b.Loop() {
-		k := "t" + strconv.Itoa(i)
-		i++
-		s.pair(func() { admit(b, plain, k) }, func() { admit(b, withBus, k) })
-	}
-	if s.n == 0 {
-		return
-	}
-	nf := float64(s.n)
-	b.ReportMetric(float64(s.prim.Nanoseconds())/nf, "ns/op")
-	b.ReportMetric(float64(s.raw.Nanoseconds())/nf, "nobus-ns/op")
-	b.ReportMetric(float64((s.prim-s.raw).Microseconds())/nf, "bus-us/write")
-	b.ReportMetric(s.raw.Seconds()/s.prim.Seconds(), "x_nobus")
-}
-
 // BenchmarkLedgerClaimComplete: claim→complete cycles with 8 workers on
 // distinct pending tasks, against 8 raw workers doing what the cycle's
 // writes are made of (Get+Update, twice) on keys of the same size.
@@ -158,7 +128,7 @@ func BenchmarkLedgerClaimComplete(b *testing.B) {
 	const workers, per = 8, 25
 	n := newServer(b, false)
 	ctx := context.Background()
-	l, bucket := newLedger(b, n, nil)
+	l, bucket := newLedger(b, n)
 	admit(b, l, "warm")
 	kv := rawKV(b, n.JS, "rawbench")
 	val := make([]byte, recordLen(b, n.JS, bucket))

@@ -13,13 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-// runtimeLedger is a ledger with the JetStream event bus (as a service
+// runtimeLedger is a ledger (its writes are its events, as a service
 // would run it) and a worker on its own connection whose handler for kind
 // "noop" calls onJob.
 type runtimeLedger struct {
@@ -39,11 +38,8 @@ func newRuntimeLedger(b *testing.B, js, wjs jetstream.JetStream, concurrency int
 	open := func(js jetstream.JetStream) *kvledger.Ledger {
 		st, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 		require.NoError(b, err)
-		bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+		l, err := kvledger.New(st)
 		require.NoError(b, err)
-		l, err := kvledger.New(st, bus)
-		require.NoError(b, err)
-		b.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l
 	}
 	r := &runtimeLedger{l: open(js)}
@@ -170,11 +166,16 @@ func BenchmarkTaskRuntime(b *testing.B) {
 		n := newServer(b, false)
 		q := newRawQueue(b, n, queueHandlers)
 		r := newRuntimeLedger(b, n.JS, n.NewJS(b), queueHandlers)
-		var s split
+		var (
+			s       split
+			rt, raw traffic
+		)
 		for b.Loop() {
-			s.pair(func() { q.run(b, jobs) }, func() { r.run(b, jobs) })
+			s.pair(func() { raw.add(b, n, func() { q.run(b, jobs) }) }, func() { rt.add(b, n, func() { r.run(b, jobs) }) })
 		}
 		s.reportTasks(b, jobs)
+		rt.report(b, "", jobs*s.n)
+		raw.report(b, "raw-", jobs*s.n)
 	})
 	b.Run("pickup", func(b *testing.B) {
 		n := newServer(b, false)
@@ -309,11 +310,8 @@ func BenchmarkAdmitMany(b *testing.B) {
 			st, err := kvledger.NewKVStore(context.Background(), n.JS, kvledger.KVStoreConfig{Bucket: fmt.Sprintf("am%d", ledgerSeq.Add(1))})
 			require.NoError(b, err)
 			require.NoError(b, st.EnableAtomicBatches(context.Background()))
-			bus, err := events.NewJetStreamBus(context.Background(), n.JS, events.JetStreamBusConfig{})
+			l, err := kvledger.New(st)
 			require.NoError(b, err)
-			l, err := kvledger.New(st, bus)
-			require.NoError(b, err)
-			b.Cleanup(func() { _ = l.Close(context.Background()) })
 			r := &runtimeLedger{l: l}
 			var s split
 			for b.Loop() {

@@ -250,10 +250,9 @@ func openLedger(t *testing.T, js jetstream.JetStream, bucket string) *kvledger.L
 		if err != nil {
 			return err
 		}
-		l, err = kvledger.New(store, nil)
+		l, err = kvledger.New(store)
 		return err
 	})
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

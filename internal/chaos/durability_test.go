@@ -63,7 +63,7 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	ctx := context.Background()
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: "durable"})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, nil)
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
 
 	a := &acked{claimed: make(map[kvledger.IdempotencyKey]kvledger.FenceToken)}
@@ -91,7 +91,6 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	}
 	srv.Kill(t) // SIGKILL while the workers keep writing
 	wg.Wait()
-	require.NoError(t, l.Close(context.Background()))
 	nc.Close()
 
 	srv2, line := startChild(t, "server", env...)
@@ -103,9 +102,8 @@ func durabilityRun(t *testing.T, mode string, killAfter int64) {
 	require.NoError(t, err)
 	store2, err := kvledger.NewKVStore(ctx, js2, kvledger.KVStoreConfig{Bucket: "durable"})
 	require.NoError(t, err)
-	l2, err := kvledger.New(store2, nil)
+	l2, err := kvledger.New(store2)
 	require.NoError(t, err)
-	defer l2.Close(context.Background())
 
 	missing := 0
 	check := func(key kvledger.IdempotencyKey, ok func(kvledger.TaskState) bool, what string) {

@@ -327,12 +327,11 @@ func (f *fencing) ledgerWorker(ctx context.Context, name string) {
 		if err != nil {
 			return err
 		}
-		l, err := kvledger.New(store, nil)
+		l, err := kvledger.New(store)
 		if err != nil {
 			return err
 		}
 		f.workLoop(ctx, name, js.Conn().IsClosed, l)
-		_ = l.Close(context.Background())
 		return nil
 	})
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -61,8 +60,6 @@ type dagWL struct {
 const (
 	dagBucket      = "part_dag"
 	dagLeaseBucket = "part_dag_claims"
-	dagStream      = "PART_DAG_EVENTS"
-	dagPrefix      = "partdag."
 	dagMaxAttempts = 3
 	dagClaimTTL    = 2 * time.Second
 )
@@ -88,18 +85,13 @@ func (w *dagWL) setup(t *testing.T, r *partRun) {
 			if err != nil {
 				return err
 			}
-			bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{Stream: dagStream, SubjectPrefix: dagPrefix, Replicas: 3})
-			if err != nil {
-				return err
-			}
-			l, err = kvledger.New(store, bus)
+			l, err = kvledger.New(store)
 			return err
 		})
-		t.Cleanup(func() { _ = l.Close(context.Background()) })
 		return l
 	}
 	w.admin = open(r.cc.c.JS)
-	r.addStreams(streamOf(dagBucket), streamOf(dagLeaseBucket), dagStream)
+	r.addStreams(streamOf(dagBucket), streamOf(dagLeaseBucket))
 	for i := range r.cc.c.Size() {
 		name := fmt.Sprintf("dagworker%d", i)
 		js, closeFn, err := r.cc.connect(name)
@@ -255,7 +247,7 @@ func (w *dagWL) results(t *testing.T, r *partRun, phases int) []phaseCounts {
 	w.closeWorkers()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	killed := killedAttempts(t, ctx, r.cc.c.JS, dagStream, dagBucket)
+	killed := killedAttempts(t, ctx, r.cc.c.JS, dagBucket)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.tr.mu.Lock()

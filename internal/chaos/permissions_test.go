@@ -13,11 +13,8 @@ import (
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
 )
-
-func newBus(ctx context.Context, js jetstream.JetStream, _ string) (*events.JetStreamBus, error) {
-	return events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
-}
 
 // kvPermissions are the subjects a client of the KV bucket needs to use it
 // (bind, read from the leader and directly, write, watch), as listed in
@@ -37,29 +34,25 @@ func kvPermissions(bucket string) []string {
 }
 
 // durablePermissions: what a durable event subscriber needs on top of
-// nothing else (it neither binds nor publishes to the stream): create its
-// consumer, pull from it, acknowledge (README "Security and permissions").
+// nothing else (it never writes the bucket): read the stream's state,
+// create its consumer, pull from it, acknowledge (README "Security and
+// permissions").
 func durablePermissions(stream string) []string {
 	return []string{
+		"$JS.API.STREAM.INFO." + stream,
 		"$JS.API.CONSUMER.CREATE." + stream + ".>",
 		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
 		"$JS.ACK." + stream + ".>",
 	}
 }
 
-// streamPermissions: binding and publishing to the events stream.
-func streamPermissions(stream string, subjects ...string) []string {
-	return append([]string{"$JS.API.STREAM.INFO." + stream}, subjects...)
-}
-
 // TestSubjectPermissions: a client whose user may publish to exactly the
 // subjects README lists (and subscribe to _INBOX.>) runs kvlease, kvlock and
-// kvledger with events; a client missing the bucket's $KV.<bucket>.>
+// kvledger (whose writes are its events); a client missing the bucket's $KV.<bucket>.>
 // publish permission, or the _INBOX subscription, is refused.
 func TestSubjectPermissions(t *testing.T) {
 	const pfx = "perm"
-	exact := append(append(append(kvPermissions(pfx+"_leases"), kvPermissions(pfx+"_locks")...),
-		kvPermissions(pfx+"_tasks")...), streamPermissions("LEDGER", "ledger.>")...)
+	exact := append(append(kvPermissions(pfx+"_leases"), kvPermissions(pfx+"_locks")...), kvPermissions(pfx+"_tasks")...)
 	var noKV []string
 	for _, s := range exact {
 		if s != "$KV."+pfx+"_leases.>" {
@@ -72,7 +65,7 @@ func TestSubjectPermissions(t *testing.T) {
 		{Name: "app", Password: "b", Publish: exact, Subscribe: inbox},
 		{Name: "nokv", Password: "c", Publish: noKV, Subscribe: inbox},
 		{Name: "noinbox", Password: "d", Publish: exact, Subscribe: []string{}},
-		{Name: "audit", Password: "e", Publish: durablePermissions("LEDGER"), Subscribe: inbox},
+		{Name: "audit", Password: "e", Publish: durablePermissions("KV_" + pfx + "_tasks"), Subscribe: inbox},
 	}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, srv.Shutdown(context.Background())) })
@@ -84,7 +77,7 @@ func TestSubjectPermissions(t *testing.T) {
 		require.NoError(t, err)
 		return js
 	}
-	// The operator (admin) creates the buckets and the stream.
+	// The operator (admin) creates the buckets.
 	exerciseComponents(t, connect("admin", "a"), pfx)
 
 	t.Run("exact permissions work", func(t *testing.T) {
@@ -99,11 +92,12 @@ func TestSubjectPermissions(t *testing.T) {
 		t.Logf("refused: %v (connection: %v)", err, js.Conn().LastError())
 	})
 	t.Run("durable event subscription", func(t *testing.T) {
-		// exerciseComponents has published ledger events; a subscriber
-		// holding only the durable permissions reads and acknowledges them.
+		// exerciseComponents has written ledger records, its events; a
+		// subscriber holding only the durable permissions reads and
+		// acknowledges them.
 		ctx := natstest.Context(t, 10*time.Second)
 		got := make(chan events.Event, 1)
-		d, err := events.SubscribeDurable(ctx, connect("audit", "e"), events.DurableConfig{Durable: "perm-audit"},
+		d, err := events.SubscribeDurable(ctx, connect("audit", "e"), kvledger.EventSource(pfx+"_tasks"), events.DurableConfig{Durable: "perm-audit"},
 			func(_ context.Context, e events.Event) error {
 				select {
 				case got <- e:
@@ -116,9 +110,9 @@ func TestSubjectPermissions(t *testing.T) {
 		e := natstest.Recv(t, got, 5*time.Second, "an event through the durable consumer")
 		require.NotEmpty(t, e.Key)
 
-		// Without the consumer API (the plain app user) it is refused.
+		// Without the consumer API on that bucket's stream it is refused.
 		actx := natstest.Context(t, 2*time.Second)
-		_, err = events.SubscribeDurable(actx, connect("app", "b"), events.DurableConfig{Durable: "perm-denied"},
+		_, err = events.SubscribeDurable(actx, connect("audit", "e"), kvledger.EventSource(pfx+"_locks"), events.DurableConfig{Durable: "perm-denied"},
 			func(context.Context, events.Event) error { return nil }, nil)
 		require.Error(t, err)
 		t.Logf("refused: %v", err)
@@ -130,5 +124,5 @@ func TestSubjectPermissions(t *testing.T) {
 		require.Error(t, err)
 		t.Logf("refused: %v", err)
 	})
-	report(t, "security", fmt.Sprintf("permissions: a user with exactly %d publish subjects + _INBOX.> runs kvlease, kvlock, kvledger+events; a durable event subscriber needs 3 publish subjects; without $KV publish, the consumer API or _INBOX subscribe a user is refused", len(exact)))
+	report(t, "security", fmt.Sprintf("permissions: a user with exactly %d publish subjects + _INBOX.> runs kvlease, kvlock, kvledger (its writes are its events); a durable event subscriber needs 4 publish subjects; without $KV publish, the consumer API or _INBOX subscribe a user is refused", len(exact)))
 }

@@ -63,7 +63,7 @@ func exerciseComponents(t *testing.T, js jetstream.JetStream, prefix string) {
 	ctx := natstest.Context(t, 30*time.Second)
 	require.NoError(t, exerciseLease(ctx, js, prefix+"_leases"))
 	require.NoError(t, exerciseLock(ctx, js, prefix+"_locks"))
-	require.NoError(t, exerciseLedger(ctx, js, prefix+"_tasks", prefix+"_LEDGER"))
+	require.NoError(t, exerciseLedger(ctx, js, prefix+"_tasks"))
 }
 
 func exerciseLease(ctx context.Context, js jetstream.JetStream, bucket string) error {
@@ -116,20 +116,15 @@ func exerciseLock(ctx context.Context, js jetstream.JetStream, bucket string) er
 	return errIf(!ok, "no token")
 }
 
-func exerciseLedger(ctx context.Context, js jetstream.JetStream, bucket, stream string) error {
+func exerciseLedger(ctx context.Context, js jetstream.JetStream, bucket string) error {
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 	if err != nil {
 		return err
 	}
-	bus, err := newBus(ctx, js, stream)
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}
-	l, err := kvledger.New(store, bus)
-	if err != nil {
-		return err
-	}
-	defer l.Close(context.Background())
 	now := time.Now()
 	key := kvledger.IdempotencyKey(fmt.Sprintf("t%d", now.UnixNano()))
 	if _, err := l.Admit(ctx, "sec", key, 1, nil, now); err != nil {

@@ -178,11 +178,8 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	store := natstest.Open(t, "ledger bucket", func(ctx context.Context) (*kvledger.KVStore, error) {
 		return kvledger.NewKVStore(ctx, env.js, kvledger.KVStoreConfig{Bucket: bucket, Replicas: env.replicas})
 	})
-	bus, err := events.NewJetStreamBus(ctx, env.js, events.JetStreamBusConfig{})
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 
 	// Every task is admitted before any worker starts, so that who blocks
 	// whom does not depend on timing.
@@ -309,7 +306,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		}
 	}
 	require.NoError(t, err, "%d of %d tasks final", len(final), len(keys))
-	want := predict(dag, crashMaxAttempts, killedAttempts(t, ctx, env.js, events.DefaultStream, bucket))
+	want := predict(dag, crashMaxAttempts, killedAttempts(t, ctx, env.js, bucket))
 
 	// 1. Every task ended as the DAG predicts.
 	var wrong []string
@@ -384,23 +381,25 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 // claim's (the takeover of the last allowed attempt fails the task with
 // a new fence instead of claiming it). A read that fails (a consumer not
 // yet reachable after a fault) starts over, for up to 30 s.
-func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, stream, bucket string) map[kvledger.IdempotencyKey][]int {
+func killedAttempts(t *testing.T, ctx context.Context, js jetstream.JetStream, bucket string) map[kvledger.IdempotencyKey][]int {
 	t.Helper()
 	var out map[kvledger.IdempotencyKey][]int
 	var err error
 	for end := time.Now().Add(30 * time.Second); ; {
-		if out, err = readKilledAttempts(ctx, js, stream, bucket); err == nil || time.Now().After(end) || ctx.Err() != nil {
+		if out, err = readKilledAttempts(ctx, js, bucket); err == nil || time.Now().After(end) || ctx.Err() != nil {
 			break
 		}
-		t.Logf("reading %s's events again: %v", stream, err)
+		t.Logf("reading %s's events again: %v", bucket, err)
 		time.Sleep(200 * time.Millisecond)
 	}
-	require.NoError(t, err, "read the events of %s", stream)
+	require.NoError(t, err, "read the events of %s", bucket)
 	return out
 }
 
-func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, bucket string) (map[kvledger.IdempotencyKey][]int, error) {
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+// readKilledAttempts reads the ledger's events: its bucket's writes.
+func readKilledAttempts(ctx context.Context, js jetstream.JetStream, bucket string) (map[kvledger.IdempotencyKey][]int, error) {
+	src := kvledger.EventSource(bucket)
+	cons, err := js.OrderedConsumer(ctx, src.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{src.Subject}})
 	if err != nil {
 		return nil, err
 	}
@@ -423,11 +422,15 @@ func readKilledAttempts(ctx context.Context, js jetstream.JetStream, stream, buc
 		got := 0
 		for m := range batch.Messages() {
 			got++
-			e, err := events.Unmarshal(m.Data())
+			md, err := m.Metadata()
 			if err != nil {
 				return nil, err
 			}
-			if e.Source != bucket {
+			e, ok, err := kvledger.DecodeEvent(events.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: md.Sequence.Stream})
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
 				continue
 			}
 			c, held := claim[e.Key]

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -51,15 +50,10 @@ func childTaskWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bus, err := events.NewJetStreamBus(octx, js, events.JetStreamBusConfig{})
+	l, err := kvledger.New(store)
 	if err != nil {
 		return err
 	}
-	l, err := kvledger.New(store, bus)
-	if err != nil {
-		return err
-	}
-	defer l.Close(context.Background())
 	w, err := worker.New(octx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(name), ClaimTTL: ttl, Concurrency: crashConcurrency, MaxAttempts: crashMaxAttempts,
 		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, DrainTimeout: time.Second,

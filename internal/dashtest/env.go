@@ -2,7 +2,6 @@ package dashtest
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -36,10 +33,6 @@ type Env struct {
 // LedgerBucket is the KV bucket of the test ledger.
 const LedgerBucket = "natscoord_ledger"
 
-// LedgerHistory is the number of writes per record the test ledger's
-// bucket keeps.
-const LedgerHistory = 64
-
 // Holder is the holder name of Env.Leases.
 const Holder = "holder-1"
 
@@ -49,29 +42,15 @@ const Holder = "holder-1"
 // Manager.Close races with a release that starts at the same moment).
 var HoldCtx = context.Background()
 
-// NewLedger opens the test ledger with a JetStream bus.
+// NewLedger opens the test ledger (its bucket's stream is its event log).
 func NewLedger(t testing.TB, n *natstest.Node) *kvledger.Ledger {
 	t.Helper()
 	ctx := natstest.Context(t, 10*time.Second)
 	js := n.NewJS(t)
-	// The bucket keeps each record's writes, as the task page's attempts
-	// read them (Ledger.History); the KVStore binds it as it is.
-	created := false
-	if _, err := js.KeyValue(ctx, LedgerBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
-		_, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LedgerBucket, History: LedgerHistory})
-		require.NoError(t, err)
-		created = true
-	}
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: LedgerBucket})
 	require.NoError(t, err)
-	if created {
-		require.NoError(t, store.EnableAtomicBatches(ctx))
-	}
-	bus, err := events.NewJetStreamBus(ctx, js, events.JetStreamBusConfig{})
+	l, err := kvledger.New(store)
 	require.NoError(t, err)
-	l, err := kvledger.New(store, bus)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }
 

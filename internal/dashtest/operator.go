@@ -56,8 +56,7 @@ func (e *Env) LeasedClaimer(t testing.TB, holder string) *kvledger.Ledger {
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	store, err := kvledger.NewKVStore(ctx, e.Node.NewJS(t), kvledger.KVStoreConfig{Bucket: LedgerBucket})
 	require.NoError(t, err)
-	l, err := kvledger.New(store, nil, kvledger.WithLeases(m))
+	l, err := kvledger.New(store, kvledger.WithLeases(m))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
 }

@@ -76,8 +76,10 @@ func (b *Bucket) EnableAtomicBatches(ctx context.Context) error {
 // (OutcomeUnknown: it may have landed) is settled by finding that id on a
 // key (Entry.MsgID), never by comparing bytes that an identical earlier
 // batch would share.
-func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, values [][]byte) ([]uint64, error) {
-	if len(keys) == 0 || len(keys) != len(values) || len(keys) > MaxBatch {
+// hdrs, when not nil, holds headers stored with each message (one per
+// key; nil entries for none).
+func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, values [][]byte, hdrs []nats.Header) ([]uint64, error) {
+	if len(keys) == 0 || len(keys) != len(values) || len(keys) > MaxBatch || (hdrs != nil && len(hdrs) != len(keys)) {
 		return nil, fmt.Errorf("kvx: batch of %d keys, %d values (max %d)", len(keys), len(values), MaxBatch)
 	}
 	for _, k := range keys {
@@ -101,7 +103,7 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 		if l.Try() > 0 {
 			batch = id + "-" + strconv.Itoa(l.Try())
 		}
-		revs, err = b.sendBatch(ctx, batch, id, keys, values)
+		revs, err = b.sendBatch(ctx, batch, id, keys, values, hdrs)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return revs, err
 		}
@@ -113,10 +115,14 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 }
 
 // sendBatch sends one try of CreateBatchAs under the batch id batch.
-func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte) ([]uint64, error) {
+func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte, hdrs []nats.Header) ([]uint64, error) {
 	nc := b.js.Conn()
 	for i, k := range keys {
-		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: nats.Header{}}
+		var h nats.Header
+		if hdrs != nil {
+			h = hdrs[i]
+		}
+		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: withHeaders(h, 5)}
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 		m.Header.Set("Nats-Batch-Id", batch)
 		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))

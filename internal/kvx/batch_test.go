@@ -16,7 +16,7 @@ import (
 // exists; a stream without atomic publish refuses it with ErrNoAtomic.
 func batchSuite(t *testing.T, b *kvx.Bucket) {
 	ctx := natstest.Context(t, 30*time.Second)
-	_, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"b1", "b2"}, [][]byte{[]byte("1"), []byte("2")})
+	_, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"b1", "b2"}, [][]byte{[]byte("1"), []byte("2")}, nil)
 	require.ErrorIs(t, err, kvx.ErrNoAtomic)
 	on, err := b.AtomicBatches(ctx)
 	require.NoError(t, err)
@@ -31,7 +31,7 @@ func batchSuite(t *testing.T, b *kvx.Bucket) {
 	for i := range keys {
 		keys[i], values[i] = fmt.Sprintf("b%d", i), []byte(fmt.Sprint(i))
 	}
-	revs, err := b.CreateBatchAs(ctx, nuid.Next(), keys, values)
+	revs, err := b.CreateBatchAs(ctx, nuid.Next(), keys, values, nil)
 	require.NoError(t, err)
 	for i, k := range keys {
 		e, err := b.Get(ctx, k)
@@ -39,7 +39,7 @@ func batchSuite(t *testing.T, b *kvx.Bucket) {
 		require.Equal(t, revs[i], e.Revision, k)
 		require.Equal(t, values[i], e.Value)
 	}
-	_, err = b.CreateBatchAs(ctx, nuid.Next(), []string{"fresh1", "b7", "fresh2"}, [][]byte{[]byte("x"), []byte("x"), []byte("x")})
+	_, err = b.CreateBatchAs(ctx, nuid.Next(), []string{"fresh1", "b7", "fresh2"}, [][]byte{[]byte("x"), []byte("x"), []byte("x")}, nil)
 	require.ErrorIs(t, err, kvx.ErrConflict)
 	_, err = b.Get(ctx, "fresh1")
 	require.ErrorIs(t, err, kvx.ErrNotFound, "nothing of a refused batch is written")
@@ -66,7 +66,7 @@ func TestCreateBatchAsIdentifiesItsWrites(t *testing.T) {
 	ctx := natstest.Context(t, 10*time.Second)
 	require.NoError(t, b.EnableAtomicBatches(ctx))
 	keys := []string{"id.a", "id.b", "id.c"}
-	_, err := b.CreateBatchAs(ctx, "batch-1", keys, [][]byte{[]byte("1"), []byte("2"), []byte("3")})
+	_, err := b.CreateBatchAs(ctx, "batch-1", keys, [][]byte{[]byte("1"), []byte("2"), []byte("3")}, nil)
 	require.NoError(t, err)
 	for i, k := range keys {
 		e, err := b.Get(ctx, k)
@@ -93,7 +93,7 @@ func TestCreateBatchResendsWhenNoStreamListens(t *testing.T) {
 		}
 		back <- err
 	})
-	revs, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"r1", "r2"}, [][]byte{[]byte("1"), []byte("2")})
+	revs, err := b.CreateBatchAs(ctx, nuid.Next(), []string{"r1", "r2"}, [][]byte{[]byte("1"), []byte("2")}, nil)
 	require.NoError(t, natstest.Recv(t, back, 5*time.Second, "the bucket is back"))
 	require.NoError(t, err, "the batch is sent again once a stream listens")
 	require.Len(t, revs, 2)

@@ -40,6 +40,10 @@ type Config struct {
 	// cannot (before nats-server 2.12) or a refused update leaves the
 	// bucket without them; AtomicBatches then reports false.
 	AtomicBatches bool
+	// RePublish, when set, makes the server publish every stored message
+	// of the bucket matching its Source to its Destination (a live feed,
+	// at most once).
+	RePublish *jetstream.RePublish
 }
 
 // Bucket is a bound KV bucket with the raw operations of this package.
@@ -153,6 +157,7 @@ func (c Config) keyValueConfig() jetstream.KeyValueConfig {
 		Storage:        c.Storage,
 		MaxBytes:       c.MaxBytes,
 		LimitMarkerTTL: c.LimitMarkerTTL,
+		RePublish:      c.RePublish,
 	}
 }
 

@@ -87,3 +87,6 @@ func fromWatch(e jetstream.KeyValueEntry) Entry {
 	}
 	return Entry{Key: e.Key(), Value: e.Value(), Revision: e.Revision(), Op: op, Created: e.Created()}
 }
+
+// OpOf decodes the operation of a stored message from its headers.
+func OpOf(h nats.Header) Op { return opOf(h) }

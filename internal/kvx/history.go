@@ -1,58 +1,86 @@
 package kvx
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// History returns the messages the bucket still keeps of key, oldest
-// first, markers included: as many as the bucket's History setting (a
-// bucket with History 1 keeps only the last). A key with no message
-// returns none and no error.
-//
-// It first reads key's last message from the stream leader and then reads
-// the key's subject through one ordered consumer up to that revision, so
-// the answer is at least as new as every write acknowledged before the
-// call, also when the consumer is served by a lagging replica. The
-// consumer ends with the call.
-func (b *Bucket) History(ctx context.Context, key string) ([]Entry, error) {
-	last, err := b.Last(ctx, key)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+// Stored is one message of the bucket's stream as stored: its headers
+// included, which a watcher's entries do not carry.
+type Stored struct {
+	Subject  string
+	Header   map[string][]string
+	Data     []byte
+	Revision uint64
+	Entry    Entry
+}
+
+// History calls fn for every message the stream still holds for key,
+// oldest first (markers included), through one ephemeral consumer that
+// is deleted once it has delivered what was pending when it started (the
+// server removes it after a short inactivity if the delete is lost).
+func (b *Bucket) History(ctx context.Context, key string, fn func(Stored) bool) error {
+	if err := CheckKey(key); err != nil {
+		return err
 	}
+	c, err := b.js.CreateConsumer(ctx, b.stream, jetstream.ConsumerConfig{
+		FilterSubject:     b.Subject(key),
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		InactiveThreshold: 30 * time.Second,
+		MemoryStorage:     true,
+	})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("kvx: history of %q: %w", key, err)
 	}
-	cons, err := b.js.OrderedConsumer(ctx, b.stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{b.Subject(key)}})
-	if err != nil {
-		return nil, fmt.Errorf("kvx: history %q: %w", key, err)
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return nil, fmt.Errorf("kvx: history %q: %w", key, err)
-	}
-	defer it.Stop()
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	var out []Entry
-	for {
-		m, err := it.Next()
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OpTimeoutOf(b.js))
+		defer cancel()
+		_ = b.js.DeleteConsumer(dctx, b.stream, c.CachedInfo().Name)
+	}()
+	pending := int(c.CachedInfo().NumPending) // as the create answered
+	// A consumer just created on a replicated stream may not be answering
+	// yet: an empty fetch answered "no responders" is tried again on the
+	// policy single writes get (noResponders), the ceiling stated there.
+	l := noResponders.Start(ctx)
+	for pending > 0 && l.Next() {
+		batch, err := c.Fetch(min(pending, 256), jetstream.FetchContext(ctx))
 		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
+			return fmt.Errorf("kvx: history of %q: %w", key, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("kvx: history of %q: %w", key, err)
 			}
-			return nil, fmt.Errorf("kvx: history %q: %w", key, err)
+			s := Stored{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: meta.Sequence.Stream,
+				Entry: Entry{Key: key, Value: m.Data(), Revision: meta.Sequence.Stream, Op: opOf(m.Headers()), Created: meta.Timestamp,
+					MsgID: m.Headers().Get(jetstream.MsgIDHeader)}}
+			if !fn(s) {
+				return nil
+			}
 		}
-		e, err := b.EntryOfMsg(m)
-		if err != nil {
-			return nil, err
+		if err := batch.Error(); err != nil {
+			if n == 0 && noResponders.Transient(err) && !l.Last() {
+				continue
+			}
+			return fmt.Errorf("kvx: history of %q: %w", key, err)
 		}
-		out = append(out, e)
-		if e.Revision >= last.Revision {
-			return out, nil
+		if n == 0 {
+			return fmt.Errorf("kvx: history of %q: %d messages pending, none delivered", key, pending)
 		}
+		l.NoPause()
+		pending -= n
 	}
+	if pending > 0 {
+		return fmt.Errorf("kvx: history of %q: %d messages not delivered: %w", key, pending, cmp.Or(l.Err(), nats.ErrNoResponders))
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ import (
 //
 // Unlike kv.Update this sets Nats-TTL, so it is how leases are renewed.
 func (b *Bucket) Update(ctx context.Context, key string, value []byte, rev uint64, ttl time.Duration) (uint64, error) {
-	return b.UpdateAs(ctx, key, value, rev, ttl, "")
+	return b.UpdateAs(ctx, key, value, rev, ttl, "", nil)
 }
 
 // Create writes value only when key has no message at all. Prefer Acquire
@@ -38,7 +38,7 @@ func (b *Bucket) Create(ctx context.Context, key string, value []byte, ttl time.
 // that value's entry, so the caller can see the holder and wait for its
 // revision to change.
 func (b *Bucket) Acquire(ctx context.Context, key string, value []byte, ttl time.Duration, hint uint64) (uint64, Entry, error) {
-	return b.AcquireAs(ctx, key, value, ttl, hint, "")
+	return b.AcquireAs(ctx, key, value, ttl, hint, "", nil)
 }
 
 // Delete writes a delete marker on key only while its revision is rev and
@@ -75,7 +75,8 @@ func (b *Bucket) PutGuarded(ctx context.Context, key string, value []byte, guard
 // itself) only while guardKey's last revision is guardRev, in one publish.
 // ttl > 0 makes the marker expire (see DeleteTTL). It removes an entry that
 // belongs to another key's state, such as an index entry of a record, only
-// while that record is still the one that made it obsolete.
+// while that record is still the one that made it obsolete. An expiring
+// marker also rolls the key up (expiringMarker).
 func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardRev uint64, ttl time.Duration) (uint64, error) {
 	if err := CheckKey(key); err != nil {
 		return 0, err
@@ -84,6 +85,7 @@ func (b *Bucket) DeleteGuarded(ctx context.Context, key, guardKey string, guardR
 		return 0, err
 	}
 	m := &nats.Msg{Subject: b.Subject(key), Header: nats.Header{hdrOperation: []string{opDel}}}
+	expiringMarker(m.Header, ttl)
 	return b.send(ctx, m, cond{expect: true, rev: guardRev, subj: b.Subject(guardKey), ttl: ttl})
 }
 

@@ -24,7 +24,7 @@ func TestWriteAsIdentifiesTheWrite(t *testing.T) {
 	b := openBucket(t, c.JS, 3)
 	ctx := natstest.Context(t, 30*time.Second)
 
-	r1, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	r1, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1", nil)
 	require.NoError(t, err)
 	e, err := b.Last(ctx, "k")
 	require.NoError(t, err)
@@ -32,7 +32,7 @@ func TestWriteAsIdentifiesTheWrite(t *testing.T) {
 	require.Equal(t, r1, e.Revision)
 
 	// The same attempt sent again: one message, the original revision.
-	again, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	again, err := b.UpdateAs(ctx, "k", []byte("v"), 0, 0, "w1", nil)
 	require.NoError(t, err)
 	require.Equal(t, r1, again)
 
@@ -45,7 +45,7 @@ func TestWriteAsIdentifiesTheWrite(t *testing.T) {
 	require.Equal(t, d, e.Revision)
 
 	sub := natstest.RefuseWrites(t, c.JS.Conn(), "$KV.t.a")
-	rev, _, err := b.AcquireAs(ctx, "a", []byte("x"), 0, 0, "a1")
+	rev, _, err := b.AcquireAs(ctx, "a", []byte("x"), 0, 0, "a1", nil)
 	require.NoError(t, sub.Unsubscribe())
 	require.NoError(t, err, "our own write is not a holder")
 	e, err = b.Last(ctx, "a")
@@ -65,7 +65,7 @@ func TestAcquireRefusedWhileTheKeyReadsFreeIsUnsettled(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	natstest.CutOff(t, n, b.Name())
 
-	_, cur, err := b.AcquireAs(ctx, "k", []byte("v"), 0, 0, "w1")
+	_, cur, err := b.AcquireAs(ctx, "k", []byte("v"), 0, 0, "w1", nil)
 	require.ErrorIs(t, err, kvx.ErrUnsettled)
 	require.False(t, kvx.IsConflict(err), "not contention: nobody else wrote")
 	require.True(t, kvx.OutcomeUnknown(err))

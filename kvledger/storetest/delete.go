@@ -18,7 +18,7 @@ func testDeleteRecord(t *testing.T, newStore NewStore) {
 		t.Skip("store has no RecordDeleter")
 	}
 	ctx := ctxFor(t)
-	l, err := kvledger.New(s, nil)
+	l, err := kvledger.New(s)
 	check.NoError(t, err)
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
 	check.NoError(t, err)

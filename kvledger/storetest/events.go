@@ -24,24 +24,23 @@ func testEvents(t *testing.T, newStore NewStore) {
 	check.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
 
 	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
-		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.CompletedEvent}, rec.names("p"))
+		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.FailedEvent}, rec.names("p"))
 	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	last := map[string]uint64{}
-	for _, e := range rec.evs {
+	for _, e := range rec.events("p", "q") {
 		check.NoError(t, e.Validate())
 		if r, ok := last[e.Key]; ok {
 			check.Greater(t, e.Revision, r, "revisions rise per key")
 		}
+		check.Equal(t, last[e.Key], e.PrevRevision, "%s revision %d names the key's previous write", e.Key, e.Revision)
 		last[e.Key] = e.Revision
 		if e.Key == "q" && e.Name == kvledger.BlockedEvent {
 			check.Equal(t, "p", e.BlockedBy)
 			check.Equal(t, string(kvledger.StatusBlocked), e.Status)
 			check.Equal(t, "w2", e.Actor)
 		}
-		if e.Name == kvledger.CompletedEvent {
+		if e.Name == kvledger.FailedEvent {
 			check.Equal(t, string(kvledger.StatusFailed), e.Status)
 			check.Equal(t, uint64(f), e.Fence)
 		}
@@ -54,7 +53,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	store := newStore(t)
 	const keys, workers = 5, 4
-	l0, err := kvledger.New(store, nil)
+	l0, err := kvledger.New(store)
 	check.NoError(t, err)
 	for i := range keys {
 		admit(t, l0, kvledger.IdempotencyKey(rune('a'+i)))
@@ -63,7 +62,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	won := map[kvledger.IdempotencyKey][]kvledger.OwnerID{}
 	var wg sync.WaitGroup
 	for w := range workers {
-		l, err := kvledger.New(store, nil)
+		l, err := kvledger.New(store)
 		check.NoError(t, err)
 		owner := kvledger.OwnerID(rune('A' + w))
 		wg.Go(func() {

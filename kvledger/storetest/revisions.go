@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/natscoord/natscoord/events"
@@ -60,10 +59,7 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	}
 
 	// Through a Ledger: interleaved writes of two keys.
-	bus := &recorder{}
-	l, err := kvledger.New(newStore(t), bus, kvledger.WithSource("revs"))
-	check.NoError(t, err)
-	t.Cleanup(func() { check.NoError(t, l.Close(context.Background())) })
+	l, bus := newLedger(t, newStore)
 	admit(t, l, "x")
 	admit(t, l, "y")
 	fx := claim(t, l, "x", "w", t0)
@@ -75,14 +71,10 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	want := []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent, kvledger.CompletedEvent}
 	for _, k := range []kvledger.IdempotencyKey{"x", "y"} {
 		check.Equal(t, want, bus.names(string(k)), "%s: each write's event once", k)
-		bus.mu.Lock()
 		var last uint64
-		for _, e := range bus.evs {
-			if e.Key == string(k) {
-				last = e.Revision
-			}
+		for _, e := range bus.events(string(k)) {
+			last = e.Revision
 		}
-		bus.mu.Unlock()
 		check.Equal(t, state(t, l, k).Rev, last, "%s: the last event names the stored revision", k)
 	}
 }

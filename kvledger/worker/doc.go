@@ -48,14 +48,10 @@
 // A claim starts from the record the watch delivered: one
 // compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
 // that changed meanwhile is refused by the server and read again. A task
-// costs two record writes (claim, outcome) and the events of claim and
-// outcome; the worker's one lease (below) is shared by all its claims,
-// so no lease is written per task. They are arranged so that few of them
-// wait on one another: the record's previous event (normally the
-// admission's, which another process published; the bus drops the
-// duplicate) is published again while the claim is prepared; the
-// claim's event is sent without waiting and its acknowledgement
-// collected by the outcome's write, which must follow it on the stream.
+// costs two record writes (claim, outcome), which are also their events
+// (kvledger/doc.go, "Events"): nothing else is published. The worker's
+// one lease (below) is shared by all its claims, so no lease is written
+// per task.
 // Concurrency counts an attempt from its claim to the end of its
 // handler; recording the outcome holds no slot, so the next task starts
 // while the last one's writes land.

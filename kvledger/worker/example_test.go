@@ -33,8 +33,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	led, _ := kvledger.New(store, nil)
-	defer led.Close(context.Background())
+	led, _ := kvledger.New(store)
 
 	w, err := worker.New(ctx, js, led, worker.Config{Owner: "worker-1"})
 	if err != nil {

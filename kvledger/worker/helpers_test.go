@@ -41,9 +41,8 @@ func newEnv(t *testing.T, js jetstream.JetStream, replicas int) *env {
 			return err == nil
 		}, "ledger bucket has a leader")
 	}
-	led, err := kvledger.New(store, nil)
+	led, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = led.Close(context.Background()) })
 	return &env{t: t, js: js, led: led, leases: fmt.Sprintf("wleases%d", n)}
 }
 
@@ -105,9 +104,8 @@ func (e *env) ledgerOn(js jetstream.JetStream) *kvledger.Ledger {
 	store := natstest.Open(e.t, "ledger bucket", func(ctx context.Context) (*kvledger.KVStore, error) {
 		return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: name})
 	})
-	led, err := kvledger.New(store, nil)
+	led, err := kvledger.New(store)
 	require.NoError(e.t, err)
-	e.t.Cleanup(func() { _ = led.Close(context.Background()) })
 	return led
 }
 

@@ -25,9 +25,8 @@ func TestLedgerClaimHoldsOffWorkers(t *testing.T) {
 	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: e.leases})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	cli, err := kvledger.New(e.led.Store(), nil, kvledger.WithLeases(m))
+	cli, err := kvledger.New(e.led.Store(), kvledger.WithLeases(m))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cli.Close(context.Background()) })
 
 	e.submit(kvledger.Submission{Key: "t", Kind: "k", Seq: 1})
 	_, err = cli.Claim(ctx, "cli", "t", "cli", 2*time.Second, time.Now())

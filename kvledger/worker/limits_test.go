@@ -221,9 +221,8 @@ func TestGroupLimitsConfig(t *testing.T) {
 	store := natstest.Open(t, "ledger bucket", func(ctx context.Context) (*kvledger.KVStore, error) {
 		return kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: strings.Repeat("b", 150)})
 	})
-	long, err := kvledger.New(store, nil)
+	long, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = long.Close(context.Background()) })
 	group := strings.Repeat("é", kvledger.MaxGroupBytes/2) // escaped: 3 bytes per byte
 	_, err = worker.New(context.Background(), n.JS, long, worker.Config{LeaseBucket: e.leases, GroupLimits: map[string]int{group: 2}})
 	require.ErrorIs(t, err, worker.ErrInvalidConfig)

@@ -135,11 +135,6 @@ func (r *run) attempt() {
 		// in reverse), before endRun files the key again.
 		defer w.releaseSlot(r.grp, sg)
 	}
-	// The claim overwrites seen, whose event must be out first: send it
-	// (a duplicate the bus drops, unless its writer died before
-	// publishing) while the worker's lease is checked; the claim waits
-	// for it, and publishes it again first if the send failed.
-	w.l.PrepublishStored(seen)
 	if seen.Status == kvledger.StatusClaimed && !known {
 		if ok := w.readLeaseEnded(r.key, lease); !ok {
 			return
@@ -264,10 +259,7 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
 	}
-	// The outcome's event goes out without waiting; it is waited for
-	// below.
-	o.AsyncEvent = true
-	rec, err := w.finish(r, o)
+	_, err := w.finish(r, o)
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
@@ -281,11 +273,6 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		w.observe(hctx, ev)
 		return
 	}
-	octx, cancel := w.opCtx()
-	if err := w.l.PublishStored(octx, rec); err != nil {
-		w.cfg.Logger.Warn("worker: publishing an outcome's event", "key", string(r.key), "err", err)
-	}
-	cancel()
 	switch ev.Result {
 	case ResultCompleted:
 		w.stats.completed.Add(1)

@@ -80,9 +80,8 @@ func TestSpanPerAttempt(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	store, err := kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: "otelworker"})
 	require.NoError(t, err)
-	led, err := kvledger.New(store, nil)
+	led, err := kvledger.New(store)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = led.Close(context.Background()) })
 	w, err := worker.New(ctx, n.JS, led, worker.Config{Observer: o, MaxAttempts: 3, LeaseBucket: "otelworker_claims",
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	require.NoError(t, err)
