@@ -128,8 +128,9 @@ type taskData struct {
 	CanRemove                           bool
 	// Attempts are the task's attempts, oldest first, read by kvledger's
 	// rule (kvledger.Attempts) from the writes the ledger bucket keeps of
-	// the record (Ledger.History): a bucket with History 1 keeps only the
-	// last write, and then only the attempt it ended is shown.
+	// the record (Ledger.History, its last 64; a bucket of the older
+	// one-write layout keeps only the last, and then only the attempt it
+	// ended is shown).
 	Attempts []kvledger.Attempt
 	// LastError is the record's last error (read from the store, not
 	// kept in the view: errors can be long).

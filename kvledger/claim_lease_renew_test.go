@@ -93,7 +93,7 @@ func TestFailedClaimLeavesNoLease(t *testing.T) {
 	ctx := natstest.Context(t, 60*time.Second)
 	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	const leases = "failed_claim_leases"
-	plain := newLedger(t, store, nil)
+	plain := newLedger(t, store)
 	for _, k := range []kvledger.IdempotencyKey{"root", "a", "b"} {
 		var needs []kvledger.IdempotencyKey
 		if k != "root" {

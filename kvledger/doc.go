@@ -138,8 +138,7 @@
 // attempt's outcome (completed with a result, failed, or pending again
 // for a retry). WaitFinal waits by push for tasks to end. Attempts reads
 // a task's attempts, each with the error it ended with, from the writes
-// the bucket keeps of its record (History; a bucket with History 1 keeps
-// only the last write, and so only the last attempt).
+// the bucket keeps of its record (the last 64; see "Events").
 //
 // Operator actions are compare-and-sets with their own events: Reopen
 // (a failed record back to pending with a new fence, and the records it

@@ -70,6 +70,9 @@ func New(store Store, opts ...Option) (*Ledger, error) {
 	l.confirm, _ = store.(absenceConfirmer)
 	_, l.remember = store.(UniqueRevisions)
 	for _, o := range opts {
+		if o == nil {
+			continue // no option (also what a caller of the older New(store, nil) passes)
+		}
 		if err := o(l); err != nil {
 			return nil, err
 		}

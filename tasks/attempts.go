@@ -12,10 +12,11 @@ import (
 // error (kvledger.Attempts over the record's stored writes,
 // Ledger.History). None when key has no record.
 //
-// The ledger bucket keeps as many writes per key as its History setting.
-// A bucket that keeps one (History 1) holds only the last write, so only
-// the attempt that write ended is shown (without its start) until the
-// bucket keeps more.
+// The ledger bucket keeps the last 64 writes of each record (History
+// 64), which covers every attempt but those of a task retried more than
+// about 30 times. A bucket of the older one-write layout, opened without
+// the right to migrate it, holds only the last write: only the attempt
+// that write ended is shown, without its start.
 func (c *Client) Attempts(ctx context.Context, key kvledger.IdempotencyKey) ([]kvledger.Attempt, error) {
 	h, err := c.ledger.History(ctx, key)
 	if err != nil {

@@ -44,9 +44,9 @@
 // owner, start and end, and how it ended with its own error (a success
 // after two failures shows the two errors on the two failed attempts and
 // none on the third). It reads the writes the ledger bucket keeps of the
-// record (kvledger.Attempts over Ledger.History): a bucket that keeps one
-// write per key (History 1) shows only the attempt the last write ended,
-// without its start, until the bucket keeps more.
+// record (kvledger.Attempts over Ledger.History), the last 64 of them; a
+// bucket of the older one-write layout not yet migrated (`natscoord
+// ledger migrate`) shows only the attempt its last write ended.
 //
 // Workers lists the workers that are alive now, in any process: each
 // one's owner id, its lease as kvlease reads it (Holder.Expires: when

@@ -70,9 +70,10 @@ func TestClientAttemptsShowEachError(t *testing.T) {
 	require.Empty(t, none)
 }
 
-// On a bucket that keeps one write per key (History 1) only the attempt
-// the last write ended is known.
-func TestClientAttemptsOnHistoryOne(t *testing.T) {
+// A task that failed on its only attempt shows that attempt whole: the
+// ledger bucket keeps the claim's write beside the outcome's (a bucket of
+// the older one-write layout is migrated when the client opens it).
+func TestClientAttemptsOfOneFailedAttempt(t *testing.T) {
 	c := newClient(t, tasks.Config{MaxAttempts: 1})
 	require.NoError(t, tasks.AddWorker(c, func(context.Context, *tasks.Task[flakyArgs]) error {
 		return errors.New("no luck")
@@ -88,7 +89,7 @@ func TestClientAttemptsOnHistoryOne(t *testing.T) {
 	require.Len(t, as, 1)
 	require.Equal(t, kvledger.AttemptFailed, as[0].Outcome)
 	require.Equal(t, "no luck", as[0].Error)
-	require.True(t, as[0].Started.IsZero(), "the claim's write is not kept")
+	require.False(t, as[0].Started.IsZero(), "the claim's write is kept")
 }
 
 // A running worker is listed with its lease's expiry and its running

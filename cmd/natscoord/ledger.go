@@ -148,8 +148,9 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 		Long: "show prints one task's record, then its attempts: each one's number (of the task's\n" +
 			"max attempts), outcome, owner, fence, start and end, and the error it ended with.\n" +
 			"--json prints the record with its attempts under \"attempt_history\".\n\n" +
-			"The attempts are read from the writes the ledger bucket keeps of the record: a bucket\n" +
-			"with History 1 keeps only the last write, and then shows only the attempt it ended.",
+			"The attempts are read from the writes the ledger bucket keeps of the record (its last 64;\n" +
+			"a bucket of the older one-write layout shows only the attempt its last write ended until\n" +
+			"`natscoord ledger migrate` runs).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, "", func(ctx context.Context, l *kvledger.Ledger) error {
