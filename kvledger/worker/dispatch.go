@@ -84,10 +84,10 @@ func (w *Worker) startReadyLocked(now time.Time) {
 }
 
 // canStartLocked reports whether another attempt may start: a slot is
-// free (Concurrency bounds the attempts claiming or in their handler),
-// and fewer than Concurrency attempts are still recording their outcome
-// after their handler returned, which bounds the work a slow server can
-// pile up.
+// free (Concurrency+ClaimAhead bounds the attempts claiming, claimed
+// ahead or in their handler), and fewer than Concurrency attempts are
+// still recording their outcome after their handler returned, which
+// bounds the work a slow server can pile up.
 func (w *Worker) canStartLocked() bool {
-	return w.busy < w.cfg.Concurrency && len(w.running) < 2*w.cfg.Concurrency
+	return w.busy < w.cfg.Concurrency+w.cfg.ClaimAhead && len(w.running) < 2*w.cfg.Concurrency+w.cfg.ClaimAhead
 }
