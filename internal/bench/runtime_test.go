@@ -162,6 +162,8 @@ func (r *runtimeLedger) pickup(b *testing.B, samples int) []time.Duration {
 //     published to the raw queue and run by 8 handlers. Target x_raw >=
 //     0.2. cpu-µs/task and raw-cpu-µs/job are the process's CPU time per
 //     task and per raw job (server included).
+//   - e2e-syncalways: the same with a quarter of the tasks on a server
+//     that fsyncs every write; target x_raw >= 0.5.
 //   - pickup: admission to handler start on an idle worker, p50/p99, and
 //     the raw queue's publish to handler start. Target p99 <= 2 ms.
 func BenchmarkTaskRuntime(b *testing.B) {
@@ -175,6 +177,18 @@ func BenchmarkTaskRuntime(b *testing.B) {
 			s.pair(func() { q.run(b, jobs) }, func() { r.run(b, jobs) })
 		}
 		s.reportTasks(b, jobs)
+	})
+	// The same at fsync-every-write (a quarter of the tasks: every
+	// stored message waits for the disk). Target x_raw >= 0.5.
+	b.Run("e2e-syncalways", func(b *testing.B) {
+		n := newServer(b, true)
+		q := newRawQueue(b, n, queueHandlers)
+		r := newRuntimeLedger(b, n.JS, n.NewJS(b), queueHandlers)
+		var s split
+		for b.Loop() {
+			s.pair(func() { q.run(b, jobs/4) }, func() { r.run(b, jobs/4) })
+		}
+		s.reportTasks(b, jobs/4)
 	})
 	b.Run("pickup", func(b *testing.B) {
 		n := newServer(b, false)
