@@ -106,14 +106,20 @@ func (b *Bucket) request(ctx context.Context, m *nats.Msg) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if seq, ok := readAck(resp.Data); ok {
+	return decodeAck(resp.Data)
+}
+
+// decodeAck reads the stream's answer to a write: the sequence it stored
+// the message at (readAck for the usual answer), or the error it sent.
+func decodeAck(d []byte) (uint64, error) {
+	if seq, ok := readAck(d); ok {
 		return seq, nil
 	}
 	var ack struct {
 		Error *jetstream.APIError `json:"error,omitempty"`
 		*jetstream.PubAck
 	}
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+	if err := json.Unmarshal(d, &ack); err != nil {
 		return 0, jetstream.ErrInvalidJSAck
 	}
 	if ack.Error != nil {

@@ -3,6 +3,9 @@ package kvx
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,9 +22,12 @@ import (
 // refuses only that write. The fence is the same as UpdateAs's: the
 // server checks rev when the message arrives.
 //
-// It rides on the JetStream context's asynchronous publisher (one reply
-// subscription per connection, owned by nats.go, acknowledgments decoded
-// by nats.go), so it adds no goroutine of its own.
+// The answers come to one reply subscription per Bucket (made at the
+// first such write, ended with the connection: nats.go's one goroutine
+// for it), and are read as send reads them (decodeAck), so a pipelined
+// write costs no more than an awaited one. A write that finds no stream
+// listening (its leader changing) is sent again the awaited way, with
+// the same id.
 func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Duration, id string) (wait func(context.Context) (uint64, error)) {
 	if err := CheckKey(key); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
@@ -31,24 +37,78 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	if err := b.prepare(m, c); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
-	f, err := b.js.PublishMsgAsync(m)
+	awaited := func(ctx context.Context) (uint64, error) { return b.UpdateAs(ctx, key, value, rev, ttl, id) }
+	token, ch, err := b.replies.expect(b.js.Conn())
 	if err != nil {
-		// Not sent (the asynchronous publisher refused it): the awaited
-		// path, with the same id, so a copy that did leave is
-		// de-duplicated by the stream.
-		return func(ctx context.Context) (uint64, error) {
-			return b.UpdateAs(ctx, key, value, rev, ttl, id)
-		}
+		return awaited
+	}
+	m.Reply = b.replies.prefix + token
+	if err := b.js.Conn().PublishMsg(m); err != nil {
+		b.replies.forget(token)
+		return awaited
 	}
 	return func(ctx context.Context) (uint64, error) {
 		select {
-		case ack := <-f.Ok():
-			return ack.Sequence, nil
-		case err := <-f.Err():
-			return 0, mapErr(err)
+		case resp := <-ch:
+			if len(resp.Data) == 0 && resp.Header.Get("Status") == "503" {
+				return awaited(ctx) // no responders: the awaited path retries
+			}
+			seq, err := decodeAck(resp.Data)
+			return seq, mapErr(err)
 		case <-ctx.Done():
+			b.replies.forget(token)
 			// Sent and not answered: it may yet land.
 			return 0, fmt.Errorf("kvx: write %q: %w", key, context.Cause(ctx))
 		}
+	}
+}
+
+// asyncReplies routes each answer to the write waiting for it, by the
+// last token of its reply subject.
+type asyncReplies struct {
+	mu      sync.Mutex
+	sub     *nats.Subscription
+	prefix  string // the subscription's subject without its last token
+	next    uint64
+	waiting map[string]chan *nats.Msg
+}
+
+// expect returns a fresh reply token and the channel its answer comes
+// on, subscribing on nc at the first call (again after the connection
+// dropped the subscription).
+func (r *asyncReplies) expect(nc *nats.Conn) (string, chan *nats.Msg, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil || !r.sub.IsValid() {
+		inbox := nc.NewInbox() + "."
+		sub, err := nc.Subscribe(inbox+"*", r.deliver)
+		if err != nil {
+			return "", nil, err
+		}
+		r.sub, r.prefix, r.waiting = sub, inbox, make(map[string]chan *nats.Msg)
+	}
+	r.next++
+	token := strconv.FormatUint(r.next, 36)
+	ch := make(chan *nats.Msg, 1)
+	r.waiting[token] = ch
+	return token, ch, nil
+}
+
+func (r *asyncReplies) forget(token string) {
+	r.mu.Lock()
+	delete(r.waiting, token)
+	r.mu.Unlock()
+}
+
+// deliver hands an answer to its writer; one nobody waits for any more
+// (its wait ended) is dropped.
+func (r *asyncReplies) deliver(m *nats.Msg) {
+	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	r.mu.Lock()
+	ch, ok := r.waiting[token]
+	delete(r.waiting, token)
+	r.mu.Unlock()
+	if ok {
+		ch <- m // buffered 1, one answer per token
 	}
 }

@@ -17,7 +17,20 @@ import (
 // batch), and the winners land at the revisions they report.
 func TestUpdateAsyncPipelinesIndependentCAS(t *testing.T) {
 	n := natstest.WithServer(t)
-	b := openBucket(t, n.JS, 1)
+	asyncSuite(t, openBucket(t, n.JS, 1))
+}
+
+// The same on a replicated (R3) bucket, whose conflicts carry another
+// error code.
+func TestUpdateAsyncCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test")
+	}
+	c := natstest.WithCluster(t, 3)
+	asyncSuite(t, openBucket(t, c.JS, 3))
+}
+
+func asyncSuite(t *testing.T, b *kvx.Bucket) {
 	ctx := natstest.Context(t, 30*time.Second)
 	const count = 20
 	revs := make([]uint64, count)
