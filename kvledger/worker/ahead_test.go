@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -216,4 +217,44 @@ func TestPipelinedOutcomesAllLand(t *testing.T) {
 	st := w.Stats()
 	require.EqualValues(t, count/2, st.Retried)
 	require.Zero(t, st.Lost)
+}
+
+// An outcome whose claim was taken over before it landed is refused by
+// its compare-and-swap (ErrFenced) or never sent (the record watch told
+// the handler first): either way the new claim stands, and the attempt
+// counts as lost, never completed.
+func TestPipelinedOutcomeOfTakenOverClaimRefused(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	bucket := e.led.Store().(*kvledger.KVStore).Name()
+	gB, ok, err := m.TryAcquireKey(ctx, kvledger.NewClaimLeaseKey(bucket, "B"), 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, gB.StartRenewing(0))
+	other := e.ledgerOn(n.NewJS(t))
+	taken := make(chan kvledger.TaskState, 1)
+	w := e.worker(worker.Config{}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("k", func(ctx context.Context, task *worker.Task) error {
+			// B takes the claim over while the handler runs, and the
+			// handler returns at once: its outcome races the news.
+			rec, err := other.ClaimLeasedFrom(ctx, "B", task.Record(), "B", gB, 0, time.Now())
+			if err != nil {
+				t.Errorf("B's takeover: %v", err)
+			}
+			taken <- rec
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "t", Kind: "k"})
+	b := natstest.Recv(t, taken, 10*time.Second, "B took the claim over")
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Lost == 1 }, "the attempt counted lost")
+	require.Zero(t, w.Stats().Completed)
+	s := e.state("t")
+	require.Equal(t, kvledger.StatusClaimed, s.Status)
+	require.Equal(t, b.Fence, s.Fence, "B's claim stands")
+	require.Equal(t, kvledger.OwnerID("B"), s.Owner)
 }
