@@ -258,3 +258,17 @@ func TestPipelinedOutcomeOfTakenOverClaimRefused(t *testing.T) {
 	require.Equal(t, b.Fence, s.Fence, "B's claim stands")
 	require.Equal(t, kvledger.OwnerID("B"), s.Owner)
 }
+
+// ClaimAhead above MaxClaimAhead is refused by New, with the field named.
+func TestClaimAheadConfig(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	_, err := worker.New(context.Background(), n.JS, e.led, worker.Config{LeaseBucket: e.leases, ClaimAhead: worker.MaxClaimAhead + 1})
+	require.ErrorIs(t, err, worker.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "ClaimAhead")
+	for _, ahead := range []int{-1, 0, worker.MaxClaimAhead} {
+		w, err := worker.New(context.Background(), n.JS, e.led, worker.Config{LeaseBucket: e.leases, ClaimAhead: ahead})
+		require.NoError(t, err, "ClaimAhead %d", ahead)
+		require.NoError(t, w.Close(context.Background()))
+	}
+}
