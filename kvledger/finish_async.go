@@ -32,6 +32,11 @@ func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) { return p.
 // On a store without AsyncSwapper (or with an outcome Finish refuses)
 // FinishAsync is Finish itself, run before it returns.
 func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) *PendingFinish {
+	// Bounds what runs before the send: a read of the claim when it is
+	// not cached, the claim's event, or Finish itself on a store that
+	// cannot send without waiting.
+	ctx, cancel := l.ops.Bound(ctx)
+	defer cancel()
 	done := func(rec TaskState, err error) *PendingFinish {
 		return &PendingFinish{wait: func(context.Context) (TaskState, error) { return rec, err }}
 	}

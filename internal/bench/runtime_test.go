@@ -51,6 +51,7 @@ func newRuntimeLedger(b *testing.B, js, wjs jetstream.JetStream, concurrency int
 	require.NoError(b, r.l.Store().(*kvledger.KVStore).EnableAtomicBatches(ctx))
 	w, err := worker.New(ctx, wjs, open(wjs), worker.Config{
 		Concurrency: concurrency, LeaseBucket: "claims_" + bucket, Observer: r,
+		ClaimAhead: envInt(b, "NATSCOORD_BENCH_CLAIM_AHEAD", 0),
 	})
 	require.NoError(b, err)
 	require.NoError(b, w.Handle("noop", func(_ context.Context, t *worker.Task) error {

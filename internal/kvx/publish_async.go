@@ -37,21 +37,22 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	if err := b.prepare(m, c); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
-	awaited := func(ctx context.Context) (uint64, error) { return b.UpdateAs(ctx, key, value, rev, ttl, id) }
 	token, ch, err := b.replies.expect(b.js.Conn())
-	if err != nil {
-		return awaited
+	if err == nil {
+		m.Reply = b.replies.prefix + token
+		if err = b.js.Conn().PublishMsg(m); err != nil {
+			b.replies.forget(token)
+		}
 	}
-	m.Reply = b.replies.prefix + token
-	if err := b.js.Conn().PublishMsg(m); err != nil {
-		b.replies.forget(token)
-		return awaited
+	if err != nil { // not sent: the awaited path
+		return func(ctx context.Context) (uint64, error) { return b.UpdateAs(ctx, key, value, rev, ttl, id) }
 	}
 	return func(ctx context.Context) (uint64, error) {
 		select {
 		case resp := <-ch:
 			if len(resp.Data) == 0 && resp.Header.Get("Status") == "503" {
-				return awaited(ctx) // no responders: the awaited path retries
+				// No responders: the awaited path retries.
+				return b.UpdateAs(ctx, key, value, rev, ttl, id)
 			}
 			seq, err := decodeAck(resp.Data)
 			return seq, mapErr(err)

@@ -319,9 +319,10 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	// The outcome's event goes out without waiting; settle waits for
 	// it.
 	o.AsyncEvent = true
-	octx, cancel := w.opCtx()
-	sent := w.l.FinishAsync(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
-	cancel()
+	// Every store operation FinishAsync makes before its send (a read
+	// when the claim is not cached, the claim's event) is bounded by the
+	// ledger's own operation timeout; the send itself takes no context.
+	sent := w.l.FinishAsync(w.values, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
 	if w.collect(so) {
 		return true
@@ -346,8 +347,8 @@ func (w *Worker) settle(so *sentOutcome) {
 			w.mu.Unlock()
 		}
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
-		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
+		w.stats.lost.Add(1)
 		return
 	}
 	octx, cancel := w.opCtx()
@@ -355,6 +356,9 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.cfg.Logger.Warn("worker: publishing an outcome's event", "key", string(r.key), "err", err)
 	}
 	cancel()
+	// Observed before counted: whoever sees the count (Stats) finds
+	// the Observer called.
+	w.observe(hctx, ev)
 	switch ev.Result {
 	case ResultCompleted:
 		w.stats.completed.Add(1)
@@ -363,7 +367,6 @@ func (w *Worker) settle(so *sentOutcome) {
 	case ResultRetried:
 		w.stats.retried.Add(1)
 	}
-	w.observe(hctx, ev)
 }
 
 // finish writes o for r's claim, trying again briefly on a transient
