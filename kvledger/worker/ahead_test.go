@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,4 +272,49 @@ func TestClaimAheadConfig(t *testing.T) {
 		require.NoError(t, err, "ClaimAhead %d", ahead)
 		require.NoError(t, w.Close(context.Background()))
 	}
+}
+
+// A task claimed ahead lives and dies with the worker's lease like a
+// running one: when the lease ends (an operator force-releases it here)
+// its wait ends with the running handler's, it never starts under the
+// lost claim, and the tasks are taken over (the lost attempts count).
+func TestClaimAheadLostWithTheWorkersLease(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	started := make(chan kvledger.IdempotencyKey, 4)
+	var firstTries sync.Map
+	w := e.worker(worker.Config{Owner: "A", Concurrency: 1, ClaimAhead: 1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("k", func(ctx context.Context, task *worker.Task) error {
+			if task.Attempt() > 1 {
+				return nil
+			}
+			firstTries.Store(task.Key(), true)
+			started <- task.Key()
+			<-ctx.Done()
+			return ctx.Err()
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "a", Kind: "k"})
+	natstest.Recv(t, started, 10*time.Second, "a starts")
+	e.submit(kvledger.Submission{Key: "b", Kind: "k"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return e.claimedBy("b", w.Owner()) }, "b claimed ahead")
+	lease := e.state("b").Lease
+	require.Equal(t, e.state("a").Lease, lease)
+
+	ctx := natstest.Context(t, 20*time.Second)
+	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	ok, err := m.ForceReleaseKey(ctx, lease)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	final := e.waitFinal(10*time.Second, "a", "b")
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		require.Equal(t, kvledger.StatusCompleted, final[k].Status, "%s", k)
+		require.Equal(t, 2, final[k].Attempts, "%s: the lost attempt counts", k)
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Lost == 2 }, "both claims counted lost")
+	_, ran := firstTries.Load(kvledger.IdempotencyKey("b"))
+	require.False(t, ran, "b never ran under the lost claim")
 }
