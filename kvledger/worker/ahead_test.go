@@ -318,3 +318,36 @@ func TestClaimAheadLostWithTheWorkersLease(t *testing.T) {
 	_, ran := firstTries.Load(kvledger.IdempotencyKey("b"))
 	require.False(t, ran, "b never ran under the lost claim")
 }
+
+// A task whose claim would use its last allowed attempt is not claimed
+// ahead (a claim ahead lost with the worker counts an attempt although the
+// handler never ran, which must not fail the task): it waits for a
+// handler slot, and no task behind it is claimed ahead meanwhile.
+func TestClaimAheadSparesTheLastAttempt(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	started, gate := make(chan kvledger.IdempotencyKey, 4), make(chan struct{})
+	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 2}, gatedHandler(t, "k", started, gate))
+	e.submit(kvledger.Submission{Key: "a", Kind: "k"})
+	natstest.Recv(t, started, 10*time.Second, "a starts")
+	e.submit(kvledger.Submission{Key: "spare", Kind: "k", MaxAttempts: 2})
+	natstest.Eventually(t, 10*time.Second, func() bool { return e.claimedBy("spare", w.Owner()) }, "a task with attempts to spare is claimed ahead")
+	e.submit(kvledger.Submission{Key: "last", Kind: "k", MaxAttempts: 1})
+	e.submit(kvledger.Submission{Key: "behind", Kind: "k"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Ready == 2 }, "last and behind wait, ready")
+	require.Equal(t, kvledger.StatusPending, e.state("last").Status, "not claimed ahead with its only attempt")
+	require.Equal(t, kvledger.StatusPending, e.state("behind").Status, "nothing claimed ahead past it")
+	var order []kvledger.IdempotencyKey
+	for range 3 {
+		gate <- struct{}{}
+		order = append(order, natstest.Recv(t, started, 10*time.Second, "the next start"))
+	}
+	gate <- struct{}{}
+	// Once a slot is free, "last" and "behind" are claimed together
+	// (behind ahead of it); the first claim to land runs first.
+	require.Equal(t, kvledger.IdempotencyKey("spare"), order[0])
+	require.ElementsMatch(t, []kvledger.IdempotencyKey{"last", "behind"}, order[1:])
+	final := e.waitFinal(10*time.Second, "a", "spare", "last", "behind")
+	require.Equal(t, 1, final["last"].Attempts)
+	require.Equal(t, kvledger.StatusCompleted, final["last"].Status)
+}

@@ -93,7 +93,16 @@
 //   - when the worker dies, the server expires its lease ClaimTTL after
 //     its last renewal (default 10 s; rounded up to whole seconds), and
 //     other workers take over its claims ahead with the rest of its
-//     claims, each counted as an attempt, as after any crash.
+//     claims, each counted as an attempt, as after any crash
+//     (TestClaimAheadLostWithTheWorkersLease shows the same for a lease
+//     that ended).
+//
+// A claim ahead lost that way counts an attempt its handler never ran.
+// So a task whose claim would use its last allowed attempt is never
+// claimed ahead: it waits in the ready queue for a handler slot, and
+// nothing is claimed ahead past it meanwhile
+// (TestClaimAheadSparesTheLastAttempt). A lost claim ahead can therefore
+// cost a task a retry, never fail it unrun.
 //
 // An outcome is sent without the attempt waiting for it: its
 // compare-and-swap on the claim's revision leaves
