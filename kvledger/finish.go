@@ -35,45 +35,68 @@ type Outcome struct {
 // RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
 // is zero).
 func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
-	switch o.Status {
-	case StatusCompleted, StatusFailed, StatusPending:
-	default:
-		return TaskState{}, fmt.Errorf("%w: %q", ErrUnknownStatus, string(o.Status))
-	}
-	if len(o.Result) > 0 && o.Status != StatusCompleted {
-		return TaskState{}, fmt.Errorf("%w: key %q: a result needs StatusCompleted", ErrInvalidState, string(key))
+	if err := checkOutcome(key, o); err != nil {
+		return TaskState{}, err
 	}
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
 			return TaskState{}, err
 		}
-		next := cur.clone()
-		next.LeaseUntil, next.Lease, next.UpdatedBy, next.UpdatedAt = time.Time{}, "", actor, now
-		if o.Error != "" || o.Status != StatusCompleted {
-			next.LastError = TruncateError(o.Error)
-		}
-		switch o.Status {
-		case StatusPending:
-			next.Status, next.Owner, next.RunAt = StatusPending, "", o.RunAt
-			next.LastEvent = RetriedEvent
-			if o.Error == "" && o.RunAt.IsZero() {
-				next.LastEvent = ReleasedEvent
-			}
-			if o.Uncount && next.Attempts > 0 {
-				next.Attempts--
-			}
-		default:
-			next.Status, next.Result, next.LastEvent = o.Status, o.Result, outcomeEvent(o.Status)
-		}
-		var after func() error
-		if o.Status == StatusFailed {
-			after = func() error { return l.blockDependents(ctx, actor, key, now) }
-		}
-		if rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", after); err != nil || ok {
+		next := finishNext(cur, actor, o, now)
+		if rec, ok, err := l.commit(ctx, cur, next, finishLabel, l.finishAfter(ctx, actor, key, o, now)); err != nil || ok {
 			return rec, err
 		}
 	}
+}
+
+// finishLabel names the dependency walk of a failed outcome in its error.
+const finishLabel = "failed, blocking its dependents"
+
+// checkOutcome refuses an outcome Finish cannot write.
+func checkOutcome(key IdempotencyKey, o Outcome) error {
+	switch o.Status {
+	case StatusCompleted, StatusFailed, StatusPending:
+	default:
+		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(o.Status))
+	}
+	if len(o.Result) > 0 && o.Status != StatusCompleted {
+		return fmt.Errorf("%w: key %q: a result needs StatusCompleted", ErrInvalidState, string(key))
+	}
+	return nil
+}
+
+// finishNext is the record o makes of the claimed record cur: the one
+// transition of an outcome, for Finish and FinishAsync.
+func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState {
+	next := cur.clone()
+	next.LeaseUntil, next.Lease, next.UpdatedBy, next.UpdatedAt = time.Time{}, "", actor, now
+	if o.Error != "" || o.Status != StatusCompleted {
+		next.LastError = TruncateError(o.Error)
+	}
+	switch o.Status {
+	case StatusPending:
+		next.Status, next.Owner, next.RunAt = StatusPending, "", o.RunAt
+		next.LastEvent = RetriedEvent
+		if o.Error == "" && o.RunAt.IsZero() {
+			next.LastEvent = ReleasedEvent
+		}
+		if o.Uncount && next.Attempts > 0 {
+			next.Attempts--
+		}
+	default:
+		next.Status, next.Result, next.LastEvent = o.Status, o.Result, outcomeEvent(o.Status)
+	}
+	return next
+}
+
+// finishAfter is what runs once an outcome landed: a failure blocks the
+// task's dependents; nil otherwise.
+func (l *Ledger) finishAfter(ctx context.Context, actor Actor, key IdempotencyKey, o Outcome, now time.Time) func() error {
+	if o.Status != StatusFailed {
+		return nil
+	}
+	return func() error { return l.blockDependents(ctx, actor, key, now) }
 }
 
 // commit validates next and writes it over cur;

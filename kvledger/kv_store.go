@@ -185,20 +185,9 @@ func (s *KVStore) Insert(ctx context.Context, key IdempotencyKey, new TaskState)
 // swap is Swap that also returns, on a lost insert, the live entry the
 // key holds when kvx reported it (zero otherwise).
 func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, kvx.Entry, error) {
-	if key == "" || new.Key != key {
-		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: record key %q stored under %q", ErrInvalidState, string(new.Key), string(key))
-	}
-	insert := isZeroOld(old)
-	if !insert && old.Rev == 0 {
-		return TaskState{}, false, kvx.Entry{}, nil // no stored message has revision 0
-	}
-	value, err := encodeRecord(new, insert)
-	if err != nil {
+	value, ttl, insert, lost, err := s.swapValue(key, old, new)
+	if err != nil || lost {
 		return TaskState{}, false, kvx.Entry{}, err
-	}
-	var ttl time.Duration
-	if s.retention > 0 && new.Status.final() {
-		ttl = s.retention
 	}
 	k := taskKey(key)
 	var (
@@ -217,6 +206,35 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id, hdr)
 	}
 	cancel()
+	return s.swapped(ctx, key, new, insert, ttl, id, rev, live, err)
+}
+
+// swapValue checks a write of new over old under key and encodes it, with
+// the TTL the record gets (retention of a final record). insert means old
+// is zero (insert-if-absent); lost means the write cannot succeed (old
+// names no stored message).
+func (s *KVStore) swapValue(key IdempotencyKey, old, new TaskState) (value []byte, ttl time.Duration, insert, lost bool, err error) {
+	if key == "" || new.Key != key {
+		return nil, 0, false, false, fmt.Errorf("%w: record key %q stored under %q", ErrInvalidState, string(new.Key), string(key))
+	}
+	insert = isZeroOld(old)
+	if !insert && old.Rev == 0 {
+		return nil, 0, false, true, nil // no stored message has revision 0
+	}
+	if value, err = encodeRecord(new, insert); err != nil {
+		return nil, 0, false, false, err
+	}
+	if s.retention > 0 && new.Status.final() {
+		ttl = s.retention
+	}
+	return value, ttl, insert, false, nil
+}
+
+// swapped settles a write of new under key sent with id (awaited by swap,
+// or pipelined by SwapAsync): a lost race, a write whose outcome is
+// unknown read back, the error mapped, or the record as stored.
+func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState, insert bool, ttl time.Duration, id string, rev uint64, live kvx.Entry, err error) (TaskState, bool, kvx.Entry, error) {
+	k := taskKey(key)
 	switch {
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil

@@ -47,6 +47,7 @@ func newRuntimeLedger(b *testing.B, js, wjs jetstream.JetStream, concurrency int
 	require.NoError(b, r.l.Store().(*kvledger.KVStore).EnableAtomicBatches(ctx))
 	w, err := worker.New(ctx, wjs, open(wjs), worker.Config{
 		Concurrency: concurrency, LeaseBucket: "claims_" + bucket, Observer: r,
+		ClaimAhead: envInt(b, "NATSCOORD_BENCH_CLAIM_AHEAD", 0),
 	})
 	require.NoError(b, err)
 	require.NoError(b, w.Handle("noop", func(_ context.Context, t *worker.Task) error {
@@ -158,6 +159,8 @@ func (r *runtimeLedger) pickup(b *testing.B, samples int) []time.Duration {
 //     published to the raw queue and run by 8 handlers. Target x_raw >=
 //     0.2. cpu-µs/task and raw-cpu-µs/job are the process's CPU time per
 //     task and per raw job (server included).
+//   - e2e-syncalways: the same with a quarter of the tasks on a server
+//     that fsyncs every write; target x_raw >= 0.5.
 //   - pickup: admission to handler start on an idle worker, p50/p99, and
 //     the raw queue's publish to handler start. Target p99 <= 2 ms.
 func BenchmarkTaskRuntime(b *testing.B) {
@@ -176,6 +179,18 @@ func BenchmarkTaskRuntime(b *testing.B) {
 		s.reportTasks(b, jobs)
 		rt.report(b, "", jobs*s.n)
 		raw.report(b, "raw-", jobs*s.n)
+	})
+	// The same at fsync-every-write (a quarter of the tasks: every
+	// stored message waits for the disk). Target x_raw >= 0.5.
+	b.Run("e2e-syncalways", func(b *testing.B) {
+		n := newServer(b, true)
+		q := newRawQueue(b, n, queueHandlers)
+		r := newRuntimeLedger(b, n.JS, n.NewJS(b), queueHandlers)
+		var s split
+		for b.Loop() {
+			s.pair(func() { q.run(b, jobs/4) }, func() { r.run(b, jobs/4) })
+		}
+		s.reportTasks(b, jobs/4)
 	})
 	b.Run("pickup", func(b *testing.B) {
 		n := newServer(b, false)

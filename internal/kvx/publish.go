@@ -46,8 +46,18 @@ func casCond(rev uint64, ttl time.Duration, id string) cond {
 // The acknowledgment of a stored message is read by readAck; every other
 // answer goes through the same decoding nats.go does.
 func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) {
-	if err := b.checkSize(m); err != nil {
+	if err := b.prepare(m, c); err != nil {
 		return 0, err
+	}
+	seq, err := b.request(ctx, m)
+	return seq, mapErr(err)
+}
+
+// prepare checks m's size and sets c's headers on it: what every write
+// does before its publish, awaited (send) or not (sendAsync).
+func (b *Bucket) prepare(m *nats.Msg, c cond) error {
+	if err := b.checkSize(m); err != nil {
+		return err
 	}
 	if c.expect || c.ttl > 0 || c.id != "" {
 		if m.Header == nil {
@@ -72,8 +82,7 @@ func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) 
 			set(jetstream.MsgTTLHeader, c.ttl.String())
 		}
 	}
-	seq, err := b.request(ctx, m)
-	return seq, mapErr(err)
+	return nil
 }
 
 // request is jetstream.PublishMsg's round trip: m sent as a request,
@@ -100,14 +109,20 @@ func (b *Bucket) request(ctx context.Context, m *nats.Msg) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if seq, ok := readAck(resp.Data); ok {
+	return decodeAck(resp.Data)
+}
+
+// decodeAck reads the stream's answer to a write: the sequence it stored
+// the message at (readAck for the usual answer), or the error it sent.
+func decodeAck(d []byte) (uint64, error) {
+	if seq, ok := readAck(d); ok {
 		return seq, nil
 	}
 	var ack struct {
 		Error *jetstream.APIError `json:"error,omitempty"`
 		*jetstream.PubAck
 	}
-	if err := json.Unmarshal(resp.Data, &ack); err != nil {
+	if err := json.Unmarshal(d, &ack); err != nil {
 		return 0, jetstream.ErrInvalidJSAck
 	}
 	if ack.Error != nil {

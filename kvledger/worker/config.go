@@ -15,10 +15,14 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultLeaseBucket  = "natscoord_task_claims"
-	DefaultClaimTTL     = 10 * time.Second
-	DefaultConcurrency  = 8
-	DefaultMaxAttempts  = kvledger.DefaultMaxAttempts
+	DefaultLeaseBucket = "natscoord_task_claims"
+	DefaultClaimTTL    = 10 * time.Second
+	DefaultConcurrency = 8
+	DefaultMaxAttempts = kvledger.DefaultMaxAttempts
+	// DefaultClaimAhead caps the default ClaimAhead (which is
+	// Concurrency); MaxClaimAhead bounds any ClaimAhead.
+	DefaultClaimAhead   = 64
+	MaxClaimAhead       = 4096
 	DefaultDrainTimeout = 30 * time.Second
 	DefaultOpTimeout    = 5 * time.Second
 	DefaultBackoffBase  = time.Second
@@ -56,6 +60,23 @@ type Config struct {
 	// after its handler returned holds no slot (at most Concurrency
 	// attempts record at once besides). Default DefaultConcurrency (8).
 	Concurrency int
+	// ClaimAhead is the window of tasks this worker claims beyond its
+	// running handlers: while every handler slot is busy it claims up to
+	// ClaimAhead more ready tasks (highest priority first), each under
+	// the worker's one lease like any claim, so that when a handler
+	// returns the next task is already claimed and its handler starts
+	// without waiting on a write. A task claimed ahead that cannot start
+	// (Close, the worker's lease lost, the task cancelled) is given back at
+	// once: Close releases it (pending again, the attempt not counted)
+	// before it waits for running handlers. A task claimed ahead waits
+	// for a handler slot of this worker while other workers may be idle,
+	// so workers with long handlers should keep it small. KindConcurrency
+	// and GroupLimits count claimed-ahead tasks as running; a task whose
+	// claim would use its last allowed attempt is not claimed ahead (see
+	// the package documentation). Default
+	// DefaultClaimAhead (Concurrency, at most 64); negative means none;
+	// at most 4096.
+	ClaimAhead int
 	// KindConcurrency bounds, per kind, the handlers of that kind this
 	// worker runs at once (within Concurrency). Default: no bound.
 	KindConcurrency map[string]int
@@ -119,6 +140,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.LeaseBucket = cmp.Or(c.LeaseBucket, DefaultLeaseBucket)
 	c.ClaimTTL = cmp.Or(c.ClaimTTL, DefaultClaimTTL)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	switch {
+	case c.ClaimAhead == 0:
+		c.ClaimAhead = min(c.Concurrency, DefaultClaimAhead)
+	case c.ClaimAhead < 0:
+		c.ClaimAhead = 0
+	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
 	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
 	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
@@ -140,6 +167,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Concurrency < 0:
 		return bad("Concurrency %d is negative", c.Concurrency)
+	case c.ClaimAhead > MaxClaimAhead:
+		return bad("ClaimAhead %d above %d", c.ClaimAhead, MaxClaimAhead)
 	case c.MaxAttempts < 0:
 		return bad("MaxAttempts %d is negative", c.MaxAttempts)
 	case c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase:

@@ -56,8 +56,15 @@ func (w *Worker) startReadyLocked(now time.Time) {
 				delete(w.ix.ready, kind)
 				continue
 			}
-			progress = true
 			k := it.key
+			if w.lastAttemptLocked(k) {
+				// Back to its place; no more claims ahead until a
+				// handler slot is free for it, so that the tasks
+				// behind it do not keep the window full.
+				w.ix.requeue(kind, it)
+				return
+			}
+			progress = true
 			if e := w.ix.recs[k]; e != nil && e.group != "" && w.running[k] == nil {
 				if g := w.ix.groups[e.group]; g != nil && w.ix.room(g) <= 0 {
 					g.parked.Push(parkedItem{kind: kind, it: it})
@@ -84,10 +91,28 @@ func (w *Worker) startReadyLocked(now time.Time) {
 }
 
 // canStartLocked reports whether another attempt may start: a slot is
-// free (Concurrency bounds the attempts claiming or in their handler),
-// and fewer than Concurrency attempts are still recording their outcome
-// after their handler returned, which bounds the work a slow server can
-// pile up.
+// free (Concurrency+ClaimAhead bounds the attempts claiming, claimed
+// ahead or in their handler), and fewer than Concurrency attempts are
+// still recording their outcome after their handler returned, which
+// bounds the work a slow server can pile up.
 func (w *Worker) canStartLocked() bool {
-	return w.busy < w.cfg.Concurrency && len(w.running) < 2*w.cfg.Concurrency
+	return w.busy < w.cfg.Concurrency+w.cfg.ClaimAhead && len(w.running) < 2*w.cfg.Concurrency+w.cfg.ClaimAhead
+}
+
+// lastAttemptLocked reports whether k's claim now would be a claim ahead
+// (every handler slot taken or being claimed for) that uses the task's
+// last allowed attempt. Such a task is not claimed ahead: a claim ahead
+// lost with the worker (a crash, its lease ended) counts its attempt
+// although its handler never ran, and that must not fail a task. It waits
+// in the ready queue for a handler slot instead, and no task is claimed
+// ahead meanwhile.
+func (w *Worker) lastAttemptLocked(k kvledger.IdempotencyKey) bool {
+	if w.busy < w.cfg.Concurrency {
+		return false
+	}
+	e := w.ix.recs[k]
+	if e == nil || e.rec == nil || e.rec.Status != kvledger.StatusPending {
+		return false
+	}
+	return e.rec.Attempts+1 >= w.maxAttempts(*e.rec)
 }

@@ -56,6 +56,64 @@
 // handler; recording the outcome holds no slot, so the next task starts
 // while the last one's writes land.
 //
+// # Claims ahead and pipelined outcomes
+//
+// A handler waits on no write but its own claim, and usually not even
+// that. While all Concurrency handlers run, the worker claims up to
+// Config.ClaimAhead more ready tasks (default: Concurrency, at most 64;
+// -1 for none), highest priority first, each claim its own
+// compare-and-swap with its own answer (several in flight at once; never
+// an atomic batch, where one lost race would refuse them all). A claimed
+// task waits for a handler slot; the handler that returns first hands
+// its slot to the waiting task of the highest priority, which starts at
+// once. Claims ahead count against KindConcurrency and GroupLimits like
+// running tasks (a task claimed ahead holds its group slot), so a kind or
+// group at its limit gets none. The window trades a little fairness for
+// throughput: up to ClaimAhead tasks claimed by this worker wait for its
+// handlers while another worker may be idle, and a task of higher
+// priority admitted after them starts after them; workers with long
+// handlers should keep ClaimAhead small or set it to -1
+// (TestClaimAheadStartsByPriority, TestClaimAheadRespectsLimits).
+//
+// A task claimed ahead is claimed like any other: its record names the
+// worker's one lease, its attempt counts, its handler's context exists
+// from the claim on. So it is given back the way a running task is:
+//   - Close releases every task claimed ahead at once, before it waits
+//     for running handlers: pending again, the attempt not counted, so
+//     other workers start them without waiting for the drain
+//     (TestClaimAheadGivenBackOnClose);
+//   - an operator's cancel ends its wait with ErrCancelled and its
+//     handler never runs (TestClaimAheadCancelledWhileWaiting);
+//   - when the worker's lease ends (a pause, a partition), its wait ends
+//     with ErrClaimLost, as a running handler's context does;
+//   - when the worker dies, the server expires its lease ClaimTTL after
+//     its last renewal (default 10 s; rounded up to whole seconds), and
+//     other workers take over its claims ahead with the rest of its
+//     claims, each counted as an attempt, as after any crash
+//     (TestClaimAheadLostWithTheWorkersLease shows the same for a lease
+//     that ended).
+//
+// A claim ahead lost that way counts an attempt its handler never ran.
+// So a task whose claim would use its last allowed attempt is never
+// claimed ahead: it waits in the ready queue for a handler slot, and
+// nothing is claimed ahead past it meanwhile
+// (TestClaimAheadSparesTheLastAttempt). A lost claim ahead can therefore
+// cost a task a retry, never fail it unrun.
+//
+// An outcome is sent without the attempt waiting for it: its
+// compare-and-swap on the claim's revision leaves
+// (kvledger.Ledger.FinishAsync), and the attempt's goroutine goes on to
+// the next task. The worker's one collector goroutine waits for the
+// answers in the order the outcomes were sent: a refused outcome
+// (ErrFenced: the claim was taken over) is dropped and counted lost, as
+// before; a transient failure goes through the same retries as an
+// awaited outcome; only then is the key filed again (and its group slot
+// released), so this worker's next write of the key, a retry's claim,
+// always follows its outcome (TestPipelinedOutcomesAllLand). Goroutines
+// stay independent of the number of claims: at most 2×Concurrency +
+// ClaimAhead attempt goroutines (an outcome in flight holds none), plus
+// the collector.
+//
 // # Priorities
 //
 // A record's Priority (Submission.Priority, default 0, any int) orders

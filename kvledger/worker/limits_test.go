@@ -18,11 +18,13 @@ import (
 
 // With one worker and Concurrency 1, the ready tasks of a kind start
 // highest priority first, and in the order they became ready within a
-// priority.
+// priority. (No claims ahead: a task claimed ahead while the gate runs
+// is claimed in the order it became ready; TestClaimAheadStartsByPriority
+// covers the order among claimed tasks.)
 func TestPriorityOrdersReadyTasks(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	g := startGated(t, e, worker.Config{Concurrency: 1})
+	g := startGated(t, e, worker.Config{Concurrency: 1, ClaimAhead: -1})
 	w, gate := g.w, g.gate
 	// The gate holds the worker's one slot while the others become ready.
 	e.submit(kvledger.Submission{Key: "gate", Kind: "job"})

@@ -23,16 +23,23 @@ type run struct {
 	// slot the attempt takes before its claim; nil when unbounded.
 	grp *group
 
+	// sg is the group slot the attempt holds (takeSlot), released by end
+	// after the outcome is recorded; nil when none.
+	sg *kvlease.Guard
+
 	// Guarded by Worker.mu.
-	slot   bool   // holds a concurrency slot: claiming or in the handler
-	rev    uint64 // the claim's record revision; 0 until claimed
-	fence  kvledger.FenceToken
-	cancel context.CancelCauseFunc
-	cause  error          // a cause seen before the handler's context existed
-	g      *kvlease.Guard // the worker's lease the claim names
-	task   *Task
-	hctx   context.Context // the handler's context, once it exists
-	ev     Event           // the attempt as the Observer sees it, once claimed
+	slot     bool          // holds a slot: claiming, claimed ahead or in the handler
+	handling bool          // holds a handler slot (ahead.go)
+	grant    chan struct{} // closed when a waiting claim gets a handler slot
+	prio     int           // the claimed record's priority
+	rev      uint64        // the claim's record revision; 0 until claimed
+	fence    kvledger.FenceToken
+	cancel   context.CancelCauseFunc
+	cause    error          // a cause seen before the handler's context existed
+	g        *kvlease.Guard // the worker's lease the claim names
+	task     *Task
+	hctx     context.Context // the handler's context, once it exists
+	ev       Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
 }
@@ -65,11 +72,30 @@ func (w *Worker) freeSlot(r *run) {
 }
 
 func (w *Worker) freeSlotLocked(r *run) {
+	w.leaveHandlerLocked(r)
 	if r.slot {
 		r.slot = false
 		w.busy--
 		w.perKind[r.kind]--
 	}
+}
+
+// end is an attempt's last step, after its outcome is recorded (or it
+// recorded none): the group slot goes back, the handler's context ends,
+// and the key is filed again.
+func (r *run) end() {
+	w := r.w
+	if r.sg != nil {
+		w.releaseSlot(r.grp, r.sg)
+	}
+	w.mu.Lock()
+	cancel := r.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel(nil)
+	}
+	w.endRun(r)
+	w.runs.Done()
 }
 
 // endRun ends r and files its key again.
@@ -99,8 +125,12 @@ func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
 
 func (r *run) attempt() {
 	w := r.w
-	defer w.runs.Done()
-	defer w.endRun(r)
+	handed := false // the collector ends r (collect.go)
+	defer func() {
+		if !handed {
+			r.end()
+		}
+	}()
 
 	seen, lease, known, live := kvledger.TaskState{Key: r.key}, "", false, false
 	w.mu.Lock()
@@ -131,9 +161,9 @@ func (r *run) attempt() {
 		if !ok {
 			return
 		}
-		// Released after the outcome is recorded (deferred calls run
-		// in reverse), before endRun files the key again.
-		defer w.releaseSlot(r.grp, sg)
+		// Released after the outcome is recorded (end), before
+		// endRun files the key again.
+		r.sg = sg
 	}
 	if seen.Status == kvledger.StatusClaimed && !known {
 		if ok := w.readLeaseEnded(r.key, lease); !ok {
@@ -180,13 +210,12 @@ func (r *run) attempt() {
 		w.stats.takenOver.Add(1)
 	}
 	t := &Task{w: w, rec: rec}
+	// Ended by end, after the outcome is recorded.
 	hctx, hcancel := context.WithCancelCause(context.WithValue(w.values, ctxKey{}, t))
-	defer hcancel(nil)
 
 	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
-	ev.setPickup(seen, w.now())
 	w.mu.Lock()
-	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
+	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.prio, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, rec.Priority, ev
 	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
 		r.cause = ErrClaimLost
 	}
@@ -198,12 +227,27 @@ func (r *run) attempt() {
 	if r.cause != nil {
 		hcancel(r.cause)
 	}
-	draining := w.draining
 	w.mu.Unlock()
-	if draining {
-		w.release(r)
+	if !w.enterHandler(r) {
+		// Drained, cancelled or lost before a handler slot was free:
+		// a drain gives the claim back (release; done already when
+		// Close released it while it waited), the rest is recorded as
+		// a handler ended that way would be.
+		w.mu.Lock()
+		draining := w.draining
+		w.mu.Unlock()
+		if draining {
+			w.release(r)
+		}
+		r.once.Do(func() { handed = w.record(r, hctx, nil, ev) })
 		return
 	}
+	// Pickup is measured to the handler's start, after any wait for a
+	// handler slot.
+	ev.setPickup(seen, w.now())
+	w.mu.Lock()
+	r.ev = ev
+	w.mu.Unlock()
 
 	w.stats.started.Add(1)
 	if o := w.cfg.Observer; o != nil {
@@ -216,7 +260,7 @@ func (r *run) attempt() {
 		w.stats.panics.Add(1)
 	}
 	w.freeSlot(r)
-	r.once.Do(func() { w.record(r, hctx, herr, ev) })
+	r.once.Do(func() { handed = w.record(r, hctx, herr, ev) })
 }
 
 // call runs h, turning a panic into an error.
@@ -229,9 +273,11 @@ func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
 	return h(ctx, t), false
 }
 
-// record writes the attempt's outcome. The worker's lease stays: the
-// next claims name it too.
-func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
+// record sends the attempt's outcome and hands it to the collector
+// (true), which settles it and ends r; false when it settled here (no
+// outcome to write, or no collector). The worker's lease stays: the next
+// claims name it too.
+func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool {
 	g, t := r.g, r.task
 	ev.Err = herr
 	cause := context.Cause(hctx)
@@ -240,12 +286,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 		ev.Result = ResultCancelled
 		w.stats.cancelled.Add(1)
 		w.observe(hctx, ev)
-		return
+		return false
 	case errors.Is(cause, ErrClaimLost) || g.Err() != nil:
 		ev.Result = ResultLost
 		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
-		return
+		return false
 	}
 	var o kvledger.Outcome
 	switch {
@@ -259,7 +305,25 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
 	}
-	_, err := w.finish(r, o)
+	// Every store operation FinishAsync makes before its send (a read
+	// when the claim is not cached) is bounded by the
+	// ledger's own operation timeout; the send itself takes no context.
+	sent := w.l.FinishAsync(w.values, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
+	if w.collect(so) {
+		return true
+	}
+	w.settle(so)
+	return false
+}
+
+// settle waits for an outcome sent by record and finishes the attempt's
+// bookkeeping: a refused outcome is a lost claim, a transient failure is
+// retried by finish.
+func (w *Worker) settle(so *sentOutcome) {
+	r, hctx, ev, g := so.r, so.hctx, so.ev, so.r.g
+	herr := ev.Err
+	_, err := w.finish(r, so.o, so.sent)
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
@@ -269,10 +333,13 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 			w.mu.Unlock()
 		}
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
-		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
+		w.stats.lost.Add(1)
 		return
 	}
+	// Observed before counted: whoever sees the count (Stats) finds
+	// the Observer called.
+	w.observe(hctx, ev)
 	switch ev.Result {
 	case ResultCompleted:
 		w.stats.completed.Add(1)
@@ -281,7 +348,6 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) {
 	case ResultRetried:
 		w.stats.retried.Add(1)
 	}
-	w.observe(hctx, ev)
 }
 
 // finishRetry is finish's policy on the one retry primitive: 3 writes,
@@ -292,15 +358,21 @@ var finishRetry = retry.Policy{Tries: 3, Pause: 50 * time.Millisecond, MaxPause:
 
 // finish writes o for r's claim, trying again briefly on a transient
 // error (the fence makes a repeated write harmless: a second try after a
-// write that landed finds the record no longer claimed).
-func (w *Worker) finish(r *run, o kvledger.Outcome) (kvledger.TaskState, error) {
+// write that landed finds the record no longer claimed). sent, when not
+// nil, is o's first try, already sent (FinishAsync): its answer is
+// waited for instead of a first write.
+func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish) (kvledger.TaskState, error) {
 	var (
 		rec kvledger.TaskState
 		err error
 	)
 	for l := finishRetry.Start(r.g.Context()); l.Next(); {
 		octx, cancel := w.opCtx()
-		rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		if l.Try() == 0 && sent != nil {
+			rec, err = sent.Wait(octx)
+		} else {
+			rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		}
 		cancel()
 		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
 			break
@@ -333,7 +405,7 @@ func (w *Worker) release(r *run) {
 		ev.Result, ev.Err = ResultReleased, ErrDraining
 		err := g.Err()
 		if err == nil {
-			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
+			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}, nil)
 		}
 		if err != nil {
 			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)

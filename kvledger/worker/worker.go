@@ -39,15 +39,25 @@ type Worker struct {
 	schedWake chan struct{}
 	storedOn  bool // the record watch delivers stored schedules
 
-	mu       sync.Mutex
-	ix       index
-	running  map[kvledger.IdempotencyKey]*run
-	busy     int            // runs holding a concurrency slot (claiming or in the handler)
-	perKind  map[string]int // per kind, runs holding a slot
-	started  bool
-	draining bool
-	closed   bool
-	fatal    error // a watch ended: reported by Close
+	mu      sync.Mutex
+	ix      index
+	running map[kvledger.IdempotencyKey]*run
+	busy    int // runs holding a slot: claiming, claimed ahead or in the handler
+	// inHandler counts the runs holding a handler slot (at most
+	// Concurrency); ahead holds the claimed runs waiting for one, in
+	// claim order (ahead.go).
+	inHandler int
+	ahead     []*run
+	// outcomes feeds the collector (collect.go) while collecting;
+	// collected is closed when it ended. Guarded by mu.
+	outcomes   chan *sentOutcome
+	collecting bool
+	collected  chan struct{}
+	perKind    map[string]int // per kind, runs holding a slot
+	started    bool
+	draining   bool
+	closed     bool
+	fatal      error // a watch ended: reported by Close
 
 	wake      chan struct{} // buffered 1: the dispatcher has work to look at
 	ctx       context.Context
@@ -104,6 +114,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		ix:       newIndex(prefix),
 		running:  make(map[kvledger.IdempotencyKey]*run),
 		perKind:  make(map[string]int),
+		outcomes: make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
@@ -184,6 +195,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.stopWatches()
 		return err
 	}
+	w.startCollector()
 	w.wg.Add(1)
 	go w.dispatch()
 	if len(w.schedules) > 0 || w.storedOn {
@@ -253,7 +265,9 @@ func (w *Worker) Close(ctx context.Context) error {
 		if started {
 			w.cancel() // dispatcher and schedules stop; handlers keep their own contexts
 			w.wg.Wait()
+			w.releaseAhead()
 			w.drain(ctx)
+			w.stopCollector(ctx)
 			w.mu.Lock()
 			g := w.wlease
 			w.wlease = nil

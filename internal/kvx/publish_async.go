@@ -1,0 +1,118 @@
+package kvx
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// UpdateAsyncAs is UpdateAs (hdr stored with the message as there) sent without waiting for the stream's
+// acknowledgment: the compare-and-set leaves at once, and wait (called
+// once, bounded by its ctx) returns what UpdateAs would have: the new
+// revision, ErrConflict for a lost race, an outcome-unknown error
+// (OutcomeUnknown) when no answer came within ctx. Several such writes
+// can be in flight on one connection, each with its own acknowledgment,
+// so a caller pipelines independent compare-and-sets instead of waiting
+// one round trip each; unlike an atomic batch, one write's lost race
+// refuses only that write. The fence is the same as UpdateAs's: the
+// server checks rev when the message arrives.
+//
+// The answers come to one reply subscription per Bucket (made at the
+// first such write, ended with the connection: nats.go's one goroutine
+// for it), and are read as send reads them (decodeAck), so a pipelined
+// write costs no more than an awaited one. A write that finds no stream
+// listening (its leader changing) is sent again the awaited way, with
+// the same id.
+func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Duration, id string, hdr nats.Header) (wait func(context.Context) (uint64, error)) {
+	if err := CheckKey(key); err != nil {
+		return func(context.Context) (uint64, error) { return 0, err }
+	}
+	c := casCond(rev, ttl, id)
+	m := &nats.Msg{Subject: b.Subject(key), Data: value}
+	if hdr != nil {
+		m.Header = withHeaders(hdr, 4)
+	}
+	if err := b.prepare(m, c); err != nil {
+		return func(context.Context) (uint64, error) { return 0, err }
+	}
+	token, ch, err := b.replies.expect(b.js.Conn())
+	if err == nil {
+		m.Reply = b.replies.prefix + token
+		if err = b.js.Conn().PublishMsg(m); err != nil {
+			b.replies.forget(token)
+		}
+	}
+	if err != nil { // not sent: the awaited path
+		return func(ctx context.Context) (uint64, error) { return b.UpdateAs(ctx, key, value, rev, ttl, id, hdr) }
+	}
+	return func(ctx context.Context) (uint64, error) {
+		select {
+		case resp := <-ch:
+			if len(resp.Data) == 0 && resp.Header.Get("Status") == "503" {
+				// No responders: the awaited path retries.
+				return b.UpdateAs(ctx, key, value, rev, ttl, id, hdr)
+			}
+			seq, err := decodeAck(resp.Data)
+			return seq, mapErr(err)
+		case <-ctx.Done():
+			b.replies.forget(token)
+			// Sent and not answered: it may yet land.
+			return 0, fmt.Errorf("kvx: write %q: %w", key, context.Cause(ctx))
+		}
+	}
+}
+
+// asyncReplies routes each answer to the write waiting for it, by the
+// last token of its reply subject.
+type asyncReplies struct {
+	mu      sync.Mutex
+	sub     *nats.Subscription
+	prefix  string // the subscription's subject without its last token
+	next    uint64
+	waiting map[string]chan *nats.Msg
+}
+
+// expect returns a fresh reply token and the channel its answer comes
+// on, subscribing on nc at the first call (again after the connection
+// dropped the subscription).
+func (r *asyncReplies) expect(nc *nats.Conn) (string, chan *nats.Msg, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil || !r.sub.IsValid() {
+		inbox := nc.NewInbox() + "."
+		sub, err := nc.Subscribe(inbox+"*", r.deliver)
+		if err != nil {
+			return "", nil, err
+		}
+		r.sub, r.prefix, r.waiting = sub, inbox, make(map[string]chan *nats.Msg)
+	}
+	r.next++
+	token := strconv.FormatUint(r.next, 36)
+	ch := make(chan *nats.Msg, 1)
+	r.waiting[token] = ch
+	return token, ch, nil
+}
+
+func (r *asyncReplies) forget(token string) {
+	r.mu.Lock()
+	delete(r.waiting, token)
+	r.mu.Unlock()
+}
+
+// deliver hands an answer to its writer; one nobody waits for any more
+// (its wait ended) is dropped.
+func (r *asyncReplies) deliver(m *nats.Msg) {
+	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	r.mu.Lock()
+	ch, ok := r.waiting[token]
+	delete(r.waiting, token)
+	r.mu.Unlock()
+	if ok {
+		ch <- m // buffered 1, one answer per token
+	}
+}

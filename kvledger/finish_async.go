@@ -1,0 +1,82 @@
+package kvledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PendingFinish is an outcome sent by FinishAsync, not yet confirmed.
+type PendingFinish struct {
+	wait func(context.Context) (TaskState, error)
+}
+
+// Wait returns what Finish would have returned for the outcome: the
+// record as stored, or ErrFenced, ErrNotClaimed, ErrNoKey for a claim
+// that is no longer the caller's, or another (transient) error. It is
+// called once; ctx bounds it.
+func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) { return p.wait(ctx) }
+
+// FinishAsync is Finish whose compare-and-swap is sent without waiting
+// for the store's answer, so the caller goes on (the runtime starts the
+// next handler) while the outcome is in flight, and several outcomes are
+// in flight at once, each with its own answer. The write is the one
+// Finish makes, fenced the same way: a compare-and-swap on the revision
+// of the caller's claim, so a stale claimant's outcome is refused. When
+// the swap loses (the record changed since the claim) Wait goes on as
+// Finish does, from a fresh read, and so returns ErrFenced when the claim
+// is no longer the caller's. A failure's dependents are blocked by Wait,
+// after the write landed; the write is its event, as for Finish.
+//
+// On a store without AsyncSwapper (or with an outcome Finish refuses)
+// FinishAsync is Finish itself, run before it returns.
+func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) *PendingFinish {
+	// What runs before the send (a read of the claim when it is not
+	// cached, or Finish itself on a store that cannot send without
+	// waiting) is bounded by the store, each operation by its OpTimeout.
+	done := func(rec TaskState, err error) *PendingFinish {
+		return &PendingFinish{wait: func(context.Context) (TaskState, error) { return rec, err }}
+	}
+	// Through l.swap, not the store: a Ledger WithObserver wraps its
+	// swaps to report them, and then finishes the awaited way, so that
+	// every write reaches the observer.
+	as, ok := l.swap.(AsyncSwapper)
+	if err := checkOutcome(key, o); err != nil || !ok {
+		return done(l.Finish(ctx, actor, key, owner, fence, o, now))
+	}
+	cur, err := l.loadClaim(ctx, key, owner, fence)
+	if err != nil {
+		return done(TaskState{}, err)
+	}
+	next := finishNext(cur, actor, o, now)
+	if err := next.Validate(); err != nil {
+		return done(TaskState{}, err)
+	}
+	sent := as.SwapAsync(key, cur, next)
+	return &PendingFinish{wait: func(ctx context.Context) (TaskState, error) {
+		rec, ok, err := sent(ctx)
+		if err != nil || !ok {
+			if l.remember {
+				l.claims.forget(key)
+			}
+		}
+		if err != nil {
+			return TaskState{}, err
+		}
+		if !ok {
+			// Lost the swap: Finish reads the record again and
+			// decides, as after any lost swap (ErrFenced when
+			// another claim holds it now).
+			return l.Finish(ctx, actor, key, owner, fence, o, now)
+		}
+		if err := l.wrote(rec); err != nil {
+			return rec, err
+		}
+		if after := l.finishAfter(ctx, actor, key, o, now); after != nil {
+			if err := after(); err != nil {
+				return rec, fmt.Errorf("kvledger: %q %s: %w", string(key), finishLabel, err)
+			}
+		}
+		return rec, nil
+	}}
+}
