@@ -73,6 +73,9 @@ type KVStore struct {
 	// enableTried: atomicBatches has tried once to allow atomic batches
 	// on a bucket created without them (kv_store_batch.go).
 	enableTried atomic.Bool
+	// records is the store's one watch of its records, shared by every
+	// WatchRecords (watch.go).
+	records *kvx.Hub
 }
 
 var (
@@ -111,7 +114,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}, nil
+	return &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js)), records: newRecordHub(b)}, nil
 }
 
 // Name returns the bucket name.

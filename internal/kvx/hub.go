@@ -18,8 +18,8 @@ import (
 // a change that lands between a failed try and a later Subscribe would
 // otherwise be missed. Subscribe returns only once the watch is live.
 type Hub struct {
-	b       *Bucket
-	pattern string
+	b        *Bucket
+	patterns []string
 
 	mu      sync.Mutex
 	subs    map[string]map[*Sub]struct{}
@@ -40,12 +40,25 @@ type Hub struct {
 	// restarts its watch the first time the view is synced.
 	view      *view
 	viewWatch bool
+
+	// feeds are the ordered subscriptions (Feed), fed from the view.
+	feeds map[*Feed]struct{}
+	// gen counts the watches started: a watch that was stopped to be
+	// replaced (SyncTo's restart, an idle stop) finds gen moved on and
+	// leaves the hub's state to its successor.
+	gen uint64
+	// idleStop: the watch stops when its last subscriber leaves (a hub
+	// whose owner has no Close; see StopWhenIdle).
+	idleStop bool
+	// subCount counts the open Subs (for idleStop).
+	subCount int
 }
 
 // NewHub returns a hub watching the keys of b that match pattern (">" for
-// all). No I/O happens until the first Subscribe.
-func (b *Bucket) NewHub(pattern string) *Hub {
-	return &Hub{b: b, pattern: pattern, subs: make(map[string]map[*Sub]struct{})}
+// all), or any of more patterns. No I/O happens until the first
+// Subscribe, Feed or SyncTo.
+func (b *Bucket) NewHub(pattern string, more ...string) *Hub {
+	return &Hub{b: b, patterns: append([]string{pattern}, more...), subs: make(map[string]map[*Sub]struct{}), feeds: make(map[*Feed]struct{})}
 }
 
 // Sub receives the changes of a set of keys.
@@ -84,7 +97,6 @@ func (s *Sub) Close() {
 	s.once.Do(func() {
 		h := s.h
 		h.mu.Lock()
-		defer h.mu.Unlock()
 		registered := false
 		for _, k := range s.keys {
 			if m := h.subs[k]; m != nil {
@@ -99,6 +111,12 @@ func (s *Sub) Close() {
 		}
 		if registered { // else the hub's end already closed it
 			close(s.c)
+		}
+		h.subCount--
+		done := h.idleStopLocked()
+		h.mu.Unlock()
+		if done != nil {
+			<-done
 		}
 	})
 }
@@ -130,6 +148,7 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 		}
 	}
 	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last, known: make([]Seen, len(keys))}
+	h.subCount++
 	for i, k := range keys {
 		s.known[i], _ = h.seen.Get(k)
 		m := h.subs[k]
@@ -152,34 +171,115 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		h.view.reset() // a new watch rebuilds the view from its initial values
 		h.view.covered = len(h.view.prefixes)
 	}
-	w, err := h.b.kv.Watch(wctx, h.pattern, opts...)
+	w, err := h.watchOpen(wctx, opts...)
 	if err != nil {
 		cancel()
-		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
+		return fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
 	}
 	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
 	h.viewWatch = h.view != nil
 	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
-	go h.run(w, h.done)
+	h.gen++
+	go h.run(w, h.done, cancel, h.gen)
 	return nil
 }
 
-func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
+// watchOpen starts a watch of the hub's patterns.
+func (h *Hub) watchOpen(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if len(h.patterns) == 1 {
+		return h.b.kv.Watch(ctx, h.patterns[0], opts...)
+	}
+	return h.b.kv.WatchFiltered(ctx, h.patterns, opts...)
+}
+
+// stopLocked stops the running watch so that another can replace it
+// (SyncTo's restart, an idle stop), without waiting for its goroutine:
+// that goroutine finds gen moved on and leaves the hub alone. Subs'
+// channels are closed (they subscribe again, as after any restart);
+// feeds catch up from the view once the next watch has refilled it.
+// It returns the stopped goroutine's done channel.
+func (h *Hub) stopLocked() chan struct{} {
+	w, cancel, done := h.w, h.cancel, h.done
+	h.gen++
+	h.running, h.viewWatch = false, false
+	h.releaseSubsLocked()
+	if h.view != nil {
+		h.view.reset()
+	}
+	for f := range h.feeds {
+		f.lagLocked()
+	}
+	_ = w.Stop()
+	cancel()
+	return done
+}
+
+// idleStopLocked stops the watch of a StopWhenIdle hub that no one
+// subscribes to any more; it returns the channel to wait on (outside
+// the hub's lock) for the watch's goroutine, or nil.
+func (h *Hub) idleStopLocked() chan struct{} {
+	if !h.idleStop || !h.running || h.subCount > 0 || len(h.feeds) > 0 {
+		return nil
+	}
+	return h.stopLocked()
+}
+
+// StopWhenIdle makes the hub stop its watch when its last subscriber
+// (Sub or Feed) leaves, and start it again at the next Subscribe or Feed:
+// for an owner that has no Close of its own to end the watch with. The
+// price is one read of the watched keys per start when subscribers come
+// and go one at a time.
+func (h *Hub) StopWhenIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.idleStop = true
+}
+
+// releaseSubsLocked closes every Sub's channel (the watch behind them
+// ended): each waiter re-checks and subscribes again.
+func (h *Hub) releaseSubsLocked() {
+	ended := make(map[*Sub]struct{})
+	for _, m := range h.subs {
+		for s := range m {
+			ended[s] = struct{}{}
+		}
+	}
+	clear(h.subs) // Sub.Close now finds nothing to close twice
+	for s := range ended {
+		close(s.c)
+	}
+}
+
+func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64) {
 	defer close(done)
+	// The watch may end by itself (connection closed, consumer lost):
+	// cancel its context too, or nats.go's goroutine waiting on it
+	// outlives the hub.
+	defer cancel()
 	for e := range w.Updates() {
 		if e == nil {
 			h.mu.Lock()
-			if h.viewWatch {
+			if h.gen == gen && h.viewWatch {
 				h.view.markReady()
+				for f := range h.feeds {
+					f.wakeLocked()
+				}
 			}
 			h.mu.Unlock()
 			continue
 		}
 		ent := fromWatch(e)
 		h.mu.Lock()
+		if h.gen != gen {
+			h.mu.Unlock()
+			continue // stopped for a successor: drain
+		}
 		if h.viewWatch {
 			h.view.apply(ent)
+			for f := range h.feeds {
+				f.pushLocked(ent)
+			}
 		}
 		if h.last == math.MaxUint64 || ent.Revision > h.last {
 			h.last = ent.Revision
@@ -192,26 +292,21 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	}
 	// The watch ended (Close, or the subscription was closed under us):
 	// release every waiter so it re-checks; the next Subscribe restarts.
+	// Feeds end: their owners are told the watch ended.
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ended := make(map[*Sub]struct{})
-	for _, m := range h.subs {
-		for s := range m {
-			ended[s] = struct{}{}
-		}
+	if h.gen != gen {
+		return // replaced: the successor owns the hub's state
 	}
-	clear(h.subs) // Sub.Close now finds nothing to close twice
-	for s := range ended {
-		close(s.c)
+	h.releaseSubsLocked()
+	for f := range h.feeds {
+		f.endLocked()
 	}
+	clear(h.feeds)
 	h.running, h.viewWatch = false, false
 	if h.view != nil {
 		h.view.reset() // invalid without its watch; Sync restarts it
 	}
-	// The watch ended by itself (connection closed, consumer lost): cancel
-	// its context too, or nats.go's goroutine waiting on it outlives the
-	// hub (Close only cancels a running watch).
-	h.cancel()
 }
 
 // offer replaces an unread entry with e without blocking (only the hub's
@@ -245,11 +340,20 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
+	for f := range h.feeds {
+		f.endLocked()
+	}
+	clear(h.feeds)
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running
-	h.mu.Unlock()
 	if !running {
+		// A watch stopped for a successor may still be draining.
+		h.mu.Unlock()
+		if done != nil {
+			<-done
+		}
 		return nil
 	}
+	h.mu.Unlock()
 	err := w.Stop()
 	cancel()
 	<-done

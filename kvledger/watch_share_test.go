@@ -1,0 +1,149 @@
+package kvledger_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// TestRecordWatchersShareOneConsumer: two WaitFinal calls and a tally
+// (what tasks.Client.Counts keeps) in one process cost the server one
+// consumer on the ledger bucket, and none once they have all ended.
+func TestRecordWatchersShareOneConsumer(t *testing.T) {
+	n := natstest.WithServer(t)
+	const bucket = "share"
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket})
+	l := newLedger(t, s, nil)
+	ctx := natstest.Context(t, 20*time.Second)
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		ok, err := l.Admit(ctx, "t", k, 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+
+	tally := kvledger.NewTally()
+	synced := make(chan struct{})
+	var once sync.Once
+	tw, err := s.WatchRecords(ctx, func(c kvledger.Change) {
+		if c.Synced {
+			once.Do(func() { close(synced) })
+		}
+		tally.Apply(c, t0)
+	})
+	require.NoError(t, err)
+	natstest.WaitClosed(t, synced, 10*time.Second, "the tally's records")
+	require.Equal(t, 2, tally.Counts(t0).Total, "the tally holds both records")
+
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
+		wg.Go(func() {
+			_, err := l.WaitFinal(wctx, k)
+			require.ErrorIs(t, err, context.Canceled)
+		})
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return kvledger.RecordWatchers(s) == 3 }, "two waits and the tally watch")
+	require.Equal(t, 1, natstest.BucketConsumers(t, n.JS, bucket), "three watchers, one consumer")
+
+	cancel()
+	wg.Wait()
+	tw.Stop()
+	require.Zero(t, kvledger.RecordWatchers(s))
+	natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, bucket) == 0 },
+		"the last watcher's end stops the watch")
+}
+
+// TestSlowRecordWatcherCatchesUp: a watcher whose fn blocks does not
+// hold up another watcher of the same store; once it has fallen further
+// behind than its queue holds, it is caught up: Resync, the current
+// record of every key it has not seen at its revision, a deletion for a
+// record it saw that went meanwhile, and Synced. Its copy then equals
+// the store.
+func TestSlowRecordWatcherCatchesUp(t *testing.T) {
+	kvledger.SetRecordFeedLimit(t, 4)
+	n := natstest.WithServer(t)
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	l := newLedger(t, s, nil)
+	ctx := natstest.Context(t, 30*time.Second)
+	admit := func(i int) {
+		ok, err := l.Admit(ctx, "t", kvledger.IdempotencyKey(fmt.Sprint("k", i)), 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	admit(0)
+
+	var (
+		mu      sync.Mutex
+		copyOf  = map[kvledger.IdempotencyKey]uint64{} // the slow watcher's copy
+		resyncs int
+	)
+	release := make(chan struct{})
+	blocked := make(chan struct{})
+	caughtUp := make(chan struct{}, 1)
+	slow, err := s.WatchRecords(ctx, func(c kvledger.Change) {
+		if c.Key == "k1" && !c.Deleted {
+			close(blocked)
+			<-release
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case c.Resync:
+			resyncs++
+		case c.Synced:
+			if resyncs > 0 {
+				caughtUp <- struct{}{}
+			}
+		case c.Deleted:
+			delete(copyOf, c.Key)
+		case c.Key != "":
+			copyOf[c.Key] = c.Rev
+		}
+	})
+	require.NoError(t, err)
+	defer slow.Stop()
+
+	fast := make(chan kvledger.Change, 64)
+	fw, err := s.WatchRecords(ctx, func(c kvledger.Change) { fast <- c })
+	require.NoError(t, err)
+	defer fw.Stop()
+	require.Equal(t, kvledger.IdempotencyKey("k0"), natstest.Recv(t, fast, 10*time.Second, "k0").Key)
+	require.True(t, natstest.Recv(t, fast, 10*time.Second, "synced").Synced)
+
+	admit(1)
+	natstest.WaitClosed(t, blocked, 10*time.Second, "the slow watcher blocks on k1")
+	for i := 2; i < 12; i++ {
+		admit(i)
+	}
+	rec0, ok, err := s.Load(ctx, "k0")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = s.DeleteRecord(ctx, "k0", rec0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The fast watcher sees every change while the slow one is blocked.
+	for i := 1; i < 12; i++ {
+		c := natstest.Recv(t, fast, 10*time.Second, "an admission")
+		require.Equal(t, kvledger.IdempotencyKey(fmt.Sprint("k", i)), c.Key)
+	}
+	c := natstest.Recv(t, fast, 10*time.Second, "k0's deletion")
+	require.True(t, c.Deleted)
+	require.Equal(t, kvledger.IdempotencyKey("k0"), c.Key)
+
+	close(release)
+	natstest.Recv(t, caughtUp, 10*time.Second, "the slow watcher's catch-up")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, resyncs)
+	want := map[kvledger.IdempotencyKey]uint64{}
+	require.NoError(t, s.Range(ctx, func(r kvledger.TaskState) bool { want[r.Key] = r.Rev; return true }))
+	require.Len(t, want, 11)
+	require.Equal(t, want, copyOf, "the caught-up copy equals the store: k0 deleted, k1..k11 at their revisions")
+}
