@@ -113,10 +113,10 @@ func (s *Sub) Close() {
 			close(s.c)
 		}
 		h.subCount--
-		done := h.idleStopLocked()
+		stop := h.idleStopLocked()
 		h.mu.Unlock()
-		if done != nil {
-			<-done
+		if stop != nil {
+			stop()
 		}
 	})
 }
@@ -193,13 +193,15 @@ func (h *Hub) watchOpen(ctx context.Context, opts ...jetstream.WatchOpt) (jetstr
 	return h.b.kv.WatchFiltered(ctx, h.patterns, opts...)
 }
 
-// stopLocked stops the running watch so that another can replace it
-// (SyncTo's restart, an idle stop), without waiting for its goroutine:
-// that goroutine finds gen moved on and leaves the hub alone. Subs'
-// channels are closed (they subscribe again, as after any restart);
-// feeds catch up from the view once the next watch has refilled it.
-// It returns the stopped goroutine's done channel.
-func (h *Hub) stopLocked() chan struct{} {
+// stopLocked takes the running watch off the hub so that another can
+// replace it (SyncTo's restart, a Feed's, an idle stop): Subs' channels
+// are closed (they subscribe again, as after any restart) and feeds
+// will catch up from the view once the next watch has refilled it. The
+// watch's goroutine finds gen moved on and leaves the hub alone. It
+// returns stop, which the caller runs after unlocking the hub: it ends
+// the old watch (its consumer is deleted by a request, not to be made
+// under the hub's lock) and waits for its goroutine.
+func (h *Hub) stopLocked() (stop func()) {
 	w, cancel, done := h.w, h.cancel, h.done
 	h.gen++
 	h.running, h.viewWatch = false, false
@@ -210,15 +212,17 @@ func (h *Hub) stopLocked() chan struct{} {
 	for f := range h.feeds {
 		f.lagLocked()
 	}
-	_ = w.Stop()
-	cancel()
-	return done
+	return func() {
+		_ = w.Stop()
+		cancel()
+		<-done
+	}
 }
 
-// idleStopLocked stops the watch of a StopWhenIdle hub that no one
-// subscribes to any more; it returns the channel to wait on (outside
-// the hub's lock) for the watch's goroutine, or nil.
-func (h *Hub) idleStopLocked() chan struct{} {
+// idleStopLocked takes the watch off a StopWhenIdle hub that no one
+// subscribes to any more; it returns the stop to run after unlocking,
+// or nil.
+func (h *Hub) idleStopLocked() (stop func()) {
 	if !h.idleStop || !h.running || h.subCount > 0 || len(h.feeds) > 0 {
 		return nil
 	}

@@ -70,14 +70,21 @@ var ErrFeedEnded = fmt.Errorf("kvx: feed ended")
 func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, limit int) (*Feed, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return nil, ErrHubClosed
-	}
-	if h.view == nil || !slices.Contains(h.view.prefixes, viewPrefix(prefix)) {
-		return nil, fmt.Errorf("kvx: feed of %q: %w", prefix, errNoView)
-	}
-	if h.running && !h.viewCoveredLocked() {
-		h.stopLocked() // watching updates only: restart with current values
+	for {
+		if h.closed {
+			return nil, ErrHubClosed
+		}
+		if h.view == nil || !slices.Contains(h.view.prefixes, viewPrefix(prefix)) {
+			return nil, fmt.Errorf("kvx: feed of %q: %w", prefix, errNoView)
+		}
+		if !h.running || h.viewCoveredLocked() {
+			break
+		}
+		// Watching without the view's current values: restart.
+		stop := h.stopLocked()
+		h.mu.Unlock()
+		stop()
+		h.mu.Lock()
 	}
 	if !h.running {
 		if err := h.startLocked(ctx); err != nil {
@@ -224,10 +231,10 @@ func (f *Feed) Close() {
 		if !f.ended {
 			f.ended, f.err = true, ErrHubClosed
 		}
-		done := h.idleStopLocked()
+		stop := h.idleStopLocked()
 		h.mu.Unlock()
-		if done != nil {
-			<-done
+		if stop != nil {
+			stop()
 		}
 	})
 }

@@ -150,7 +150,12 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 		if h.running && !h.viewCoveredLocked() {
 			// The watch was started without the view's keys: restart it
 			// with their current values.
-			h.stopLocked()
+			// Stopping it deletes its consumer, a request bounded by
+			// the JetStream handle's timeout.
+			stop := h.stopLocked()
+			h.mu.Unlock()
+			stop()
+			continue
 		}
 		if !h.running {
 			if err := h.startLocked(ctx); err != nil {
