@@ -12,7 +12,10 @@ import (
 
 // Hub shares one watch of a bucket among many waiters, so that a thousand
 // goroutines waiting for a thousand keys cost one ordered consumer, not a
-// thousand. The watch starts on the first Subscribe and runs until Close.
+// thousand. The watch starts on the first Subscribe (or Feed, or SyncTo)
+// and runs until Close, or, for a hub told to StopWhenIdle, until its
+// last subscriber leaves. Feeds (hub_feed.go) take every change in order
+// from the same watch.
 //
 // Waiters must subscribe BEFORE they try the operation they may wait on:
 // a change that lands between a failed try and a later Subscribe would
