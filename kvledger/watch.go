@@ -93,28 +93,45 @@ var recordFeedLimit = 1 << 14 // a var for tests (export_test.go)
 // per ledger store however many watchers it has (a worker, Counts,
 // WaitFinal calls, a dashboard), and a watcher that starts late gets the
 // records from memory. The copy costs the memory of the live records'
-// values. The watch stops when its last watcher stops (the store has no
-// Close) and the next watcher starts it again with one read of every
-// record.
+// values. The watch reads every record when it starts, or, while all
+// its watchers name keys, only theirs (maxWatchFilter). It stops when
+// its last watcher stops (the store has no Close); the next watcher
+// starts it again.
 func newRecordHub(b *kvx.Bucket) *kvx.Hub {
 	h := b.NewHub(taskPrefix + "*")
 	h.KeepView(strings.TrimSuffix(taskPrefix, "."))
 	h.StopWhenIdle()
+	h.FilterUpTo(maxWatchFilter)
 	return h
 }
+
+// maxWatchFilter bounds the keys the record watch filters by subject
+// while its watchers all name keys (WaitFinal's, `ledger wait`'s): a
+// process that only waits for a few tasks reads those records, not the
+// whole ledger (measured: a one-key watch live in about 1 ms on a ledger
+// of 10,000 records, against about 65 ms when it read them all). A
+// consumer with thousands of filter subjects is slow for the server to
+// create (5000 timed out here), so beyond this the watch reads every
+// record and each watcher drops the others.
+const maxWatchFilter = 64
 
 // WatchRecords implements RecordWatcher on the store's one record watch
 // (newRecordHub). With keys, only their changes are queued for fn.
 func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error) {
-	var match func(string) bool
+	prefix := strings.TrimSuffix(taskPrefix, ".")
+	var (
+		f   *kvx.Feed
+		err error
+	)
 	if len(keys) > 0 {
-		only := make(map[string]bool, len(keys))
-		for _, k := range keys {
-			only[taskKey(k)] = true
+		bkeys := make([]string, len(keys))
+		for i, k := range keys {
+			bkeys[i] = taskKey(k)
 		}
-		match = func(key string) bool { return only[key] }
+		f, err = s.records.FeedKeys(ctx, prefix, bkeys, recordFeedLimit)
+	} else {
+		f, err = s.records.Feed(ctx, prefix, nil, recordFeedLimit)
 	}
-	f, err := s.records.Feed(ctx, strings.TrimSuffix(taskPrefix, "."), match, recordFeedLimit)
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: watch: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/natstest"
@@ -161,4 +162,92 @@ func TestSlowRecordWatcherCatchesUp(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, 1, resyncs)
 	require.Equal(t, want, copyOf, "the caught-up copy equals the store: k0 deleted, k1..k11 at their revisions")
+}
+
+// consumerFilters returns the filter subjects of the consumers on a
+// ledger bucket's stream.
+func consumerFilters(t *testing.T, js jetstream.JetStream, bucket string) [][]string {
+	t.Helper()
+	ctx := natstest.Context(t, 5*time.Second)
+	st, err := js.Stream(ctx, "KV_"+bucket)
+	require.NoError(t, err)
+	var out [][]string
+	l := st.ListConsumers(ctx)
+	for ci := range l.Info() {
+		f := ci.Config.FilterSubjects
+		if ci.Config.FilterSubject != "" {
+			f = append(f, ci.Config.FilterSubject)
+		}
+		out = append(out, f)
+	}
+	require.NoError(t, l.Err())
+	return out
+}
+
+// TestKeyedRecordWatchersReadTheirKeysOnly: watchers that name keys
+// (WaitFinal's) share a watch of those keys only, not of the whole
+// ledger; a watcher of every record widens it. Each restart of the shared
+// watch catches the others up without a change they did not see: the
+// first watcher sees its record, then its deletion, and nothing else.
+func TestKeyedRecordWatchersReadTheirKeysOnly(t *testing.T) {
+	n := natstest.WithServer(t)
+	const bucket = "keyed"
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: bucket})
+	l := newLedger(t, s, nil)
+	ctx := natstest.Context(t, 20*time.Second)
+	for _, k := range []kvledger.IdempotencyKey{"a", "b", "c"} {
+		ok, err := l.Admit(ctx, "t", k, 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	subj := func(k string) string { return "$KV." + bucket + "." + kvledger.TaskKey(kvledger.IdempotencyKey(k)) }
+
+	var mu sync.Mutex
+	var seenA []string
+	synced := make(chan struct{}, 8)
+	wa, err := s.WatchRecords(ctx, func(c kvledger.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case c.Synced:
+			synced <- struct{}{}
+		case c.Key != "":
+			seenA = append(seenA, fmt.Sprintf("%s deleted=%v", c.Key, c.Deleted))
+		}
+	}, "a")
+	require.NoError(t, err)
+	defer wa.Stop()
+	natstest.Recv(t, synced, 10*time.Second, "a's watch synced")
+	require.Equal(t, [][]string{{subj("a")}}, consumerFilters(t, n.JS, bucket), "one key, one filter subject")
+
+	wb, err := s.WatchRecords(ctx, func(kvledger.Change) {}, "b")
+	require.NoError(t, err)
+	defer wb.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		f := consumerFilters(t, n.JS, bucket)
+		return len(f) == 1 && len(f[0]) == 2
+	}, "the watch restarted on both keys")
+
+	all, err := s.WatchRecords(ctx, func(kvledger.Change) {})
+	require.NoError(t, err)
+	defer all.Stop()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		f := consumerFilters(t, n.JS, bucket)
+		return len(f) == 1 && len(f[0]) == 1 && f[0][0] == "$KV."+bucket+".task.*"
+	}, "a watcher of every record widens the watch")
+
+	rec, ok, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = s.DeleteRecord(ctx, "a", rec)
+	require.NoError(t, err)
+	require.True(t, ok)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seenA) == 2
+	}, "a's deletion")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"a deleted=false", "a deleted=true"}, seenA)
 }

@@ -55,6 +55,11 @@ type Hub struct {
 	idleStop bool
 	// subCount counts the open Subs (for idleStop).
 	subCount int
+	// maxFilter > 0 lets a hub whose feeds all name their keys watch
+	// those keys only, up to maxFilter of them (FilterUpTo); filter is
+	// what the running watch was started with (nil: the patterns).
+	maxFilter int
+	filter    []string
 }
 
 // NewHub returns a hub watching the keys of b that match pattern (">" for
@@ -145,6 +150,9 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 	if h.closed {
 		return nil, ErrHubClosed
 	}
+	if h.maxFilter > 0 {
+		return nil, errFiltering
+	}
 	if !h.running {
 		if err := h.startLocked(ctx); err != nil {
 			return nil, err
@@ -188,8 +196,12 @@ func (h *Hub) startLocked(ctx context.Context) error {
 	return nil
 }
 
-// watchOpen starts a watch of the hub's patterns.
+// watchOpen starts a watch of the hub's patterns, or of the keys of
+// its filter.
 func (h *Hub) watchOpen(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if h.filter != nil {
+		return h.b.kv.WatchFiltered(ctx, h.filter, opts...)
+	}
 	if len(h.patterns) == 1 {
 		return h.b.kv.Watch(ctx, h.patterns[0], opts...)
 	}

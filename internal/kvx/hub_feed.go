@@ -3,6 +3,7 @@ package kvx
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,8 @@ type Feed struct {
 	h      *Hub
 	prefix string // a kept view prefix ("" for every key)
 	match  func(key string) bool
+	keys   []string // FeedKeys's keys
+	all    bool     // a Feed of every key under prefix
 	max    int
 
 	// Guarded by the hub's mutex.
@@ -64,10 +67,39 @@ var ErrFeedEnded = fmt.Errorf("kvx: feed ended")
 
 // Feed starts an ordered subscription to the keys under prefix (one the
 // hub keeps a view of: KeepView) that match (nil: all of them), each
-// queueing at most limit changes (at least 1). It starts the watch if it is
-// not running; the first Take returns the current values once the view
+// queueing at most limit changes (at least 1). It starts the watch if it
+// is not running; the first Take returns the current values once the view
 // holds them.
 func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, limit int) (*Feed, error) {
+	return h.feed(ctx, prefix, match, nil, limit)
+}
+
+// FeedKeys is Feed for the given keys only. On a hub that may filter
+// (FilterUpTo), a watch that only such feeds use reads their keys only,
+// not every key of its patterns: a feed whose keys the running watch does
+// not cover restarts it with the union of every feed's keys (the other
+// feeds catch up, which costs them nothing they hold already), and a
+// feed of all keys, or more keys than the hub filters, restarts it with
+// its patterns, which it then keeps until it stops.
+func (h *Hub) FeedKeys(ctx context.Context, prefix string, keys []string, limit int) (*Feed, error) {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, slices.Clip(slices.Clone(keys)), limit)
+}
+
+// FilterUpTo lets the hub watch only the keys its feeds name while they
+// all name keys (FeedKeys), up to n keys; beyond that it watches its
+// patterns. Such a hub serves feeds only: Subscribe and SyncTo return
+// errFiltering.
+func (h *Hub) FilterUpTo(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.maxFilter = n
+}
+
+func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, keys []string, limit int) (*Feed, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
@@ -77,10 +109,16 @@ func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, 
 		if h.view == nil || !slices.Contains(h.view.prefixes, viewPrefix(prefix)) {
 			return nil, fmt.Errorf("kvx: feed of %q: %w", prefix, errNoView)
 		}
-		if !h.running || h.viewCoveredLocked() {
+		want := h.wantFilterLocked(keys)
+		if !h.running {
+			h.filter = want
 			break
 		}
-		// Watching without the view's current values: restart.
+		if h.viewCoveredLocked() && covers(h.filter, want) {
+			break
+		}
+		// Watching without the view's current values, or not the new
+		// feed's keys: restart.
 		stop := h.stopLocked()
 		h.mu.Unlock()
 		stop()
@@ -91,11 +129,62 @@ func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, 
 			return nil, err
 		}
 	}
-	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, max: max(limit, 1), lagged: true,
+	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, all: keys == nil, max: max(limit, 1), lagged: true,
 		known: make(map[string]uint64), wake: make(chan struct{}, 1)}
 	h.feeds[f] = struct{}{}
 	f.wakeLocked()
 	return f, nil
+}
+
+// wantFilterLocked is the filter a watch needs for the current feeds
+// and a new one of keys (nil keys: all): the union of their keys, or nil
+// (the patterns) when the hub does not filter, a feed wants all keys, a
+// Sub may be waiting, or there are more keys than it filters.
+func (h *Hub) wantFilterLocked(keys []string) []string {
+	if h.maxFilter == 0 || keys == nil {
+		return nil
+	}
+	set := make(map[string]bool)
+	for _, k := range keys {
+		set[k] = true
+	}
+	for f := range h.feeds {
+		if f.all {
+			return nil
+		}
+		for _, k := range f.keys {
+			set[k] = true
+		}
+	}
+	if h.running {
+		if h.filter == nil {
+			return nil // keep the wider watch until it stops
+		}
+		for _, k := range h.filter {
+			set[k] = true
+		}
+	}
+	if len(set) > h.maxFilter {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// covers reports whether a watch filtered by cur (nil: everything) sees
+// every key of want (nil: everything).
+func covers(cur, want []string) bool {
+	if cur == nil {
+		return true
+	}
+	if want == nil {
+		return false
+	}
+	for _, k := range want {
+		if _, ok := slices.BinarySearch(cur, k); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func viewPrefix(prefix string) string {
@@ -245,3 +334,6 @@ func (h *Hub) Feeds() int {
 	defer h.mu.Unlock()
 	return len(h.feeds)
 }
+
+// errFiltering: Subscribe or SyncTo on a hub that serves feeds only.
+var errFiltering = fmt.Errorf("kvx: a hub that filters (FilterUpTo) serves feeds only")

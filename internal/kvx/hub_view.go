@@ -140,6 +140,9 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 	if !h.hasView() {
 		return errNoView
 	}
+	if h.filtering() {
+		return errFiltering
+	}
 	pattern := h.patterns
 	for {
 		h.mu.Lock()
@@ -179,6 +182,12 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 		case <-changed:
 		}
 	}
+}
+
+func (h *Hub) filtering() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.maxFilter > 0
 }
 
 func (h *Hub) hasView() bool {
