@@ -19,10 +19,6 @@ import (
 
 const core = "github.com/natscoord/natscoord"
 
-// nested lists the nested modules (directories below the core module with a
-// go.mod of their own), which a zip of the core module must leave out.
-var nested = []string{"kvlock/otelobserver", "kvledger/worker/otelworker", "internal/chaos", "dashboard/browsertest"}
-
 // testOnly are modules that only natscoord's own tests use. None may appear
 // in the module graph of a program that imports natscoord.
 var testOnly = []string{"go.uber.org/goleak", "github.com/anishathalye/porcupine", "github.com/chromedp/chromedp"}
@@ -102,10 +98,13 @@ func (p proxy) add(t *testing.T, mod, ver string, gomod []byte, files map[string
 }
 
 // inNested reports whether name (slash-separated, relative to the core
-// module) lies in a nested module.
-func inNested(name string) bool {
+// module) lies in one of the nested modules: the directories below the
+// core module with a go.mod of their own, which a zip of the core module
+// leaves out. They are found in the commit's own files, so that a commit
+// from before a nested module moved is cut the same way.
+func inNested(name string, nested []string) bool {
 	for _, n := range nested {
-		if name == n || strings.HasPrefix(name, n+"/") {
+		if strings.HasPrefix(name, n+"/") {
 			return true
 		}
 	}
@@ -131,7 +130,7 @@ func coreAt(t *testing.T, root, commit string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Typeflag != tar.TypeReg || inNested(h.Name) {
+		if h.Typeflag != tar.TypeReg {
 			continue
 		}
 		data, err := io.ReadAll(tr)
@@ -139,6 +138,17 @@ func coreAt(t *testing.T, root, commit string) map[string][]byte {
 			t.Fatal(err)
 		}
 		files[h.Name] = data
+	}
+	var nested []string
+	for name := range files {
+		if dir, ok := strings.CutSuffix(name, "/go.mod"); ok {
+			nested = append(nested, dir)
+		}
+	}
+	for name := range files {
+		if inNested(name, nested) {
+			delete(files, name)
+		}
 	}
 	return files
 }
