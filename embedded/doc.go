@@ -4,7 +4,7 @@
 // # What it is for
 //
 //   - Tests. Every natscoord test runs against a real server started here
-//     (through internal/natstest); nothing mocks NATS. A node is ready in
+//     (through internal/testkit/natstest); nothing mocks NATS. A node is ready in
 //     a few milliseconds, so each test can have its own.
 //   - Local development and demos: no separate server to install or run.
 //   - Single-node deployments: a service that wants the natscoord

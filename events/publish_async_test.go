@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // PublishAsync sends the message Publish sends: the same prefixed
