@@ -16,7 +16,7 @@ SOAKTIME      ?= 5m
 # in its go.mod holds no test-only or optional dependency (OpenTelemetry for
 # the observer; porcupine for the fault tests; chromedp for the dashboard's
 # browser tests).
-SUBMODULES    := kvlock/otelobserver kvledger/worker/otelworker internal/chaos dashboard/browsertest
+SUBMODULES    := kvlock/otelobserver kvledger/worker/otelworker internal/testsuite/chaos dashboard/browsertest
 
 .PHONY: help test bench fuzz lint demo soak tidy
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
 )
 
 // The cookie ?token= sets proves the visit without holding the token.

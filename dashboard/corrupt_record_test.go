@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/dashtest"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // TestStartsAroundCorruptRecord: a value in the ledger bucket that is not

@@ -32,8 +32,8 @@
 //
 // # Where the data comes from
 //
-//   - Tasks: one record watch on the ledger's bucket (kvledger's
-//     RecordWatcher, one ordered consumer) delivers every record, then
+//   - Tasks: the ledger store's record watch (kvledger's RecordWatcher,
+//     one ordered consumer per store) delivers every record, then
 //     every write, delete and retention expiry, into an in-memory view of
 //     each record's summary (key, status, kind, owner, fence, needs,
 //     times; never the payload). The view is judged by the records only.
@@ -42,8 +42,10 @@
 //     and the event counters. Events never change a task's state on a
 //     page (the record watch does), and only the ledger's own event names
 //     get a series on /metrics (the rest count as "other").
-//   - Leases: one watch (an ordered consumer) per lease bucket keeps the
-//     live entries in memory, decoded by kvlease.DecodeHolder, and
+//   - Leases: per lease bucket, a feed of the bucket's kvlease Manager
+//     (Manager.ViewAll, View.Feed: the manager's one watch, which also
+//     serves force releases) keeps the live entries in memory, decoded
+//     by kvlease.DecodeHolder, and
 //     classifies them by key: kvlock's keys by kvlock.ParseKey (locks,
 //     election leaders, fair-mode waiters; its data keys are left out),
 //     then semaphore slots ("<family>.<key>.<slot>") and plain leases

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/dashtest"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // BenchmarkFeedAdmissions admits b.N tasks while the dashboard runs and

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -17,26 +16,25 @@ import (
 // /sse stream, the action endpoints and /metrics under Config.Prefix.
 // Close stops its consumers and ends open event streams.
 type Handler struct {
-	cfg          Config
-	ledger       *kvledger.Ledger
-	store        *kvledger.KVStore
-	tasks        *taskView
-	schedules    storedSchedules
-	leases       []*leaseView
-	leaseBuckets []*kvx.Bucket
-	broker       *broker
-	recent       *ring[events.Event]
-	leaseLog     *ring[leaseChange]
-	actionLog    *ring[actionRecord]
-	finished     rate
-	metrics      *metrics
-	conn         connState
-	streams      atomic.Int64 // open /sse streams
-	csrf         string
-	cop          *http.CrossOriginProtection
-	pages        *pages
-	root         http.Handler
-	started      time.Time
+	cfg       Config
+	ledger    *kvledger.Ledger
+	store     *kvledger.KVStore
+	tasks     *taskView
+	schedules storedSchedules
+	leases    []*leaseView
+	broker    *broker
+	recent    *ring[events.Event]
+	leaseLog  *ring[leaseChange]
+	actionLog *ring[actionRecord]
+	finished  rate
+	metrics   *metrics
+	conn      connState
+	streams   atomic.Int64 // open /sse streams
+	csrf      string
+	cop       *http.CrossOriginProtection
+	pages     *pages
+	root      http.Handler
+	started   time.Time
 
 	mgrMu    sync.Mutex
 	managers map[string]*kvlease.Manager

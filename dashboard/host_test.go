@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
 )
 
 // getHost fetches path with the given Host header.

@@ -109,47 +109,59 @@ func decoded(tok string) string {
 	return tok
 }
 
-// openLeases binds every lease bucket (creating it with Create). A
-// bucket that does not exist is shown as absent: a lease bucket appears
-// when its first user starts, which may be after the dashboard.
+// leaseFeedLimit is how many changes a lease bucket's feed queues for
+// the dashboard before it is caught up from kvlease's view instead.
+const leaseFeedLimit = 1 << 12
+
+// openLeases opens every lease bucket through a kvlease Manager, the
+// bucket's owner (creating the bucket with Create). A bucket that does
+// not exist is shown as absent: a lease bucket appears when its first
+// user starts, which may be after the dashboard.
 func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
 		v := &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})}
-		bk, err := kvx.Bind(ctx, h.cfg.JS, b, false)
+		_, err := h.cfg.JS.KeyValue(ctx, b)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
-			// kvlease creates its buckets the way it needs them.
-			if _, err = h.manager(ctx, b); err == nil {
-				bk, err = kvx.Bind(ctx, h.cfg.JS, b, false)
-			}
+			err = nil // kvlease creates its buckets the way it needs them
 		}
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
 			v.absent.Store(true)
-			bk, err = nil, nil
+			err = nil
+		} else if err == nil {
+			_, err = h.manager(ctx, b)
 		}
 		if err != nil {
 			return fmt.Errorf("dashboard: lease bucket %q: %w", b, err)
 		}
 		h.leases = append(h.leases, v)
-		h.leaseBuckets = append(h.leaseBuckets, bk)
 	}
 	return nil
 }
 
-// startLeaseWatches starts one watch per bucket and waits until each has
+// leaseFeed starts the feed of every key of bucket from its manager's
+// one watch (kvlease.Manager.ViewAll).
+func (h *Handler) leaseFeed(ctx context.Context, bucket string) (*kvlease.Feed, error) {
+	m, err := h.manager(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	return m.ViewAll().Feed(h.life, nil, leaseFeedLimit)
+}
+
+// startLeaseWatches starts one feed per bucket and waits until each has
 // delivered its initial values; an absent bucket waits for its creation.
 func (h *Handler) startLeaseWatches(ctx context.Context) error {
-	for i, v := range h.leases {
+	for _, v := range h.leases {
 		if v.absent.Load() {
 			h.wg.Go(func() { h.awaitLeaseBucket(v) })
 			continue
 		}
-		// The watch lives until Close: ctx bounds New's set-up only.
-		w, err := h.leaseBuckets[i].KV().WatchAll(h.life)
+		// The feed lives until Close: ctx bounds New's set-up only.
+		f, err := h.leaseFeed(ctx, v.bucket)
 		if err != nil {
 			return fmt.Errorf("dashboard: watch lease bucket %q: %w", v.bucket, err)
 		}
-		h.stops = append(h.stops, func() { _ = w.Stop() })
-		h.wg.Go(func() { h.runLeaseWatch(v, w) })
+		h.wg.Go(func() { h.runLeaseFeed(v, f) })
 	}
 	for _, v := range h.leases {
 		if v.absent.Load() {
@@ -165,7 +177,8 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 }
 
 // bucketRetry is how long an absent bucket's waiter waits before it
-// tries again after a failed look (not a "not found").
+// tries again after a failed look (not a "not found"), and a lease feed
+// that ended by itself before it is started again.
 const bucketRetry = 5 * time.Second
 
 // announcedRetry is the pause between looks at a bucket the server has
@@ -194,16 +207,17 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 	for {
 		// Look after subscribing, so a creation in between is not missed.
 		ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
-		bk, err := kvx.Bind(ctx, h.cfg.JS, v.bucket, false)
-		cancel()
+		_, err := h.cfg.JS.KeyValue(ctx, v.bucket)
 		if err == nil {
-			var w jetstream.KeyWatcher
-			if w, err = bk.KV().WatchAll(h.life); err == nil {
+			var f *kvlease.Feed
+			if f, err = h.leaseFeed(ctx, v.bucket); err == nil {
+				cancel()
 				v.absent.Store(false)
-				h.runLeaseWatch(v, w)
+				h.runLeaseFeed(v, f)
 				return
 			}
 		}
+		cancel()
 		if h.life.Err() != nil {
 			return
 		}
@@ -228,38 +242,77 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 	}
 }
 
-func (h *Handler) runLeaseWatch(v *leaseView, w jetstream.KeyWatcher) {
+// runLeaseFeed applies v's feed until Close; a feed that ended by itself
+// (its connection or consumer went away) is started again.
+func (h *Handler) runLeaseFeed(v *leaseView, f *kvlease.Feed) {
 	initial := true
-	for ke := range w.Updates() {
-		if ke == nil {
-			if initial {
-				initial = false
-				close(v.ready)
-				// Pages open before a bucket appeared reload their lists.
-				b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "what": "watching"})
-				h.broker.publish(push{Type: "coord", Data: b})
+	defer func() {
+		if initial {
+			close(v.ready)
+		}
+	}()
+	for {
+		select {
+		case <-h.life.Done():
+			f.Close()
+			return
+		case <-f.Ready():
+		}
+		items, err := f.Take()
+		for _, it := range items {
+			h.applyLeaseItem(v, it, &initial)
+		}
+		if err == nil {
+			continue
+		}
+		f.Close()
+		h.cfg.Logger.Warn("dashboard: lease watch ended; watching again", "bucket", v.bucket, "err", err)
+		for f = nil; f == nil; {
+			select {
+			case <-h.life.Done():
+				return
+			case <-time.After(bucketRetry):
 			}
-			continue
+			ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
+			f, err = h.leaseFeed(ctx, v.bucket)
+			cancel()
+			if err != nil {
+				h.cfg.Logger.Warn("dashboard: watch lease bucket", "bucket", v.bucket, "err", err)
+			}
 		}
-		ch, ok := v.apply(kvx.FromWatch(ke), !initial)
-		if !ok || initial {
-			continue
-		}
-		switch ch.What {
-		case "renewed":
-			h.metrics.leaseRenew.Inc()
-		case "released", "expired":
-			h.metrics.leaseEnds.Inc(string(ch.Kind), ch.What)
-		}
-		if ch.What != "renewed" {
-			h.leaseLog.add(ch)
-		}
-		b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "ref": keyRef(ch.Key), "what": ch.What})
-		h.broker.publish(push{Type: "coord", Data: b})
 	}
-	if initial {
-		close(v.ready)
+}
+
+// applyLeaseItem applies one item of a lease bucket's feed.
+func (h *Handler) applyLeaseItem(v *leaseView, it kvlease.FeedItem, initial *bool) {
+	switch {
+	case it.Resync:
+		return // a catch-up: its changes follow as any others
+	case it.Synced:
+		if *initial {
+			*initial = false
+			close(v.ready)
+			// Pages open before a bucket appeared reload their lists.
+			b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "what": "watching"})
+			h.broker.publish(push{Type: "coord", Data: b})
+		}
+		return
 	}
+	ch, ok := v.apply(it.Entry, !*initial)
+	if !ok || *initial {
+		return
+	}
+	switch ch.What {
+	case "renewed":
+		h.metrics.leaseRenew.Inc()
+	case "released", "expired":
+		h.metrics.leaseEnds.Inc(string(ch.Kind), ch.What)
+	}
+	if ch.What != "renewed" {
+		h.leaseLog.add(ch)
+	}
+	b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "ref": keyRef(ch.Key), "what": ch.What})
+	h.broker.publish(push{Type: "coord", Data: b})
 }
 
 // leaseChange is one acquisition or end seen by a watch.

@@ -135,6 +135,8 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		case f.ended <- struct{}{}:
 		default:
 		}
+	case c.Resync:
+		return // the catch-up's changes follow, each a change as any other
 	case c.Synced:
 		if !f.syncing {
 			return

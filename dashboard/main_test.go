@@ -3,7 +3,7 @@ package dashboard_test
 import (
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
 )
 
 // With NATS gone, the live badge is told, pages say they show the last

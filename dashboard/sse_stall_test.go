@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/dashboard"
-	"github.com/natscoord/natscoord/internal/dashtest"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // smallBufListener gives accepted connections a small send buffer, so a

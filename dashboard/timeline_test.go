@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/dashtest"
+	"github.com/natscoord/natscoord/internal/testkit/dashtest"
 	"github.com/natscoord/natscoord/kvledger"
 )
 

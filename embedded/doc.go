@@ -15,7 +15,7 @@
 // # What it is for
 //
 //   - Tests. Every natscoord test runs against a real server started here
-//     (through internal/natstest); nothing mocks NATS. A node starts fast
+//     (through internal/testkit/natstest); nothing mocks NATS. A node starts fast
 //     enough for each test to have its own (BENCHMARKS.md).
 //   - Local development and demos: no separate server to install or run.
 //   - Single-node deployments: a service that wants the natscoord

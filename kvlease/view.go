@@ -17,7 +17,10 @@ import (
 // every change. A View is that layer's window on the one watch instead:
 // it keeps the live keys under a prefix in memory and wakes subscribers,
 // so a process costs the server one consumer per bucket however many
-// layers look at it.
+// layers look at it. A layer that keeps its own copy of its keys (the
+// runtime's lease index, the dashboard, an election's observer) takes
+// every change in order from the view's Feed (view_feed.go) instead of
+// watching the bucket itself.
 
 // Change is one change of a key as the manager's watch delivered it: a
 // live value (Live reports true), or a delete, purge or expiry marker.

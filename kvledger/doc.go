@@ -132,7 +132,9 @@
 // does not look at needs' status beyond failures, nor at RunAt);
 // ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
 // reading the whole ledger. Package worker is the runtime: it keeps a
-// ready set from the bucket's watch (RecordWatcher) and claims with
+// ready set from the store's record watch (RecordWatcher: one watch per
+// KVStore, shared by the runtime, WaitFinal and any other watcher of the
+// store in the process) and claims with
 // ClaimLeased, a claim proven by a kvlease lease that the server
 // expires, so no clock decides that a worker is dead. Finish records an
 // attempt's outcome (completed with a result, failed, or pending again

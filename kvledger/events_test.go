@@ -14,7 +14,7 @@ import (
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
 

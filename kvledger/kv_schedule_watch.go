@@ -29,7 +29,8 @@ type ScheduleWatcher interface {
 	// WatchRecordsAndSchedules is WatchRecords on every record that also
 	// calls onSchedule, from the same goroutine and in store order, with
 	// every stored schedule before the Synced marker and every later
-	// change of one after it: one ordered consumer for both.
+	// change of one after it: one ordered consumer for both. A catch-up
+	// after Resync covers the schedules too (a removed one as Deleted).
 	WatchRecordsAndSchedules(ctx context.Context, fn func(Change), onSchedule func(ScheduleChange)) (*RecordWatch, error)
 }
 

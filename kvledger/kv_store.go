@@ -73,6 +73,9 @@ type KVStore struct {
 	// enableTried: atomicBatches has tried once to allow atomic batches
 	// on a bucket created without them (kv_store_batch.go).
 	enableTried atomic.Bool
+	// records is the store's one watch of its records, shared by every
+	// WatchRecords (watch.go).
+	records *kvx.Hub
 }
 
 var (
@@ -113,7 +116,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: %w", err)
 	}
-	s := &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js))}
+	s := &KVStore{b: b, retention: cfg.Retention, ops: kvx.NewOpTimeout(kvx.OpTimeoutOf(js)), records: newRecordHub(b)}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}

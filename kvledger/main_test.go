@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }

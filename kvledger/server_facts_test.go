@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // TestServerFactsForEventsFromTheBucket pins the nats-server behaviour the
@@ -50,10 +50,7 @@ func TestServerFactsForEventsFromTheBucket(t *testing.T) {
 	}
 	r1 := pub("task.a", "ledger.admitted", 0)
 	r2 := pub("task.a", "ledger.claimed", r1)
-	for i := 0; i < 3; i++ {
-		pub("task.b", "ledger.admitted", map[bool]uint64{true: 0, false: 0}[true]+uint64(i)*0)
-		break
-	}
+	pub("task.b", "ledger.admitted", 0)
 	got, err := s.GetMsg(ctx, r2)
 	require.NoError(t, err)
 	require.Equal(t, "ledger.claimed", got.Header.Get("Ledger-Event"))

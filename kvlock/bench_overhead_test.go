@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvlock"
 	"github.com/natscoord/natscoord/opstats"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
@@ -14,7 +14,7 @@ import (
 // with its own Locker and connection, acquire and release one key. The
 // two modes run in alternating rounds against one server (on keys of
 // their own Names), and x_barging is fair's rate over barging's in the
-// same run. The figures BENCHMARKS.md reports come from internal/bench.
+// same run. The figures BENCHMARKS.md reports come from internal/testsuite/bench.
 func BenchmarkContended(b *testing.B) {
 	n := natstest.WithServer(b)
 	ctx := natstest.Context(b, 10*time.Minute)

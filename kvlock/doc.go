@@ -24,10 +24,11 @@
 // watch keeps the Locker's view of its keys (kvlease.Manager.View), which
 // fair waiters look at and are woken by. The watch starts at the first
 // wait and becomes a view (restarting once, with the keys' current
-// values) at the first fair wait; an idle Locker watches nothing. Each
-// Election.Observe keeps a watch of its own while it runs: it reports
-// every state in order, and a latest-wins view would miss a leader that
-// came and went between two looks.
+// values) at the first fair wait or Observe; an idle Locker watches
+// nothing. Election.Observe reads the same watch through an ordered feed
+// of the view (kvlease.Feed): every state in order, without a consumer
+// of its own; an observer whose reader falls far behind is caught up
+// with the current state rather than waited for.
 //
 // # Keys
 //

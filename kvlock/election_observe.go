@@ -3,11 +3,14 @@ package kvlock
 import (
 	"context"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
+
+// observeFeedLimit is how many changes of its election an observer's
+// feed queues while its reader is slow, before the reader is caught up
+// with the current state instead (kvlease.Feed).
+const observeFeedLimit = 256
 
 // Observe reports the election's leadership as it changes: first the
 // current state (a leader, or a vacancy), then every new leader, every new
@@ -19,12 +22,18 @@ import (
 //
 // The channel is closed when ctx ends, the Locker closes, or the watch
 // fails (connection closed): call Observe again to resume. Events are
-// delivered in order; a slow reader delays later ones, never drops them.
+// delivered in order. Observe reads the manager's one watch of the bucket
+// through an ordered feed of the Locker's view, so observers cost the
+// server no consumer of their own; the watch never waits for a reader:
+// one that falls more than observeFeedLimit changes of its election
+// behind is caught up with the current state (a new leader after a
+// missed vacancy is still reported as a vacancy, then the leader).
 func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 	ch := make(chan LeaderEvent)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.l.ctx, cancel)
-	w, err := e.l.b.KV().WatchFiltered(wctx, []string{e.s.lease, e.value})
+	keys := map[string]bool{e.s.lease: true, e.value: true}
+	f, err := e.l.view.Feed(wctx, func(k string) bool { return keys[k] }, observeFeedLimit)
 	if err != nil {
 		e.l.log.Debug("kvlock: observe", "election", e.name, "err", err)
 	}
@@ -32,69 +41,78 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 		defer close(ch)
 		defer cancel()
 		defer stop()
-		defer func() { _ = w.Stop() }()
-		e.observe(wctx, w.Updates(), ch)
+		defer f.Close()
+		e.observe(wctx, f, ch)
 	}) {
 		stop()
 		cancel()
 		if err == nil {
-			_ = w.Stop()
+			f.Close()
 		}
 		close(ch)
 	}
 	return ch
 }
 
-func (e *Election) observe(ctx context.Context, updates <-chan jetstream.KeyValueEntry, ch chan<- LeaderEvent) {
+func (e *Election) observe(ctx context.Context, f *kvlease.Feed, ch chan<- LeaderEvent) {
 	var lease, value kvx.Entry
 	var last *LeaderEvent
 	initial := true
 	for {
-		var u jetstream.KeyValueEntry
 		select {
 		case <-ctx.Done():
 			return
-		case x, ok := <-updates:
-			if !ok {
+		case <-f.Ready():
+		}
+		items, err := f.Take()
+		for _, it := range items {
+			if !e.observeItem(ctx, it, &lease, &value, &initial, &last, ch) {
 				return
 			}
-			u = x
 		}
-		if u == nil {
-			initial = false
-		} else {
-			ent := kvx.FromWatch(u)
-			switch ent.Key {
-			case e.s.lease:
-				// A new holder can only have created the key after it was
-				// vacant, but with History 1 the marker of that vacancy is
-				// gone from the stream once the new holder writes, so a
-				// watch that was a little behind never sees it. Report the
-				// vacancy anyway.
-				if !initial && present(lease) && present(ent) && newHolder(lease, ent) &&
-					!emit(ctx, ch, LeaderEvent{Vacant: true}, &last) {
-					return
-				}
-				lease = ent
-			case e.value:
-				value = ent
-			}
-		}
-		if initial {
-			continue
-		}
-		var ev LeaderEvent
-		if info, ok := current(lease, value); ok {
-			ev.Info = info
-		} else if !present(lease) {
-			ev.Vacant = true
-		} else {
-			continue // a winner that has not published yet
-		}
-		if !emit(ctx, ch, ev, &last) {
+		if err != nil {
 			return
 		}
 	}
+}
+
+// observeItem applies one item of the feed and reports the state it
+// leads to; false when ctx ended first.
+func (e *Election) observeItem(ctx context.Context, it kvlease.FeedItem, lease, value *kvx.Entry, initial *bool, last **LeaderEvent, ch chan<- LeaderEvent) bool {
+	switch {
+	case it.Resync:
+		return true
+	case it.Synced:
+		*initial = false
+	default:
+		switch it.Key {
+		case e.s.lease:
+			// A new holder can only have created the key after it was
+			// vacant, but with History 1 the marker of that vacancy is
+			// gone from the stream once the new holder writes, so a
+			// watch that was a little behind (or a caught-up feed) never
+			// sees it. Report the vacancy anyway.
+			if !*initial && present(*lease) && present(it.Entry) && newHolder(*lease, it.Entry) &&
+				!emit(ctx, ch, LeaderEvent{Vacant: true}, last) {
+				return false
+			}
+			*lease = it.Entry
+		case e.value:
+			*value = it.Entry
+		}
+	}
+	if *initial {
+		return true
+	}
+	var ev LeaderEvent
+	if info, ok := current(*lease, *value); ok {
+		ev.Info = info
+	} else if !present(*lease) {
+		ev.Vacant = true
+	} else {
+		return true // a winner that has not published yet
+	}
+	return emit(ctx, ch, ev, last)
 }
 
 // emit sends ev unless it equals the last event sent; false when ctx

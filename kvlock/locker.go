@@ -26,14 +26,13 @@ type Locker struct {
 	opt *kvx.OpTimeout // bounds queue reads by OpTimeout
 
 	// view is the view of this Locker's keys ("<name>.>": locks, queues,
-	// elections) that fair waiters look at and are woken by. It is kept by
-	// the manager's own watch of the bucket (one consumer per Locker),
-	// which it turns into a view at the first fair wait only.
+	// elections) that fair waiters look at and are woken by, and whose
+	// ordered feeds serve Observe. It is kept by the manager's own watch
+	// of the bucket (one consumer per Locker), which it turns into a view
+	// at the first fair wait or Observe only.
 	view *kvlease.View
-	// b serves Observe's watches (an observer reports every state in
-	// order, which a latest-wins view cannot: a leader that came and went
-	// between two looks would be missed) and the removal of election
-	// records, which are kvlock's own keys beside its leases.
+	// b serves the removal of election records, which are kvlock's own
+	// keys beside its leases.
 	b *kvx.Bucket
 
 	ctx    context.Context // cancelled by Close

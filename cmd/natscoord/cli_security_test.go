@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // authServer is a server that requires user app with password secret.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvlock"

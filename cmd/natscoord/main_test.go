@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 func TestMain(m *testing.M) {

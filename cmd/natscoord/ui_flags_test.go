@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // getWith fetches url with client c and the header hdr.

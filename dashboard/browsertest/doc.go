@@ -1,6 +1,6 @@
 // Package browsertest holds the dashboard's real-browser tests: they drive
 // a headless Chromium (Debian's chromium package, found on PATH) with
-// chromedp against a dashboard served by internal/dashtest on an embedded
+// chromedp against a dashboard served by internal/testkit/dashtest on an embedded
 // nats-server, and check what a user sees change live: task rows, the
 // dependency graph, a lease's countdown and its force release.
 //

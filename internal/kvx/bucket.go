@@ -187,9 +187,6 @@ func (b *Bucket) Stream() string { return b.stream }
 // Subject returns the stream subject of key.
 func (b *Bucket) Subject(key string) string { return b.prefix + key }
 
-// KV returns the nats.go handle, for listing and watching.
-func (b *Bucket) KV() jetstream.KeyValue { return b.kv }
-
 // JetStream returns the JetStream handle the bucket was opened with.
 func (b *Bucket) JetStream() jetstream.JetStream { return b.js }
 

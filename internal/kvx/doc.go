@@ -28,7 +28,13 @@
 //     live keys of a prefix in memory; SyncTo makes that view as new as a
 //     revision the caller knows was acknowledged, with no read, so
 //     listings need no consumer of their own and a layer that needs the
-//     view shares the watch of the layer below it.
+//     view shares the watch of the layer below it. Feed is the ordered
+//     subscription served from that view: every change of a prefix in
+//     stream order after the current values, with a bounded queue per
+//     feed; a feed that falls behind is caught up from the view (its
+//     reader sees each key's latest state), never waited for. Every KV
+//     watch of natscoord's packages is a Hub (the benchmarks' raw
+//     baselines aside); no package outside kvx holds a raw KV handle.
 //   - Bounds without a timer per operation (OpTimeout): operations whose
 //     context cannot end share one deadline context, where nats.go would
 //     make a context.WithTimeout per request.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,14 +13,17 @@ import (
 
 // Hub shares one watch of a bucket among many waiters, so that a thousand
 // goroutines waiting for a thousand keys cost one ordered consumer, not a
-// thousand. The watch starts on the first Subscribe and runs until Close.
+// thousand. The watch starts on the first Subscribe (or Feed, or SyncTo)
+// and runs until Close, or, for a hub told to StopWhenIdle, until its
+// last subscriber leaves. Feeds (hub_feed.go) take every change in order
+// from the same watch.
 //
 // Waiters must subscribe BEFORE they try the operation they may wait on:
 // a change that lands between a failed try and a later Subscribe would
 // otherwise be missed. Subscribe returns only once the watch is live.
 type Hub struct {
-	b       *Bucket
-	pattern string
+	b        *Bucket
+	patterns []string
 
 	mu      sync.Mutex
 	subs    map[string]map[*Sub]struct{}
@@ -40,12 +44,30 @@ type Hub struct {
 	// restarts its watch the first time the view is synced.
 	view      *view
 	viewWatch bool
+
+	// feeds are the ordered subscriptions (Feed), fed from the view.
+	feeds map[*Feed]struct{}
+	// gen counts the watches started: a watch that was stopped to be
+	// replaced (SyncTo's restart, an idle stop) finds gen moved on and
+	// leaves the hub's state to its successor.
+	gen uint64
+	// idleStop: the watch stops when its last subscriber leaves (a hub
+	// whose owner has no Close; see StopWhenIdle).
+	idleStop bool
+	// subCount counts the open Subs (for idleStop).
+	subCount int
+	// maxFilter > 0 lets a hub whose feeds all name their keys watch
+	// those keys only, up to maxFilter of them (FilterUpTo); filter is
+	// what the running watch was started with (nil: the patterns).
+	maxFilter int
+	filter    []string
 }
 
 // NewHub returns a hub watching the keys of b that match pattern (">" for
-// all). No I/O happens until the first Subscribe.
-func (b *Bucket) NewHub(pattern string) *Hub {
-	return &Hub{b: b, pattern: pattern, subs: make(map[string]map[*Sub]struct{})}
+// all), or any of more patterns. No I/O happens until the first
+// Subscribe, Feed or SyncTo.
+func (b *Bucket) NewHub(pattern string, more ...string) *Hub {
+	return &Hub{b: b, patterns: append([]string{pattern}, more...), subs: make(map[string]map[*Sub]struct{}), feeds: make(map[*Feed]struct{})}
 }
 
 // Sub receives the changes of a set of keys.
@@ -84,7 +106,6 @@ func (s *Sub) Close() {
 	s.once.Do(func() {
 		h := s.h
 		h.mu.Lock()
-		defer h.mu.Unlock()
 		registered := false
 		for _, k := range s.keys {
 			if m := h.subs[k]; m != nil {
@@ -99,6 +120,12 @@ func (s *Sub) Close() {
 		}
 		if registered { // else the hub's end already closed it
 			close(s.c)
+		}
+		h.subCount--
+		stop := h.idleStopLocked()
+		h.mu.Unlock()
+		if stop != nil {
+			stop()
 		}
 	})
 }
@@ -124,12 +151,16 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 	if h.closed {
 		return nil, ErrHubClosed
 	}
+	if h.maxFilter > 0 {
+		return nil, errFiltering
+	}
 	if !h.running {
 		if err := h.startLocked(ctx); err != nil {
 			return nil, err
 		}
 	}
 	s := &Sub{h: h, keys: keys, c: make(chan Entry, 1), from: h.last, known: make([]Seen, len(keys))}
+	h.subCount++
 	for i, k := range keys {
 		s.known[i], _ = h.seen.Get(k)
 		m := h.subs[k]
@@ -152,34 +183,124 @@ func (h *Hub) startLocked(ctx context.Context) error {
 		h.view.reset() // a new watch rebuilds the view from its initial values
 		h.view.covered = len(h.view.prefixes)
 	}
-	w, err := h.b.kv.Watch(wctx, h.pattern, opts...)
+	w, err := h.watchOpen(wctx, opts...)
 	if err != nil {
 		cancel()
-		return fmt.Errorf("kvx: watch %q: %w", h.pattern, err)
+		return fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
 	}
 	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
 	h.viewWatch = h.view != nil
 	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
-	go h.run(w, h.done)
+	h.gen++
+	go h.run(w, h.done, cancel, h.gen)
 	return nil
 }
 
-func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
+// watchOpen starts a watch of the hub's patterns, or of the keys of
+// its filter. WatchFiltered rewrites the slice it is given into subjects
+// in place, so it gets a copy: the hub's own lists serve every restart.
+func (h *Hub) watchOpen(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if h.filter != nil {
+		return h.b.kv.WatchFiltered(ctx, slices.Clone(h.filter), opts...)
+	}
+	if len(h.patterns) == 1 {
+		return h.b.kv.Watch(ctx, h.patterns[0], opts...)
+	}
+	return h.b.kv.WatchFiltered(ctx, slices.Clone(h.patterns), opts...)
+}
+
+// stopLocked takes the running watch off the hub so that another can
+// replace it (SyncTo's restart, a Feed's, an idle stop): Subs' channels
+// are closed (they subscribe again, as after any restart) and feeds
+// will catch up from the view once the next watch has refilled it. The
+// watch's goroutine finds gen moved on and leaves the hub alone. It
+// returns stop, which the caller runs after unlocking the hub: it ends
+// the old watch (its consumer is deleted by a request, not to be made
+// under the hub's lock) and waits for its goroutine.
+func (h *Hub) stopLocked() (stop func()) {
+	w, cancel, done := h.w, h.cancel, h.done
+	h.gen++
+	h.running, h.viewWatch = false, false
+	h.releaseSubsLocked()
+	if h.view != nil {
+		h.view.reset()
+	}
+	for f := range h.feeds {
+		f.lagLocked()
+	}
+	return func() {
+		_ = w.Stop()
+		cancel()
+		<-done
+	}
+}
+
+// idleStopLocked takes the watch off a StopWhenIdle hub that no one
+// subscribes to any more; it returns the stop to run after unlocking,
+// or nil.
+func (h *Hub) idleStopLocked() (stop func()) {
+	if !h.idleStop || !h.running || h.subCount > 0 || len(h.feeds) > 0 {
+		return nil
+	}
+	return h.stopLocked()
+}
+
+// StopWhenIdle makes the hub stop its watch when its last subscriber
+// (Sub or Feed) leaves, and start it again at the next Subscribe or Feed:
+// for an owner that has no Close of its own to end the watch with. The
+// price is one read of the watched keys per start when subscribers come
+// and go one at a time.
+func (h *Hub) StopWhenIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.idleStop = true
+}
+
+// releaseSubsLocked closes every Sub's channel (the watch behind them
+// ended): each waiter re-checks and subscribes again.
+func (h *Hub) releaseSubsLocked() {
+	ended := make(map[*Sub]struct{})
+	for _, m := range h.subs {
+		for s := range m {
+			ended[s] = struct{}{}
+		}
+	}
+	clear(h.subs) // Sub.Close now finds nothing to close twice
+	for s := range ended {
+		close(s.c)
+	}
+}
+
+func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64) {
 	defer close(done)
+	// The watch may end by itself (connection closed, consumer lost):
+	// cancel its context too, or nats.go's goroutine waiting on it
+	// outlives the hub.
+	defer cancel()
 	for e := range w.Updates() {
 		if e == nil {
 			h.mu.Lock()
-			if h.viewWatch {
+			if h.gen == gen && h.viewWatch {
 				h.view.markReady()
+				for f := range h.feeds {
+					f.wakeLocked()
+				}
 			}
 			h.mu.Unlock()
 			continue
 		}
 		ent := fromWatch(e)
 		h.mu.Lock()
+		if h.gen != gen {
+			h.mu.Unlock()
+			continue // stopped for a successor: drain
+		}
 		if h.viewWatch {
 			h.view.apply(ent)
+			for f := range h.feeds {
+				f.pushLocked(ent)
+			}
 		}
 		if h.last == math.MaxUint64 || ent.Revision > h.last {
 			h.last = ent.Revision
@@ -192,26 +313,21 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}) {
 	}
 	// The watch ended (Close, or the subscription was closed under us):
 	// release every waiter so it re-checks; the next Subscribe restarts.
+	// Feeds end: their owners are told the watch ended.
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ended := make(map[*Sub]struct{})
-	for _, m := range h.subs {
-		for s := range m {
-			ended[s] = struct{}{}
-		}
+	if h.gen != gen {
+		return // replaced: the successor owns the hub's state
 	}
-	clear(h.subs) // Sub.Close now finds nothing to close twice
-	for s := range ended {
-		close(s.c)
+	h.releaseSubsLocked()
+	for f := range h.feeds {
+		f.endLocked()
 	}
+	clear(h.feeds)
 	h.running, h.viewWatch = false, false
 	if h.view != nil {
 		h.view.reset() // invalid without its watch; Sync restarts it
 	}
-	// The watch ended by itself (connection closed, consumer lost): cancel
-	// its context too, or nats.go's goroutine waiting on it outlives the
-	// hub (Close only cancels a running watch).
-	h.cancel()
 }
 
 // offer replaces an unread entry with e without blocking (only the hub's
@@ -245,11 +361,20 @@ func (h *Hub) Close() error {
 		return nil
 	}
 	h.closed = true
+	for f := range h.feeds {
+		f.endLocked()
+	}
+	clear(h.feeds)
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running
-	h.mu.Unlock()
 	if !running {
+		// A watch stopped for a successor may still be draining.
+		h.mu.Unlock()
+		if done != nil {
+			<-done
+		}
 		return nil
 	}
+	h.mu.Unlock()
 	err := w.Stop()
 	cancel()
 	<-done

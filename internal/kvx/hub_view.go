@@ -8,7 +8,8 @@ import (
 )
 
 // KeepView makes h, besides waking subscribers, keep the live entries of
-// the keys under prefix (whose name starts with prefix + ".") in memory:
+// the keys under prefix (whose name starts with prefix + "."; every key for
+// ""), in memory:
 // its watch then starts with the keys' current values instead of updates
 // only, and applies every change in stream order. Questions such as
 // "which keys live under this prefix?" are then answered without I/O
@@ -29,6 +30,9 @@ func (h *Hub) KeepView(prefix string) {
 		h.view = newView()
 	}
 	p := prefix + "."
+	if prefix == "" {
+		p = "" // every key
+	}
 	for _, q := range h.view.prefixes {
 		if q == p {
 			return
@@ -136,7 +140,10 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 	if !h.hasView() {
 		return errNoView
 	}
-	pattern := h.pattern
+	if h.filtering() {
+		return errFiltering
+	}
+	pattern := h.patterns
 	for {
 		h.mu.Lock()
 		if h.closed {
@@ -146,15 +153,11 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 		if h.running && !h.viewCoveredLocked() {
 			// The watch was started without the view's keys: restart it
 			// with their current values.
-			w, cancel, done := h.w, h.cancel, h.done
+			// Stopping it deletes its consumer, a request bounded by
+			// the JetStream handle's timeout.
+			stop := h.stopLocked()
 			h.mu.Unlock()
-			_ = w.Stop()
-			cancel()
-			select {
-			case <-done:
-			case <-ctx.Done():
-				return fmt.Errorf("kvx: sync %q: restarting the watch: %w", pattern, ctx.Err())
-			}
+			stop()
 			continue
 		}
 		if !h.running {
@@ -179,6 +182,12 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 		case <-changed:
 		}
 	}
+}
+
+func (h *Hub) filtering() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.maxFilter > 0
 }
 
 func (h *Hub) hasView() bool {

@@ -15,8 +15,8 @@ import (
 
 // testKits are the directories (from the repository root) of packages
 // that only tests use: they may pause without a context.
-var testKits = []string{"internal/natstest", "internal/dashtest", "internal/check", "internal/bench",
-	"internal/chaos", "internal/modcheck", "kvlock/locktest", "kvledger/storetest", "tasks/taskstest",
+var testKits = []string{"internal/testkit/natstest", "internal/testkit/dashtest", "internal/testkit/suitecheck", "internal/testsuite/bench",
+	"internal/testsuite/chaos", "internal/testsuite/modcheck", "kvlock/locktest", "kvledger/storetest", "tasks/taskstest",
 	"dashboard/browsertest", "examples"}
 
 // No library code pauses with time.Sleep: such a pause ignores every

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -13,86 +13,86 @@ func testAdmit(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 
 	ok, err := l.Admit(ctx, "alice", "a", 5, "payload", t0)
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	s := state(t, l, "a")
-	check.Equal(t, kvledger.StatusPending, s.Status)
-	check.Equal(t, kvledger.Sequence(5), s.Sequence)
-	check.Equal(t, "payload", s.Task)
-	check.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
-	check.Equal(t, kvledger.Actor("alice"), s.UpdatedBy)
-	check.True(t, s.CreatedAt.Equal(t0))
+	suitecheck.Equal(t, kvledger.StatusPending, s.Status)
+	suitecheck.Equal(t, kvledger.Sequence(5), s.Sequence)
+	suitecheck.Equal(t, "payload", s.Task)
+	suitecheck.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
+	suitecheck.Equal(t, kvledger.Actor("alice"), s.UpdatedBy)
+	suitecheck.True(t, s.CreatedAt.Equal(t0))
 
 	for _, seq := range []kvledger.Sequence{5, 4, 0} {
 		ok, err = l.Admit(ctx, "bob", "a", seq, "other", t0)
-		check.NoError(t, err, "a duplicate is not an error")
-		check.False(t, ok, "sequence %d at or below the stored one", seq)
+		suitecheck.NoError(t, err, "a duplicate is not an error")
+		suitecheck.False(t, ok, "sequence %d at or below the stored one", seq)
 	}
-	check.Equal(t, "payload", state(t, l, "a").Task)
+	suitecheck.Equal(t, "payload", state(t, l, "a").Task)
 	// Even with a payload a store could not encode: the stored record
 	// decides first.
 	ok, err = l.Admit(ctx, "bob", "a", 1, func() {}, t0)
-	check.NoError(t, err, "a duplicate is not an error")
-	check.False(t, ok)
+	suitecheck.NoError(t, err, "a duplicate is not an error")
+	suitecheck.False(t, ok)
 
 	// A terminal record is never rebased.
 	admit(t, l, "done")
 	f := claim(t, l, "done", "w", t0)
-	check.NoError(t, l.Complete(ctx, "w", "done", "w", f, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "done", "w", f, kvledger.StatusCompleted, t0))
 	ok, err = l.Admit(ctx, "bob", "done", 99, "again", t0)
-	check.NoError(t, err)
-	check.False(t, ok)
-	check.Equal(t, kvledger.StatusCompleted, state(t, l, "done").Status)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, ok)
+	suitecheck.Equal(t, kvledger.StatusCompleted, state(t, l, "done").Status)
 
 	// Validation before any write.
 	ok, err = l.Admit(ctx, "bob", "self", 1, nil, t0, "self")
-	check.ErrorIs(t, err, kvledger.ErrInvalidState)
-	check.False(t, ok)
+	suitecheck.ErrorIs(t, err, kvledger.ErrInvalidState)
+	suitecheck.False(t, ok)
 	_, found, err := l.State(ctx, "self")
-	check.NoError(t, err)
-	check.False(t, found)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, found)
 	_, err = l.Admit(ctx, "bob", "", 1, nil, t0)
-	check.ErrorIs(t, err, kvledger.ErrInvalidState)
+	suitecheck.ErrorIs(t, err, kvledger.ErrInvalidState)
 
 	// Blocked reports false for a missing and for a pending key.
 	_, blocked, err := l.Blocked(ctx, "nope")
-	check.NoError(t, err)
-	check.False(t, blocked)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, blocked)
 	_, blocked, err = l.Blocked(ctx, "a")
-	check.NoError(t, err)
-	check.False(t, blocked)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, blocked)
 }
 
 func testRebase(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	l, _ := newLedger(t, newStore)
 	ok, err := l.Admit(ctx, "alice", "r", 1, "v1", t0)
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	f1 := claim(t, l, "r", "w1", t0)
 
 	later := t0.Add(time.Minute)
 	ok, err = l.Admit(ctx, "bob", "r", 2, "v2", later, "n")
-	check.NoError(t, err)
-	check.True(t, ok, "a higher sequence rebases a claimed record")
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok, "a higher sequence rebases a claimed record")
 	s := state(t, l, "r")
-	check.Equal(t, kvledger.StatusPending, s.Status)
-	check.Equal(t, kvledger.Sequence(2), s.Sequence)
-	check.Equal(t, "v2", s.Task)
-	check.Equal(t, []kvledger.IdempotencyKey{"n"}, s.Needs)
-	check.Empty(t, s.Owner)
-	check.True(t, s.LeaseUntil.IsZero())
-	check.Equal(t, f1, s.Fence, "fence carries over")
-	check.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
-	check.True(t, s.CreatedAt.Equal(t0))
-	check.Equal(t, kvledger.Actor("bob"), s.UpdatedBy)
-	check.True(t, s.UpdatedAt.Equal(later))
+	suitecheck.Equal(t, kvledger.StatusPending, s.Status)
+	suitecheck.Equal(t, kvledger.Sequence(2), s.Sequence)
+	suitecheck.Equal(t, "v2", s.Task)
+	suitecheck.Equal(t, []kvledger.IdempotencyKey{"n"}, s.Needs)
+	suitecheck.Empty(t, s.Owner)
+	suitecheck.True(t, s.LeaseUntil.IsZero())
+	suitecheck.Equal(t, f1, s.Fence, "fence carries over")
+	suitecheck.Equal(t, kvledger.Actor("alice"), s.CreatedBy)
+	suitecheck.True(t, s.CreatedAt.Equal(t0))
+	suitecheck.Equal(t, kvledger.Actor("bob"), s.UpdatedBy)
+	suitecheck.True(t, s.UpdatedAt.Equal(later))
 
 	// The dispossessed owner can no longer finish; the next claim outbids it.
-	check.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrNotClaimed)
 	f2 := claim(t, l, "r", "w2", later)
-	check.Greater(t, f2, f1)
-	check.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrFenced)
+	suitecheck.Greater(t, f2, f1)
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w1", "r", "w1", f1, kvledger.StatusCompleted, later), kvledger.ErrFenced)
 }
 
 func testLateAdmission(t *testing.T, newStore NewStore) {
@@ -100,35 +100,35 @@ func testLateAdmission(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "p")
 	f := claim(t, l, "p", "w", t0)
-	check.NoError(t, l.Complete(ctx, "w", "p", "w", f, kvledger.StatusFailed, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "p", "w", f, kvledger.StatusFailed, t0))
 
 	ok, err := l.Admit(ctx, "late", "c", 1, nil, t0, "other", "p")
-	check.NoError(t, err)
-	check.True(t, ok, "a late dependent is admitted")
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok, "a late dependent is admitted")
 	requireBlocked(t, l, "c", "p")
 
 	ok, err = l.Admit(ctx, "late", "gc", 1, nil, t0, "c")
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	requireBlocked(t, l, "gc", "c")
 	_, err = l.Claim(ctx, "w", "gc", "w", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 
 	// Several blocking needs: the first in Needs order is named.
 	ok, err = l.Admit(ctx, "late", "multi", 1, nil, t0, "other", "gc", "p")
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	requireBlocked(t, l, "multi", "gc")
 
 	// A rebase onto a failed need lands blocked too.
 	admit(t, l, "rb")
 	ok, err = l.Admit(ctx, "late", "rb", 2, nil, t0, "p")
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	requireBlocked(t, l, "rb", "p")
 	ok, err = l.Admit(ctx, "late", "rb", 3, nil, t0)
-	check.NoError(t, err)
-	check.False(t, ok, "blocked is final")
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, ok, "blocked is final")
 }
 
 func testTransitiveBlocking(t *testing.T, newStore NewStore) {
@@ -147,19 +147,19 @@ func testTransitiveBlocking(t *testing.T, newStore NewStore) {
 	fa := claim(t, l, "a", "wa", t0)
 	fb := claim(t, l, "b", "wb", t0)
 	fm := claim(t, l, "m", "wm", t0)
-	check.NoError(t, l.Complete(ctx, "wm", "m", "wm", fm, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "wm", "m", "wm", fm, kvledger.StatusCompleted, t0))
 
-	check.NoError(t, l.Complete(ctx, "wa", "a", "wa", fa, kvledger.StatusFailed, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "wa", "a", "wa", fa, kvledger.StatusFailed, t0))
 	for _, k := range []kvledger.IdempotencyKey{"b", "c", "d", "e", "n"} {
 		requireBlocked(t, l, k, "a")
 	}
-	check.Equal(t, kvledger.StatusPending, state(t, l, "x").Status)
-	check.Equal(t, kvledger.StatusCompleted, state(t, l, "m").Status, "a finished record stays finished")
-	check.Equal(t, kvledger.StatusFailed, state(t, l, "a").Status)
+	suitecheck.Equal(t, kvledger.StatusPending, state(t, l, "x").Status)
+	suitecheck.Equal(t, kvledger.StatusCompleted, state(t, l, "m").Status, "a finished record stays finished")
+	suitecheck.Equal(t, kvledger.StatusFailed, state(t, l, "a").Status)
 	// The blocked claimant cannot finish.
-	check.ErrorIs(t, l.Complete(ctx, "wb", "b", "wb", fb, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, l.Complete(ctx, "wb", "b", "wb", fb, kvledger.StatusCompleted, t0), kvledger.ErrNotClaimed)
 	_, err := l.Claim(ctx, "w", "c", "w", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 }
 
 func testClaimClosure(t *testing.T, newStore NewStore) {
@@ -168,7 +168,7 @@ func testClaimClosure(t *testing.T, newStore NewStore) {
 	// A state the failure walk never saw (restored): a failed, b and c
 	// pending behind it.
 	claimed := kvledger.TaskState{Key: "t", Status: kvledger.StatusClaimed, Sequence: 1, Owner: "old", Fence: 3, LeaseUntil: t0, Needs: []kvledger.IdempotencyKey{"c"}}
-	check.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
+	suitecheck.NoError(t, l.Restore(ctx, kvledger.Snapshot{Tasks: []kvledger.TaskState{
 		{Key: "a", Status: kvledger.StatusFailed, Sequence: 1, Fence: 1},
 		{Key: "b", Status: kvledger.StatusPending, Sequence: 1, Needs: []kvledger.IdempotencyKey{"a"}},
 		{Key: "c", Status: kvledger.StatusPending, Sequence: 1, Needs: []kvledger.IdempotencyKey{"missing", "b"}},
@@ -176,10 +176,10 @@ func testClaimClosure(t *testing.T, newStore NewStore) {
 		claimed,
 	}}))
 	_, err := l.Claim(ctx, "w", "c", "w", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 	requireBlocked(t, l, "c", "a")
 	_, err = l.Takeover(ctx, "w", "t", "w", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 	requireBlocked(t, l, "t", "c")
 	// A need without a record blocks nothing.
 	claim(t, l, "ok", "w", t0)
@@ -190,34 +190,34 @@ func testFencing(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "f")
 	f1 := claim(t, l, "f", "w1", t0)
-	check.NoError(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, t0.Add(time.Second)))
-	check.True(t, state(t, l, "f").LeaseUntil.Equal(t0.Add(time.Second+lease)))
+	suitecheck.NoError(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, t0.Add(time.Second)))
+	suitecheck.True(t, state(t, l, "f").LeaseUntil.Equal(t0.Add(time.Second+lease)))
 
 	stale := t0.Add(time.Hour)
 	f2, err := l.Takeover(ctx, "w2", "f", "w2", lease, stale)
-	check.NoError(t, err)
-	check.Greater(t, f2, f1)
-	check.ErrorIs(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, stale), kvledger.ErrFenced)
-	check.ErrorIs(t, l.Release(ctx, "w1", "f", "w1", f1, stale), kvledger.ErrFenced)
-	check.ErrorIs(t, l.Complete(ctx, "w1", "f", "w1", f1, kvledger.StatusCompleted, stale), kvledger.ErrFenced)
+	suitecheck.NoError(t, err)
+	suitecheck.Greater(t, f2, f1)
+	suitecheck.ErrorIs(t, l.Renew(ctx, "w1", "f", "w1", f1, lease, stale), kvledger.ErrFenced)
+	suitecheck.ErrorIs(t, l.Release(ctx, "w1", "f", "w1", f1, stale), kvledger.ErrFenced)
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w1", "f", "w1", f1, kvledger.StatusCompleted, stale), kvledger.ErrFenced)
 	s := state(t, l, "f")
-	check.Equal(t, kvledger.OwnerID("w2"), s.Owner)
-	check.Equal(t, f2, s.Fence)
+	suitecheck.Equal(t, kvledger.OwnerID("w2"), s.Owner)
+	suitecheck.Equal(t, f2, s.Fence)
 
 	// Release keeps the fence; the next claim outbids everyone.
-	check.NoError(t, l.Release(ctx, "w2", "f", "w2", f2, stale))
+	suitecheck.NoError(t, l.Release(ctx, "w2", "f", "w2", f2, stale))
 	s = state(t, l, "f")
-	check.Equal(t, kvledger.StatusPending, s.Status)
-	check.Empty(t, s.Owner)
-	check.Equal(t, f2, s.Fence)
-	check.ErrorIs(t, l.Release(ctx, "w2", "f", "w2", f2, stale), kvledger.ErrNotClaimed)
+	suitecheck.Equal(t, kvledger.StatusPending, s.Status)
+	suitecheck.Empty(t, s.Owner)
+	suitecheck.Equal(t, f2, s.Fence)
+	suitecheck.ErrorIs(t, l.Release(ctx, "w2", "f", "w2", f2, stale), kvledger.ErrNotClaimed)
 	f3 := claim(t, l, "f", "w3", stale)
-	check.Greater(t, f3, f2)
-	check.NoError(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale))
-	check.ErrorIs(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale), kvledger.ErrNotClaimed, "a second Complete never rewrites")
+	suitecheck.Greater(t, f3, f2)
+	suitecheck.NoError(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale))
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w3", "f", "w3", f3, kvledger.StatusCompleted, stale), kvledger.ErrNotClaimed, "a second Complete never rewrites")
 	s = state(t, l, "f")
-	check.Equal(t, kvledger.StatusCompleted, s.Status)
-	check.Equal(t, kvledger.OwnerID("w3"), s.Owner)
+	suitecheck.Equal(t, kvledger.StatusCompleted, s.Status)
+	suitecheck.Equal(t, kvledger.OwnerID("w3"), s.Owner)
 }
 
 func testTakeover(t *testing.T, newStore NewStore) {
@@ -225,22 +225,22 @@ func testTakeover(t *testing.T, newStore NewStore) {
 	l, _ := newLedger(t, newStore)
 	admit(t, l, "t")
 	_, err := l.Takeover(ctx, "w", "t", "w", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed, "takeover never claims a pending record")
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed, "takeover never claims a pending record")
 	f1 := claim(t, l, "t", "w1", t0)
 	_, err = l.Takeover(ctx, "w2", "t", "w2", lease, t0.Add(lease-time.Nanosecond))
-	check.ErrorIs(t, err, kvledger.ErrNotStale)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotStale)
 	_, err = l.Claim(ctx, "w2", "t", "w2", lease, t0.Add(lease-time.Nanosecond))
-	check.ErrorIs(t, err, kvledger.ErrLeaseActive)
+	suitecheck.ErrorIs(t, err, kvledger.ErrLeaseActive)
 	_, err = l.Claim(ctx, "w1", "t", "w1", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrLeaseActive, "the holder renews, it does not re-claim")
+	suitecheck.ErrorIs(t, err, kvledger.ErrLeaseActive, "the holder renews, it does not re-claim")
 	f2, err := l.Takeover(ctx, "w2", "t", "w2", lease, t0.Add(lease))
-	check.NoError(t, err, "stale exactly at LeaseUntil")
-	check.Equal(t, f1+1, f2)
+	suitecheck.NoError(t, err, "stale exactly at LeaseUntil")
+	suitecheck.Equal(t, f1+1, f2)
 	// Claim also takes a stale claim.
 	f3, err := l.Claim(ctx, "w3", "t", "w3", lease, t0.Add(2*lease))
-	check.NoError(t, err)
-	check.Equal(t, f2+1, f3)
-	check.NoError(t, l.Complete(ctx, "w3", "t", "w3", f3, kvledger.StatusFailed, t0.Add(2*lease)))
+	suitecheck.NoError(t, err)
+	suitecheck.Equal(t, f2+1, f3)
+	suitecheck.NoError(t, l.Complete(ctx, "w3", "t", "w3", f3, kvledger.StatusFailed, t0.Add(2*lease)))
 	_, err = l.Takeover(ctx, "w4", "t", "w4", lease, t0.Add(time.Hour))
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 }

@@ -3,7 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -20,37 +20,37 @@ func testCapabilities(t *testing.T, newStore NewStore) {
 	}
 	if ins, ok := s.(kvledger.Inserter); ok {
 		stored, ok, _, found, err := ins.Insert(ctx, "ins", rec("ins", 1))
-		check.NoError(t, err)
-		check.True(t, ok, "Insert of a new key")
-		check.False(t, found)
+		suitecheck.NoError(t, err)
+		suitecheck.True(t, ok, "Insert of a new key")
+		suitecheck.False(t, found)
 		loaded, _, err := s.Load(ctx, "ins")
-		check.NoError(t, err)
-		check.Equal(t, loaded.Rev, stored.Rev, "Insert reports the stored Rev")
-		check.Equal(t, loaded.Fence, stored.Fence)
+		suitecheck.NoError(t, err)
+		suitecheck.Equal(t, loaded.Rev, stored.Rev, "Insert reports the stored Rev")
+		suitecheck.Equal(t, loaded.Fence, stored.Fence)
 		_, ok, cur, found, err := ins.Insert(ctx, "ins", rec("ins", 2))
-		check.NoError(t, err)
-		check.False(t, ok, "Insert never replaces a record")
+		suitecheck.NoError(t, err)
+		suitecheck.False(t, ok, "Insert never replaces a record")
 		if found {
-			check.Equal(t, loaded.Rev, cur.Rev, "the record Insert found is the stored one")
-			check.Equal(t, loaded.Sequence, cur.Sequence)
+			suitecheck.Equal(t, loaded.Rev, cur.Rev, "the record Insert found is the stored one")
+			suitecheck.Equal(t, loaded.Sequence, cur.Sequence)
 		}
 		again, _, err := s.Load(ctx, "ins")
-		check.NoError(t, err)
-		check.Equal(t, kvledger.Sequence(1), again.Sequence)
+		suitecheck.NoError(t, err)
+		suitecheck.Equal(t, kvledger.Sequence(1), again.Sequence)
 	}
 	if _, ok := s.(kvledger.UniqueRevisions); ok {
 		seen := map[uint64]kvledger.IdempotencyKey{}
 		for _, k := range []kvledger.IdempotencyKey{"u1", "u2", "u3"} {
-			check.NoError(t, insertOnce(t, s, rec(k, 1)))
+			suitecheck.NoError(t, insertOnce(t, s, rec(k, 1)))
 			got, _, err := s.Load(ctx, k)
-			check.NoError(t, err)
+			suitecheck.NoError(t, err)
 			prev, dup := seen[got.Rev]
-			check.False(t, dup, "Rev %d of %s was %s's too", got.Rev, k, prev)
+			suitecheck.False(t, dup, "Rev %d of %s was %s's too", got.Rev, k, prev)
 			seen[got.Rev] = k
 		}
 	}
 	if c, ok := s.(kvledger.RecordChecker); ok {
-		check.NoError(t, c.CheckRecord(rec("checked", 1)))
+		suitecheck.NoError(t, c.CheckRecord(rec("checked", 1)))
 	}
 }
 
@@ -58,7 +58,7 @@ func insertOnce(t *testing.T, s kvledger.Store, r kvledger.TaskState) error {
 	t.Helper()
 	ok, err := s.CompareAndSwap(ctxFor(t), r.Key, kvledger.TaskState{}, r)
 	if err == nil {
-		check.True(t, ok, "insert %s", r.Key)
+		suitecheck.True(t, ok, "insert %s", r.Key)
 	}
 	return err
 }

@@ -3,7 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -19,67 +19,67 @@ func testDeleteRecord(t *testing.T, newStore NewStore) {
 	}
 	ctx := ctxFor(t)
 	l, err := kvledger.New(s)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	f, err := l.Claim(ctx, "t", "k", "w", lease, t0)
-	check.NoError(t, err)
-	check.NoError(t, l.Complete(ctx, "t", "k", "w", f, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, err)
+	suitecheck.NoError(t, l.Complete(ctx, "t", "k", "w", f, kvledger.StatusCompleted, t0))
 	cur, found, err := s.Load(ctx, "k")
-	check.NoError(t, err)
-	check.True(t, found)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, found)
 
 	stale := cur
 	stale.Rev++ // no stored version has it
 	_, ok, err = del.DeleteRecord(ctx, "k", stale)
-	check.NoError(t, err)
-	check.False(t, ok, "a delete against another version is refused")
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, ok, "a delete against another version is refused")
 
-	check.NoError(t, insertOnce(t, s, kvledger.TaskState{Key: "v", Status: kvledger.StatusPending, Sequence: 1, CreatedAt: t0, UpdatedAt: t0}))
+	suitecheck.NoError(t, insertOnce(t, s, kvledger.TaskState{Key: "v", Status: kvledger.StatusPending, Sequence: 1, CreatedAt: t0, UpdatedAt: t0}))
 	v1, _, err := s.Load(ctx, "v")
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	v2 := v1
 	v2.Sequence = 2
 	ok, err = s.CompareAndSwap(ctx, "v", v1, v2)
-	check.NoError(t, err)
-	check.True(t, ok)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
 	_, ok, err = del.DeleteRecord(ctx, "v", v1)
-	check.NoError(t, err)
-	check.False(t, ok, "a delete of a version written over is refused")
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, ok, "a delete of a version written over is refused")
 	_, found, err = s.Load(ctx, "v")
-	check.NoError(t, err)
-	check.True(t, found, "a refused delete removes nothing")
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, found, "a refused delete removes nothing")
 	v2, _, err = s.Load(ctx, "v")
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	_, ok, err = del.DeleteRecord(ctx, "v", v2)
-	check.NoError(t, err)
-	check.True(t, ok, "the version stored is deleted")
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok, "the version stored is deleted")
 
 	rev, ok, err := del.DeleteRecord(ctx, "k", cur)
-	check.NoError(t, err)
-	check.True(t, ok)
-	check.Greater(t, rev, cur.Rev)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok)
+	suitecheck.Greater(t, rev, cur.Rev)
 	_, found, err = s.Load(ctx, "k")
-	check.NoError(t, err)
-	check.False(t, found)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, found)
 	_, ok, err = del.DeleteRecord(ctx, "k", cur)
-	check.NoError(t, err)
-	check.False(t, ok, "deleting twice is refused")
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, ok, "deleting twice is refused")
 
 	_, err = l.Admit(ctx, "t", "k", 1, nil, t0)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	again, found, err := s.Load(ctx, "k")
-	check.NoError(t, err)
-	check.True(t, found)
-	check.Greater(t, again.Rev, rev, "a record admitted again never reuses the deletion's revision (their events would share an id)")
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, found)
+	suitecheck.Greater(t, again.Rev, rev, "a record admitted again never reuses the deletion's revision (their events would share an id)")
 	seen := 0
-	check.NoError(t, s.Range(ctx, func(ts kvledger.TaskState) bool {
-		check.True(t, ts.Key == "k", "Range yields only stored records, got %+v", ts)
+	suitecheck.NoError(t, s.Range(ctx, func(ts kvledger.TaskState) bool {
+		suitecheck.True(t, ts.Key == "k", "Range yields only stored records, got %+v", ts)
 		seen++
 		return true
 	}))
-	check.True(t, seen == 1, "Range yields the record admitted again once, got %d", seen)
+	suitecheck.True(t, seen == 1, "Range yields the record admitted again once, got %d", seen)
 	f2, err := l.Claim(ctx, "t", "k", "w", lease, t0)
-	check.NoError(t, err)
-	check.Greater(t, f2, f, "fences rise across deletion")
+	suitecheck.NoError(t, err)
+	suitecheck.Greater(t, f2, f, "fences rise across deletion")
 }

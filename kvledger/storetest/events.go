@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -16,33 +16,33 @@ func testEvents(t *testing.T, newStore NewStore) {
 	admit(t, l, "p")
 	admit(t, l, "q", "p")
 	f := claim(t, l, "p", "w", t0)
-	check.NoError(t, l.Renew(ctx, "w", "p", "w", f, lease, t0))
-	check.NoError(t, l.Release(ctx, "w", "p", "w", f, t0))
+	suitecheck.NoError(t, l.Renew(ctx, "w", "p", "w", f, lease, t0))
+	suitecheck.NoError(t, l.Release(ctx, "w", "p", "w", f, t0))
 	claim(t, l, "p", "w", t0)
 	f, err := l.Takeover(ctx, "w2", "p", "w2", lease, t0.Add(time.Hour))
-	check.NoError(t, err)
-	check.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
+	suitecheck.NoError(t, err)
+	suitecheck.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
 
-	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
+	suitecheck.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
 		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.FailedEvent}, rec.names("p"))
-	check.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
+	suitecheck.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
 
 	last := map[string]uint64{}
 	for _, e := range rec.events("p", "q") {
-		check.NoError(t, e.Validate())
+		suitecheck.NoError(t, e.Validate())
 		if r, ok := last[e.Key]; ok {
-			check.Greater(t, e.Revision, r, "revisions rise per key")
+			suitecheck.Greater(t, e.Revision, r, "revisions rise per key")
 		}
-		check.Equal(t, last[e.Key], e.PrevRevision, "%s revision %d names the key's previous write", e.Key, e.Revision)
+		suitecheck.Equal(t, last[e.Key], e.PrevRevision, "%s revision %d names the key's previous write", e.Key, e.Revision)
 		last[e.Key] = e.Revision
 		if e.Key == "q" && e.Name == kvledger.BlockedEvent {
-			check.Equal(t, "p", e.BlockedBy)
-			check.Equal(t, string(kvledger.StatusBlocked), e.Status)
-			check.Equal(t, "w2", e.Actor)
+			suitecheck.Equal(t, "p", e.BlockedBy)
+			suitecheck.Equal(t, string(kvledger.StatusBlocked), e.Status)
+			suitecheck.Equal(t, "w2", e.Actor)
 		}
 		if e.Name == kvledger.FailedEvent {
-			check.Equal(t, string(kvledger.StatusFailed), e.Status)
-			check.Equal(t, uint64(f), e.Fence)
+			suitecheck.Equal(t, string(kvledger.StatusFailed), e.Status)
+			suitecheck.Equal(t, uint64(f), e.Fence)
 		}
 	}
 }
@@ -54,7 +54,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	store := newStore(t)
 	const keys, workers = 5, 4
 	l0, err := kvledger.New(store)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	for i := range keys {
 		admit(t, l0, kvledger.IdempotencyKey(rune('a'+i)))
 	}
@@ -63,7 +63,7 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		l, err := kvledger.New(store)
-		check.NoError(t, err)
+		suitecheck.NoError(t, err)
 		owner := kvledger.OwnerID(rune('A' + w))
 		wg.Go(func() {
 			for i := range keys {
@@ -80,9 +80,9 @@ func testConcurrentClaims(t *testing.T, newStore NewStore) {
 		})
 	}
 	wg.Wait()
-	check.Len(t, won, keys)
+	suitecheck.Len(t, won, keys)
 	for k, owners := range won {
-		check.Len(t, owners, 1, "key %s claimed by %v", k, owners)
+		suitecheck.Len(t, owners, 1, "key %s claimed by %v", k, owners)
 	}
 }
 

@@ -3,7 +3,7 @@ package storetest
 import (
 	"testing"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -17,22 +17,22 @@ func testOwnerChecked(t *testing.T, newStore NewStore) {
 	f := claim(t, l, "build", "w1", t0)
 	before := state(t, l, "build")
 
-	check.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrFenced)
-	check.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrFenced)
-	check.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusCompleted, t0), kvledger.ErrFenced)
+	suitecheck.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrFenced)
+	suitecheck.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrFenced)
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusCompleted, t0), kvledger.ErrFenced)
 	after := state(t, l, "build")
-	check.Equal(t, before.Rev, after.Rev, "a refused owner wrote nothing")
-	check.Equal(t, kvledger.OwnerID("w1"), after.Owner)
+	suitecheck.Equal(t, before.Rev, after.Rev, "a refused owner wrote nothing")
+	suitecheck.Equal(t, kvledger.OwnerID("w1"), after.Owner)
 
 	// The holder itself still succeeds, and a record someone else
 	// finished is not claimed, whatever fence and owner the caller
 	// presents: ErrNotClaimed, as the reference ledger says, for Renew,
 	// Release and Complete alike.
-	check.NoError(t, l.Complete(ctx, "w1", "build", "w1", f, kvledger.StatusCompleted, t0))
-	check.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusFailed, t0), kvledger.ErrNotClaimed)
-	check.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrNotClaimed)
-	check.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrNotClaimed)
-	check.Equal(t, kvledger.OwnerID("w1"), state(t, l, "build").Owner)
-	check.Equal(t, kvledger.StatusCompleted, state(t, l, "build").Status)
-	check.Equal(t, 3, len(bus.names("build")), "admitted, claimed, completed and nothing else")
+	suitecheck.NoError(t, l.Complete(ctx, "w1", "build", "w1", f, kvledger.StatusCompleted, t0))
+	suitecheck.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusFailed, t0), kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, l.Renew(ctx, "w2", "build", "w2", f, lease, t0), kvledger.ErrNotClaimed)
+	suitecheck.Equal(t, kvledger.OwnerID("w1"), state(t, l, "build").Owner)
+	suitecheck.Equal(t, kvledger.StatusCompleted, state(t, l, "build").Status)
+	suitecheck.Equal(t, 3, len(bus.names("build")), "admitted, claimed, completed and nothing else")
 }

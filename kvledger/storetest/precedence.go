@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -22,7 +22,7 @@ func testPrecedence(t *testing.T, newStore NewStore) {
 	fStale := claim(t, l, "stale", "w", t0.Add(-2*lease)) // stale at t0
 	admit(t, l, "done")
 	fDone := claim(t, l, "done", "w", t0)
-	check.NoError(t, l.Complete(ctx, "w", "done", "w", fDone, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "done", "w", fDone, kvledger.StatusCompleted, t0))
 	// "blockedclaim" is claimed (stale) and needs "failed".
 	admit(t, l, "failed")
 	admit(t, l, "blockedclaim", "failed")
@@ -84,17 +84,17 @@ func testPrecedence(t *testing.T, newStore NewStore) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			check.ErrorIs(t, tc.call(ctx), tc.want)
+			suitecheck.ErrorIs(t, tc.call(ctx), tc.want)
 		})
 	}
 	// The closure check comes last: after the lease checks.
-	check.NoError(t, l.Complete(ctx, "w", "failed", "w", fFailed, kvledger.StatusFailed, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "failed", "w", fFailed, kvledger.StatusFailed, t0))
 	// The walk blocked blockedclaim; a live claim on a blocked record
 	// would report ErrLeaseActive first, but blocking drops the lease.
 	_, err := l.Claim(ctx, "a", "blockedclaim", "x", lease, t0)
-	check.ErrorIs(t, err, kvledger.ErrNotClaimed)
+	suitecheck.ErrorIs(t, err, kvledger.ErrNotClaimed)
 	requireBlocked(t, l, "blockedclaim", "failed")
 	// Nothing above wrote: the untouched records are as they were.
-	check.Equal(t, kvledger.StatusPending, state(t, l, "pending").Status)
-	check.Equal(t, fLive, state(t, l, "live").Fence)
+	suitecheck.Equal(t, kvledger.StatusPending, state(t, l, "pending").Status)
+	suitecheck.Equal(t, fLive, state(t, l, "live").Fence)
 }

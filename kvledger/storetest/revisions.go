@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -30,21 +30,21 @@ func testRevisions(t *testing.T, newStore NewStore) {
 		} else {
 			ok, err = s.CompareAndSwap(ctx, key, old, next)
 		}
-		check.NoError(t, err)
-		check.True(t, ok, "write %s", key)
+		suitecheck.NoError(t, err)
+		suitecheck.True(t, ok, "write %s", key)
 		got, found, err := s.Load(ctx, key)
-		check.NoError(t, err)
-		check.True(t, found)
+		suitecheck.NoError(t, err)
+		suitecheck.True(t, found)
 		switch {
 		case isSwapper:
-			check.Equal(t, got.Rev, stored.Rev, "%s: Swap must report the Rev it stored", key)
+			suitecheck.Equal(t, got.Rev, stored.Rev, "%s: Swap must report the Rev it stored", key)
 		case old.Key == "":
-			check.Zero(t, got.Rev, "%s: a store without Swapper must insert at Rev 0", key)
+			suitecheck.Zero(t, got.Rev, "%s: a store without Swapper must insert at Rev 0", key)
 		default:
-			check.Equal(t, old.Rev+1, got.Rev, "%s: a store without Swapper must add exactly 1 per write", key)
+			suitecheck.Equal(t, old.Rev+1, got.Rev, "%s: a store without Swapper must add exactly 1 per write", key)
 		}
 		if old.Key != "" {
-			check.Greater(t, got.Rev, old.Rev, "%s: Rev must grow", key)
+			suitecheck.Greater(t, got.Rev, old.Rev, "%s: Rev must grow", key)
 		}
 		return got
 	}
@@ -64,17 +64,17 @@ func testRevisions(t *testing.T, newStore NewStore) {
 	admit(t, l, "y")
 	fx := claim(t, l, "x", "w", t0)
 	fy := claim(t, l, "y", "w", t0)
-	check.NoError(t, l.Renew(ctx, "w", "x", "w", fx, lease, t0))
-	check.NoError(t, l.Renew(ctx, "w", "y", "w", fy, lease, t0))
-	check.NoError(t, l.Complete(ctx, "w", "x", "w", fx, kvledger.StatusCompleted, t0))
-	check.NoError(t, l.Complete(ctx, "w", "y", "w", fy, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, l.Renew(ctx, "w", "x", "w", fx, lease, t0))
+	suitecheck.NoError(t, l.Renew(ctx, "w", "y", "w", fy, lease, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "x", "w", fx, kvledger.StatusCompleted, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "y", "w", fy, kvledger.StatusCompleted, t0))
 	want := []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent, kvledger.CompletedEvent}
 	for _, k := range []kvledger.IdempotencyKey{"x", "y"} {
-		check.Equal(t, want, bus.names(string(k)), "%s: each write's event once", k)
+		suitecheck.Equal(t, want, bus.names(string(k)), "%s: each write's event once", k)
 		var last uint64
 		for _, e := range bus.events(string(k)) {
 			last = e.Revision
 		}
-		check.Equal(t, state(t, l, k).Rev, last, "%s: the last event names the stored revision", k)
+		suitecheck.Equal(t, state(t, l, k).Rev, last, "%s: the last event names the stored revision", k)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -17,33 +17,33 @@ func testSnapshotRoundTrip(t *testing.T, newStore NewStore) {
 	admit(t, l, "d", "c")
 	fa := claim(t, l, "a", "w", t0)
 	claim(t, l, "c", "w", t0)
-	check.NoError(t, l.Complete(ctx, "w", "a", "w", fa, kvledger.StatusFailed, t0))
+	suitecheck.NoError(t, l.Complete(ctx, "w", "a", "w", fa, kvledger.StatusFailed, t0))
 
 	snap, err := l.Snapshot(ctx)
-	check.NoError(t, err)
-	check.Len(t, snap.Tasks, 4)
+	suitecheck.NoError(t, err)
+	suitecheck.Len(t, snap.Tasks, 4)
 	data, err := kvledger.Encode(snap)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	decoded, err := kvledger.Decode(data)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 
 	l2, _ := newLedger(t, newStore)
-	check.NoError(t, l2.Restore(ctx, decoded))
+	suitecheck.NoError(t, l2.Restore(ctx, decoded))
 	snap2, err := l2.Snapshot(ctx)
-	check.NoError(t, err)
-	check.Equal(t, byKey(t, snap), byKey(t, snap2))
+	suitecheck.NoError(t, err)
+	suitecheck.Equal(t, byKey(t, snap), byKey(t, snap2))
 	requireBlocked(t, l2, "b", "a")
 	// The restored claim keeps working.
 	_, err = l2.Claim(ctx, "w2", "c", "w2", lease, t0.Add(time.Second))
-	check.ErrorIs(t, err, kvledger.ErrLeaseActive)
+	suitecheck.ErrorIs(t, err, kvledger.ErrLeaseActive)
 	// Restoring over existing records stops with ErrExists.
-	check.ErrorIs(t, l2.Restore(ctx, decoded), kvledger.ErrExists)
+	suitecheck.ErrorIs(t, l2.Restore(ctx, decoded), kvledger.ErrExists)
 	// A snapshot that does not validate restores nothing.
 	bad := kvledger.Snapshot{Tasks: []kvledger.TaskState{{Key: "z", Status: kvledger.StatusPending}, {Key: "y", Status: "bogus"}}}
-	check.ErrorIs(t, l2.Restore(ctx, bad), kvledger.ErrInvalidState)
+	suitecheck.ErrorIs(t, l2.Restore(ctx, bad), kvledger.ErrInvalidState)
 	_, found, err := l2.State(ctx, "z")
-	check.NoError(t, err)
-	check.False(t, found)
+	suitecheck.NoError(t, err)
+	suitecheck.False(t, found)
 }
 
 // byKey normalises a snapshot for comparison: store-assigned fields

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/internal/check"
+	"github.com/natscoord/natscoord/internal/testkit/suitecheck"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -77,7 +77,7 @@ func (r *recorder) events(keys ...string) []events.Event {
 	var out []events.Event
 	for _, k := range keys {
 		evs, err := r.l.KeyEvents(ctxFor(r.t), kvledger.IdempotencyKey(k))
-		check.NoError(r.t, err)
+		suitecheck.NoError(r.t, err)
 		out = append(out, evs...)
 	}
 	return out
@@ -100,38 +100,38 @@ func newLedger(t *testing.T, newStore NewStore) (*kvledger.Ledger, *recorder) {
 		t.Skip("the store keeps no event log (kvledger.EventLog)")
 	}
 	l, err := kvledger.New(store)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	return l, &recorder{t: t, l: l}
 }
 
 func admit(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, needs ...kvledger.IdempotencyKey) {
 	t.Helper()
 	ok, err := l.Admit(ctxFor(t), "admin", key, 1, map[string]any{"name": string(key)}, t0, needs...)
-	check.NoError(t, err)
-	check.True(t, ok, "admit %s", key)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, ok, "admit %s", key)
 }
 
 func claim(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey, owner kvledger.OwnerID, now time.Time) kvledger.FenceToken {
 	t.Helper()
 	f, err := l.Claim(ctxFor(t), "worker", key, owner, lease, now)
-	check.NoError(t, err)
+	suitecheck.NoError(t, err)
 	return f
 }
 
 func state(t *testing.T, l *kvledger.Ledger, key kvledger.IdempotencyKey) kvledger.TaskState {
 	t.Helper()
 	s, found, err := l.State(ctxFor(t), key)
-	check.NoError(t, err)
-	check.True(t, found, "state of %s", key)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, found, "state of %s", key)
 	return s
 }
 
 func requireBlocked(t *testing.T, l *kvledger.Ledger, key, by kvledger.IdempotencyKey) {
 	t.Helper()
 	got, blocked, err := l.Blocked(ctxFor(t), key)
-	check.NoError(t, err)
-	check.True(t, blocked, "%s must be blocked", key)
-	check.Equal(t, by, got, "%s blocked by", key)
+	suitecheck.NoError(t, err)
+	suitecheck.True(t, blocked, "%s must be blocked", key)
+	suitecheck.Equal(t, by, got, "%s blocked by", key)
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -17,7 +17,7 @@ import (
 // BenchmarkEndToEnd: b.N no-op tasks admitted in one AdmitMany (atomic
 // batches), run by one worker with 8 handlers, until all are final.
 // Reports tasks/s; the raw-queue baseline and ratios live in
-// internal/bench.
+// internal/testsuite/bench.
 func BenchmarkEndToEnd(b *testing.B) {
 	n := natstest.WithServer(b)
 	store := natstest.Open(b, "ledger", func(ctx context.Context) (*kvledger.KVStore, error) {

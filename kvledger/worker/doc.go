@@ -31,9 +31,11 @@
 //
 // # Discovery by push
 //
-// Each worker watches the ledger's records (one ordered consumer on
-// "task.*", kvledger.RecordWatcher) and its lease keys (one more on the
-// lease bucket) and keeps, in memory: every record's status, kind,
+// Each worker watches the ledger's records (kvledger.RecordWatcher: the
+// store's one watch of "task.*", shared with every other watcher of the
+// store in the process) and its lease keys (a kvlease.Feed of its lease
+// manager's view: the manager's one watch of the lease bucket) and keeps,
+// in memory: every record's status, kind,
 // run-at time, needs, priority and group; per need, the pending tasks
 // waiting for it; per kind, a queue of ready keys by priority; per
 // limited group, its held slots and the tasks waiting for one; one timer

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -56,56 +57,79 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 	}
 }
 
-// watchLeases starts the watch of this ledger's lease keys in the lease
-// bucket (claimants' leases "<prefix>w.<token>": workers', and those of
-// kvledger's Claim with a lease taker; and per-record leases
-// "<prefix><key token>"); synced is closed once it has delivered the
+// leaseFeedLimit is how many lease changes the worker's lease feed may
+// queue before it is caught up from the manager's view (kvlease.Feed).
+const leaseFeedLimit = 1 << 12
+
+// watchLeases starts the worker's feed of this ledger's lease keys in
+// the lease bucket (claimants' leases "<prefix>w.<token>": workers', and
+// those of kvledger's Claim with a lease taker; and per-record leases
+// "<prefix><key token>"), from the lease manager's one watch of the
+// bucket (kvlease.View, Feed); synced is closed once it has delivered the
 // current leases. Lease keys are this package's own namespace of the
-// lease bucket (raw kvlease keys), so watching them reads nothing kvlease
-// owns.
+// lease bucket, read through kvlease's view.
 func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
-	b, err := kvx.Bind(ctx, w.js, w.leases.Bucket(), true)
+	v, err := w.leases.View(strings.TrimSuffix(w.prefix, "."))
 	if err != nil {
-		return fmt.Errorf("worker: lease bucket: %w", err)
+		return fmt.Errorf("worker: lease view: %w", err)
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	kw, err := b.KV().Watch(wctx, w.prefix+">")
+	f, err := v.Feed(ctx, nil, leaseFeedLimit)
 	if err != nil {
-		cancel()
 		return fmt.Errorf("worker: watch leases: %w", err)
 	}
 	done := make(chan struct{})
+	stopCh := make(chan struct{})
 	var once sync.Once
-	stop := func() { once.Do(func() { _ = kw.Stop(); cancel() }) }
+	stop := func() { once.Do(func() { close(stopCh) }) }
 	w.mu.Lock()
 	w.leaseStop, w.leaseDone = stop, done
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
-		defer stop()
-		for e := range kw.Updates() {
-			if e == nil {
-				w.mu.Lock()
-				if !w.ix.leaseSynced {
-					w.ix.leaseSynced = true
-					close(synced)
-					w.considerAllLocked()
-				}
-				w.mu.Unlock()
-				continue
+		defer f.Close()
+		for {
+			select {
+			case <-stopCh:
+				return
+			case <-f.Ready():
 			}
-			ent := kvx.FromWatch(e)
-			w.leaseChange(ent.Key, ent.Live(), ent.Revision)
-		}
-		if wctx.Err() == nil {
-			w.watchEnded("lease", errors.New("watch closed"))
+			items, err := f.Take()
+			for _, it := range items {
+				w.onLeaseItem(it, synced)
+			}
+			if err != nil {
+				select {
+				case <-stopCh:
+				default:
+					w.watchEnded("lease", err)
+				}
+				return
+			}
 		}
 	}()
 	return nil
 }
 
+// onLeaseItem applies one item of the lease feed.
+func (w *Worker) onLeaseItem(it kvlease.FeedItem, synced chan struct{}) {
+	switch {
+	case it.Resync:
+		return // a catch-up: its changes follow as any others
+	case it.Synced:
+		w.mu.Lock()
+		if !w.ix.leaseSynced {
+			w.ix.leaseSynced = true
+			close(synced)
+			w.considerAllLocked()
+		}
+		w.mu.Unlock()
+		return
+	}
+	w.leaseChange(it.Key, it.Live(), it.Revision)
+}
+
 // leaseChange applies one change of a key of the lease bucket, as the
-// lease watch delivers it: a group's slot, a claimant's lease or a
+// lease feed delivers it: a group's slot, a claimant's lease or a
 // per-record lease; any other key is not one this package writes.
 func (w *Worker) leaseChange(key string, live bool, rev uint64) {
 	tok, ok := strings.CutPrefix(key, w.prefix)
@@ -122,7 +146,7 @@ func (w *Worker) leaseChange(key string, live bool, rev uint64) {
 	}
 	k, err := kvx.DecodeToken(tok)
 	if err != nil || strings.Contains(tok, ".") {
-		return
+		return // not a key this package writes
 	}
 	w.onLease(key, kvledger.IdempotencyKey(k), true, live, rev)
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natscoord/natscoord/internal/natstest"
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // Run is a run function of an example (its main without the exit).

@@ -3,7 +3,7 @@ module github.com/natscoord/natscoord/kvledger/worker/otelworker
 go 1.26.0
 
 require (
-	github.com/natscoord/natscoord v0.0.0-20261201115427-0fab6665e71a
+	github.com/natscoord/natscoord v0.0.0-20261202014230-c32cbb88385c
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

@@ -1,0 +1,339 @@
+package kvx
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A Feed is the hub's ordered subscription: every change of the keys it
+// matches, in stream order, starting with their current values, for a
+// subscriber that keeps its own copy of a part of the bucket (the
+// worker's index, a dashboard, a tally) rather than waking on one key's
+// latest change as a Sub does. Feeds are served from the hub's view, so a
+// process's feeds of one bucket cost the server one consumer (the hub's),
+// and a feed that starts late gets the current values from memory rather
+// than from a consumer of its own.
+//
+// Each feed queues at most its max changes. The hub never waits for a
+// feed: a feed whose reader falls further behind than that (or whose
+// watch was restarted) is lagged. Its queue is dropped, and its next Take
+// returns, once the view is whole, a catch-up: a Resync item, then the
+// current value of each matched key whose revision differs from the one
+// the feed last handed out, a delete marker (OpDelete, at the view's
+// revision) for each key it handed out live that is gone, and a Synced
+// item. Nothing is lost, only coalesced: the reader sees each key's latest
+// state, never an older one after a newer, but not every state between.
+type Feed struct {
+	h      *Hub
+	prefix string // a kept view prefix ("" for every key)
+	match  func(key string) bool
+	keys   []string // FeedKeys's keys
+	all    bool     // a Feed of every key under prefix
+	max    int
+
+	// Guarded by the hub's mutex.
+	q       []FeedItem
+	changes int  // changes in q (markers and catch-ups not counted)
+	lagged  bool // q is void: the next Take catches up from the view
+	started bool // a snapshot has been handed out (a catch-up says Resync)
+	ended   bool
+	err     error
+	// known is the revision of every key the feed handed out live: what
+	// its reader holds, against which a catch-up is computed.
+	known map[string]uint64
+
+	wake chan struct{} // one token: something to Take
+	once sync.Once
+}
+
+// FeedItem is one item of a Feed: a change (Entry), or a marker.
+type FeedItem struct {
+	Entry
+	// Synced: every matched key's current value has been handed out
+	// before this item (at the start, and at the end of each catch-up).
+	Synced bool
+	// Resync: the feed lagged; the items up to the next Synced bring the
+	// reader's copy to the current state.
+	Resync bool
+}
+
+// ErrFeedEnded is returned by Take when the hub's watch ended by itself
+// (connection closed, consumer lost) or the hub was closed.
+var ErrFeedEnded = fmt.Errorf("kvx: feed ended")
+
+// Feed starts an ordered subscription to the keys under prefix (one the
+// hub keeps a view of: KeepView) that match (nil: all of them), each
+// queueing at most limit changes (at least 1). It starts the watch if it
+// is not running; the first Take returns the current values once the view
+// holds them.
+func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, limit int) (*Feed, error) {
+	return h.feed(ctx, prefix, match, nil, limit)
+}
+
+// FeedKeys is Feed for the given keys only. On a hub that may filter
+// (FilterUpTo), a watch that only such feeds use reads their keys only,
+// not every key of its patterns: a feed whose keys the running watch does
+// not cover restarts it with the union of every feed's keys (the other
+// feeds catch up, which costs them nothing they hold already), and a
+// feed of all keys, or more keys than the hub filters, restarts it with
+// its patterns, which it then keeps until it stops.
+func (h *Hub) FeedKeys(ctx context.Context, prefix string, keys []string, limit int) (*Feed, error) {
+	set := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		set[k] = true
+	}
+	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, slices.Clip(slices.Clone(keys)), limit)
+}
+
+// FilterUpTo lets the hub watch only the keys its feeds name while they
+// all name keys (FeedKeys), up to n keys; beyond that it watches its
+// patterns. Such a hub serves feeds only: Subscribe and SyncTo return
+// errFiltering.
+func (h *Hub) FilterUpTo(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.maxFilter = n
+}
+
+func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, keys []string, limit int) (*Feed, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		if h.closed {
+			return nil, ErrHubClosed
+		}
+		if h.view == nil || !slices.Contains(h.view.prefixes, viewPrefix(prefix)) {
+			return nil, fmt.Errorf("kvx: feed of %q: %w", prefix, errNoView)
+		}
+		want := h.wantFilterLocked(keys)
+		if !h.running {
+			h.filter = want
+			break
+		}
+		if h.viewCoveredLocked() && covers(h.filter, want) {
+			break
+		}
+		// Watching without the view's current values, or not the new
+		// feed's keys: restart.
+		stop := h.stopLocked()
+		h.mu.Unlock()
+		stop()
+		h.mu.Lock()
+	}
+	if !h.running {
+		if err := h.startLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, all: keys == nil, max: max(limit, 1), lagged: true,
+		known: make(map[string]uint64), wake: make(chan struct{}, 1)}
+	h.feeds[f] = struct{}{}
+	f.wakeLocked()
+	return f, nil
+}
+
+// wantFilterLocked is the filter a watch needs for the current feeds
+// and a new one of keys (nil keys: all): the union of their keys, or nil
+// (the patterns) when the hub does not filter, a feed wants all keys, a
+// Sub may be waiting, or there are more keys than it filters.
+func (h *Hub) wantFilterLocked(keys []string) []string {
+	if h.maxFilter == 0 || keys == nil {
+		return nil
+	}
+	set := make(map[string]bool)
+	for _, k := range keys {
+		set[k] = true
+	}
+	for f := range h.feeds {
+		if f.all {
+			return nil
+		}
+		for _, k := range f.keys {
+			set[k] = true
+		}
+	}
+	if h.running {
+		if h.filter == nil {
+			return nil // keep the wider watch until it stops
+		}
+		for _, k := range h.filter {
+			set[k] = true
+		}
+	}
+	if len(set) > h.maxFilter {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// covers reports whether a watch filtered by cur (nil: everything) sees
+// every key of want (nil: everything).
+func covers(cur, want []string) bool {
+	if cur == nil {
+		return true
+	}
+	if want == nil {
+		return false
+	}
+	for _, k := range want {
+		if _, ok := slices.BinarySearch(cur, k); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func viewPrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "."
+}
+
+func (f *Feed) matches(key string) bool {
+	return strings.HasPrefix(key, f.prefix) && (f.match == nil || f.match(key))
+}
+
+// Ready receives when Take has something to return (items, or the end).
+func (f *Feed) Ready() <-chan struct{} { return f.wake }
+
+// Take returns the items queued since the last Take, in order; a lagged
+// feed returns its catch-up once the view is whole (until then, nothing).
+// After the watch ended it returns ErrFeedEnded, after Close ErrHubClosed.
+func (f *Feed) Take() ([]FeedItem, error) {
+	h := f.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f.ended {
+		return nil, f.err
+	}
+	if f.lagged {
+		if !h.running || !h.viewWatch || !h.view.ready {
+			return nil, nil // the view refills: markReady wakes the feed
+		}
+		f.catchUpLocked()
+	}
+	out := f.q
+	f.q, f.changes = nil, 0
+	for _, it := range out {
+		switch {
+		case it.Synced || it.Resync:
+		case it.Live():
+			f.known[it.Key] = it.Revision
+		default:
+			delete(f.known, it.Key)
+		}
+	}
+	return out, nil
+}
+
+// catchUpLocked queues the difference between what the feed handed out
+// and the view.
+func (f *Feed) catchUpLocked() {
+	v := f.h.view
+	var q []FeedItem
+	if f.started {
+		q = append(q, FeedItem{Resync: true})
+	}
+	var cur []FeedItem
+	present := make(map[string]bool, len(f.known))
+	for _, m := range v.live {
+		for k, e := range m {
+			if !f.matches(k) {
+				continue
+			}
+			present[k] = true
+			if rev, ok := f.known[k]; ok && rev == e.Revision {
+				continue
+			}
+			cur = append(cur, FeedItem{Entry: e})
+		}
+	}
+	for k := range f.known {
+		if !present[k] {
+			cur = append(cur, FeedItem{Entry: Entry{Key: k, Revision: v.applied, Op: OpDelete}})
+		}
+	}
+	slices.SortFunc(cur, func(a, b FeedItem) int { return compareRev(a.Revision, b.Revision) })
+	q = append(q, cur...)
+	f.q = append(q, FeedItem{Synced: true})
+	f.changes, f.lagged, f.started = 0, false, true
+}
+
+func compareRev(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// pushLocked queues one change the view applied.
+func (f *Feed) pushLocked(e Entry) {
+	if f.lagged || f.ended || !f.matches(e.Key) {
+		return // a lagged feed catches up from the view
+	}
+	if f.changes >= f.max {
+		f.lagLocked()
+		return
+	}
+	f.q = append(f.q, FeedItem{Entry: e})
+	f.changes++
+	f.wakeLocked()
+}
+
+// lagLocked voids the queue: the next Take catches up from the view.
+func (f *Feed) lagLocked() {
+	f.q, f.changes, f.lagged = nil, 0, true
+	f.wakeLocked()
+}
+
+func (f *Feed) endLocked() {
+	f.ended, f.err, f.q = true, ErrFeedEnded, nil
+	if f.h.closed {
+		f.err = ErrHubClosed
+	}
+	f.wakeLocked()
+}
+
+func (f *Feed) wakeLocked() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close ends the feed. It is idempotent; a hub that stops when idle
+// (StopWhenIdle) stops its watch when its last subscriber closes, and
+// Close then waits for the watch's goroutine.
+func (f *Feed) Close() {
+	f.once.Do(func() {
+		h := f.h
+		h.mu.Lock()
+		delete(h.feeds, f)
+		if !f.ended {
+			f.ended, f.err = true, ErrHubClosed
+		}
+		stop := h.idleStopLocked()
+		h.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+	})
+}
+
+// Feeds returns how many feeds the hub serves.
+func (h *Hub) Feeds() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.feeds)
+}
+
+// errFiltering: Subscribe or SyncTo on a hub that serves feeds only.
+var errFiltering = fmt.Errorf("kvx: a hub that filters (FilterUpTo) serves feeds only")
