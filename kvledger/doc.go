@@ -4,6 +4,23 @@
 // KV bucket shared by any number of processes. Every transition is one
 // stored write, and that write is its event (see "Events").
 //
+// Most programs run tasks through package tasks, which is built on this
+// one; use kvledger directly for the records and their fences.
+//
+// # Use
+//
+//	store, _ := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: "tasks"})
+//	l, _ := kvledger.New(store)
+//	l.Admit(ctx, "ci", "build", 1, job, time.Now())           // false on a duplicate
+//	l.Admit(ctx, "ci", "deploy", 1, nil, time.Now(), "build") // needs build
+//	fence, _ := l.Claim(ctx, "w1", "build", "w1", 30*time.Second, time.Now())
+//	_ = l.Complete(ctx, "w1", "build", "w1", fence, kvledger.StatusCompleted, time.Now())
+//	final, _ := l.WaitFinal(ctx, "deploy") // by push, no polling
+//
+// A stale claimant's Renew or Complete fails with ErrFenced; a failed
+// task blocks everything that needs it. The sections below give the
+// life cycle, then the guarantees and failure modes.
+//
 // # Life cycle
 //
 //	           Admit                 Claim / Takeover (stale lease)
