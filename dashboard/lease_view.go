@@ -252,33 +252,31 @@ func (h *Handler) runLeaseFeed(v *leaseView, f *kvlease.Feed) {
 		}
 	}()
 	for {
-		select {
-		case <-h.life.Done():
-			f.Close()
-			return
-		case <-f.Ready():
-		}
-		items, err := f.Take()
-		for _, it := range items {
+		err := f.Each(h.life.Done(), func(it kvlease.FeedItem) bool {
 			h.applyLeaseItem(v, it, &initial)
-		}
-		if err == nil {
-			continue
-		}
+			return true
+		})
 		f.Close()
+		if err == nil {
+			return // Close
+		}
 		h.cfg.Logger.Warn("dashboard: lease watch ended; watching again", "bucket", v.bucket, "err", err)
-		for f = nil; f == nil; {
-			select {
-			case <-h.life.Done():
-				return
-			case <-time.After(bucketRetry):
-			}
+		// Started again on the one retry primitive, as the record watch
+		// is (rewatch), for as long as the dashboard lives.
+		f = nil
+		l := rewatch.Start(h.life)
+		l.Next() // the first try is the feed that ended: pause before the next
+		for f == nil && l.Next() {
 			ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
 			f, err = h.leaseFeed(ctx, v.bucket)
 			cancel()
 			if err != nil {
+				f = nil
 				h.cfg.Logger.Warn("dashboard: watch lease bucket", "bucket", v.bucket, "err", err)
 			}
+		}
+		if f == nil {
+			return // Close
 		}
 	}
 }

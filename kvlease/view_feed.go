@@ -58,13 +58,25 @@ func (f *Feed) Ready() <-chan struct{} { return f.f.Ready() }
 // Close or the feed's own.
 func (f *Feed) Take() ([]FeedItem, error) {
 	items, err := f.f.Take()
+	return items, f.feedErr(err)
+}
+
+// Each hands every item to fn in order until stop is closed or fn
+// returns false (nil), or the feed ends (Take's errors): the one loop
+// of a feed's reader (kvx.Feed.Each).
+func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
+	return f.feedErr(f.f.Each(stop, fn))
+}
+
+// feedErr names an error of the feed's hub as Take documents it.
+func (f *Feed) feedErr(err error) error {
 	switch {
 	case err == nil:
-		return items, nil
+		return nil
 	case errors.Is(err, kvx.ErrHubClosed):
-		return items, fmt.Errorf("%w: feed %q: %w", ErrClosed, f.prefix, err)
+		return fmt.Errorf("%w: feed %q: %w", ErrClosed, f.prefix, err)
 	}
-	return items, fmt.Errorf("%w: feed %q", ErrFeedEnded, f.prefix)
+	return fmt.Errorf("%w: feed %q", ErrFeedEnded, f.prefix)
 }
 
 // ErrFeedEnded: a Feed's watch ended by itself; start another feed.

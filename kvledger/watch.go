@@ -155,33 +155,21 @@ func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched fun
 	go func() {
 		defer close(w.done)
 		defer f.Close()
-		for {
-			select {
-			case <-stopCh:
-				return
-			case <-f.Ready():
+		err := f.Each(stopCh, func(it kvx.FeedItem) bool {
+			switch {
+			case it.Resync:
+				fn(Change{Resync: true})
+			case it.Synced:
+				fn(Change{Synced: true})
+			case onSched != nil && strings.HasPrefix(it.Key, schedPrefix):
+				onSched(scheduleChangeOf(it.Entry))
+			default:
+				fn(changeOf(it.Entry))
 			}
-			items, err := f.Take()
-			for _, it := range items {
-				switch {
-				case it.Resync:
-					fn(Change{Resync: true})
-				case it.Synced:
-					fn(Change{Synced: true})
-				case onSched != nil && strings.HasPrefix(it.Key, schedPrefix):
-					onSched(scheduleChangeOf(it.Entry))
-				default:
-					fn(changeOf(it.Entry))
-				}
-			}
-			if err != nil {
-				select {
-				case <-stopCh:
-				default:
-					fn(Change{Err: ErrWatchEnded})
-				}
-				return
-			}
+			return true
+		})
+		if err != nil {
+			fn(Change{Err: ErrWatchEnded})
 		}
 	}()
 	return w, nil

@@ -58,22 +58,10 @@ func (e *Election) observe(ctx context.Context, f *kvlease.Feed, ch chan<- Leade
 	var lease, value kvx.Entry
 	var last *LeaderEvent
 	initial := true
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.Ready():
-		}
-		items, err := f.Take()
-		for _, it := range items {
-			if !e.observeItem(ctx, it, &lease, &value, &initial, &last, ch) {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	// The feed's end (an error) ends the observation, as ctx does.
+	_ = f.Each(ctx.Done(), func(it kvlease.FeedItem) bool {
+		return e.observeItem(ctx, it, &lease, &value, &initial, &last, ch)
+	})
 }
 
 // observeItem applies one item of the feed and reports the state it

@@ -201,6 +201,34 @@ func (f *Feed) matches(key string) bool {
 // Ready receives when Take has something to return (items, or the end).
 func (f *Feed) Ready() <-chan struct{} { return f.wake }
 
+// Each is the one loop a reader of a feed runs: it hands every item to
+// fn in order until stop is closed (nil), fn returns false (nil), or the
+// feed ends (Take's error; nil when stop closed meanwhile, since the
+// reader asked for the end).
+func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-f.Ready():
+		}
+		items, err := f.Take()
+		for _, it := range items {
+			if !fn(it) {
+				return nil
+			}
+		}
+		if err != nil {
+			select {
+			case <-stop:
+				return nil
+			default:
+				return err
+			}
+		}
+	}
+}
+
 // Take returns the items queued since the last Take, in order; a lagged
 // feed returns its catch-up once the view is whole (until then, nothing).
 // After the watch ended it returns ErrFeedEnded, after Close ErrHubClosed.

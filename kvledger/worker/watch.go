@@ -87,24 +87,12 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 	go func() {
 		defer close(done)
 		defer f.Close()
-		for {
-			select {
-			case <-stopCh:
-				return
-			case <-f.Ready():
-			}
-			items, err := f.Take()
-			for _, it := range items {
-				w.onLeaseItem(it, synced)
-			}
-			if err != nil {
-				select {
-				case <-stopCh:
-				default:
-					w.watchEnded("lease", err)
-				}
-				return
-			}
+		err := f.Each(stopCh, func(it kvlease.FeedItem) bool {
+			w.onLeaseItem(it, synced)
+			return true
+		})
+		if err != nil {
+			w.watchEnded("lease", err)
 		}
 	}()
 	return nil
