@@ -126,6 +126,10 @@ type taskData struct {
 	Truncated                           bool
 	CanReopen, CanCancel, NoTaskActions bool
 	CanRemove                           bool
+	// Claim is the claim's lease as the server holds it, for a claimed
+	// record that names one (claimLease); zero otherwise, when the page
+	// shows the record's LeaseUntil (a reference claim's own expiry).
+	Claim claimLease
 	// Attempts are the task's attempts, oldest first, read by kvledger's
 	// rule (kvledger.Attempts) from the writes the ledger bucket keeps of
 	// the record (Ledger.History, its last 64; a bucket of the older
@@ -177,6 +181,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
 	d.LastError = s.LastError
+	d.Claim = h.claimLeaseOf(s)
 	if hist, err := h.ledger.History(ctx, key); err != nil {
 		h.cfg.Logger.Warn("dashboard: attempts", "key", string(key), "err", err)
 	} else {
