@@ -48,8 +48,7 @@ type Options struct {
 	// Default false: writes are flushed every SyncInterval, and an OS crash
 	// or power loss (not a process crash) can lose acknowledged writes from
 	// that window. SyncAlways closes that window at a large throughput cost
-	// (measured: about 1.7k Create+Delete pairs per second instead of about
-	// 10k on one node; see the package documentation).
+	// (BENCHMARKS.md measures it).
 	SyncAlways bool
 
 	// SyncInterval is the background fsync interval when SyncAlways is

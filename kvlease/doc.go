@@ -81,9 +81,9 @@
 // server measuring the TTL on a new stream leader whose clock differs after
 // a leader change, the scheduler's timer firing late (GC, CPU starvation),
 // and the time the protected work needs to notice its cancelled context.
-// Measured here, expiry happened 0–90ms after the TTL (never before) and a
-// CAS renewal takes ~35µs in-process and well under a millisecond on R3, so ttl/10 leaves room
-// for pauses of a tenth of the TTL.
+// The server expires a key at or after its TTL, never before, and a
+// renewal is one round trip (BENCHMARKS.md has both), so ttl/10 leaves
+// room for pauses of a tenth of the TTL.
 //
 // TTLs are MinTTL (1s) to MaxTTL (24h). The server counts TTLs in whole
 // seconds and truncates, so fractions are rounded UP on the server (1.5s

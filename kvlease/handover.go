@@ -39,8 +39,8 @@ import (
 //
 // The hand-over is not conditional on the entry: an atomic batch that
 // also deleted it would be, but on a single-replica file-store stream the
-// server stages every batch in a store of its own and syncs it, 3-10 ms
-// per batch here against well under 0.1 ms for a publish. So a waiter that
+// server stages every batch in a store of its own and syncs it, far
+// dearer than a publish (BENCHMARKS.md). So a waiter that
 // leaves the queue (or dies) just as a holder hands it the lock receives
 // it anyway: a layer that lets waiters leave watches for that and passes
 // the lock on (kvlock does), and a dead waiter's lock is freed by its TTL,

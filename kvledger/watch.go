@@ -112,11 +112,10 @@ func newRecordHub(b *kvx.Bucket) *kvx.Hub {
 // maxWatchFilter bounds the keys the record watch filters by subject
 // while its watchers all name keys (WaitFinal's, `ledger wait`'s): a
 // process that only waits for a few tasks reads those records, not the
-// whole ledger (measured: a one-key watch live in about 1 ms on a ledger
-// of 10,000 records, against about 65 ms when it read them all). A
-// consumer with thousands of filter subjects is slow for the server to
-// create (5000 timed out here), so beyond this the watch reads every
-// record and each watcher drops the others.
+// whole ledger (BENCHMARKS.md has the difference on a 10,000-record
+// ledger). A consumer with thousands of filter subjects is slow for the
+// server to create, so beyond this the watch reads every record and each
+// watcher drops the others.
 const maxWatchFilter = 64
 
 // WatchRecords implements RecordWatcher on the store's one record watch

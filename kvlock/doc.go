@@ -98,7 +98,7 @@
 // can acquire it. The context is cancelled with ErrLost at validUntil if
 // no renewal was confirmed (kvlease's scheduler fires then), or as soon as
 // a renewal finds the key changed: after a kvlease ForceRelease the holder
-// learns within one RenewInterval (measured: 200.5ms with a 200ms interval).
+// learns within one RenewInterval.
 // A renewal that fails transiently is retried every max(50ms, TTL/15)
 // (at most 2s) until the window ends.
 //
@@ -146,8 +146,8 @@
 //     a waiter. A waiter whose own entry vanished stops with
 //     ErrQueueEntryLost, unless the lock was handed to it.
 //   - The handover is not conditional on the waiter's entry (an atomic
-//     batch would be, but costs 3-10 ms per batch on a single-replica file
-//     store here, where the server stages and syncs each batch). So a
+//     batch would be, but the server stages and syncs each batch on a
+//     single-replica file store, far dearer than a publish). So a
 //     waiter that gives up just as it is handed the lock still receives
 //     it: its Locker watches the lock for one TTL after it left and
 //     passes on a lock that arrives. A waiter that dies with its entry
@@ -188,7 +188,7 @@
 // leading at once: Done closes and Context is cancelled with ErrLost,
 // before the server can elect anyone else. When a leader's process stops
 // without resigning, its lock expires after TTL and the next candidate is
-// elected (measured: 0.996s with TTL 1s). Resign deletes the value record
+// elected about one TTL later. Resign deletes the value record
 // before the lock (conditionally on the record's revision, so a
 // successor's is never touched): an election that ends by resignation
 // leaves no record in the bucket; when leadership ends otherwise (loss,

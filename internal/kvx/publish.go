@@ -41,8 +41,8 @@ func casCond(rev uint64, ttl time.Duration, id string) cond {
 // WithRetryAttempts(10) as the policy noResponders, the same errors),
 // without its costs on the hot path of every lease: nats.go applies
 // options through closures into a struct and decodes every
-// acknowledgment with encoding/json, about 1.5-3 µs and 8 allocations per write here, which
-// is several percent of a local lock cycle (BENCHMARKS.md, issue 24).
+// acknowledgment with encoding/json, several percent of a local lock
+// cycle (BENCHMARKS.md has the figures).
 // The acknowledgment of a stored message is read by readAck; every other
 // answer goes through the same decoding nats.go does.
 func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) {

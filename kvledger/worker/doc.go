@@ -44,8 +44,8 @@
 // task costs the same on 100k records as on 1k; the whole ledger is read
 // once, at Start, as the watch's initial values. When nothing is ready
 // and no run-at time is ahead the worker has no timer armed and sends
-// nothing: the only traffic is what the server pushes (measured: 0
-// messages out, 0 in, over an idle second after a task had run).
+// nothing: the only traffic is what the server pushes (the idle test,
+// TestIdleWorkerSendsNothing, counts the messages).
 //
 // A claim starts from the record the watch delivered: one
 // compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
@@ -272,8 +272,8 @@
 // as many exist as attempts ran at once.) Close then stops the
 // watches; every goroutine of the worker has ended when it returns
 // (a handler that ignores its cancelled context is waited for as long
-// as Close's ctx allows). Measured: another worker started a released
-// task 10 ms after it began watching.
+// as Close's ctx allows). Another worker starts a released task as soon
+// as its watch delivers the release.
 //
 // # Metrics
 //
