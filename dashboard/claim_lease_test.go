@@ -44,4 +44,3 @@ func TestTaskPageShowsTheClaimLeasesRealExpiry(t *testing.T) {
 		return !strings.Contains(e.Page(t, "/task?key=crunch"), `id="claim-lease"`)
 	}, "a released claim shows no lease")
 }
-

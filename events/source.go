@@ -73,11 +73,22 @@ type Filter struct {
 	Names []Name
 }
 
+// wantName judges a write by its name header before its body is
+// decoded. A write without the header (the server's own markers: an
+// expiry, a purge) is let through to be judged by its decoded name
+// (wantEvent).
 func (f Filter) wantName(h nats.Header, header string) bool {
+	n := Name(h.Get(header))
+	return n == "" || f.wants(n)
+}
+
+// wantEvent judges a decoded event by its name.
+func (f Filter) wantEvent(e Event) bool { return f.wants(e.Name) }
+
+func (f Filter) wants(n Name) bool {
 	if len(f.Names) == 0 {
 		return true
 	}
-	n := Name(h.Get(header))
 	for _, w := range f.Names {
 		if w == n {
 			return true

@@ -65,7 +65,7 @@ func SubscribeLive(nc *nats.Conn, src Source, cfg LiveConfig, fn func(Event), on
 			report(fmt.Errorf("events: %s revision %d: %w", subject, rev, err))
 			return
 		}
-		if ok {
+		if ok && cfg.Filter.wantEvent(e) {
 			fn(e)
 		}
 	}
@@ -215,7 +215,7 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 			_ = m.Term()
 			return
 		}
-		if !ok {
+		if !ok || !cfg.Filter.wantEvent(e) {
 			ackSkipped(m)
 			return
 		}

@@ -54,8 +54,12 @@ func TestAttemptsFromWrites(t *testing.T) {
 	// With only the last write kept, the attempt it ended is still shown,
 	// without a start; a running claim first seen at a renewal has none
 	// either.
-	got = kvledger.Attempts([]kvledger.TaskState{w(9, kvledger.StatusFailed, kvledger.CompletedEvent, "a", 2, 4, "last")})
-	require.Equal(t, []kvledger.Attempt{{N: 4, Max: 4, Owner: "a", Fence: 2, Ended: at(9), Outcome: kvledger.AttemptFailed, Error: "last", EndRev: 9}}, got)
+	// A failed outcome is named ledger.failed (Finish); records written
+	// before that name carry ledger.completed with status failed.
+	for _, ev := range []events.Name{kvledger.FailedEvent, kvledger.CompletedEvent} {
+		got = kvledger.Attempts([]kvledger.TaskState{w(9, kvledger.StatusFailed, ev, "a", 2, 4, "last")})
+		require.Equal(t, []kvledger.Attempt{{N: 4, Max: 4, Owner: "a", Fence: 2, Ended: at(9), Outcome: kvledger.AttemptFailed, Error: "last", EndRev: 9}}, got, string(ev))
+	}
 	got = kvledger.Attempts([]kvledger.TaskState{history[2]})
 	require.Equal(t, []kvledger.Attempt{{N: 1, Max: 4, Owner: "a", Fence: 2, Outcome: kvledger.AttemptRunning}}, got)
 	require.Empty(t, kvledger.Attempts([]kvledger.TaskState{history[0]}))

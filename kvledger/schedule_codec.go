@@ -14,9 +14,9 @@ import (
 //
 //	sched.<name>   a Schedule (JSON, below); <name> escaped with kvx.EncodeToken
 //
-// Range, the relay and the record watch read "task." keys only, so a
-// schedule is invisible to them; the worker's watch asks for these keys
-// too (WatchRecordsAndSchedules).
+// Range and WatchRecords read "task." keys only, so a schedule is
+// invisible to them; the store's one watch covers these keys too, and
+// WatchRecordsAndSchedules hands them to the worker and the dashboard.
 const schedPrefix = "sched."
 
 // scheduleFormat is the version a stored schedule carries in "v". A

@@ -109,7 +109,11 @@ func (c *Manual) Advance(d time.Duration) {
 		t.f()
 		c.mu.Lock()
 	}
-	c.now = end
+	// A concurrent Advance that went further while a timer ran keeps its
+	// time: the clock never goes back.
+	if end.After(c.now) {
+		c.now = end
+	}
 	c.mu.Unlock()
 }
 

@@ -126,6 +126,13 @@ func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, 
 	}
 	if !h.running {
 		if err := h.startLocked(ctx); err != nil {
+			// The feeds of a watch this call stopped to widen it have
+			// no watch behind them now: they end, as when a watch ends
+			// by itself, rather than wait for changes that never come.
+			for o := range h.feeds {
+				o.endLocked()
+				delete(h.feeds, o)
+			}
 			return nil, err
 		}
 	}

@@ -40,9 +40,9 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	if err := b.prepare(m, c); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
-	token, ch, err := b.replies.expect(b.js.Conn())
+	token, reply, ch, err := b.replies.expect(b.js.Conn())
 	if err == nil {
-		m.Reply = b.replies.prefix + token
+		m.Reply = reply
 		if err = b.js.Conn().PublishMsg(m); err != nil {
 			b.replies.forget(token)
 		}
@@ -77,25 +77,26 @@ type asyncReplies struct {
 	waiting map[string]chan *nats.Msg
 }
 
-// expect returns a fresh reply token and the channel its answer comes
-// on, subscribing on nc at the first call (again after the connection
-// dropped the subscription).
-func (r *asyncReplies) expect(nc *nats.Conn) (string, chan *nats.Msg, error) {
+// expect returns a fresh reply token, its reply subject (built under the
+// lock, since a new subscription changes the prefix) and the channel its
+// answer comes on, subscribing on nc at the first call (again after the
+// connection dropped the subscription).
+func (r *asyncReplies) expect(nc *nats.Conn) (token, reply string, ch chan *nats.Msg, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sub == nil || !r.sub.IsValid() {
 		inbox := nc.NewInbox() + "."
 		sub, err := nc.Subscribe(inbox+"*", r.deliver)
 		if err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 		r.sub, r.prefix, r.waiting = sub, inbox, make(map[string]chan *nats.Msg)
 	}
 	r.next++
-	token := strconv.FormatUint(r.next, 36)
-	ch := make(chan *nats.Msg, 1)
+	token = strconv.FormatUint(r.next, 36)
+	ch = make(chan *nats.Msg, 1)
 	r.waiting[token] = ch
-	return token, ch, nil
+	return token, r.prefix + token, ch, nil
 }
 
 func (r *asyncReplies) forget(token string) {

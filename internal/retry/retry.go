@@ -59,11 +59,13 @@ var ErrNoCeiling = errors.New("retry: a policy without Tries needs a ctx that ca
 
 // Do runs op until it returns nil or an error Transient refuses, the
 // tries run out, or ctx ends during a pause. It returns op's last error
-// (nil on success): when ctx ended, ctx says so. The first try runs
-// whatever ctx's state, so op reports an ended ctx in its own terms.
+// (nil on success), joined with ctx's error when ctx ended during a
+// pause, so that both errors.Is checks hold. The first try runs whatever
+// ctx's state, so op reports an ended ctx in its own terms.
 func (p Policy) Do(ctx context.Context, op func(ctx context.Context) error) error {
 	var err error
-	for l := p.Start(ctx); l.Next(); {
+	l := p.Start(ctx)
+	for l.Next() {
 		tctx, cancel := ctx, context.CancelFunc(nil)
 		if p.PerTry > 0 {
 			tctx, cancel = context.WithTimeout(ctx, p.PerTry)
@@ -78,6 +80,9 @@ func (p Policy) Do(ctx context.Context, op func(ctx context.Context) error) erro
 	}
 	if err == nil {
 		err = ErrNoCeiling // the loop never started
+	}
+	if lerr := l.Err(); lerr != nil && !errors.Is(err, lerr) {
+		err = errors.Join(err, lerr)
 	}
 	return err
 }

@@ -55,6 +55,7 @@ func TestDoCtxEndsDuringPause(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel)
 	err := retry.Policy{Tries: 10, Pause: time.Hour}.Do(ctx, func(context.Context) error { tries++; return errTransient })
 	require.ErrorIs(t, err, errTransient)
+	require.ErrorIs(t, err, context.Canceled, "the ctx that ended the pauses says so too")
 	require.Equal(t, 1, tries)
 	require.Less(t, time.Since(start), 10*time.Second)
 

@@ -91,6 +91,10 @@ func LiveWorkers(ctx context.Context, m *kvlease.Manager, l *kvledger.Ledger) ([
 	}
 	leases := make(map[string]kvlease.Holder)
 	err = v.Children(parent, func(c kvlease.Change) bool {
+		// A value kvlease cannot read as a holder is left out of this
+		// display: no claim is judged by it (a takeover reads the lease
+		// from the server itself, kvledger.LeaseEnded), and
+		// `natscoord lease ls` names such a value.
 		if h, err := kvlease.HolderOf(c); err == nil {
 			leases[c.Key] = h
 		}

@@ -305,10 +305,13 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
 	}
-	// Every store operation FinishAsync makes before its send (a read
-	// when the claim is not cached) is bounded by the
-	// ledger's own operation timeout; the send itself takes no context.
-	sent := w.l.FinishAsync(w.values, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+	// What FinishAsync does before its send (a read when the claim is
+	// not cached; the whole Finish on a store that cannot send without
+	// waiting, then retried by settle's finish) is bounded by OpTimeout;
+	// the send itself takes no context.
+	octx, cancel := w.opCtx()
+	sent := w.l.FinishAsync(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+	cancel()
 	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
 	if w.collect(so) {
 		return true
