@@ -124,14 +124,19 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		return outErr == nil
 	}
 	onGap := func(g events.Gap) { fmt.Fprintf(a.stderr, "natscoord events tail: %s\n", g) }
-	onErr := func(err error) { fmt.Fprintf(a.stderr, "natscoord events tail: %v\n", err) }
+	onErr := func(err error) {
+		if errors.Is(err, errNotPrinted) {
+			return // an event past --count, left for the next tail on purpose
+		}
+		fmt.Fprintf(a.stderr, "natscoord events tail: %v\n", err)
+	}
 
 	if durable != "" {
 		sctx, scancel := a.conn.opContext(ctx)
 		d, err := events.SubscribeDurable(sctx, js, src, events.DurableConfig{Durable: durable, Filter: filter, OnGap: onGap},
 			func(_ context.Context, e events.Event) error {
 				if !print(e) {
-					return errors.New("not printed") // stays unacknowledged: redelivered to the next tail
+					return errNotPrinted // stays unacknowledged: redelivered to the next tail
 				}
 				return nil
 			}, onErr)
@@ -209,3 +214,8 @@ func writeEventCell(b *strings.Builder, i int, cell string) {
 	}
 	b.WriteString("  ")
 }
+
+// errNotPrinted is a durable tail's answer for an event past --count: it
+// stays unacknowledged, so the next tail of the same durable prints it,
+// and it is no error to report.
+var errNotPrinted = errors.New("not printed")
