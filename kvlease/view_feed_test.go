@@ -10,24 +10,6 @@ import (
 	"github.com/natscoord/natscoord/kvlease"
 )
 
-// takeItems returns the next items of f, waiting (bounded) for some.
-func takeItems(t *testing.T, f *kvlease.Feed) []kvlease.FeedItem {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case <-f.Ready():
-		case <-deadline:
-			t.Fatal("no feed items")
-		}
-		items, err := f.Take()
-		require.NoError(t, err)
-		if len(items) > 0 {
-			return items
-		}
-	}
-}
-
 // A View's feed rides the manager's one watch: it starts with the
 // current values, survives the watch's restart when another layer adds a
 // view (a Resync that brings nothing it already has, then Synced), and
@@ -45,7 +27,7 @@ func TestViewFeedSurvivesTheWatchRestart(t *testing.T) {
 	f, err := v.Feed(ctx, nil, 16)
 	require.NoError(t, err)
 	defer f.Close()
-	items := takeItems(t, f)
+	items := natstest.TakeFeed[kvlease.FeedItem](t, f, 10*time.Second)
 	require.Len(t, items, 2)
 	require.Equal(t, "app.k1", items[0].Key)
 	require.Equal(t, g1.Revision(), items[0].Revision)
@@ -54,7 +36,7 @@ func TestViewFeedSurvivesTheWatchRestart(t *testing.T) {
 	other, err := m.View("other")
 	require.NoError(t, err)
 	require.NoError(t, other.SyncTo(ctx, g1.Revision())) // restarts the watch with "other" covered
-	items = takeItems(t, f)
+	items = natstest.TakeFeed[kvlease.FeedItem](t, f, 10*time.Second)
 	require.Equal(t, []kvlease.FeedItem{{Resync: true}, {Synced: true}}, items, "nothing changed while the watch restarted")
 
 	require.NoError(t, g1.Release(ctx))
@@ -63,7 +45,7 @@ func TestViewFeedSurvivesTheWatchRestart(t *testing.T) {
 	require.True(t, ok)
 	var got []kvlease.FeedItem
 	for len(got) < 2 {
-		got = append(got, takeItems(t, f)...)
+		got = append(got, natstest.TakeFeed[kvlease.FeedItem](t, f, 10*time.Second)...)
 	}
 	require.Equal(t, "app.k1", got[0].Key)
 	require.False(t, got[0].Live(), "the release")

@@ -10,24 +10,6 @@ import (
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
-// takeFeed returns the next items of f, waiting (bounded) for some.
-func takeFeed(t *testing.T, f *kvx.Feed) []kvx.FeedItem {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case <-f.Ready():
-		case <-deadline:
-			t.Fatal("no feed items")
-		}
-		items, err := f.Take()
-		require.NoError(t, err)
-		if len(items) > 0 {
-			return items
-		}
-	}
-}
-
 // A feed delivers the current values, Synced, then every change as the
 // watch reads it (a delete marker as OpDelete); a feed started later is
 // served from the hub's view, on the same consumer.
@@ -44,7 +26,7 @@ func TestFeedOrderedFromOneWatch(t *testing.T) {
 	f, err := h.Feed(ctx, "", nil, 16)
 	require.NoError(t, err)
 	defer f.Close()
-	items := takeFeed(t, f)
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
 	require.Len(t, items, 2)
 	e := items[0].Entry
 	require.Equal(t, kvx.Entry{Key: "fw", Value: []byte("v"), Revision: r, Op: kvx.OpPut, Created: e.Created}, e)
@@ -52,18 +34,18 @@ func TestFeedOrderedFromOneWatch(t *testing.T) {
 
 	m, err := b.Delete(ctx, "fw", r)
 	require.NoError(t, err)
-	items = takeFeed(t, f)
+	items = natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
 	require.Len(t, items, 1)
 	require.Equal(t, kvx.OpDelete, items[0].Op)
 	require.Equal(t, m, items[0].Revision)
 
 	r2, err := b.Create(ctx, "fx", []byte("w"), 0)
 	require.NoError(t, err)
-	require.Equal(t, "fx", takeFeed(t, f)[0].Key)
+	require.Equal(t, "fx", natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)[0].Key)
 	late, err := h.Feed(ctx, "", nil, 16)
 	require.NoError(t, err)
 	defer late.Close()
-	items = takeFeed(t, late)
+	items = natstest.TakeFeed[kvx.FeedItem](t, late, 5*time.Second)
 	require.Len(t, items, 2, "the live key from the view, then Synced")
 	require.Equal(t, r2, items[0].Revision)
 	require.True(t, items[1].Synced)
@@ -90,11 +72,11 @@ func TestHubOfPatternsRestarts(t *testing.T) {
 	for i := range 2 {
 		f, err := h.Feed(ctx, "", nil, 16)
 		require.NoError(t, err, "feed of every key, start %d", i)
-		require.Len(t, takeFeed(t, f), 3, "both keys and Synced, start %d", i)
+		require.Len(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second), 3, "both keys and Synced, start %d", i)
 		f.Close()
 		f, err = h.FeedKeys(ctx, "", []string{"b.y"}, 16)
 		require.NoError(t, err, "feed of one key, start %d", i)
-		require.Len(t, takeFeed(t, f), 2, "the key and Synced, start %d", i)
+		require.Len(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second), 2, "the key and Synced, start %d", i)
 		f.Close()
 	}
 }
