@@ -1,22 +1,26 @@
 package kvledger
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/natscoord/natscoord/events"
 )
 
 // memLog is the MemStore's in-memory equivalent of a ledger bucket's
 // stream: every write as its event (named like the KVStore's, with the
-// key's previous revision), EventHistory kept per key, and the most
-// recent memLogMax in write order for followers.
+// key's previous revision), the most recent memLogMax in write order.
+// A key's history (KeyEvents) is read from the same log, so the log is
+// bounded whatever the records do (MaxEntries evicts records, not their
+// past writes, as a bucket's limits would).
 type memLog struct {
-	byKey map[IdempotencyKey][]events.Event
-	prev  map[IdempotencyKey]uint64 // the key's last revision, deletions included
-	all   []events.Event            // write order; all[0] is the oldest kept
+	prev map[IdempotencyKey]uint64 // the key's last revision, deletions included
+	all  []events.Event            // write order; all[0] is the oldest kept
 	// dropped is the revision of the newest write trimmed from all.
 	dropped uint64
-	// wake is closed (and replaced) on every write, for followers.
+	// wake, made by a follower (Follow), is closed by the next write: a
+	// store nobody follows makes no channel per write.
 	wake chan struct{}
 }
 
@@ -36,10 +40,8 @@ func eventName(rec TaskState) events.Name {
 // logLocked logs the write of key at rev: rec (nil for a deletion).
 func (m *MemStore) logLocked(key IdempotencyKey, rev uint64, rec *TaskState) {
 	lg := &m.log
-	if lg.byKey == nil {
-		lg.byKey = make(map[IdempotencyKey][]events.Event)
+	if lg.prev == nil {
 		lg.prev = make(map[IdempotencyKey]uint64)
-		lg.wake = make(chan struct{})
 	}
 	e := events.Event{Name: DeletedEvent, Source: m.name, Key: string(key), Revision: rev}
 	if rec != nil {
@@ -48,31 +50,37 @@ func (m *MemStore) logLocked(key IdempotencyKey, rev uint64, rec *TaskState) {
 	}
 	e.PrevRevision = lg.prev[key]
 	lg.prev[key] = rev
-	h := append(lg.byKey[key], e)
-	if len(h) > EventHistory {
-		h = append(h[:0:0], h[len(h)-EventHistory:]...)
-	}
-	lg.byKey[key] = h
 	if len(lg.all) >= memLogMax {
 		cut := len(lg.all) - memLogMax/2
 		lg.dropped = lg.all[cut-1].Revision
 		lg.all = append(lg.all[:0:0], lg.all[cut:]...)
 	}
 	lg.all = append(lg.all, e)
-	close(lg.wake)
-	lg.wake = make(chan struct{})
+	if lg.wake != nil {
+		close(lg.wake)
+		lg.wake = nil
+	}
 }
 
 var _ EventLog = (*MemStore)(nil)
 
-// KeyEvents implements EventLog: the key's last EventHistory writes.
+// KeyEvents implements EventLog: the key's last EventHistory writes the
+// log still holds (a scan of it: the MemStore is for tests and small
+// programs).
 func (m *MemStore) KeyEvents(ctx context.Context, key IdempotencyKey) ([]events.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]events.Event(nil), m.log.byKey[key]...), nil
+	var out []events.Event
+	for i := len(m.log.all) - 1; i >= 0 && len(out) < EventHistory; i-- {
+		if e := m.log.all[i]; e.Key == string(key) {
+			out = append(out, e)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // Follow calls fn for every write with a revision above after, in write
@@ -87,17 +95,14 @@ func (m *MemStore) Follow(ctx context.Context, after uint64, fn func(events.Even
 		if m.log.wake == nil {
 			m.log.wake = make(chan struct{})
 		}
-		var batch []events.Event
 		all := m.log.all
 		if after < m.log.dropped {
 			m.mu.Unlock()
 			return events.Gap{Source: m.name, After: after, Through: m.log.dropped, Next: all[0].Revision}
 		}
-		for _, e := range all {
-			if e.Revision > after {
-				batch = append(batch, e)
-			}
-		}
+		// all is in revision order: the writes above after are its tail.
+		i, _ := slices.BinarySearchFunc(all, after+1, func(e events.Event, rev uint64) int { return cmp.Compare(e.Revision, rev) })
+		batch := slices.Clone(all[i:])
 		wake := m.log.wake
 		m.mu.Unlock()
 		for _, e := range batch {
