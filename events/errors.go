@@ -8,9 +8,7 @@ var (
 	// ErrInvalidEvent means an event payload does not decode or lacks a
 	// required field.
 	ErrInvalidEvent = errors.New("events: invalid event")
-	// ErrInvalidConfig means a bus or subscription configuration was
-	// refused before any I/O.
+	// ErrInvalidConfig means a subscription configuration was refused
+	// before any I/O.
 	ErrInvalidConfig = errors.New("events: invalid configuration")
-	// ErrClosed means the helper was already closed.
-	ErrClosed = errors.New("events: closed")
 )

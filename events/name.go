@@ -2,16 +2,17 @@ package events
 
 import "strings"
 
-// Name identifies what happened, for example "ledger.claimed". A Name is
-// also the NATS subject an event is published on, so it is made of
-// dot-separated tokens without spaces or wildcards.
+// Name identifies what happened, for example "ledger.claimed": a
+// transition's name, carried in the writer's name header (Source's
+// NameHeader, kvledger.EventHeader). It is made of dot-separated tokens
+// without spaces or wildcards, so it reads as a subject would.
 type Name string
 
 // String returns the name as a string.
 func (n Name) String() string { return string(n) }
 
-// Valid reports whether n can be used as a publish subject: non-empty,
-// no empty token, no whitespace and no wildcard token.
+// Valid reports whether n is well formed: non-empty, no empty token, no
+// whitespace and no wildcard token.
 func (n Name) Valid() bool {
 	s := string(n)
 	if s == "" || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {

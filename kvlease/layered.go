@@ -11,10 +11,11 @@ import (
 // This file holds what packages layered on kvlease (kvlock) read from the
 // lease bucket: decoded holders, tickets and data keys. Writes under a
 // lease go through its Proof. The one exception is kvlock's election
-// record (the leader's value beside the election's lease): kvlock
-// watches the two keys (Observe) and deletes an ended election's record
-// (a marker conditioned on the revision it read) through its own
-// kvx.Bucket of the same bucket, since no live lease guards that delete.
+// record (the leader's value beside the election's lease): kvlock reads
+// the two keys through a View's feed (Observe) and deletes an ended
+// election's record (a marker conditioned on the revision it read)
+// through its own kvx.Bucket of the same bucket, its only use of it, since
+// no live lease guards that delete.
 
 // DecodeHolder decodes a stored lease value (as `nats kv get` shows it)
 // into its Holder; Revision is left 0. Any value a Manager writes decodes;

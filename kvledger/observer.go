@@ -10,8 +10,8 @@ import (
 
 // WriteEvent describes one compare-and-swap write of a task record, as an
 // Observer sees it. It is not a ledger event (events.Event, named by
-// EventNames), which a write publishes for every reader of the stream:
-// a WriteEvent goes to this process's Observer only.
+// EventNames), which every write is, stored in the bucket's stream for
+// every reader: a WriteEvent goes to this process's Observer only.
 type WriteEvent struct {
 	// Source is the ledger's event source (the bucket for a KVStore).
 	Source string

@@ -106,7 +106,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 		return err
 	}
 
-	// The ledger over the store, for reads only (no event bus): the notes
+	// The ledger over the store, for reads only: the notes
 	// below and the reasons given when the wait gives up.
 	l, err := kvledger.New(store)
 	if err != nil {

@@ -1,6 +1,7 @@
 package kvx
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -293,20 +294,10 @@ func (f *Feed) catchUpLocked() {
 			cur = append(cur, FeedItem{Entry: Entry{Key: k, Revision: v.applied, Op: OpDelete}})
 		}
 	}
-	slices.SortFunc(cur, func(a, b FeedItem) int { return compareRev(a.Revision, b.Revision) })
+	slices.SortFunc(cur, func(a, b FeedItem) int { return cmp.Compare(a.Revision, b.Revision) })
 	q = append(q, cur...)
 	f.q = append(q, FeedItem{Synced: true})
 	f.changes, f.lagged, f.started = 0, false, true
-}
-
-func compareRev(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // pushLocked queues one change the view applied.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,22 +30,16 @@ func (h *Hub) KeepView(prefix string) {
 	if h.view == nil {
 		h.view = newView()
 	}
-	p := prefix + "."
-	if prefix == "" {
-		p = "" // every key
+	if p := viewPrefix(prefix); !slices.Contains(h.view.prefixes, p) {
+		h.view.prefixes = append(h.view.prefixes, p)
 	}
-	for _, q := range h.view.prefixes {
-		if q == p {
-			return
-		}
-	}
-	h.view.prefixes = append(h.view.prefixes, p)
 }
 
 // view is a hub's in-memory copy of the live keys it watches, guarded by
 // the hub's mutex.
 type view struct {
-	// prefixes are the kept key prefixes, each ending in ".".
+	// prefixes are the kept key prefixes, each ending in ".", or "" for
+	// every key (viewPrefix).
 	prefixes []string
 	// covered is how many of prefixes the current watch's initial values
 	// included: a prefix added later needs a new watch.

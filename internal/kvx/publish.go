@@ -54,7 +54,7 @@ func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) 
 }
 
 // prepare checks m's size and sets c's headers on it: what every write
-// does before its publish, awaited (send) or not (sendAsync).
+// does before its publish, awaited (send) or not (UpdateAsyncAs).
 func (b *Bucket) prepare(m *nats.Msg, c cond) error {
 	if err := b.checkSize(m); err != nil {
 		return err
@@ -97,11 +97,17 @@ func (b *Bucket) request(ctx context.Context, m *nats.Msg) (uint64, error) {
 	nc := b.js.Conn()
 	resp, err := nc.RequestMsgWithContext(ctx, m)
 	if errors.Is(err, nats.ErrNoResponders) {
-		// Off the hot path: sent again on the one retry primitive.
-		err = noResponders.Do(ctx, func(ctx context.Context) (err error) {
+		// Off the hot path: sent again on the one retry primitive. The
+		// request above was the policy's first try, so the loop pauses
+		// before each resend and sends noResponders.Tries in all.
+		l := noResponders.Start(ctx)
+		l.Next()
+		for errors.Is(err, nats.ErrNoResponders) && l.Next() {
 			resp, err = nc.RequestMsgWithContext(ctx, m)
-			return err
-		})
+		}
+		if lerr := l.Err(); lerr != nil && errors.Is(err, nats.ErrNoResponders) {
+			err = errors.Join(err, lerr)
+		}
 	}
 	if errors.Is(err, nats.ErrNoResponders) {
 		return 0, jetstream.ErrNoStreamResponse

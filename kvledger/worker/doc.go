@@ -54,9 +54,9 @@
 // (kvledger/doc.go, "Events"): nothing else is published. The worker's
 // one lease (below) is shared by all its claims, so no lease is written
 // per task.
-// Concurrency counts an attempt from its claim to the end of its
-// handler; recording the outcome holds no slot, so the next task starts
-// while the last one's writes land.
+// Concurrency counts running handlers; claims ahead wait outside it (up
+// to ClaimAhead); recording the outcome holds no slot, so the next task
+// starts while the last one's writes land.
 //
 // # Claims ahead and pipelined outcomes
 //
