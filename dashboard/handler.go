@@ -105,7 +105,6 @@ func (h *Handler) routes() http.Handler {
 	mux.HandleFunc("GET /fragment/overview", h.overviewFragment)
 	mux.HandleFunc("GET /tasks", h.tasksPage)
 	mux.HandleFunc("GET /task", h.taskPage)
-	mux.HandleFunc("GET /fragment/timeline", h.timelineFragment)
 	mux.HandleFunc("GET /fragment/task", h.taskFragment)
 	mux.HandleFunc("GET /bulk", h.bulkPage)
 	mux.HandleFunc("GET /workers", h.workersPage)

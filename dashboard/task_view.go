@@ -25,7 +25,6 @@ type taskSummary struct {
 	LeaseUntil time.Time
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
-	UpdatedBy  kvledger.Actor
 	LastEvent  events.Name
 	Rev        uint64
 	// The task runtime's fields (zero on records without them).
@@ -39,7 +38,7 @@ type taskSummary struct {
 func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, UpdatedBy: s.UpdatedBy, LastEvent: s.LastEvent, Rev: s.Rev,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, LastEvent: s.LastEvent, Rev: s.Rev,
 		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease}
 }
 

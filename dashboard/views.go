@@ -219,12 +219,6 @@ func (h *Handler) taskFragment(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *Handler) timelineFragment(w http.ResponseWriter, r *http.Request) {
-	if d, ok := h.task(w, r); ok {
-		h.render(w, "task", "timelineBody", http.StatusOK, d)
-	}
-}
-
 type graphData struct {
 	common
 	Key       kvledger.IdempotencyKey

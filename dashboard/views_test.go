@@ -101,7 +101,7 @@ func TestTaskDetailTimeline(t *testing.T) {
 	}
 	require.Less(t, strings.Index(body, "ledger.admitted"), strings.Index(body, "ledger.completed"), "in time order")
 	require.Contains(t, body, `data-field="status">completed<`)
-	frag := e.Page(t, "/fragment/timeline?key=t1")
+	frag := e.Page(t, "/fragment/task?key=t1") // the live reload of the task page, timeline included
 	require.Contains(t, frag, "ledger.taken_over")
 
 	code, _ := e.Get(t, "/task?key=nope")

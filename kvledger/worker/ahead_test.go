@@ -90,6 +90,14 @@ func TestClaimAheadGivenBackOnClose(t *testing.T) {
 	}, "claimed ahead")
 
 	closed := make(chan error, 1)
+	// Should an assertion below fail first, the gate still opens, so the
+	// closing goroutine is not left waiting out the drain.
+	t.Cleanup(func() {
+		select {
+		case gate <- struct{}{}:
+		default:
+		}
+	})
 	go func() { closed <- closeWorker(w) }()
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		b, c := e.state("b"), e.state("c")
