@@ -80,3 +80,11 @@ func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 		return rec, nil
 	}}
 }
+
+// Pipelined reports whether FinishAsync sends without waiting: the store
+// is an AsyncSwapper and no observer wraps its swaps. Otherwise
+// FinishAsync is Finish, run before it returns, and its ctx bounds it.
+func (l *Ledger) Pipelined() bool {
+	_, ok := l.swap.(AsyncSwapper)
+	return ok
+}

@@ -305,11 +305,14 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
 	}
-	// What FinishAsync does before its send (a read when the claim is
-	// not cached; the whole Finish on a store that cannot send without
-	// waiting, then retried by settle's finish) is bounded by OpTimeout;
-	// the send itself takes no context.
-	octx, cancel := w.opCtx()
+	// A pipelining store bounds each read FinishAsync makes before its
+	// send itself (the send takes no context), so the hot path arms no
+	// timer; on a store that cannot pipeline FinishAsync is the whole
+	// Finish, bounded here by OpTimeout (then retried by settle's finish).
+	octx, cancel := w.values, context.CancelFunc(func() {})
+	if !w.l.Pipelined() {
+		octx, cancel = w.opCtx()
+	}
 	sent := w.l.FinishAsync(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
 	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
