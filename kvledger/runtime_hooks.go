@@ -13,5 +13,6 @@ func init() {
 	ledgerrt.Finish = (*Ledger).finish
 	ledgerrt.FinishAsync = (*Ledger).finishAsync
 	ledgerrt.Pipelined = (*Ledger).pipelined
+	ledgerrt.AttemptsUsed = attemptsUsed
 	ledgerrt.RetryOrFail = retryOrFail
 }

@@ -26,6 +26,8 @@ var (
 	finishAsync = ledgerrt.FinishAsync.(func(l *kvledger.Ledger, ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, owner kvledger.OwnerID, fence kvledger.FenceToken, o kvledger.Outcome, now time.Time) *kvledger.PendingFinish)
 	// pipelined reports whether finishAsync sends without waiting on l.
 	pipelined = ledgerrt.Pipelined.(func(l *kvledger.Ledger) bool)
+	// attemptsUsed reports whether a record used its last attempt.
+	attemptsUsed = ledgerrt.AttemptsUsed.(func(rec kvledger.TaskState, def int) bool)
 	// retryOrFail is the outcome of a failed attempt.
 	retryOrFail = ledgerrt.RetryOrFail.(func(rec kvledger.TaskState, def int, msg string, permanent bool, backoff func(attempts int) time.Duration, now time.Time) kvledger.Outcome)
 )

@@ -44,6 +44,14 @@ var (
 	// func(l *kvledger.Ledger) bool
 	Pipelined any
 
+	// AttemptsUsed reports whether rec used every attempt its limit
+	// allows (def: the runtime's default limit): it must not run again,
+	// and a failure of its current attempt is final. RetryOrFail and the
+	// claim decide by it, and the runtime asks it before a claim ahead.
+	//
+	// func(rec kvledger.TaskState, def int) bool
+	AttemptsUsed any
+
 	// RetryOrFail is the outcome of an attempt of rec that failed with
 	// msg: failed when permanent or rec used its last attempt (def is
 	// the runtime's default limit), else pending again at now plus
