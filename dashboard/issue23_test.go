@@ -1,6 +1,8 @@
 package dashboard_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,15 +20,10 @@ import (
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-// runAttempt claims key and finishes the attempt with o.
-func runAttempt(t *testing.T, l *kvledger.Ledger, key, owner string, o kvledger.Outcome) kvledger.TaskState {
-	t.Helper()
-	ctx := natstest.Context(t, 5*time.Second)
-	rec, err := l.ClaimIfReady(ctx, "worker", kvledger.IdempotencyKey(key), kvledger.OwnerID(owner), time.Minute, time.Now())
-	require.NoError(t, err)
-	rec, err = l.Finish(ctx, "worker", rec.Key, rec.Owner, rec.Fence, o, time.Now())
-	require.NoError(t, err)
-	return rec
+// failWith is a handler whose attempt fails with msg (retried while
+// attempts are left).
+func failWith(msg string) worker.Handler {
+	return func(context.Context, *worker.Task) error { return errors.New(msg) }
 }
 
 // badgeOf returns the badge text of key's row on a task list page.
@@ -44,8 +41,8 @@ func badgeOf(t *testing.T, body, key string) string {
 func TestPhasesNameScheduledRetryingCancelled(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "later", Delay: time.Hour})
-		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", MaxAttempts: 3})
-		runAttempt(t, e.Ledger, "flaky", "w1", kvledger.Outcome{Status: kvledger.StatusPending, Error: "boom", RunAt: time.Now().Add(time.Hour)})
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", Kind: "flaky", MaxAttempts: 3})
+		e.RunAttempt(t, "flaky", "w1", time.Hour, failWith("boom"))
 		dashtest.Admit(t, e.Ledger, "dropped", nil)
 		_, err := e.Ledger.Cancel(natstest.Context(t, 5*time.Second), "op", "dropped", "not needed", time.Now())
 		require.NoError(t, err)
@@ -98,12 +95,12 @@ func TestPhasesNameScheduledRetryingCancelled(t *testing.T) {
 // as a failure.
 func TestTaskPageAttemptsAndTimelineOutcomes(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
-		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", MaxAttempts: 3})
-		runAttempt(t, e.Ledger, "flaky", "w1", kvledger.Outcome{Status: kvledger.StatusPending, Error: "boom one", RunAt: time.Now()})
-		runAttempt(t, e.Ledger, "flaky", "w1", kvledger.Outcome{Status: kvledger.StatusFailed, Error: "boom two"})
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", Kind: "flaky", MaxAttempts: 3})
+		e.RunAttempt(t, "flaky", "w1", time.Second, failWith("boom one"))
+		e.RunAttempt(t, "flaky", "w1", time.Second, func(context.Context, *worker.Task) error { return worker.Permanent(errors.New("boom two")) })
 
-		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "good"})
-		runAttempt(t, e.Ledger, "good", "w1", kvledger.Outcome{Status: kvledger.StatusCompleted, Result: []byte(`{"rows":42}`)})
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "good", Kind: "good"})
+		e.RunAttempt(t, "good", "w1", 0, func(_ context.Context, task *worker.Task) error { return task.SetRawResult([]byte(`{"rows":42}`)) })
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "later", Delay: time.Hour})
 	}, nil)
 
@@ -116,7 +113,7 @@ func TestTaskPageAttemptsAndTimelineOutcomes(t *testing.T) {
 	rows := regexp.MustCompile(`<tr class="outcome-(\w+)"><td>(\d) of 3</td><td>w1</td><td>[^<]+</td><td>[^<]+</td><td>\w+</td><td class="err">([^<]*)</td></tr>`).FindAllStringSubmatch(body, -1)
 	require.Len(t, rows, 2, body)
 	require.Equal(t, []string{"retried", "1", "boom one"}, rows[0][1:])
-	require.Equal(t, []string{"failed", "2", "boom two"}, rows[1][1:])
+	require.Equal(t, []string{"failed", "2", "permanent: boom two"}, rows[1][1:])
 
 	tl := body[strings.Index(body, `<ol class="timeline">`):]
 	require.Equal(t, 1, strings.Count(tl, "<b>ledger.failed</b>"), "each event once: %s", tl)

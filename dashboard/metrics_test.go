@@ -65,8 +65,8 @@ func TestPhaseCountsAreTallys(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "later", Delay: time.Hour})
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 3 * time.Second})
-		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", MaxAttempts: 3})
-		runAttempt(t, e.Ledger, "flaky", "w1", kvledger.Outcome{Status: kvledger.StatusPending, Error: "boom", RunAt: time.Now().Add(time.Hour)})
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", Kind: "flaky", MaxAttempts: 3})
+		e.RunAttempt(t, "flaky", "w1", time.Hour, failWith("boom"))
 		dashtest.Admit(t, e.Ledger, "dropped", nil)
 		_, err := e.Ledger.Cancel(natstest.Context(t, 5*time.Second), "op", "dropped", "not needed", time.Now())
 		require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 // quorum keeps answering reads from its last state until it notices
 // (seconds). In that window a client on its side of a partition can be
 // told that a task admitted on the majority does not exist. Claim,
-// Takeover, Renew, Release, Complete, Finish, Reopen, Cancel and Delete
-// would then return ErrNoKey, a definite and false answer. Before they
+// Takeover, Renew, Release, Complete, Reopen, Cancel, Delete and the
+// runtime's outcome (finish, runtime_hooks.go) would then return ErrNoKey, a definite and false answer. Before they
 // do, the store writes to its sync key: a write only a leader with a
 // quorum acknowledges, after which its reads are current. The cut-off
 // leader cannot commit it, so the operation fails with an unknown-outcome

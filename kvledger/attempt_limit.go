@@ -5,7 +5,7 @@ import (
 )
 
 // The attempt limit and the retry-or-fail decision, each stated once:
-// ClaimLeasedFrom (a claim that finds the last attempt used), the
+// claimLeasedFrom (a claim that finds the last attempt used), the
 // runtime's outcome of a failed attempt (package worker) and its
 // Task.MaxAttempts read them here.
 
@@ -23,22 +23,22 @@ func AttemptLimit(rec TaskState, def int) int {
 	return max(def, 0)
 }
 
-// AttemptsUsed reports whether rec has used every attempt AttemptLimit
+// attemptsUsed reports whether rec has used every attempt AttemptLimit
 // allows it (Attempts counts the claims made, the current one included):
 // it must not be claimed to run again, and a failure of its current
 // attempt is final.
-func AttemptsUsed(rec TaskState, def int) bool {
+func attemptsUsed(rec TaskState, def int) bool {
 	limit := AttemptLimit(rec, def)
 	return limit > 0 && rec.Attempts >= limit
 }
 
-// RetryOrFail is the outcome of an attempt of rec (as claimed: Attempts
+// retryOrFail is the outcome of an attempt of rec (as claimed: Attempts
 // counts this attempt) that failed with msg: failed when the error is
-// permanent or rec used its last attempt (AttemptsUsed with def), else
+// permanent or rec used its last attempt (attemptsUsed with def), else
 // pending again from now plus backoff(rec.Attempts) (a negative pause is
 // none; backoff is called only for a retry).
-func RetryOrFail(rec TaskState, def int, msg string, permanent bool, backoff func(attempts int) time.Duration, now time.Time) Outcome {
-	if permanent || AttemptsUsed(rec, def) {
+func retryOrFail(rec TaskState, def int, msg string, permanent bool, backoff func(attempts int) time.Duration, now time.Time) Outcome {
+	if permanent || attemptsUsed(rec, def) {
 		return Outcome{Status: StatusFailed, Error: msg}
 	}
 	return Outcome{Status: StatusPending, Error: msg, RunAt: now.Add(max(backoff(rec.Attempts), 0))}

@@ -95,12 +95,12 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 // counting this claim. Every write that takes the record out of claimed
 // clears Lease. A record that used the last attempt its MaxAttempts
 // allows is written failed instead (ErrAttemptsExhausted; see
-// ClaimLeasedFrom).
+// claimLeasedFrom).
 func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease *kvlease.Guard, now time.Time) (TaskState, error) {
-	return l.ClaimLeasedFrom(ctx, actor, TaskState{Key: key}, owner, lease, 0, now) // no revision: read first
+	return l.claimLeasedFrom(ctx, actor, TaskState{Key: key}, owner, lease, 0, now) // no revision: read first
 }
 
-// ClaimLeasedFrom is ClaimLeased starting from seen, the record as the
+// claimLeasedFrom is ClaimLeased starting from seen, the record as the
 // caller last saw it (from a RecordWatcher): the claim is one
 // compare-and-swap on seen's revision, without reading the record first.
 // The store refuses it when the record changed since, and ClaimLeased
@@ -117,7 +117,7 @@ func (l *Ledger) ClaimLeased(ctx context.Context, actor Actor, key IdempotencyKe
 // dependents blocked; the failed record comes back with
 // ErrAttemptsExhausted. A task therefore never runs more than its
 // maximum number of attempts.
-func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
+func (l *Ledger) claimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
 	if owner == "" {
 		return TaskState{}, ErrEmptyOwner
 	}
@@ -132,7 +132,7 @@ func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskStat
 }
 
 // claimLeased claims under lease, starting from cur when it carries a
-// revision, else from a read of cur.Key; see ClaimLeasedFrom for
+// revision, else from a read of cur.Key; see claimLeasedFrom for
 // maxAttempts (0: no limit beyond the record's own). judged is the
 // record the caller decided on (no revision: the first one read): a
 // claimed record is taken over only when it is the claim judged saw,
@@ -172,7 +172,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 			rec TaskState
 			ok  bool
 		)
-		if AttemptsUsed(cur, maxAttempts) {
+		if attemptsUsed(cur, maxAttempts) {
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
 			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev)

@@ -194,7 +194,7 @@ func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (Idempoten
 // failed or blocked, every pending or claimed record that reaches it
 // through its needs is blocked (by key, or by the failure that blocked
 // key), each with its own compare-and-set and event. Complete(failed) and
-// a failing Finish run the same walk after their write; this is for
+// the runtime's failed outcome (finish) run the same walk after their write; this is for
 // whoever sees a failure whose walk may not have run to its end (the
 // writer's answer was lost and its retry found the record final, its walk
 // ran out of time, or it died in between). Without it such dependents

@@ -125,8 +125,8 @@
 //   - A stream leader cut off from its quorum answers reads from its last
 //     state for a few seconds, so a client on its side of a partition can
 //     read "no such record" for a task admitted on the majority. Owner-only
-//     operations (Claim, Takeover, Renew, Release, Complete, Finish,
-//     Reopen, Cancel, Delete) with a KVStore confirm a missing record by a
+//     operations (Claim, Takeover, Renew, Release, Complete, the
+//     runtime's outcome, Reopen, Cancel, Delete) with a KVStore confirm a missing record by a
 //     write to the bucket's "sync" key, which only a leader with a quorum
 //     acknowledges, and read again: there they fail with an unknown-outcome
 //     error instead of returning a false ErrNoKey (absence.go). State,
@@ -144,18 +144,28 @@
 // stated once, in Judge (readiness.go), which every reader calls with what
 // it knows (ClaimIfReady and ClaimNext from the store, the runtime's index
 // from its watches, the dashboard from its view); the attempt limit and
-// the retry-or-fail decision likewise, in AttemptLimit and RetryOrFail
-// (attempt_limit.go). Claim keeps its contract (it
+// the retry-or-fail decision likewise, in AttemptLimit, attemptsUsed
+// and retryOrFail (attempt_limit.go). Claim keeps its contract (it
 // does not look at needs' status beyond failures, nor at RunAt);
 // ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
 // reading the whole ledger. Package worker is the runtime: it keeps a
 // ready set from the store's record watch (RecordWatcher: one watch per
 // KVStore, shared by the runtime, WaitFinal and any other watcher of the
-// store in the process) and claims with
-// ClaimLeased, a claim proven by a kvlease lease that the server
-// expires, so no clock decides that a worker is dead. Finish records an
-// attempt's outcome (completed with a result, failed, or pending again
-// for a retry). WaitFinal waits by push for tasks to end. Attempts reads
+// store in the process) and claims as ClaimLeased does, a claim proven
+// by a kvlease lease that the server expires, so no clock decides that a
+// worker is dead; its outcome of an attempt is completed with a result,
+// failed, or pending again for a retry.
+//
+// The calls only the runtime makes (its claim from the record its watch
+// saw, its outcome, awaited or pipelined, and the retry-or-fail decision)
+// are not exported: runtime_hooks.go hands them to package worker
+// through kvledger/internal/ledgerrt, which only kvledger and the
+// packages below it can import. They can then change with the runtime
+// without binding the ledger's users, and no user writes an outcome
+// outside the runtime's bookkeeping. A user that claims without the
+// runtime (Claim, ClaimIfReady, ClaimNext, or ClaimLeased beside workers
+// under the per-record lease worker.LeaseKey) ends the claim with
+// Complete or Release. WaitFinal waits by push for tasks to end. Attempts reads
 // a task's attempts, each with the error it ended with, from the writes
 // the bucket keeps of its record (the last 64; see "Events").
 //

@@ -25,7 +25,7 @@ var (
 	// ErrInvalidMaxEntries: MemStoreOptions.MaxEntries is negative.
 	ErrInvalidMaxEntries = errors.New("kvledger: MaxEntries must not be negative")
 	// ErrLeaseActive: Claim found a lease (anyone's) that has not reached
-	// its LeaseUntil yet; or ClaimLeasedFrom found the record claimed by
+	// its LeaseUntil yet; or the runtime's claim (claimLeased) found the record claimed by
 	// another claim than the one the caller saw (someone won the race).
 	ErrLeaseActive = errors.New("kvledger: lease is still active")
 	// ErrNoKey: the key has no admitted record.

@@ -13,7 +13,7 @@ var (
 	ErrNoReady = errors.New("kvledger: no task is ready")
 	// ErrNoLease: ClaimLeased got a nil lease or one that has ended.
 	ErrNoLease = errors.New("kvledger: claim needs a held lease")
-	// ErrAttemptsExhausted: ClaimLeasedFrom found a record that used
+	// ErrAttemptsExhausted: the runtime's claim (claimLeased) found a record that used
 	// its last allowed attempt and wrote it failed instead of claiming
 	// it.
 	ErrAttemptsExhausted = errors.New("kvledger: task used its last attempt")

@@ -4,7 +4,7 @@ import "github.com/natscoord/natscoord/events"
 
 // Event names of the task runtime's transitions and operator actions.
 const (
-	// RetriedEvent: Finish gave a claim back to pending after a failed
+	// RetriedEvent: the runtime's outcome (finish) gave a claim back to pending after a failed
 	// attempt; RunAt is when it may run again, LastError why it failed.
 	RetriedEvent events.Name = "ledger.retried"
 	// ReopenedEvent: Reopen returned a failed record to pending with a

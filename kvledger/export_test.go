@@ -1,5 +1,12 @@
 package kvledger
 
+import (
+	"context"
+	"time"
+
+	"github.com/natscoord/natscoord/kvlease"
+)
+
 // SetAfterWriteHook installs a hook run between a successful write and
 // its event publication; an error returned by the hook ends the operation
 // right there, as if the process had died.
@@ -21,3 +28,26 @@ func SetRecordFeedLimit(t interface{ Cleanup(func()) }, n int) {
 
 // RecordWatchers returns how many watchers share s's record watch.
 func RecordWatchers(s *KVStore) int { return s.records.Feeds() }
+
+// The runtime's protocol (runtime_hooks.go) under the names it had when
+// it was exported, for kvledger's own tests: package worker reaches it
+// through kvledger/internal/ledgerrt, and no other package can.
+
+func (l *Ledger) ClaimLeasedFrom(ctx context.Context, actor Actor, seen TaskState, owner OwnerID, lease *kvlease.Guard, maxAttempts int, now time.Time) (TaskState, error) {
+	return l.claimLeasedFrom(ctx, actor, seen, owner, lease, maxAttempts, now)
+}
+
+func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
+	return l.finish(ctx, actor, key, owner, fence, o, now)
+}
+
+func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) *PendingFinish {
+	return l.finishAsync(ctx, actor, key, owner, fence, o, now)
+}
+
+func (l *Ledger) Pipelined() bool { return l.pipelined() }
+
+var (
+	RetryOrFail  = retryOrFail
+	AttemptsUsed = attemptsUsed
+)

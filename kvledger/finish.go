@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// Outcome is how the runtime ends one claim (Finish).
+// Outcome is how the runtime ends one claim. Only package worker writes
+// one (through the protocol in kvledger/internal/ledgerrt, runtime_hooks.go);
+// it is exported because that protocol's signatures name it. A user that
+// claims without the runtime ends a claim with Complete or Release.
 type Outcome struct {
 	// Status is StatusCompleted, StatusFailed, or StatusPending to give
 	// the claim back: a retry (RunAt set, the attempt counts) or a
@@ -26,7 +29,7 @@ type Outcome struct {
 	Uncount bool
 }
 
-// Finish ends the caller's claim with o, checked like Complete
+// finish ends the caller's claim with o, checked like Complete
 // (ErrNoKey, ErrNotClaimed, ErrFenced). StatusCompleted and StatusFailed
 // finish the record as Complete does, with o.Result and o.Error stored;
 // a failure blocks its dependents. StatusPending writes the record
@@ -34,7 +37,7 @@ type Outcome struct {
 // outbids this one), with RunAt = o.RunAt and LastError = o.Error, named
 // RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
 // is zero).
-func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
+func (l *Ledger) finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
 	if err := checkOutcome(key, o); err != nil {
 		return TaskState{}, err
 	}
@@ -53,7 +56,7 @@ func (l *Ledger) Finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 // finishLabel names the dependency walk of a failed outcome in its error.
 const finishLabel = "failed, blocking its dependents"
 
-// checkOutcome refuses an outcome Finish cannot write.
+// checkOutcome refuses an outcome finish cannot write.
 func checkOutcome(key IdempotencyKey, o Outcome) error {
 	switch o.Status {
 	case StatusCompleted, StatusFailed, StatusPending:
@@ -67,7 +70,7 @@ func checkOutcome(key IdempotencyKey, o Outcome) error {
 }
 
 // finishNext is the record o makes of the claimed record cur: the one
-// transition of an outcome, for Finish and FinishAsync.
+// transition of an outcome, for finish and finishAsync.
 func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState {
 	next := cur.clone()
 	next.LeaseUntil, next.Lease, next.UpdatedBy, next.UpdatedAt = time.Time{}, "", actor, now

@@ -6,33 +6,35 @@ import (
 	"time"
 )
 
-// PendingFinish is an outcome sent by FinishAsync, not yet confirmed.
+// PendingFinish is an outcome the runtime sent (finishAsync), not yet
+// confirmed. It is exported because the runtime's protocol
+// (kvledger/internal/ledgerrt) names it; only package worker gets one.
 type PendingFinish struct {
 	wait func(context.Context) (TaskState, error)
 }
 
-// Wait returns what Finish would have returned for the outcome: the
+// Wait returns what finish would have returned for the outcome: the
 // record as stored, or ErrFenced, ErrNotClaimed, ErrNoKey for a claim
 // that is no longer the caller's, or another (transient) error. It is
 // called once; ctx bounds it.
 func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) { return p.wait(ctx) }
 
-// FinishAsync is Finish whose compare-and-swap is sent without waiting
+// finishAsync is finish whose compare-and-swap is sent without waiting
 // for the store's answer, so the caller goes on (the runtime starts the
 // next handler) while the outcome is in flight, and several outcomes are
 // in flight at once, each with its own answer. The write is the one
-// Finish makes, fenced the same way: a compare-and-swap on the revision
+// finish makes, fenced the same way: a compare-and-swap on the revision
 // of the caller's claim, so a stale claimant's outcome is refused. When
 // the swap loses (the record changed since the claim) Wait goes on as
-// Finish does, from a fresh read, and so returns ErrFenced when the claim
+// finish does, from a fresh read, and so returns ErrFenced when the claim
 // is no longer the caller's. A failure's dependents are blocked by Wait,
-// after the write landed; the write is its event, as for Finish.
+// after the write landed; the write is its event, as for finish.
 //
-// On a store without AsyncSwapper (or with an outcome Finish refuses)
-// FinishAsync is Finish itself, run before it returns.
-func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) *PendingFinish {
+// On a store without AsyncSwapper (or with an outcome finish refuses)
+// finishAsync is finish itself, run before it returns.
+func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) *PendingFinish {
 	// What runs before the send (a read of the claim when it is not
-	// cached, or Finish itself on a store that cannot send without
+	// cached, or finish itself on a store that cannot send without
 	// waiting) is bounded by the store, each operation by its OpTimeout.
 	done := func(rec TaskState, err error) *PendingFinish {
 		return &PendingFinish{wait: func(context.Context) (TaskState, error) { return rec, err }}
@@ -42,7 +44,7 @@ func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	// every write reaches the observer.
 	as, ok := l.swap.(AsyncSwapper)
 	if err := checkOutcome(key, o); err != nil || !ok {
-		return done(l.Finish(ctx, actor, key, owner, fence, o, now))
+		return done(l.finish(ctx, actor, key, owner, fence, o, now))
 	}
 	cur, err := l.loadClaim(ctx, key, owner, fence)
 	if err != nil {
@@ -64,10 +66,10 @@ func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 			return TaskState{}, err
 		}
 		if !ok {
-			// Lost the swap: Finish reads the record again and
+			// Lost the swap: finish reads the record again and
 			// decides, as after any lost swap (ErrFenced when
 			// another claim holds it now).
-			return l.Finish(ctx, actor, key, owner, fence, o, now)
+			return l.finish(ctx, actor, key, owner, fence, o, now)
 		}
 		if err := l.wrote(rec); err != nil {
 			return rec, err
@@ -81,10 +83,10 @@ func (l *Ledger) FinishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	}}
 }
 
-// Pipelined reports whether FinishAsync sends without waiting: the store
+// pipelined reports whether finishAsync sends without waiting: the store
 // is an AsyncSwapper and no observer wraps its swaps. Otherwise
-// FinishAsync is Finish, run before it returns, and its ctx bounds it.
-func (l *Ledger) Pipelined() bool {
+// finishAsync is finish, run before it returns, and its ctx bounds it.
+func (l *Ledger) pipelined() bool {
 	_, ok := l.swap.(AsyncSwapper)
 	return ok
 }

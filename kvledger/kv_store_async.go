@@ -11,7 +11,8 @@ import (
 // in flight at once, each answered on its own (a lost race refuses only
 // its own write). wait, called once and bounded by its ctx, returns what
 // Swap would have. The KVStore implements it with pipelined publishes
-// (kvx.Bucket.UpdateAsyncAs); FinishAsync uses it.
+// (kvx.Bucket.UpdateAsyncAs); the runtime's pipelined outcome
+// (finishAsync) uses it.
 type AsyncSwapper interface {
 	SwapAsync(key IdempotencyKey, old, new TaskState) (wait func(context.Context) (TaskState, bool, error))
 }

@@ -1,6 +1,8 @@
 package browsertest
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -34,13 +36,8 @@ func TestBrowserBadgesNamePhases(t *testing.T) {
 	ctx := browser(t)
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "later", Delay: time.Hour})
-		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", MaxAttempts: 3})
-		sctx := natstest.Context(t, 5*time.Second)
-		rec, err := e.Ledger.ClaimIfReady(sctx, "worker", "flaky", "w1", time.Minute, time.Now())
-		require.NoError(t, err)
-		_, err = e.Ledger.Finish(sctx, "worker", "flaky", "w1", rec.Fence,
-			kvledger.Outcome{Status: kvledger.StatusPending, Error: "boom", RunAt: time.Now().Add(time.Hour)}, time.Now())
-		require.NoError(t, err)
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "flaky", Kind: "flaky", MaxAttempts: 3})
+		e.RunAttempt(t, "flaky", "w1", time.Hour, func(context.Context, *worker.Task) error { return errors.New("boom") })
 		dashtest.Admit(t, e.Ledger, "victim", nil)
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 5 * time.Second})
 	}, nil)

@@ -250,7 +250,7 @@ func TestPipelinedOutcomeOfTakenOverClaimRefused(t *testing.T) {
 		require.NoError(t, w.Handle("k", func(ctx context.Context, task *worker.Task) error {
 			// B takes the claim over while the handler runs, and the
 			// handler returns at once: its outcome races the news.
-			rec, err := other.ClaimLeasedFrom(ctx, "B", task.Record(), "B", gB, 0, time.Now())
+			rec, err := other.ClaimLeased(ctx, "B", task.Key(), "B", gB, time.Now())
 			if err != nil {
 				t.Errorf("B's takeover: %v", err)
 			}

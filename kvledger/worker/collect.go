@@ -7,7 +7,7 @@ import (
 )
 
 // Outcomes are pipelined: the attempt goroutine sends its outcome's
-// compare-and-swap (kvledger.Ledger.FinishAsync) and goes on to the next
+// compare-and-swap (finishAsync, protocol.go) and goes on to the next
 // attempt without waiting for the answer; the worker's one collector
 // goroutine waits for the answers in the order the outcomes were sent
 // and settles each as an awaited outcome was settled (record, settle): a

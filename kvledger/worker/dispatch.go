@@ -114,5 +114,7 @@ func (w *Worker) lastAttemptLocked(k kvledger.IdempotencyKey) bool {
 	if e == nil || e.rec == nil || e.rec.Status != kvledger.StatusPending {
 		return false
 	}
-	return e.rec.Attempts+1 >= w.maxAttempts(*e.rec)
+	claimed := *e.rec
+	claimed.Attempts++ // as the claim would count it
+	return attemptsUsed(claimed, w.cfg.MaxAttempts)
 }

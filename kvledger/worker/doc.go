@@ -20,11 +20,31 @@
 // max attempts, priority, group) or AdmitMany; WaitFinal waits, by push,
 // for tasks to end.
 //
+// # The runtime's protocol with the ledger
+//
+// The worker makes three calls on a kvledger.Ledger that no user of the
+// ledger makes: the claim of a task from the record its watch saw, under
+// the worker's one lease and its default attempt limit; the outcome of
+// an attempt, sent without waiting (pipelined) or awaited; and the
+// retry-or-fail decision of a failed attempt (with its rule, whether a
+// task used its last attempt). They are not kvledger's exported API:
+// kvledger hands them to this package through kvledger/internal/ledgerrt,
+// which Go lets only kvledger and the packages below it import, so the
+// protocol can change with the runtime without binding the ledger's
+// users, and a user cannot write an outcome that bypasses the runtime's
+// bookkeeping. protocol.go asserts each to its type when the package
+// loads (TestProtocolHooks). A user that claims without the runtime
+// (kvledger.Ledger.Claim, ClaimIfReady, ClaimNext, ClaimLeased) ends its
+// claim with Complete or Release. Each decision is made in one function
+// of kvledger: the claim in claimLeased (claim_ready.go), the record an
+// outcome makes in finishNext (finish.go), the retry-or-fail decision in
+// retryOrFail and attemptsUsed (attempt_limit.go).
+//
 // # Readiness
 //
 // A task is ready when its record is pending, its RunAt (if any) is not
 // after the worker's clock, and every need is completed. Only ready tasks
-// reach handlers: the claim itself (kvledger.Ledger.ClaimLeased) checks
+// reach handlers: the claim itself (the runtime's claim, above) checks
 // readiness again against the store, so a worker whose picture is behind
 // the store claims nothing early. A need that failed blocks the task, as
 // everywhere in kvledger.
@@ -48,7 +68,7 @@
 // TestIdleWorkerSendsNothing, counts the messages).
 //
 // A claim starts from the record the watch delivered: one
-// compare-and-swap on that revision (ClaimLeasedFrom), no read; a record
+// compare-and-swap on that revision (the runtime's claim, above), no read; a record
 // that changed meanwhile is refused by the server and read again. A task
 // costs two record writes (claim, outcome), which are also their events
 // (kvledger/doc.go, "Events"): nothing else is published. The worker's
@@ -104,7 +124,7 @@
 //
 // An outcome is sent without the attempt waiting for it: its
 // compare-and-swap on the claim's revision leaves
-// (kvledger.Ledger.FinishAsync), and the attempt's goroutine goes on to
+// (the runtime's pipelined outcome), and the attempt's goroutine goes on to
 // the next task. The worker's one collector goroutine waits for the
 // answers in the order the outcomes were sent: a refused outcome
 // (ErrFenced: the claim was taken over) is dropped and counted lost, as

@@ -180,7 +180,7 @@ func (r *run) attempt() {
 		return
 	}
 	octx, cancel := w.opCtx()
-	rec, err := w.l.ClaimLeasedFrom(octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
+	rec, err := claimLeasedFrom(w.l, octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
 		// The last allowed attempt was lost with its claimant: the task
@@ -299,21 +299,21 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
 	default:
-		o = kvledger.RetryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
+		o = retryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
 		ev.Result = ResultFailed
 		if o.Status == kvledger.StatusPending {
 			ev.Result, ev.RunAt = ResultRetried, o.RunAt
 		}
 	}
-	// A pipelining store bounds each read FinishAsync makes before its
+	// A pipelining store bounds each read finishAsync makes before its
 	// send itself (the send takes no context), so the hot path arms no
-	// timer; on a store that cannot pipeline FinishAsync is the whole
-	// Finish, bounded here by OpTimeout (then retried by settle's finish).
+	// timer; on a store that cannot pipeline finishAsync is the whole
+	// finishClaim, bounded here by OpTimeout (then retried by settle's finish).
 	octx, cancel := w.values, context.CancelFunc(func() {})
-	if !w.l.Pipelined() {
+	if !pipelined(w.l) {
 		octx, cancel = w.opCtx()
 	}
-	sent := w.l.FinishAsync(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+	sent := finishAsync(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
 	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
 	if w.collect(so) {
@@ -365,7 +365,7 @@ var finishRetry = retry.Policy{Tries: 3, Pause: 50 * time.Millisecond, MaxPause:
 // finish writes o for r's claim, trying again briefly on a transient
 // error (the fence makes a repeated write harmless: a second try after a
 // write that landed finds the record no longer claimed). sent, when not
-// nil, is o's first try, already sent (FinishAsync): its answer is
+// nil, is o's first try, already sent (finishAsync): its answer is
 // waited for instead of a first write.
 func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish) (kvledger.TaskState, error) {
 	var (
@@ -377,7 +377,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 		if l.Try() == 0 && sent != nil {
 			rec, err = sent.Wait(octx)
 		} else {
-			rec, err = w.l.Finish(octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+			rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		}
 		cancel()
 		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
