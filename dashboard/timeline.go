@@ -35,14 +35,16 @@ type timelineEntry struct {
 
 // timeline reads key's writes (its events) from the ledger bucket, which
 // keeps the last kvledger.EventHistory of them, and merges the
-// dashboard's actions on key. Truncated reports that earlier writes of
-// the key have left the bucket (its first kept write names a previous
-// one).
-func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, truncated bool, err error) {
+// dashboard's actions on key. The task's attempts are read from the same
+// events (kvledger.AttemptsOf), so the page reads the key's writes once.
+// Truncated reports that earlier writes of the key have left the bucket
+// (its first kept write names a previous one).
+func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, attempts []kvledger.Attempt, truncated bool, err error) {
 	evs, err := h.ledger.KeyEvents(ctx, s.Key)
 	if err != nil {
-		return nil, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
+		return nil, nil, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
 	}
+	attempts = kvledger.AttemptsOf(evs)
 	truncated = len(evs) > 0 && evs[0].PrevRevision != 0
 	for _, ev := range evs {
 		entries = append(entries, eventEntry(ev))
@@ -54,7 +56,7 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b timelineEntry) int { return a.Time.Compare(b.Time) })
-	return entries, truncated, nil
+	return entries, attempts, truncated, nil
 }
 
 // eventEntry describes one event in words a reader of the timeline needs.

@@ -137,9 +137,11 @@ func EventOf(source string, rec TaskState) events.Event {
 		BlockedBy: string(rec.BlockedBy),
 		Time:      rec.UpdatedAt,
 		Kind:      rec.Kind,
-		Attempts:  rec.Attempts,
-		LastError: rec.LastError,
-		RunAt:     rec.RunAt,
+		Attempts:    rec.Attempts,
+		MaxAttempts: rec.MaxAttempts,
+		LastError:   rec.LastError,
+		RunAt:       rec.RunAt,
+		Cancelled:   rec.Cancelled,
 	}
 }
 
