@@ -15,10 +15,7 @@ import (
 type timelineEntry struct {
 	Time   time.Time
 	Name   string // event name, or "ui.<action>"
-	Status string
 	Actor  string
-	Owner  string
-	Fence  uint64
 	Rev    uint64
 	Detail string
 	Action bool
@@ -61,8 +58,8 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 
 // eventEntry describes one event in words a reader of the timeline needs.
 func eventEntry(ev events.Event) timelineEntry {
-	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Status: ev.Status, Actor: ev.Actor,
-		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision, Attempts: ev.Attempts, RunAt: ev.RunAt}
+	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Actor: ev.Actor, Rev: ev.Revision,
+		Attempts: ev.Attempts, RunAt: ev.RunAt}
 	switch ev.Name {
 	case kvledger.CompletedEvent, kvledger.FailedEvent:
 		e.Outcome = "ok"
