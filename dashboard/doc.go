@@ -53,7 +53,8 @@
 //   - Timelines: a key's writes, read on demand from the bucket
 //     (kvledger's KeyEvents: the last 64 of the key), together with the
 //     dashboard's own actions on that key. Each write is one line, and an
-//     attempt's error shows only on the event that ended it.
+//     attempt's error shows only on the event that ended it. The task's
+//     attempts are read from the same events (kvledger.AttemptsOf).
 //   - Workers: the live leases under kvledger.LeasePrefix(ledger) +
 //     ClaimLeaseInfix in the lease buckets shown (natscoord ui shows the
 //     runtime's natscoord_task_claims by default), each with the claimed

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvlock"
 )
@@ -176,9 +177,8 @@ func (h *Handler) startLeaseWatches(ctx context.Context) error {
 	return nil
 }
 
-// bucketRetry is how long an absent bucket's waiter waits before it
-// tries again after a failed look (not a "not found"), and a lease feed
-// that ended by itself before it is started again.
+// bucketRetry is the pause between looks at an absent bucket's stream
+// after a failed look (not a "not found").
 const bucketRetry = 5 * time.Second
 
 // announcedRetry is the pause between looks at a bucket the server has
@@ -187,7 +187,11 @@ const announcedRetry = 25 * time.Millisecond
 
 // awaitLeaseBucket watches v's bucket once the server announces that it
 // was created (a JetStream stream-created advisory: no polling), until
-// Close.
+// Close. Its looks run on the one retry primitive: a look that failed
+// (not a "not found") is made again bucketRetry apart until Close; after
+// an announcement, a "not found" (the server announces a stream a moment
+// before a bind finds it, seen under load) is looked at again
+// announcedRetry apart for one operation timeout.
 func (h *Handler) awaitLeaseBucket(v *leaseView) {
 	nc := h.cfg.JS.Conn()
 	created := make(chan *nats.Msg, 1)
@@ -203,43 +207,39 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 	if err := nc.FlushTimeout(h.cfg.OpTimeout); err != nil {
 		h.cfg.Logger.Warn("dashboard: cannot wait for lease bucket", "bucket", v.bucket, "err", err)
 	}
-	var announced time.Time // when the last creation advisory came
-	for {
-		// Look after subscribing, so a creation in between is not missed.
-		ctx, cancel := context.WithTimeout(h.life, h.cfg.OpTimeout)
+	notFound := func(err error) bool { return errors.Is(err, jetstream.ErrBucketNotFound) }
+	failed := retry.Policy{Pause: bucketRetry, PerTry: h.cfg.OpTimeout, Transient: func(err error) bool { return !notFound(err) }}
+	announced := retry.Policy{Tries: int(h.cfg.OpTimeout/announcedRetry) + 1, Pause: announcedRetry, PerTry: h.cfg.OpTimeout, Transient: notFound}
+	var f *kvlease.Feed
+	look := func(ctx context.Context) error {
 		_, err := h.cfg.JS.KeyValue(ctx, v.bucket)
 		if err == nil {
-			var f *kvlease.Feed
-			if f, err = h.leaseFeed(ctx, v.bucket); err == nil {
-				cancel()
-				v.absent.Store(false)
-				h.runLeaseFeed(v, f)
-				return
-			}
+			f, err = h.leaseFeed(ctx, v.bucket)
 		}
-		cancel()
-		if h.life.Err() != nil {
-			return
-		}
-		var retry <-chan time.Time
-		switch {
-		case !errors.Is(err, jetstream.ErrBucketNotFound):
+		if err != nil && !notFound(err) && h.life.Err() == nil {
 			h.cfg.Logger.Warn("dashboard: lease bucket", "bucket", v.bucket, "err", err)
-			retry = time.After(bucketRetry)
-		case !announced.IsZero() && time.Since(announced) < h.cfg.OpTimeout:
-			// The server announces a stream a moment before a bind finds
-			// it (seen under load): look again shortly, for at most one
-			// operation timeout after the announcement.
-			retry = time.After(announcedRetry)
 		}
-		select {
-		case <-h.life.Done():
-			return
-		case <-created:
-			announced = time.Now()
-		case <-retry:
-		}
+		return err
 	}
+	// Look after subscribing, so a creation in between is not missed.
+	err = failed.Do(h.life, look)
+	for err != nil && h.life.Err() == nil {
+		if notFound(err) {
+			select {
+			case <-h.life.Done():
+				return
+			case <-created:
+			}
+			err = announced.Do(h.life, look)
+			continue
+		}
+		err = failed.Do(h.life, look)
+	}
+	if err != nil {
+		return // Close
+	}
+	v.absent.Store(false)
+	h.runLeaseFeed(v, f)
 }
 
 // runLeaseFeed applies v's feed until Close; a feed that ended by itself

@@ -47,10 +47,17 @@ func summarize(s kvledger.TaskState, kind string) taskSummary {
 // never spells the rule itself.
 func (s taskSummary) Phase(now time.Time) kvledger.Phase { return s.record().Phase(now) }
 
+// AttemptLimit is the attempts the record itself allows, as kvledger
+// states the limit (kvledger.AttemptLimit); 0 when the record leaves it to
+// the worker's default, which the dashboard does not know.
+func (s taskSummary) AttemptLimit() int { return kvledger.AttemptLimit(s.record(), 0) }
+
 // record is the part of the record the summary keeps that phases are
-// judged by (TaskState.Phase) and counted by kind (kvledger.Tally).
+// judged by (TaskState.Phase), counted by kind (kvledger.Tally) and its
+// attempts limited by (kvledger.AttemptLimit).
 func (s taskSummary) record() kvledger.TaskState {
-	return kvledger.TaskState{Key: s.Key, Kind: s.Kind, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts, Cancelled: s.Cancelled}
+	return kvledger.TaskState{Key: s.Key, Kind: s.Kind, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts,
+		MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled}
 }
 
 // taskEntry is a summary at its place in admission order.

@@ -15,10 +15,7 @@ import (
 type timelineEntry struct {
 	Time   time.Time
 	Name   string // event name, or "ui.<action>"
-	Status string
 	Actor  string
-	Owner  string
-	Fence  uint64
 	Rev    uint64
 	Detail string
 	Action bool
@@ -35,14 +32,16 @@ type timelineEntry struct {
 
 // timeline reads key's writes (its events) from the ledger bucket, which
 // keeps the last kvledger.EventHistory of them, and merges the
-// dashboard's actions on key. Truncated reports that earlier writes of
-// the key have left the bucket (its first kept write names a previous
-// one).
-func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, truncated bool, err error) {
+// dashboard's actions on key. The task's attempts are read from the same
+// events (kvledger.AttemptsOf), so the page reads the key's writes once.
+// Truncated reports that earlier writes of the key have left the bucket
+// (its first kept write names a previous one).
+func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timelineEntry, attempts []kvledger.Attempt, truncated bool, err error) {
 	evs, err := h.ledger.KeyEvents(ctx, s.Key)
 	if err != nil {
-		return nil, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
+		return nil, nil, false, fmt.Errorf("dashboard: timeline of %q: %w", string(s.Key), err)
 	}
+	attempts = kvledger.AttemptsOf(evs)
 	truncated = len(evs) > 0 && evs[0].PrevRevision != 0
 	for _, ev := range evs {
 		entries = append(entries, eventEntry(ev))
@@ -54,13 +53,13 @@ func (h *Handler) timeline(ctx context.Context, s taskSummary) (entries []timeli
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b timelineEntry) int { return a.Time.Compare(b.Time) })
-	return entries, truncated, nil
+	return entries, attempts, truncated, nil
 }
 
 // eventEntry describes one event in words a reader of the timeline needs.
 func eventEntry(ev events.Event) timelineEntry {
-	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Status: ev.Status, Actor: ev.Actor,
-		Owner: ev.Owner, Fence: ev.Fence, Rev: ev.Revision, Attempts: ev.Attempts, RunAt: ev.RunAt}
+	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Actor: ev.Actor, Rev: ev.Revision,
+		Attempts: ev.Attempts, RunAt: ev.RunAt}
 	switch ev.Name {
 	case kvledger.CompletedEvent, kvledger.FailedEvent:
 		e.Outcome = "ok"

@@ -131,10 +131,10 @@ type taskData struct {
 	// shows the record's LeaseUntil (a reference claim's own expiry).
 	Claim claimLease
 	// Attempts are the task's attempts, oldest first, read by kvledger's
-	// rule (kvledger.Attempts) from the writes the ledger bucket keeps of
-	// the record (Ledger.History, its last 64; a bucket of the older
-	// one-write layout keeps only the last, and then only the attempt it
-	// ended is shown).
+	// rule (kvledger.AttemptsOf) from the writes the ledger bucket keeps of
+	// the record, the timeline's events (Ledger.KeyEvents, its last 64; a
+	// bucket of the older one-write layout keeps only the last, and then
+	// only the attempt it ended is shown).
 	Attempts []kvledger.Attempt
 	// LastError is the record's last error (read from the store, not
 	// kept in the view: errors can be long).
@@ -176,17 +176,12 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	}
 	d := taskData{common: h.common(r, "Task "+displayKey(string(key)), "tasks"), Task: summarize(s, h.cfg.KindOf(s)),
 		Dependents: h.tasks.dependentsOf(key)}
-	d.Timeline, d.Truncated, err = h.timeline(ctx, d.Task)
+	d.Timeline, d.Attempts, d.Truncated, err = h.timeline(ctx, d.Task)
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
 	d.LastError = s.LastError
 	d.Claim = h.claimLeaseOf(s)
-	if hist, err := h.ledger.History(ctx, key); err != nil {
-		h.cfg.Logger.Warn("dashboard: attempts", "key", string(key), "err", err)
-	} else {
-		d.Attempts = kvledger.Attempts(hist)
-	}
 	if len(s.Result) > 0 {
 		d.Result = string(s.Result)
 		if len(d.Result) > maxResultShown {

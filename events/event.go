@@ -25,8 +25,10 @@ import (
 //	  "time":          "2026-11-29T10:00:00Z",    // the writer's "now" for the transition (RFC 3339)
 //	  "kind":          "build",                   // the task's kind (task runtime)
 //	  "attempts":      2,                         // attempts started so far (task runtime)
+//	  "max_attempts":  5,                         // the task's own attempt limit, 0: the worker's (task runtime)
 //	  "last_error":    "exit status 1",           // the last handler error (task runtime)
-//	  "run_at":        "2026-11-29T10:00:05Z"     // not run before this time (task runtime)
+//	  "run_at":        "2026-11-29T10:00:05Z",    // not run before this time (task runtime)
+//	  "cancelled":     true                       // an operator cancelled it (status failed)
 //	}
 //
 // Fields left empty are omitted, except name, source, key, revision, fence
@@ -51,13 +53,17 @@ type Event struct {
 	Time         time.Time `json:"time"`
 
 	// Task runtime fields: the task's kind, the attempts started so far,
-	// the last handler error and the time before which it will not run
-	// (set on a retry and on a delayed admission). Empty for ledgers
-	// that do not use them.
-	Kind      string    `json:"kind,omitempty"`
-	Attempts  int       `json:"attempts,omitempty"`
-	LastError string    `json:"last_error,omitempty"`
-	RunAt     time.Time `json:"run_at,omitzero"`
+	// its own attempt limit (0: the worker's default), the last handler
+	// error, the time before which it will not run (set on a retry and on
+	// a delayed admission) and whether an operator cancelled it. Empty for
+	// ledgers that do not use them. With them a key's events say what its
+	// records say of its attempts (kvledger.AttemptsOf).
+	Kind        string    `json:"kind,omitempty"`
+	Attempts    int       `json:"attempts,omitempty"`
+	MaxAttempts int       `json:"max_attempts,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	RunAt       time.Time `json:"run_at,omitzero"`
+	Cancelled   bool      `json:"cancelled,omitempty"`
 }
 
 // Validate reports a missing or malformed required field. Source, Key

@@ -40,32 +40,11 @@ func SubscribeLive(nc *nats.Conn, src Source, cfg LiveConfig, fn func(Event), on
 	if nc == nil || fn == nil || !src.valid() {
 		return nil, fmt.Errorf("%w: SubscribeLive needs a connection, a complete Source and a handler", ErrInvalidConfig)
 	}
-	report := reporter(onErr)
-	gaps := newGapTracker(0, src.PrevHeader)
-	onGap := cfg.OnGap
-	if onGap == nil {
-		onGap = func(g Gap) { report(g) }
-	}
+	rd := newReader(src, cfg.Filter, 0, cfg.OnGap, reporter(onErr))
 	handle := func(m *nats.Msg) {
-		subject := m.Header.Get(hdrSubject)
 		rev, _ := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
-		key, ok := src.KeyOf(subject)
-		if !ok || rev == 0 {
-			return
-		}
-		if g, ok := gaps.see(src.Name, key, rev, m.Header); ok {
-			onGap(g)
-		}
-		if !cfg.Filter.wantName(m.Header, src.NameHeader) {
-			return
-		}
 		ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(hdrTimeStamp))
-		e, ok, err := src.Decode(Msg{Subject: subject, Header: m.Header, Data: m.Data, Revision: rev, Time: ts})
-		if err != nil {
-			report(fmt.Errorf("events: %s revision %d: %w", subject, rev, err))
-			return
-		}
-		if ok && cfg.Filter.wantEvent(e) {
+		if e, got := rd.read(Msg{Subject: m.Header.Get(hdrSubject), Header: m.Header, Data: m.Data, Revision: rev, Time: ts}); got == readEvent {
 			fn(e)
 		}
 	}
@@ -188,7 +167,7 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 	if err != nil {
 		return nil, err
 	}
-	gaps := newGapTracker(start, src.PrevHeader)
+	rd := newReader(src, cfg.Filter, start, onGap, report)
 	consume, err := kvx.Consume(cons, func(hctx context.Context, m jetstream.Msg) {
 		meta, err := m.Metadata()
 		if err != nil {
@@ -196,27 +175,13 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 			_ = m.Term()
 			return
 		}
-		rev := meta.Sequence.Stream
-		key, ok := src.KeyOf(m.Subject())
-		if !ok {
+		e, got := rd.read(Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: meta.Sequence.Stream, Time: meta.Timestamp})
+		switch got {
+		case readSkipped:
 			ackSkipped(m)
 			return
-		}
-		if g, ok := gaps.see(src.Name, key, rev, m.Headers()); ok {
-			onGap(g)
-		}
-		if !cfg.Filter.wantName(m.Headers(), src.NameHeader) {
-			ackSkipped(m)
-			return
-		}
-		e, ok, err := src.Decode(Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: rev, Time: meta.Timestamp})
-		if err != nil {
-			report(fmt.Errorf("events: %s revision %d: %w", m.Subject(), rev, err))
+		case readBroken:
 			_ = m.Term()
-			return
-		}
-		if !ok || !cfg.Filter.wantEvent(e) {
-			ackSkipped(m)
 			return
 		}
 		if err := fn(hctx, e); err != nil {

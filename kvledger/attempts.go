@@ -1,6 +1,10 @@
 package kvledger
 
-import "time"
+import (
+	"time"
+
+	"github.com/natscoord/natscoord/events"
+)
 
 // AttemptOutcome is how one attempt at a task ended.
 type AttemptOutcome string
@@ -103,6 +107,28 @@ func Attempts(history []TaskState) []Attempt {
 		}
 	}
 	return out
+}
+
+// AttemptsOf reads a task's attempts, oldest first, from the events of
+// its key, oldest first (Ledger.KeyEvents), by the rule of Attempts: a
+// reader that shows a key's events (the dashboard's timeline) has its
+// attempts from the same read. Only the events of the current record
+// count: those after the key's last deletion or expiry.
+func AttemptsOf(evs []events.Event) []Attempt {
+	from := 0
+	for i, e := range evs {
+		if e.Name == DeletedEvent || e.Name == ExpiredEvent {
+			from = i + 1 // a delete or expiry ends the earlier incarnation
+		}
+	}
+	history := make([]TaskState, 0, len(evs)-from)
+	for _, e := range evs[from:] {
+		history = append(history, TaskState{Key: IdempotencyKey(e.Key), Status: Status(e.Status),
+			Owner: OwnerID(e.Owner), Fence: FenceToken(e.Fence), UpdatedAt: e.Time, Rev: e.Revision,
+			LastEvent: e.Name, Attempts: e.Attempts, MaxAttempts: e.MaxAttempts, LastError: e.LastError,
+			Cancelled: e.Cancelled})
+	}
+	return Attempts(history)
 }
 
 // endOf is how a write that is not a claim ends the claim before it, and

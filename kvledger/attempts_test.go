@@ -103,3 +103,62 @@ func TestKVStoreHistoryKeepsTheCurrentRecordsWrites(t *testing.T) {
 	require.Len(t, h, 1, "the earlier record's writes are not the new one's")
 	require.Equal(t, kvledger.StatusPending, h[0].Status)
 }
+
+// AttemptsOf reads from a key's events the attempts Attempts reads from
+// its records: the dashboard's task page shows both the timeline and the
+// attempts from one read of the key's events.
+func TestAttemptsOfEventsAgreesWithTheRecords(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	w := func(rev uint64, st kvledger.Status, ev events.Name, owner string, fence, n int, errText string) kvledger.TaskState {
+		return kvledger.TaskState{Key: "k", Status: st, LastEvent: ev, Owner: kvledger.OwnerID(owner),
+			Fence: kvledger.FenceToken(fence), Attempts: n, MaxAttempts: 4, LastError: errText, Rev: rev, UpdatedAt: t0.Add(time.Duration(rev) * time.Second)}
+	}
+	cancelled := w(6, kvledger.StatusFailed, kvledger.CancelledEvent, "b", 3, 2, "stop")
+	cancelled.Cancelled = true
+	history := []kvledger.TaskState{
+		w(1, kvledger.StatusPending, kvledger.AdmittedEvent, "", 1, 0, ""),
+		w(2, kvledger.StatusClaimed, kvledger.ClaimedEvent, "a", 2, 1, ""),
+		w(3, kvledger.StatusClaimed, kvledger.RenewedEvent, "a", 2, 1, ""),
+		w(4, kvledger.StatusPending, kvledger.RetriedEvent, "", 2, 1, "first"),
+		w(5, kvledger.StatusClaimed, kvledger.ClaimedEvent, "b", 3, 2, "first"),
+		cancelled,
+	}
+	evs := []events.Event{{Name: kvledger.DeletedEvent, Source: "b", Key: "k"}} // an earlier record's end
+	for _, s := range history {
+		evs = append(evs, kvledger.EventOf("b", s))
+	}
+	want := kvledger.Attempts(history)
+	require.Len(t, want, 2)
+	require.Equal(t, kvledger.AttemptCancelled, want[1].Outcome)
+	require.Equal(t, want, kvledger.AttemptsOf(evs))
+
+	// Read back from a bucket: a claim, a completion, a deletion, and a
+	// new record of the same key claimed and cancelled.
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	store, err := kvledger.NewKVStore(ctx, n.JS, kvledger.KVStoreConfig{Bucket: "histev"})
+	require.NoError(t, err)
+	l, err := kvledger.New(store)
+	require.NoError(t, err)
+	now := time.Now()
+	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
+	require.NoError(t, err)
+	fence, err := l.Claim(ctx, "t", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "t", "k", "w", fence, kvledger.StatusCompleted, now))
+	require.NoError(t, l.Delete(ctx, "t", "k", now))
+	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
+	require.NoError(t, err)
+	_, err = l.Claim(ctx, "t", "k", "w2", time.Minute, now)
+	require.NoError(t, err)
+	_, err = l.Cancel(ctx, "t", "k", "stop", now)
+	require.NoError(t, err)
+	h, err := l.History(ctx, "k")
+	require.NoError(t, err)
+	kept, err := l.KeyEvents(ctx, "k")
+	require.NoError(t, err)
+	want = kvledger.Attempts(h)
+	require.Len(t, want, 1)
+	require.Equal(t, kvledger.AttemptCancelled, want[0].Outcome)
+	require.Equal(t, want, kvledger.AttemptsOf(kept))
+}

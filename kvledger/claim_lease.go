@@ -112,11 +112,9 @@ func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration
 	if err := kvlease.ValidateTTL(ttl); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidLease, err)
 	}
-	bucket := l.source
-	if n, ok := l.store.(namedStore); ok && n.Name() != "" {
-		bucket = n.Name() // the runtime's prefix: package worker's New
-	}
-	key := NewClaimLeaseKey(bucket, owner)
+	// The source is the store's own name where it has one (WithSource
+	// refuses another): the runtime's prefix, package worker's New.
+	key := NewClaimLeaseKey(l.source, owner)
 	g, ok, err := l.taker.TryAcquireKeyDetached(ctx, key, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: the claim's lease: %w", err)

@@ -175,7 +175,8 @@
 // pending or claimed record failed with Cancelled set; dependents are
 // blocked) and Delete (a final record removed; fences keep rising).
 // Events of these transitions carry the runtime fields too (Kind,
-// Attempts, LastError, RunAt). A Delete's event is its delete marker: it
+// Attempts, MaxAttempts, LastError, RunAt, Cancelled), so a key's events
+// tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it
 // names the transition and the previous revision, not a status.
 //
 // # Events

@@ -126,20 +126,22 @@ func DecodeEvent(m events.Msg) (events.Event, bool, error) {
 // source: its fields after the write, named by its LastEvent.
 func EventOf(source string, rec TaskState) events.Event {
 	return events.Event{
-		Name:      rec.LastEvent,
-		Source:    source,
-		Key:       string(rec.Key),
-		Revision:  rec.Rev,
-		Status:    string(rec.Status),
-		Actor:     string(rec.UpdatedBy),
-		Owner:     string(rec.Owner),
-		Fence:     uint64(rec.Fence),
-		BlockedBy: string(rec.BlockedBy),
-		Time:      rec.UpdatedAt,
-		Kind:      rec.Kind,
-		Attempts:  rec.Attempts,
-		LastError: rec.LastError,
-		RunAt:     rec.RunAt,
+		Name:        rec.LastEvent,
+		Source:      source,
+		Key:         string(rec.Key),
+		Revision:    rec.Rev,
+		Status:      string(rec.Status),
+		Actor:       string(rec.UpdatedBy),
+		Owner:       string(rec.Owner),
+		Fence:       uint64(rec.Fence),
+		BlockedBy:   string(rec.BlockedBy),
+		Time:        rec.UpdatedAt,
+		Kind:        rec.Kind,
+		Attempts:    rec.Attempts,
+		MaxAttempts: rec.MaxAttempts,
+		LastError:   rec.LastError,
+		RunAt:       rec.RunAt,
+		Cancelled:   rec.Cancelled,
 	}
 }
 

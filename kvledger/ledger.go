@@ -43,11 +43,17 @@ type Option func(*Ledger) error
 
 // WithSource sets the ledger's name where a store has none of its own.
 // Default: the store's name (the bucket for a KVStore, a unique name per
-// MemStore), or "kvledger".
+// MemStore), or "kvledger". A store's own name is the source of its
+// events and the prefix of its claims' lease keys, so a name that differs
+// from it is refused (ErrInvalidConfig) rather than applied to some of
+// them.
 func WithSource(name string) Option {
 	return func(l *Ledger) error {
 		if name == "" {
 			return fmt.Errorf("%w: empty source", ErrInvalidConfig)
+		}
+		if n, ok := l.store.(namedStore); ok && n.Name() != "" && n.Name() != name {
+			return fmt.Errorf("%w: source %q: the store is named %q", ErrInvalidConfig, name, n.Name())
 		}
 		l.source = name
 		return nil

@@ -18,3 +18,15 @@ func TestNewIgnoresANilOption(t *testing.T) {
 	_, err = kvledger.New(nil, kvledger.WithObserver(kvledger.Observers()))
 	require.NoError(t, err)
 }
+
+// WithSource names a ledger whose store has no name of its own; a store's
+// own name (its events' source, its claims' lease prefix) is not
+// overwritten: another name is refused, the same one accepted.
+func TestWithSourceKeepsTheStoresName(t *testing.T) {
+	store := kvledger.NewMemStore()
+	_, err := kvledger.New(store, kvledger.WithSource("other"))
+	require.ErrorIs(t, err, kvledger.ErrInvalidConfig)
+	require.ErrorContains(t, err, store.Name())
+	_, err = kvledger.New(store, kvledger.WithSource(store.Name()))
+	require.NoError(t, err)
+}

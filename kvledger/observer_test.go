@@ -15,7 +15,8 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rec := opstats.New()
-	l, err := kvledger.New(kvledger.NewMemStore(), kvledger.WithSource("obs"),
+	store := kvledger.NewMemStore()
+	l, err := kvledger.New(store, kvledger.WithSource(store.Name()),
 		kvledger.WithObserver(kvledger.Observers(kvledger.RecorderObserver(rec), nil)))
 	require.NoError(t, err)
 	now := time.Now()
@@ -26,7 +27,7 @@ func TestWithObserverRecordsWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Complete(ctx, "w", "k", "w", f, kvledger.StatusCompleted, now))
 	lbl := func(out string) opstats.Labels {
-		return opstats.Labels{Component: "kvledger", Name: "obs", Op: "write", Outcome: out}
+		return opstats.Labels{Component: "kvledger", Name: store.Name(), Op: "write", Outcome: out}
 	}
 	require.EqualValues(t, 1, rec.Count(lbl("claimed")))
 	require.EqualValues(t, 1, rec.Count(lbl("completed")))

@@ -154,18 +154,17 @@ func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withClaimLedger(cmd.Context(), lf, ledgerInspect, "", func(ctx context.Context, l *kvledger.Ledger) error {
-				t, found, err := l.State(ctx, kvledger.IdempotencyKey(args[0]))
+				// One read serves both: the record is the last of the
+				// writes its attempts are read from.
+				h, err := l.History(ctx, kvledger.IdempotencyKey(args[0]))
 				if err != nil {
 					return err
 				}
-				if !found {
+				if len(h) == 0 {
 					return errNoTask(lf.bucket, args[0])
 				}
+				t := h[len(h)-1]
 				until, err := claimExpiry(ctx, l, t)
-				if err != nil {
-					return err
-				}
-				h, err := l.History(ctx, t.Key)
 				if err != nil {
 					return err
 				}

@@ -155,3 +155,21 @@ func TestLedgerMissingNeedIsSaid(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
 	require.Equal(t, `needs "ghost", which has no record`, rows[0].Waiting)
 }
+
+// TestLedgerWaitReasonFollowsReadiness: `ledger wait` says why a task is
+// not final in the order of kvledger.Judge, the one readiness rule: a
+// pending task with a run-at ahead waits for its time before its needs
+// matter, so that is what it is said to wait for.
+func TestLedgerWaitReasonFollowsReadiness(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "real", "--seq", "1")
+	c.ok("ledger", "admit", "later", "--seq", "1", "--needs", "real", "--delay", "1h")
+	r := c.run("--json", "ledger", "wait", "later", "--for", "200ms")
+	require.Equal(t, waitGaveUp, r.code, r.stderr)
+	var rows []struct {
+		Waiting string `json:"waiting"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+	require.Len(t, rows, 1)
+	require.True(t, strings.HasPrefix(rows[0].Waiting, "pending, runs at "), rows[0].Waiting)
+}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -111,4 +113,25 @@ func TestLedgerWorkers(t *testing.T) {
 		r := c.run("--json", "ledger", "workers")
 		return r.code == 0 && r.stdout == "[]\n"
 	}, "a stopped worker is no longer listed")
+}
+
+// `ledger show` reads the record's writes once: the record it prints is
+// the last of the writes its attempts come from, where it once read the
+// record first (a get from the stream) and its writes after, so the two
+// could disagree about a write made in between.
+func TestLedgerShowReadsTheRecordOnce(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "once", "--seq", "1")
+	var gets atomic.Int32
+	stream := "KV_" + defaultLedgerBucket
+	for _, subj := range []string{"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>", "$JS.API.STREAM.MSG.GET." + stream} {
+		sub, err := n.NC.Subscribe(subj, func(*nats.Msg) { gets.Add(1) })
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	require.NoError(t, n.NC.Flush())
+	out := c.ok("--json", "ledger", "show", "once")
+	require.Contains(t, out, `"status": "pending"`)
+	require.NoError(t, n.NC.Flush())
+	require.Zero(t, gets.Load(), "the record is read with its writes, not got again")
 }

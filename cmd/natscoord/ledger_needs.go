@@ -46,10 +46,14 @@ func missingNote(key kvledger.IdempotencyKey, missing []kvledger.IdempotencyKey)
 	return fmt.Sprintf("note: %s no record yet; %q waits until it is admitted and completes", what, string(key))
 }
 
-// waitingReason says why a task that is not final is not: a record
-// missing (its own or a need's), a need not completed yet, a run-at time
-// ahead, or the claim it is under. It is what `ledger wait` prints
-// for a task it gave up on; the dashboard shows the same "no record".
+// waitingReason says why a task that is not final is not, as
+// kvledger.Judge finds it (the one readiness rule, in its order): the
+// claim it is under, a run-at time ahead, a need not completed yet, or
+// none of these. A need without a record is named before any other
+// unfinished one: nothing will ever run it until someone admits it,
+// while an unfinished one is on its way. It is what `ledger wait`
+// prints for a task it gave up on; the dashboard shows the same "no
+// record".
 func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) string {
 	t, found, err := l.State(ctx, key)
 	switch {
@@ -58,28 +62,44 @@ func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 	case !found:
 		return "no record"
 	}
-	// A need without a record first: nothing will ever run it until
-	// someone admits it, while an unfinished one is on its way.
-	unfinished := ""
-	for _, n := range t.Needs {
-		nt, found, err := l.State(ctx, n)
-		switch {
-		case err != nil:
-			return fmt.Sprintf("needs %q: %s", string(n), oneLine(err))
-		case !found:
-			return fmt.Sprintf("needs %q, which has no record", string(n))
-		case nt.Status != kvledger.StatusCompleted && unfinished == "":
-			unfinished = fmt.Sprintf("needs %q, which is %s", string(n), nt.Status)
+	type needRead struct {
+		t     kvledger.TaskState
+		found bool
+		err   error
+	}
+	read := make(map[kvledger.IdempotencyKey]needRead)
+	need := func(n kvledger.IdempotencyKey) (kvledger.Status, bool) {
+		r, ok := read[n]
+		if !ok {
+			r.t, r.found, r.err = l.State(ctx, n)
+			read[n] = r
 		}
+		return r.t.Status, r.found
 	}
-	if unfinished != "" {
-		return unfinished
-	}
-	switch {
-	case t.Status == kvledger.StatusClaimed:
+	v := kvledger.Judge(t, need, kvledger.LeaseStateUnknown, time.Now())
+	switch v.Kind {
+	case kvledger.VerdictReadLease, kvledger.VerdictHeld, kvledger.VerdictTakeover:
 		return fmt.Sprintf("claimed by %q (attempt %d)", string(t.Owner), t.Attempts)
-	case t.RunAt.After(time.Now()):
-		return "pending, runs at " + timeOrDash(t.RunAt)
+	case kvledger.VerdictWaitTime:
+		return "pending, runs at " + timeOrDash(v.At)
+	case kvledger.VerdictWaitNeed:
+		for _, n := range t.Needs {
+			if need(n); read[n].err == nil && !read[n].found {
+				return fmt.Sprintf("needs %q, which has no record", string(n))
+			}
+		}
+		fallthrough
+	case kvledger.VerdictBlockedNeed:
+		r := read[v.Need]
+		switch {
+		case r.err != nil:
+			return fmt.Sprintf("needs %q: %s", string(v.Need), oneLine(r.err))
+		case !r.found:
+			return fmt.Sprintf("needs %q, which has no record", string(v.Need))
+		}
+		return fmt.Sprintf("needs %q, which is %s", string(v.Need), r.t.Status)
+	case kvledger.VerdictReady:
+		return "pending, not claimed yet"
 	}
-	return "pending, not claimed yet"
+	return string(t.Status)
 }

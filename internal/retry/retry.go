@@ -17,7 +17,8 @@
 // owned writes), kvlease's release settling (settleDeleteAt), kvlock's
 // RetryPolicy, the task runtime's outcome write (worker's finish), and
 // watches started again after they failed (the dashboard's record feed,
-// natscoord ledger wait), and the test kit natstest. ARCHITECTURE.md lists
+// natscoord ledger wait), the dashboard's looks at a lease bucket it waits
+// for (awaitLeaseBucket), and the test kit natstest. ARCHITECTURE.md lists
 // them with their ceilings.
 //
 // Pauses double from Pause up to MaxPause without jitter: the loops retry
