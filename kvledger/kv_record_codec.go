@@ -5,6 +5,7 @@ package kvledger
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/jsonx"
 )
@@ -12,17 +13,24 @@ import (
 // appendRecordFields appends the stored form of r, the fields in the
 // order encoding/json writes them (kv_record_encode.go).
 func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {
-	var err error
-	var times timeText
+	var ok bool
+	var lastTime time.Time // the last time written, and its text
+	var lastText []byte
 	b = jsonx.AppendString(append(b, `{"key":`...), string(r.Key))
 	b = jsonx.AppendString(append(b, `,"status":`...), string(r.Status))
 	b = strconv.AppendUint(append(b, `,"sequence":`...), uint64(r.Sequence), 10)
 	b = jsonx.AppendOptional(b, `,"owner":`, string(r.Owner))
 	b = strconv.AppendUint(append(b, `,"fence":`...), uint64(r.Fence), 10)
 	if !r.LeaseUntil.IsZero() {
-		b, err = times.appendTime(b, `,"lease_until":`, r.LeaseUntil)
-		if err != nil {
-			return b, fieldError("lease_until", err)
+		b = append(b, `,"lease_until":`...)
+		if lastText != nil && r.LeaseUntil == lastTime {
+			b = append(b, lastText...)
+		} else {
+			n := len(b)
+			if b, ok = jsonx.AppendTime(b, r.LeaseUntil); !ok {
+				return b, fieldError("lease_until", timeError(r.LeaseUntil))
+			}
+			lastTime, lastText = r.LeaseUntil, b[n:]
 		}
 	}
 	if len(r.Needs) > 0 {
@@ -30,31 +38,48 @@ func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {
 	}
 	b = jsonx.AppendOptional(b, `,"blocked_by":`, string(r.BlockedBy))
 	if r.Task != nil {
-		b, err = appendPayload(append(b, `,"task":`...), r.Task)
-		if err != nil {
-			return b, fieldError("task", err)
+		if b, ok = jsonx.AppendValue(append(b, `,"task":`...), r.Task, 0); !ok {
+			return b, fieldError("task", jsonError(r.Task))
 		}
 	}
 	b = jsonx.AppendOptional(b, `,"created_by":`, string(r.CreatedBy))
 	if !r.CreatedAt.IsZero() {
-		b, err = times.appendTime(b, `,"created_at":`, r.CreatedAt)
-		if err != nil {
-			return b, fieldError("created_at", err)
+		b = append(b, `,"created_at":`...)
+		if lastText != nil && r.CreatedAt == lastTime {
+			b = append(b, lastText...)
+		} else {
+			n := len(b)
+			if b, ok = jsonx.AppendTime(b, r.CreatedAt); !ok {
+				return b, fieldError("created_at", timeError(r.CreatedAt))
+			}
+			lastTime, lastText = r.CreatedAt, b[n:]
 		}
 	}
 	b = jsonx.AppendOptional(b, `,"updated_by":`, string(r.UpdatedBy))
 	if !r.UpdatedAt.IsZero() {
-		b, err = times.appendTime(b, `,"updated_at":`, r.UpdatedAt)
-		if err != nil {
-			return b, fieldError("updated_at", err)
+		b = append(b, `,"updated_at":`...)
+		if lastText != nil && r.UpdatedAt == lastTime {
+			b = append(b, lastText...)
+		} else {
+			n := len(b)
+			if b, ok = jsonx.AppendTime(b, r.UpdatedAt); !ok {
+				return b, fieldError("updated_at", timeError(r.UpdatedAt))
+			}
+			lastTime, lastText = r.UpdatedAt, b[n:]
 		}
 	}
 	b = jsonx.AppendOptional(b, `,"last_event":`, string(r.LastEvent))
 	b = jsonx.AppendOptional(b, `,"kind":`, r.Kind)
 	if !r.RunAt.IsZero() {
-		b, err = times.appendTime(b, `,"run_at":`, r.RunAt)
-		if err != nil {
-			return b, fieldError("run_at", err)
+		b = append(b, `,"run_at":`...)
+		if lastText != nil && r.RunAt == lastTime {
+			b = append(b, lastText...)
+		} else {
+			n := len(b)
+			if b, ok = jsonx.AppendTime(b, r.RunAt); !ok {
+				return b, fieldError("run_at", timeError(r.RunAt))
+			}
+			lastTime, lastText = r.RunAt, b[n:]
 		}
 	}
 	if r.Attempts != 0 {
@@ -69,9 +94,8 @@ func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {
 		b = append(b, `,"cancelled":true`...)
 	}
 	if len(r.Result) > 0 {
-		b, err = appendRaw(append(b, `,"result":`...), r.Result)
-		if err != nil {
-			return b, fieldError("result", err)
+		if b, ok = jsonx.AppendMarshaled(append(b, `,"result":`...), r.Result); !ok {
+			return b, fieldError("result", jsonError(r.Result))
 		}
 	}
 	b = jsonx.AppendOptional(b, `,"group":`, r.Group)

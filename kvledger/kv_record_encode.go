@@ -17,31 +17,18 @@ import (
 // in Admit of a new key (map key sorting, reflection on every field, time
 // marshalers, one allocation per step). Its errors are json.Marshal's for
 // the same record: a time outside years 0-9999, a Task JSON refuses (NaN,
-// a channel, a cycle), a Result that is not valid JSON. The functions
-// below write the values it does not write inline.
+// a channel, a cycle), a Result that is not valid JSON. A Task is written
+// by jsonx.AppendValue, which writes the types a decoded payload and
+// common Go payloads are made of and hands the rest (a caller's struct)
+// to encoding/json; a Result by jsonx.AppendMarshaled (encoding/json
+// validates and compacts it). The functions below write the values it
+// does not write inline.
 
-// timeText remembers the last time written: an insert's created_at and
-// updated_at are the same instant, and the same instant in the same
-// location formats the same.
-type timeText struct {
-	t    time.Time
-	text []byte
-}
-
-// appendTime appends key and t as time.Time.MarshalJSON writes it.
-func (last *timeText) appendTime(b []byte, key string, t time.Time) ([]byte, error) {
-	b = append(b, key...)
-	if last.text != nil && t == last.t {
-		return append(b, last.text...), nil
-	}
-	n := len(b)
-	b, ok := jsonx.AppendTime(b, t)
-	if !ok {
-		_, err := t.MarshalJSON()
-		return b, notEncodable(err)
-	}
-	last.t, last.text = t, b[n:]
-	return b, nil
+// timeError is time.Time.MarshalJSON's error for a time jsonx refused (a
+// year outside 0-9999).
+func timeError(t time.Time) error {
+	_, err := t.MarshalJSON()
+	return notEncodable(err)
 }
 
 // appendKeys appends v as encoding/json writes a []IdempotencyKey.
@@ -59,30 +46,11 @@ func appendKeys(b []byte, v []IdempotencyKey) []byte {
 	return append(b, ']')
 }
 
-// appendPayload appends a Task as encoding/json writes it in an `any`
-// field: jsonx writes the types a decoded payload and common Go payloads
-// are made of, encoding/json the rest (a caller's struct).
-func appendPayload(b []byte, v any) ([]byte, error) {
-	b, ok := jsonx.AppendValue(b, v, 0)
-	if !ok {
-		_, err := json.Marshal(v)
-		return b, notEncodable(err)
-	}
-	return b, nil
-}
-
-// appendRaw appends a json.RawMessage as encoding/json writes it:
-// validated and compacted (and < > & escaped).
-func appendRaw(b []byte, v json.RawMessage) ([]byte, error) {
-	if v == nil {
-		return append(b, "null"...), nil
-	}
-	b, ok := jsonx.AppendMarshaled(b, v)
-	if !ok {
-		_, err := json.Marshal(v)
-		return b, notEncodable(err)
-	}
-	return b, nil
+// jsonError is encoding/json's error for a value jsonx refused (a Task
+// with NaN or a channel, a cycle; a Result that is not valid JSON).
+func jsonError(v any) error {
+	_, err := json.Marshal(v)
+	return notEncodable(err)
 }
 
 // notEncodable is the error of a value jsonx refused: encoding/json's.

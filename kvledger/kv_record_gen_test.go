@@ -265,6 +265,7 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 	p("")
 	p("import (")
 	p("\t\"strconv\"")
+	p("\t\"time\"")
 	p("")
 	p("\t\"github.com/natscoord/natscoord/internal/jsonx\"")
 	p(")")
@@ -272,16 +273,17 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 	p("// appendRecordFields appends the stored form of r, the fields in the")
 	p("// order encoding/json writes them (kv_record_encode.go).")
 	p("func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {")
-	fallible, times := false, false
+	checked, times := false, false
 	for _, f := range fields {
-		fallible = fallible || f.kind == kindTime || f.kind == kindAny || f.kind == kindRaw
+		checked = checked || f.kind == kindAny || f.kind == kindRaw || f.kind == kindTime
 		times = times || f.kind == kindTime
 	}
-	if fallible {
-		p("var err error")
+	if checked {
+		p("var ok bool")
 	}
 	if times {
-		p("var times timeText")
+		p("var lastTime time.Time // the last time written, and its text")
+		p("var lastText []byte")
 	}
 	for i, f := range fields {
 		key := "`,\"" + f.name + "\":`"
@@ -295,7 +297,6 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 			}
 			return base + "(" + e + ")"
 		}
-		fail := "if err != nil {\nreturn b, fieldError(\"" + f.name + "\", err)\n}"
 		var guard, body string
 		switch f.kind {
 		case kindString, kindStatus, kindEvent:
@@ -321,7 +322,12 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 			if f.omit == omitZero {
 				guard = "!" + e + ".IsZero()" // omitempty never leaves out a struct
 			}
-			body = "b, err = times.appendTime(b, " + key + ", " + e + ")\n" + fail
+			// Inline, as the hand-written encoder had it: the last time's
+			// text is reused for the same instant (an insert's two times).
+			body = "b = append(b, " + key + "...)\n" +
+				"if lastText != nil && " + e + " == lastTime {\nb = append(b, lastText...)\n} else {\n" +
+				"n := len(b)\nif b, ok = jsonx.AppendTime(b, " + e + "); !ok {\nreturn b, fieldError(\"" + f.name + "\", timeError(" + e + "))\n}\n" +
+				"lastTime, lastText = " + e + ", b[n:]\n}"
 			if f.omit == omitEmpty {
 				guard = ""
 			}
@@ -335,11 +341,14 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 			if f.kind == kindKeys {
 				body = "b = appendKeys(append(b, " + key + "...), " + e + ")"
 			} else {
-				body = "b, err = appendRaw(append(b, " + key + "...), " + e + ")\n" + fail
+				body = "if b, ok = jsonx.AppendMarshaled(append(b, " + key + "...), " + e + "); !ok {\nreturn b, fieldError(\"" + f.name + "\", jsonError(" + e + "))\n}"
+				if f.omit == omitNever {
+					body = "if " + e + " == nil {\nb = append(b, " + key[:len(key)-1] + "null`...)\n} else {\n" + body + "\n}"
+				}
 			}
 		case kindAny:
 			guard = e + " != nil"
-			body = "b, err = appendPayload(append(b, " + key + "...), " + e + ")\n" + fail
+			body = "if b, ok = jsonx.AppendValue(append(b, " + key + "...), " + e + ", 0); !ok {\nreturn b, fieldError(\"" + f.name + "\", jsonError(" + e + "))\n}"
 		}
 		if f.omit == omitNever || guard == "" {
 			p("%s", body)
