@@ -40,7 +40,7 @@ func decodeSamples() []TaskState {
 	}
 }
 
-// TestDecodeRecordFastTakesWrittenRecords: what appendRecord writes is
+// TestDecodeRecordFastTakesWrittenRecords: what encodeRecord writes is
 // taken by the fast path (it does not quietly fall back) and decodes to
 // what encoding/json gives.
 func TestDecodeRecordFastTakesWrittenRecords(t *testing.T) {
@@ -65,7 +65,7 @@ func TestDecodeRecordFastTakesWrittenRecords(t *testing.T) {
 	}
 }
 
-// TestDecodeRecordFastTakesOlderAndHandWritten: shapes appendRecord
+// TestDecodeRecordFastTakesOlderAndHandWritten: shapes encodeRecord
 // does not write today but the fast path reads as encoding/json does:
 // the "rev" of older records (into kvRecord.Rev, not TaskState.Rev), an
 // explicit false, repeated keys inside the payload, escapes in payload
@@ -130,7 +130,7 @@ func TestDecodeRecordFastDeclines(t *testing.T) {
 }
 
 // checkFastDecode fails t if the fast path decodes b, a record
-// appendRecord wrote, to anything but what encoding/json gives. (That it
+// encodeRecord wrote, to anything but what encoding/json gives. (That it
 // takes the usual records is TestDecodeRecordFastTakesWrittenRecords.)
 func checkFastDecode(t *testing.T, b []byte) {
 	t.Helper()

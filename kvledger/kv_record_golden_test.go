@@ -62,3 +62,26 @@ func TestGoldenRecords(t *testing.T) {
 		t.Fatalf("snapshot encodes to\n%s (%v), was\n%s", enc, err, snap)
 	}
 }
+
+// TestDecodeRecordSharesKey: the decoder takes the key string the caller
+// already holds (from the bucket key) instead of copying it from the
+// value: a record under a long key costs no more allocations than one
+// under a one-byte key, which Go never allocates.
+func TestDecodeRecordSharesKey(t *testing.T) {
+	allocs := func(key IdempotencyKey) float64 {
+		s := decodeSamples()[1]
+		s.Key = key
+		b, err := encodeRecord(s, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return testing.AllocsPerRun(50, func() {
+			if _, err := decodeRecord(key, b, 9); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if short, long := allocs("k"), allocs("orders/2026-12-02/img-000042.png"); long != short {
+		t.Fatalf("%v allocations under a long key, %v under a one-byte key", long, short)
+	}
+}
