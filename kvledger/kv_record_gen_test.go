@@ -403,3 +403,76 @@ func generateRecordCodec(fields []codecField) ([]byte, error) {
 	p("}")
 	return format.Source(w.Bytes())
 }
+
+// TestDeriveFieldsFollowsEncodingJSON: the fields derived from the tags
+// are the keys json.Marshal writes for a record with every field set, in
+// its order (the embedded TaskState's, kvRecord.Rev hiding
+// TaskState.Rev, then Ins).
+func TestDeriveFieldsFollowsEncodingJSON(t *testing.T) {
+	fields, err := deriveFields(reflect.TypeFor[kvRecord]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r kvRecord
+	v := reflect.ValueOf(&r).Elem()
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f := v.Field(i)
+			switch {
+			case f.Type() == reflect.TypeFor[time.Time]():
+				f.Set(reflect.ValueOf(time.Unix(1, 0).UTC()))
+			case f.Kind() == reflect.Struct:
+				fill(f)
+			case f.Kind() == reflect.String:
+				f.SetString("x")
+			case f.Kind() == reflect.Uint64:
+				f.SetUint(1)
+			case f.Kind() == reflect.Int:
+				f.SetInt(1)
+			case f.Kind() == reflect.Bool:
+				f.SetBool(true)
+			case f.Type() == reflect.TypeFor[json.RawMessage]():
+				f.SetBytes([]byte("1"))
+			case f.Kind() == reflect.Slice:
+				f.Set(reflect.Append(f, reflect.New(f.Type().Elem()).Elem()))
+			case f.Kind() == reflect.Interface:
+				f.Set(reflect.ValueOf("x"))
+			default:
+				t.Fatalf("fill: %v", f.Type())
+			}
+		}
+	}
+	fill(v)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The object's keys, in order: every value is skipped whole.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var keys []string
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s: %v %v", b, tok, err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	for _, f := range fields {
+		names = append(names, f.name)
+	}
+	if !reflect.DeepEqual(keys, names) {
+		t.Fatalf("json.Marshal writes %v, derived %v", keys, names)
+	}
+	if got, err := appendRecordFields(nil, &r); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("generated %s (%v), json.Marshal %s", got, err, b)
+	}
+}
