@@ -202,6 +202,10 @@
 //     of transition (ledger.failed, ledger.cancelled, ...) reads a header
 //     and decodes no body; the body is the stored record (JSON naming
 //     status and last_event), so `nats sub 'ledger.>'` is legible as it is.
+//     Its format is defined once, by TaskState's json tags: snapshots
+//     (Encode) and json.Marshal of a TaskState write the same fields, and
+//     the stored record's encoder and decoder are generated from the tags
+//     (kv_record_codec.go).
 //     The server adds Nats-Sequence (the revision), Nats-Subject and
 //     Nats-Time-Stamp to the live copies; every write keeps the
 //     Nats-Expected-Last-Subject-Sequence it was made with, the key's

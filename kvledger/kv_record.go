@@ -1,7 +1,6 @@
 package kvledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,6 +44,21 @@ func keyOfTask(bucketKey string) (IdempotencyKey, error) {
 	return IdempotencyKey(k), nil
 }
 
+// The record's JSON format is defined once, by the json tags of TaskState
+// and kvRecord: each field's name, whether it is left out when empty
+// (omitempty) or zero (omitzero), and its place (the struct order; the
+// embedded TaskState's fields, then kvRecord's own; kvRecord.Rev hides
+// TaskState.Rev). encoding/json reads the tags for TaskState's JSON
+// (snapshots, the CLI's --json, the dashboard, a caller's json.Marshal)
+// and for the stored records the fast decoder declines; the stored
+// record's encoder and fast decoder (kv_record_codec.go) are generated
+// from the same tags by TestRecordCodecGenerated, which fails when the
+// tags and the generated code differ (go test -run
+// TestRecordCodecGenerated -update ./kvledger/ rewrites it). So adding a
+// field to the record is adding it, with its tag, to TaskState, and
+// regenerating. A new field must be omitted when zero, so that records
+// and snapshots written before it keep their bytes.
+
 // kvRecord is the stored form of a TaskState: its JSON fields, with Rev
 // left out (the KV revision is the Rev) and one more field:
 //
@@ -66,21 +80,19 @@ type kvRecord struct {
 	Ins bool   `json:"ins,omitempty"`
 }
 
-// encodeRecord returns the stored form of s. appendRecord writes it
-// directly; encoding/json is the fallback for the values appendRecord
-// leaves to it, and reports the errors. A key that is not valid UTF-8 is
-// refused here too, for writers that use the store without a Ledger:
-// JSON would store another key than the bucket key, a record no read
-// accepts.
+// encodeRecord returns the stored form of s (kvRecord, written by the
+// generated appendRecordFields; Rev is left out, the KV revision supplies
+// it). A key
+// that is not valid UTF-8 is refused here too, for writers that use the
+// store without a Ledger: JSON would store another key than the bucket
+// key, a record no read accepts. A value JSON refuses (a Task with NaN or
+// a channel, a time outside years 0-9999) is an encodeError.
 func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 	if !utf8.ValidString(string(s.Key)) {
 		return nil, fmt.Errorf("%w: key %q is not valid UTF-8", ErrInvalidState, string(s.Key))
 	}
-	s.Rev = 0
-	if b, ok := appendRecord(make([]byte, 0, recordSizeHint(s)), s, insert); ok {
-		return b, nil
-	}
-	b, err := json.Marshal(kvRecord{TaskState: s, Ins: insert})
+	r := kvRecord{TaskState: s, Ins: insert}
+	b, err := appendRecordFields(make([]byte, 0, recordSizeHint(&s)), &r)
 	if err != nil {
 		return nil, encodeError{fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)}
 	}
@@ -93,24 +105,30 @@ func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 // never overwritten by one.
 func decodeRecord(key IdempotencyKey, value []byte, rev uint64) (TaskState, error) {
 	var r kvRecord
-	if decodeRecordFast(value, &r) {
-		return recordState(key, r, rev)
+	if decodeRecordFast(value, &r, string(key)) {
+		return recordState(key, &r, rev)
 	}
-	// A record of its own: the fast path may have filled some of r, and
-	// decoding into it would move r to the heap on every call. Numbers in
-	// the Task stay json.Number, as on the fast path, so a write of the
-	// record stores the digits it read.
-	var j kvRecord
-	if err := jsonx.Unmarshal(value, &j); err != nil {
+	return decodeRecordSlow(key, value, rev)
+}
+
+// decodeRecordSlow is decodeRecord for the values decodeRecordFast declines:
+// encoding/json reads the same tags. The record is its own: the fast path
+// may have filled some of decodeRecord's, and decoding into that one would
+// move it to the heap on every call. Numbers in the Task stay
+// json.Number, as on the fast path, so a write of the record stores the
+// digits it read.
+func decodeRecordSlow(key IdempotencyKey, value []byte, rev uint64) (TaskState, error) {
+	r := new(kvRecord)
+	if err := jsonx.Unmarshal(value, r); err != nil {
 		return TaskState{}, fmt.Errorf("%w: key %q revision %d: %w", ErrCorruptRecord, string(key), rev, err)
 	}
-	return recordState(key, j, rev)
+	return recordState(key, r, rev)
 }
 
 // recordState checks a decoded record against its key and the Validate
 // rules and gives it its revision.
-func recordState(key IdempotencyKey, r kvRecord, rev uint64) (TaskState, error) {
-	s := r.TaskState
+func recordState(key IdempotencyKey, r *kvRecord, rev uint64) (TaskState, error) {
+	s := &r.TaskState
 	if s.Key != key {
 		return TaskState{}, fmt.Errorf("%w: key %q revision %d holds a record for %q", ErrCorruptRecord, string(key), rev, string(s.Key))
 	}
@@ -121,7 +139,7 @@ func recordState(key IdempotencyKey, r kvRecord, rev uint64) (TaskState, error) 
 	if r.Ins {
 		s.Fence = max(s.Fence, FenceToken(rev))
 	}
-	return s, nil
+	return *s, nil
 }
 
 // encodeError marks a record that cannot be encoded (a Task that JSON

@@ -8,9 +8,11 @@ import (
 )
 
 // decodeRecordFast fills r from value without reflection when value has
-// the shape appendRecord writes, and reports whether it did. The worker's
-// bucket watch decodes every record write (three per task), where
-// json.Unmarshal into kvRecord was a large share of the runtime's CPU.
+// the shape appendRecordFields writes, and reports whether it did. The
+// worker's bucket watch decodes every record write (three per task),
+// where json.Unmarshal into kvRecord was a large share of the runtime's
+// CPU. Each field's value is read by recordField (kv_record_codec.go,
+// generated from the tags).
 //
 // The result is exactly what jsonx.Unmarshal (encoding/json with
 // json.Number) into a zero kvRecord gives (FuzzDecodeRecordFast checks
@@ -18,16 +20,18 @@ import (
 // same bytes, Task as the generic JSON value (map[string]any, []any,
 // json.Number, string, bool, nil), Result as a copy of the same raw
 // bytes. ok is false for anything it does not reproduce exactly, and the
-// caller then runs jsonx.Unmarshal on a fresh
-// kvRecord, so what decodes, and how, never depends on this file. It
-// declines: whitespace anywhere, a key that is not exactly one of the
-// record's lowercase field names (encoding/json would also match keys
-// case-insensitively and skip unknown ones), a repeated key, null as a
-// field value, a value of the wrong JSON type, integers with a fraction,
-// an exponent or out of range, strings with invalid UTF-8 or a \u escape
-// of a surrogate half, an empty needs array, values nested deeper than jsonx's depth bound, and trailing
-// bytes.
-func decodeRecordFast(value []byte, r *kvRecord) bool {
+// caller then runs jsonx.Unmarshal on a fresh kvRecord, so what decodes,
+// and how, never depends on this file. It declines: whitespace anywhere,
+// a key that is not exactly one of the record's field names (encoding/json
+// would also match keys case-insensitively and skip unknown ones), a
+// repeated key, null as a field value, a value of the wrong JSON type,
+// integers with a fraction, an exponent or out of range, strings with
+// invalid UTF-8 or a \u escape of a surrogate half, an empty needs array,
+// values nested deeper than jsonx's depth bound, and trailing bytes.
+//
+// Strings equal to share (the key the caller expects) are shared, not
+// copied.
+func decodeRecordFast(value []byte, r *kvRecord, share string) bool {
 	d := jsonx.NewScanner(value)
 	if !d.Eat('{') {
 		return false
@@ -41,7 +45,7 @@ func decodeRecordFast(value []byte, r *kvRecord) bool {
 		if !ok || esc || !d.Eat(':') {
 			return false
 		}
-		bit, ok := recordField(&d, name, r)
+		bit, ok := recordField(&d, name, r, share)
 		if !ok || seen&bit != 0 {
 			return false
 		}
@@ -53,91 +57,31 @@ func decodeRecordFast(value []byte, r *kvRecord) bool {
 	}
 }
 
-// field decodes the value of the field called name into r and returns
-// the field's bit (to refuse repeats).
-func recordField(d *jsonx.Scanner, name []byte, r *kvRecord) (uint32, bool) {
-	s := &r.TaskState
-	switch string(name) {
-	case "key":
-		return 1 << 0, d.StringInto((*string)(&s.Key))
-	case "status":
-		raw, ok := d.Plain()
-		if ok {
-			s.Status = statusOf(raw)
-		}
-		return 1 << 1, ok
-	case "sequence":
-		return 1 << 2, d.UintInto((*uint64)(&s.Sequence))
-	case "owner":
-		return 1 << 3, d.StringInto((*string)(&s.Owner))
-	case "fence":
-		return 1 << 4, d.UintInto((*uint64)(&s.Fence))
-	case "lease_until":
-		return 1 << 5, d.TimeInto(&s.LeaseUntil)
-	case "needs":
-		return 1 << 6, decodeNeeds(d, &s.Needs)
-	case "blocked_by":
-		return 1 << 7, d.StringInto((*string)(&s.BlockedBy))
-	case "task":
-		if d.Next() == 'n' {
-			return 0, false // null clears Task; leave it to encoding/json
-		}
-		var ok bool
-		s.Task, ok = d.Value()
-		return 1 << 8, ok
-	case "created_by":
-		return 1 << 9, d.StringInto((*string)(&s.CreatedBy))
-	case "created_at":
-		return 1 << 10, d.TimeInto(&s.CreatedAt)
-	case "updated_by":
-		// Usually the creator or the owner: share their string.
-		return 1 << 11, d.StringInto((*string)(&s.UpdatedBy), string(s.Owner), string(s.CreatedBy))
-	case "updated_at":
-		return 1 << 12, d.TimeInto(&s.UpdatedAt)
-	case "last_event":
-		raw, ok := d.Plain()
-		if ok {
-			s.LastEvent = eventOf(raw)
-		}
-		return 1 << 13, ok
-	case "kind":
-		return 1 << 14, d.StringInto(&s.Kind)
-	case "run_at":
-		return 1 << 15, d.TimeInto(&s.RunAt)
-	case "attempts":
-		return 1 << 16, d.IntInto(&s.Attempts)
-	case "lease":
-		return 1 << 17, d.StringInto(&s.Lease)
-	case "max_attempts":
-		return 1 << 18, d.IntInto(&s.MaxAttempts)
-	case "last_error":
-		return 1 << 19, d.StringInto(&s.LastError)
-	case "cancelled":
-		return 1 << 20, d.BoolInto(&s.Cancelled)
-	case "result":
-		if d.Next() == 'n' {
-			return 0, false
-		}
-		raw, ok := d.RawValue()
-		if !ok {
-			return 0, false
-		}
-		s.Result = append(json.RawMessage(nil), raw...)
-		return 1 << 21, true
-	case "rev":
-		return 1 << 22, d.UintInto(&r.Rev)
-	case "ins":
-		return 1 << 23, d.BoolInto(&r.Ins)
-	case "group":
-		return 1 << 24, d.StringInto(&s.Group)
-	case "priority":
-		return 1 << 25, d.IntInto(&s.Priority)
-	}
-	return 0, false
+// decodeString reads a string field. Most are the key, the owner or the
+// creator (an updater is usually one of them): those are shared, not
+// copied.
+func decodeString(d *jsonx.Scanner, p *string, share string, r *kvRecord) bool {
+	return d.StringInto(p, share, string(r.Owner), string(r.CreatedBy))
 }
 
-// statusOf and eventOf return the constant for the common values, which
-// saves an allocation per record; any other text is copied.
+// decodeStatus and decodeEvent share the constant for the common values,
+// which saves an allocation per record; any other text is copied.
+func decodeStatus(d *jsonx.Scanner, p *Status) bool {
+	raw, ok := d.Plain()
+	if ok {
+		*p = statusOf(raw)
+	}
+	return ok
+}
+
+func decodeEvent(d *jsonx.Scanner, p *events.Name) bool {
+	raw, ok := d.Plain()
+	if ok {
+		*p = eventOf(raw)
+	}
+	return ok
+}
+
 func statusOf(raw []byte) Status {
 	for _, s := range [...]Status{StatusPending, StatusClaimed, StatusCompleted, StatusFailed, StatusBlocked} {
 		if string(raw) == string(s) {
@@ -156,6 +100,7 @@ func eventOf(raw []byte) events.Name {
 	return events.Name(raw)
 }
 
+// decodeNeeds reads a non-empty array of keys.
 func decodeNeeds(d *jsonx.Scanner, p *[]IdempotencyKey) bool {
 	if !d.Eat('[') || d.Eat(']') {
 		return false // encoding/json makes [] an empty non-nil slice
@@ -170,4 +115,26 @@ func decodeNeeds(d *jsonx.Scanner, p *[]IdempotencyKey) bool {
 			return d.Eat(']')
 		}
 	}
+}
+
+// decodePayload reads a Task as jsonx.Unmarshal does into an `any`.
+func decodePayload(d *jsonx.Scanner, p *any) bool {
+	if d.Next() == 'n' {
+		return false // null clears the value; leave it to encoding/json
+	}
+	var ok bool
+	*p, ok = d.Value()
+	return ok
+}
+
+// decodeRaw reads a json.RawMessage: a copy of the value's bytes.
+func decodeRaw(d *jsonx.Scanner, p *json.RawMessage) bool {
+	if d.Next() == 'n' {
+		return false // encoding/json stores "null"; leave it to it
+	}
+	raw, ok := d.RawValue()
+	if ok {
+		*p = append(json.RawMessage(nil), raw...)
+	}
+	return ok
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/natscoord/natscoord/internal/jsonx"
 )
 
 // decodeSamples are records as the ledger and the runtime write them,
@@ -42,21 +40,22 @@ func decodeSamples() []TaskState {
 	}
 }
 
-// TestDecodeRecordFastTakesWrittenRecords: what appendRecord writes is
+// TestDecodeRecordFastTakesWrittenRecords: what encodeRecord writes is
 // taken by the fast path (it does not quietly fall back) and decodes to
 // what encoding/json gives.
 func TestDecodeRecordFastTakesWrittenRecords(t *testing.T) {
 	for i, s := range decodeSamples() {
 		for _, insert := range []bool{false, true} {
-			b, ok := appendRecord(nil, s, insert)
-			if !ok {
-				t.Fatalf("sample %d: appendRecord declined", i)
+			b, err := encodeRecord(s, insert)
+			if err != nil {
+				t.Fatalf("sample %d: %v", i, err)
 			}
-			var fast, want kvRecord
-			if !decodeRecordFast(b, &fast) {
+			fast, ok := fastDecodeRecord(b)
+			if !ok {
 				t.Fatalf("sample %d: fast path declined %s", i, b)
 			}
-			if err := jsonx.Unmarshal(b, &want); err != nil {
+			want, err := refUnmarshalRecord(b)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(fast, want) {
@@ -66,7 +65,7 @@ func TestDecodeRecordFastTakesWrittenRecords(t *testing.T) {
 	}
 }
 
-// TestDecodeRecordFastTakesOlderAndHandWritten: shapes appendRecord
+// TestDecodeRecordFastTakesOlderAndHandWritten: shapes encodeRecord
 // does not write today but the fast path reads as encoding/json does:
 // the "rev" of older records (into kvRecord.Rev, not TaskState.Rev), an
 // explicit false, repeated keys inside the payload, escapes in payload
@@ -81,11 +80,12 @@ func TestDecodeRecordFastTakesOlderAndHandWritten(t *testing.T) {
 		`{"key":"k","status":"completed","result":{"x":[1,2,{"y":"\u003c"}]}}`,
 		`{"key":"k","last_event":"ledger.claimed","updated_by":"w","owner":"w"}`,
 	} {
-		var fast, want kvRecord
-		if !decodeRecordFast([]byte(in), &fast) {
+		fast, ok := fastDecodeRecord([]byte(in))
+		if !ok {
 			t.Fatalf("fast path declined %s", in)
 		}
-		if err := jsonx.Unmarshal([]byte(in), &want); err != nil {
+		want, err := refUnmarshalRecord([]byte(in))
+		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(fast, want) {
@@ -123,23 +123,23 @@ func TestDecodeRecordFastDeclines(t *testing.T) {
 		`{"key":"k","cancelled":1}`,
 		`{"key":"k","ins":"true"}`,
 	} {
-		var r kvRecord
-		if decodeRecordFast([]byte(in), &r) {
+		if _, ok := fastDecodeRecord([]byte(in)); ok {
 			t.Errorf("fast path took %s", in)
 		}
 	}
 }
 
 // checkFastDecode fails t if the fast path decodes b, a record
-// appendRecord wrote, to anything but what encoding/json gives. (That it
+// encodeRecord wrote, to anything but what encoding/json gives. (That it
 // takes the usual records is TestDecodeRecordFastTakesWrittenRecords.)
 func checkFastDecode(t *testing.T, b []byte) {
 	t.Helper()
-	var fast, want kvRecord
-	if err := jsonx.Unmarshal(b, &want); err != nil {
+	want, err := refUnmarshalRecord(b)
+	if err != nil {
 		return // a written record that does not decode: FuzzDecodeRecord's concern
 	}
-	if !decodeRecordFast(b, &fast) {
+	fast, ok := fastDecodeRecord(b)
+	if !ok {
 		return
 	}
 	if !reflect.DeepEqual(fast, want) {
@@ -156,7 +156,7 @@ func checkFastDecode(t *testing.T, b []byte) {
 func FuzzDecodeRecordFast(f *testing.F) {
 	for _, s := range decodeSamples() {
 		for _, insert := range []bool{false, true} {
-			b, _ := appendRecord(nil, s, insert)
+			b, _ := encodeRecord(s, insert)
 			f.Add(b, uint64(5))
 		}
 	}
@@ -186,9 +186,8 @@ func FuzzDecodeRecordFast(f *testing.F) {
 // followed by recordState.
 func compareDecoders(t *testing.T, data []byte, rev uint64) {
 	t.Helper()
-	var fast, want kvRecord
-	werr := jsonx.Unmarshal(data, &want)
-	if decodeRecordFast(data, &fast) {
+	want, werr := refUnmarshalRecord(data)
+	if fast, ok := fastDecodeRecord(data); ok {
 		if werr != nil {
 			t.Fatalf("fast path took %q, encoding/json fails: %v", data, werr)
 		}
@@ -204,7 +203,7 @@ func compareDecoders(t *testing.T, data []byte, rev uint64) {
 	var ref TaskState
 	rerr := werr
 	if werr == nil {
-		ref, rerr = recordState(key, want, rev)
+		ref, rerr = recordState(key, &want, rev)
 	}
 	if (err == nil) != (rerr == nil) {
 		t.Fatalf("%q: decodeRecord error %v, encoding/json path %v", data, err, rerr)
@@ -248,9 +247,9 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		name string
 		s    TaskState
 	}{{"pending", samples[0]}, {"claimed", samples[1]}, {"completed", samples[2]}} {
-		data, ok := appendRecord(nil, tc.s, tc.name == "pending")
-		if !ok {
-			b.Fatal("appendRecord declined")
+		data, err := encodeRecord(tc.s, tc.name == "pending")
+		if err != nil {
+			b.Fatal(err)
 		}
 		b.Run(tc.name+"/fast", func(b *testing.B) {
 			b.ReportAllocs()
@@ -267,7 +266,7 @@ func BenchmarkDecodeRecord(b *testing.B) {
 				if err := json.Unmarshal(data, &r); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := recordState("k", r, 9); err != nil {
+				if _, err := recordState("k", &r, 9); err != nil {
 					b.Fatal(err)
 				}
 			}

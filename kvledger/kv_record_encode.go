@@ -1,91 +1,74 @@
 package kvledger
 
 import (
-	"strconv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/jsonx"
 )
 
-// appendRecord appends the stored form of s (kvRecord) to b without
-// reflection. The output is byte for byte what json.Marshal of the
-// kvRecord gives (FuzzAppendRecord checks it), so the stored format, the
-// decoder and old records are untouched; this only makes the write path
-// cheaper, where encoding/json was most of the client's CPU time in Admit
-// of a new key (map key sorting, reflection on every field, time
-// marshalers, one allocation per step).
-//
-// ok is false when encoding/json must decide: a time it refuses, a Task
-// value it rejects (NaN, a channel) or whose encoding this file does not
-// reproduce. The caller then marshals with encoding/json, which returns
-// the same bytes or the same error as before.
-func appendRecord(b []byte, s TaskState, insert bool) ([]byte, bool) {
-	ok := true
-	b = append(b, `{"key":`...)
-	b = jsonx.AppendString(b, string(s.Key))
-	b = append(b, `,"status":`...)
-	b = jsonx.AppendString(b, string(s.Status))
-	b = append(b, `,"sequence":`...)
-	b = strconv.AppendUint(b, uint64(s.Sequence), 10)
-	b = jsonx.AppendOptional(b, `,"owner":`, string(s.Owner))
-	b = append(b, `,"fence":`...)
-	b = strconv.AppendUint(b, uint64(s.Fence), 10)
-	if !s.LeaseUntil.IsZero() {
-		b = append(b, `,"lease_until":`...)
-		if b, ok = jsonx.AppendTime(b, s.LeaseUntil); !ok {
-			return b, false
-		}
-	}
-	if len(s.Needs) > 0 {
-		b = append(b, `,"needs":[`...)
-		for i, n := range s.Needs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonx.AppendString(b, string(n))
-		}
-		b = append(b, ']')
-	}
-	b = jsonx.AppendOptional(b, `,"blocked_by":`, string(s.BlockedBy))
-	if s.Task != nil {
-		b = append(b, `,"task":`...)
-		if b, ok = jsonx.AppendValue(b, s.Task, 0); !ok {
-			return b, false
-		}
-	}
-	b = jsonx.AppendOptional(b, `,"created_by":`, string(s.CreatedBy))
-	var created []byte
-	if !s.CreatedAt.IsZero() {
-		b = append(b, `,"created_at":`...)
-		n := len(b)
-		if b, ok = jsonx.AppendTime(b, s.CreatedAt); !ok {
-			return b, false
-		}
-		created = b[n:]
-	}
-	b = jsonx.AppendOptional(b, `,"updated_by":`, string(s.UpdatedBy))
-	if !s.UpdatedAt.IsZero() {
-		b = append(b, `,"updated_at":`...)
-		if created != nil && s.UpdatedAt == s.CreatedAt {
-			// The same instant in the same location formats the same:
-			// reuse the text (an insert's two times are both "now").
-			b = append(b, created...)
-		} else if b, ok = jsonx.AppendTime(b, s.UpdatedAt); !ok {
-			return b, false
-		}
-	}
-	b = jsonx.AppendOptional(b, `,"last_event":`, string(s.LastEvent))
-	if b, ok = appendRuntimeFields(b, s); !ok {
-		return b, false
-	}
-	if insert {
-		b = append(b, `,"ins":true`...)
-	}
-	return append(b, '}'), true
+// The stored record's encoder is appendRecordFields (kv_record_codec.go,
+// generated from the tags). It appends what json.Marshal of the kvRecord
+// writes, byte for byte (FuzzAppendRecord holds it to that, and
+// TestGoldenRecords to the bytes already stored), without reflection:
+// the write path, where encoding/json was most of the client's CPU time
+// in Admit of a new key (map key sorting, reflection on every field, time
+// marshalers, one allocation per step). Its errors are json.Marshal's for
+// the same record: a time outside years 0-9999, a Task JSON refuses (NaN,
+// a channel, a cycle), a Result that is not valid JSON. A Task is written
+// by jsonx.AppendValue, which writes the types a decoded payload and
+// common Go payloads are made of and hands the rest (a caller's struct)
+// to encoding/json; a Result by jsonx.AppendMarshaled (encoding/json
+// validates and compacts it). The functions below write the values it
+// does not write inline.
+
+// timeError is time.Time.MarshalJSON's error for a time jsonx refused (a
+// year outside 0-9999).
+func timeError(t time.Time) error {
+	_, err := t.MarshalJSON()
+	return notEncodable(err)
 }
 
-// recordSizeHint is a capacity for appendRecord's buffer that a record
-// with a small task payload fits in, so it is allocated once.
-func recordSizeHint(s TaskState) int {
+// appendKeys appends v as encoding/json writes a []IdempotencyKey.
+func appendKeys(b []byte, v []IdempotencyKey) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, k := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonx.AppendString(b, string(k))
+	}
+	return append(b, ']')
+}
+
+// jsonError is encoding/json's error for a value jsonx refused (a Task
+// with NaN or a channel, a cycle; a Result that is not valid JSON).
+func jsonError(v any) error {
+	_, err := json.Marshal(v)
+	return notEncodable(err)
+}
+
+// notEncodable is the error of a value jsonx refused: encoding/json's.
+func notEncodable(err error) error {
+	if err == nil { // jsonx refused what encoding/json takes: never seen, still an error
+		err = errors.New("value not encodable")
+	}
+	return err
+}
+
+// fieldError names the field whose value JSON refused.
+func fieldError(name string, err error) error {
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// recordSizeHint is a capacity for appendRecordFields' buffer that a
+// record with a small task payload fits in, so it is allocated once.
+func recordSizeHint(s *TaskState) int {
 	n := 320 + len(s.Key) + len(s.Owner) + len(s.BlockedBy) + len(s.CreatedBy) + len(s.UpdatedBy)
 	for _, k := range s.Needs {
 		n += len(k) + 3

@@ -7,6 +7,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/jsonx"
@@ -68,9 +69,11 @@ func FuzzKeyOfTask(f *testing.F) {
 	})
 }
 
-// FuzzAppendRecord: the direct encoder writes exactly the bytes
-// json.Marshal writes for the same record (so the stored format does not
-// depend on which one ran), and fails exactly when json.Marshal fails.
+// FuzzAppendRecord: the generated encoder writes exactly the bytes
+// json.Marshal writes for the same record (the same tags, read by
+// encoding/json: so the stored format does not depend on which one ran),
+// and fails exactly when json.Marshal fails; encodeRecord also refuses a
+// key that is not valid UTF-8.
 // Task payloads come from the fuzzed JSON (the types a KVStore reads back)
 // and from typed Go values built from the other inputs.
 func FuzzAppendRecord(f *testing.F) {
@@ -109,16 +112,24 @@ func FuzzAppendRecord(f *testing.F) {
 			if nanos%2 == 0 {
 				s.Lease = need + actor
 			}
-			want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
-			got, ok := appendRecord(nil, s, insert)
+			want, werr := refMarshalRecord(s, insert)
+			// The generated encoder itself, also for keys encodeRecord
+			// refuses (not valid UTF-8).
+			got, err := appendRecordFields(nil, &kvRecord{TaskState: s, Ins: insert})
 			if werr != nil {
-				if ok {
-					t.Fatalf("task %#v: json.Marshal failed (%v), appendRecord wrote %s", task, werr, got)
+				if err == nil {
+					t.Fatalf("task %#v: json.Marshal failed (%v), appendRecordFields wrote %s", task, werr, got)
+				}
+				if _, err := encodeRecord(s, insert); !isEncodeError(err) && utf8.ValidString(key) {
+					t.Fatalf("task %#v: %v is not an encodeError", task, err)
 				}
 				continue
 			}
-			if !ok || !bytes.Equal(got, want) {
-				t.Fatalf("task %#v: appendRecord (ok %v)\n%s\njson.Marshal\n%s", task, ok, got, want)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("task %#v: appendRecordFields (%v)\n%s\njson.Marshal\n%s", task, err, got, want)
+			}
+			if enc, err := encodeRecord(s, insert); utf8.ValidString(key) != (err == nil) || err == nil && !bytes.Equal(enc, want) {
+				t.Fatalf("key %q: encodeRecord %s (%v)", key, enc, err)
 			}
 			checkFastDecode(t, got)
 		}

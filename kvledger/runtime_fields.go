@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/natscoord/natscoord/internal/jsonx"
 )
 
 // Bounds of the runtime fields, checked by Validate. They keep a record
@@ -88,43 +86,4 @@ func TruncateError(msg string) string {
 		cut--
 	}
 	return msg[:cut] + "…"
-}
-
-// appendRuntimeFields appends the runtime fields as encoding/json writes
-// them after last_event (their place in TaskState). The JSON of Result
-// goes through encoding/json, which compacts it exactly as Marshal does.
-func appendRuntimeFields(b []byte, s TaskState) ([]byte, bool) {
-	ok := true
-	b = jsonx.AppendOptional(b, `,"kind":`, s.Kind)
-	if !s.RunAt.IsZero() {
-		b = append(b, `,"run_at":`...)
-		if b, ok = jsonx.AppendTime(b, s.RunAt); !ok {
-			return b, false
-		}
-	}
-	if s.Attempts != 0 {
-		b = append(b, `,"attempts":`...)
-		b = strconv.AppendInt(b, int64(s.Attempts), 10)
-	}
-	b = jsonx.AppendOptional(b, `,"lease":`, s.Lease)
-	if s.MaxAttempts != 0 {
-		b = append(b, `,"max_attempts":`...)
-		b = strconv.AppendInt(b, int64(s.MaxAttempts), 10)
-	}
-	b = jsonx.AppendOptional(b, `,"last_error":`, s.LastError)
-	if s.Cancelled {
-		b = append(b, `,"cancelled":true`...)
-	}
-	if len(s.Result) > 0 {
-		b = append(b, `,"result":`...)
-		if b, ok = jsonx.AppendMarshaled(b, s.Result); !ok {
-			return b, false
-		}
-	}
-	b = jsonx.AppendOptional(b, `,"group":`, s.Group)
-	if s.Priority != 0 {
-		b = append(b, `,"priority":`...)
-		b = strconv.AppendInt(b, int64(s.Priority), 10)
-	}
-	return b, true
 }

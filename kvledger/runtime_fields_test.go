@@ -92,22 +92,22 @@ func TestGroupBounds(t *testing.T) {
 	}
 }
 
-// encodeRoundTrip checks that the direct encoder writes s byte for byte as
+// encodeRoundTrip checks that encodeRecord writes s byte for byte as
 // encoding/json does and that both decoders read it back; it returns the
 // decoded record, or false when s is never written (encoding/json refuses
 // it, or Validate does: the ledger validates before encoding).
 func encodeRoundTrip(t *testing.T, s TaskState, insert bool) (TaskState, bool) {
 	t.Helper()
-	want, werr := json.Marshal(kvRecord{TaskState: s, Ins: insert})
-	got, ok := appendRecord(nil, s, insert)
-	if werr != nil {
-		if ok {
-			t.Fatalf("json.Marshal failed (%v), appendRecord wrote %s", werr, got)
+	want, werr := refMarshalRecord(s, insert)
+	got, err := encodeRecord(s, insert)
+	if werr != nil || !utf8.ValidString(string(s.Key)) {
+		if err == nil {
+			t.Fatalf("json.Marshal failed (%v), encodeRecord wrote %s", werr, got)
 		}
 		return TaskState{}, false
 	}
-	if !ok || !bytes.Equal(got, want) {
-		t.Fatalf("appendRecord (ok %v)\n%s\njson.Marshal\n%s", ok, got, want)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("encodeRecord (%v)\n%s\njson.Marshal\n%s", err, got, want)
 	}
 	checkFastDecode(t, got)
 	if s.Validate() != nil {

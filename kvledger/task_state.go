@@ -72,6 +72,12 @@ type Actor string
 //
 // LastEvent names the transition that wrote this version of the record
 // (the write's EventHeader names the same); Restore clears it.
+//
+// The json tags are the record's format, its one definition: snapshots
+// and json.Marshal read them, and the KVStore's stored record is written
+// and read by code generated from them (kv_record.go). A field added here
+// needs a tag that omits it when zero, and the codec regenerated: go test
+// -run TestRecordCodecGenerated -update ./kvledger/.
 type TaskState struct {
 	Key        IdempotencyKey   `json:"key"`
 	Status     Status           `json:"status"`

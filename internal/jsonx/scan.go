@@ -184,16 +184,22 @@ func (d *Scanner) Text() (string, bool) {
 // gets that string instead of a copy.
 func (d *Scanner) StringInto(p *string, same ...string) bool {
 	start := d.i
-	if raw, esc, ok := d.Str(); ok && !esc {
+	raw, esc, ok := d.Str()
+	if !ok {
+		return false
+	}
+	if !esc {
+		// The usual string: scanned once, copied at most once.
 		for _, s := range same {
 			if string(raw) == s {
 				*p = s
 				return true
 			}
 		}
+		*p = string(raw)
+		return true
 	}
 	d.i = start
-	var ok bool
 	*p, ok = d.Text()
 	return ok
 }
