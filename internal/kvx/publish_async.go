@@ -33,11 +33,10 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
 	c := casCond(rev, ttl, id)
-	m := &nats.Msg{Subject: b.Subject(key), Data: value}
-	if hdr != nil {
-		m.Header = withHeaders(hdr, 4)
-	}
-	if err := b.prepare(m, c); err != nil {
+	o := newOutMsg(b.Subject(key), value, hdr)
+	defer putOutMsg(o) // sent (or not) by the time this returns
+	m := &o.m
+	if err := b.prepare(m, c, o.vals[:0]); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
 	token, reply, ch, err := b.replies.expect(b.js.Conn())
