@@ -229,15 +229,17 @@ func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, ow
 	if err != nil {
 		return TaskState{}, false, err
 	}
-	blocker, err := l.blockingAncestor(ctx, cur)
-	if err != nil {
-		return TaskState{}, false, err
-	}
-	if blocker != "" {
-		if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
+		blocker, err := l.blockingAncestor(ctx, cur)
+		if err != nil {
 			return TaskState{}, false, err
 		}
-		return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		if blocker != "" {
+			if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+				return TaskState{}, false, err
+			}
+			return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		}
 	}
 	next := cur.clone()
 	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey

@@ -43,13 +43,32 @@ func rePublish(bucket string) *jetstream.RePublish {
 // name (RestoredEvent for a record that names none: Restore's writes),
 // and with rollup a subject rollup (a final write under a retention: see
 // "Retention" in doc.go).
+//
+// The headers of a write without rollup are one shared map per event
+// name, built once (eventHeaders): every write path copies the headers it
+// is given before adding its own (kvx's withHeaders), so none writes to
+// them, and a write costs no map of its own here.
 func writeHeaders(rec TaskState, rollup bool) nats.Header {
-	h := nats.Header{EventHeader: []string{string(eventName(rec))}}
+	name := eventName(rec)
+	if h, ok := eventHeaders[name]; ok && !rollup {
+		return h
+	}
+	h := nats.Header{EventHeader: []string{string(name)}}
 	if rollup {
 		h[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
 	}
 	return h
 }
+
+// eventHeaders is writeHeaders' shared, read-only header of each of
+// EventNames.
+var eventHeaders = func() map[events.Name]nats.Header {
+	m := make(map[events.Name]nats.Header, len(EventNames))
+	for _, n := range EventNames {
+		m[n] = nats.Header{EventHeader: []string{string(n)}}
+	}
+	return m
+}()
 
 // EventSource describes the events of the ledger in bucket for package
 // events (SubscribeDurable, SubscribeLive): the bucket's stream, its task

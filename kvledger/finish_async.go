@@ -9,15 +9,56 @@ import (
 // PendingFinish is an outcome the runtime sent (finishAsync), not yet
 // confirmed. It is exported because the runtime's protocol
 // (kvledger/internal/ledgerrt) names it; only package worker gets one.
+// It holds what its Wait needs (one object per outcome, no closure of
+// its own): the store's answer to wait for (sent), or the result when
+// finishAsync settled it before returning.
 type PendingFinish struct {
-	wait func(context.Context) (TaskState, error)
+	l     *Ledger
+	sent  func(context.Context) (TaskState, bool, error) // nil: settled (rec, err)
+	rec   TaskState
+	err   error
+	actor Actor
+	key   IdempotencyKey
+	owner OwnerID
+	fence FenceToken
+	o     Outcome
+	now   time.Time
 }
 
 // Wait returns what finish would have returned for the outcome: the
 // record as stored, or ErrFenced, ErrNotClaimed, ErrNoKey for a claim
 // that is no longer the caller's, or another (transient) error. It is
 // called once; ctx bounds it.
-func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) { return p.wait(ctx) }
+func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
+	if p.sent == nil {
+		return p.rec, p.err
+	}
+	l, key := p.l, p.key
+	rec, ok, err := p.sent(ctx)
+	if err != nil || !ok {
+		if l.remember {
+			l.claims.forget(key)
+		}
+	}
+	if err != nil {
+		return TaskState{}, err
+	}
+	if !ok {
+		// Lost the swap: finish reads the record again and decides, as
+		// after any lost swap (ErrFenced when another claim holds it
+		// now).
+		return l.finish(ctx, p.actor, key, p.owner, p.fence, p.o, p.now)
+	}
+	if err := l.wrote(rec); err != nil {
+		return rec, err
+	}
+	if after := l.finishAfter(ctx, p.actor, key, p.o, p.now); after != nil {
+		if err := after(); err != nil {
+			return rec, fmt.Errorf("kvledger: %q %s: %w", string(key), finishLabel, err)
+		}
+	}
+	return rec, nil
+}
 
 // finishAsync is finish whose compare-and-swap is sent without waiting
 // for the store's answer, so the caller goes on (the runtime starts the
@@ -37,7 +78,7 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	// cached, or finish itself on a store that cannot send without
 	// waiting) is bounded by the store, each operation by its OpTimeout.
 	done := func(rec TaskState, err error) *PendingFinish {
-		return &PendingFinish{wait: func(context.Context) (TaskState, error) { return rec, err }}
+		return &PendingFinish{rec: rec, err: err}
 	}
 	// Through l.swap, not the store: a Ledger WithObserver wraps its
 	// swaps to report them, and then finishes the awaited way, so that
@@ -54,33 +95,8 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	if err := next.Validate(); err != nil {
 		return done(TaskState{}, err)
 	}
-	sent := as.SwapAsync(key, cur, next)
-	return &PendingFinish{wait: func(ctx context.Context) (TaskState, error) {
-		rec, ok, err := sent(ctx)
-		if err != nil || !ok {
-			if l.remember {
-				l.claims.forget(key)
-			}
-		}
-		if err != nil {
-			return TaskState{}, err
-		}
-		if !ok {
-			// Lost the swap: finish reads the record again and
-			// decides, as after any lost swap (ErrFenced when
-			// another claim holds it now).
-			return l.finish(ctx, actor, key, owner, fence, o, now)
-		}
-		if err := l.wrote(rec); err != nil {
-			return rec, err
-		}
-		if after := l.finishAfter(ctx, actor, key, o, now); after != nil {
-			if err := after(); err != nil {
-				return rec, fmt.Errorf("kvledger: %q %s: %w", string(key), finishLabel, err)
-			}
-		}
-		return rec, nil
-	}}
+	return &PendingFinish{l: l, sent: as.SwapAsync(key, cur, next),
+		actor: actor, key: key, owner: owner, fence: fence, o: o, now: now}
 }
 
 // pipelined reports whether finishAsync sends without waiting: the store

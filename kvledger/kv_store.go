@@ -237,12 +237,11 @@ func (s *KVStore) swapValue(key IdempotencyKey, old, new TaskState) (value []byt
 // or pipelined by SwapAsync): a lost race, a write whose outcome is
 // unknown read back, the error mapped, or the record as stored.
 func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState, insert bool, ttl time.Duration, id string, rev uint64, live kvx.Entry, err error) (TaskState, bool, kvx.Entry, error) {
-	k := taskKey(key)
 	switch {
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
 	case kvx.OutcomeUnknown(err):
-		if r, ok := s.landedWrite(ctx, k, id); ok {
+		if r, ok := s.landedWrite(ctx, taskKey(key), id); ok {
 			rev, err = r, nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,7 +47,13 @@ func casCond(rev uint64, ttl time.Duration, id string) cond {
 // The acknowledgment of a stored message is read by readAck; every other
 // answer goes through the same decoding nats.go does.
 func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) {
-	if err := b.prepare(m, c); err != nil {
+	return b.sendVals(ctx, m, c, nil)
+}
+
+// sendVals is send with vals (nil: one is made) as the backing array of
+// c's header values.
+func (b *Bucket) sendVals(ctx context.Context, m *nats.Msg, c cond, vals []string) (uint64, error) {
+	if err := b.prepare(m, c, vals); err != nil {
 		return 0, err
 	}
 	seq, err := b.request(ctx, m)
@@ -54,8 +61,9 @@ func (b *Bucket) send(ctx context.Context, m *nats.Msg, c cond) (uint64, error) 
 }
 
 // prepare checks m's size and sets c's headers on it: what every write
-// does before its publish, awaited (send) or not (UpdateAsyncAs).
-func (b *Bucket) prepare(m *nats.Msg, c cond) error {
+// does before its publish, awaited (send) or not (UpdateAsyncAs). vals,
+// when not nil, is the backing array of the header values (an outMsg's).
+func (b *Bucket) prepare(m *nats.Msg, c cond, vals []string) error {
 	if err := b.checkSize(m); err != nil {
 		return err
 	}
@@ -64,7 +72,10 @@ func (b *Bucket) prepare(m *nats.Msg, c cond) error {
 			m.Header = make(nats.Header, 4)
 		}
 		// One backing array for the header values, one value each.
-		vals := make([]string, 0, 4)
+		if vals == nil {
+			vals = make([]string, 0, 4)
+		}
+		vals = vals[:0]
 		set := func(k, v string) {
 			vals = append(vals, v)
 			m.Header[k] = vals[len(vals)-1 : len(vals) : len(vals)]
@@ -83,6 +94,39 @@ func (b *Bucket) prepare(m *nats.Msg, c cond) error {
 		}
 	}
 	return nil
+}
+
+// outMsg is the message of one compare-and-set (UpdateAs,
+// UpdateAsyncAs) with room for its header values, reused from outMsgs:
+// nats.go encodes a message's subject, headers and data into the
+// connection's buffer before its publish or request returns, and keeps
+// no reference to it, so once sent it serves the next write. Two writes
+// of the runtime per task each made a message, a header map and a slice
+// of header values.
+type outMsg struct {
+	m    nats.Msg
+	vals [4]string
+}
+
+var outMsgs = sync.Pool{New: func() any { return &outMsg{m: nats.Msg{Header: make(nats.Header, 8)}} }}
+
+// newOutMsg returns a pooled message to subject with data and a copy of
+// hdr's headers (send adds its own to the message's map, which must not
+// be the caller's); putOutMsg gives it back once it was sent.
+func newOutMsg(subject string, data []byte, hdr nats.Header) *outMsg {
+	o := outMsgs.Get().(*outMsg)
+	o.m.Subject, o.m.Data = subject, data
+	for k, v := range hdr {
+		o.m.Header[k] = v
+	}
+	return o
+}
+
+func putOutMsg(o *outMsg) {
+	clear(o.m.Header)
+	o.m.Subject, o.m.Reply, o.m.Data = "", "", nil
+	o.vals = [4]string{}
+	outMsgs.Put(o)
 }
 
 // request is jetstream.PublishMsg's round trip: m sent as a request,

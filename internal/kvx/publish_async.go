@@ -33,11 +33,10 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
 	c := casCond(rev, ttl, id)
-	m := &nats.Msg{Subject: b.Subject(key), Data: value}
-	if hdr != nil {
-		m.Header = withHeaders(hdr, 4)
-	}
-	if err := b.prepare(m, c); err != nil {
+	o := newOutMsg(b.Subject(key), value, hdr)
+	defer putOutMsg(o) // sent (or not) by the time this returns
+	m := &o.m
+	if err := b.prepare(m, c, o.vals[:0]); err != nil {
 		return func(context.Context) (uint64, error) { return 0, err }
 	}
 	token, reply, ch, err := b.replies.expect(b.js.Conn())
@@ -53,6 +52,7 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	return func(ctx context.Context) (uint64, error) {
 		select {
 		case resp := <-ch:
+			replyChans.Put(ch) // answered: nothing sends on it again
 			if len(resp.Data) == 0 && resp.Header.Get("Status") == "503" {
 				// No responders: the awaited path retries.
 				return b.UpdateAs(ctx, key, value, rev, ttl, id, hdr)
@@ -68,47 +68,59 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 }
 
 // asyncReplies routes each answer to the write waiting for it, by the
-// last token of its reply subject.
+// last token of its reply subject (a number in base 36).
 type asyncReplies struct {
 	mu      sync.Mutex
 	sub     *nats.Subscription
 	prefix  string // the subscription's subject without its last token
 	next    uint64
-	waiting map[string]chan *nats.Msg
+	waiting map[uint64]chan *nats.Msg
 }
+
+// replyChans keeps the channels of answered writes for the next ones:
+// a write's channel is put back only once its one answer was received,
+// so nothing can send on it any more (deliver takes a channel out of
+// waiting before it sends; a write whose wait ended unanswered keeps
+// its channel out of the pool, as the answer may still come).
+var replyChans = sync.Pool{New: func() any { return make(chan *nats.Msg, 1) }}
 
 // expect returns a fresh reply token, its reply subject (built under the
 // lock, since a new subscription changes the prefix) and the channel its
 // answer comes on, subscribing on nc at the first call (again after the
 // connection dropped the subscription).
-func (r *asyncReplies) expect(nc *nats.Conn) (token, reply string, ch chan *nats.Msg, err error) {
+func (r *asyncReplies) expect(nc *nats.Conn) (token uint64, reply string, ch chan *nats.Msg, err error) {
+	ch = replyChans.Get().(chan *nats.Msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sub == nil || !r.sub.IsValid() {
 		inbox := nc.NewInbox() + "."
 		sub, err := nc.Subscribe(inbox+"*", r.deliver)
 		if err != nil {
-			return "", "", nil, err
+			replyChans.Put(ch)
+			return 0, "", nil, err
 		}
-		r.sub, r.prefix, r.waiting = sub, inbox, make(map[string]chan *nats.Msg)
+		r.sub, r.prefix, r.waiting = sub, inbox, make(map[uint64]chan *nats.Msg)
 	}
 	r.next++
-	token = strconv.FormatUint(r.next, 36)
-	ch = make(chan *nats.Msg, 1)
+	token = r.next
 	r.waiting[token] = ch
-	return token, r.prefix + token, ch, nil
+	var buf [96]byte // the inbox prefix and the token, one string built
+	return token, string(strconv.AppendUint(append(buf[:0], r.prefix...), token, 36)), ch, nil
 }
 
-func (r *asyncReplies) forget(token string) {
+func (r *asyncReplies) forget(token uint64) {
 	r.mu.Lock()
 	delete(r.waiting, token)
 	r.mu.Unlock()
 }
 
 // deliver hands an answer to its writer; one nobody waits for any more
-// (its wait ended) is dropped.
+// (its wait ended), or whose token is not one of ours, is dropped.
 func (r *asyncReplies) deliver(m *nats.Msg) {
-	token := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	token, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 36, 64)
+	if err != nil {
+		return
+	}
 	r.mu.Lock()
 	ch, ok := r.waiting[token]
 	delete(r.waiting, token)

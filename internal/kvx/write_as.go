@@ -75,11 +75,9 @@ func (b *Bucket) UpdateAs(ctx context.Context, key string, value []byte, rev uin
 	if err := CheckKey(key); err != nil {
 		return 0, err
 	}
-	m := &nats.Msg{Subject: b.Subject(key), Data: value}
-	if hdr != nil {
-		m.Header = withHeaders(hdr, 4)
-	}
-	return b.send(ctx, m, casCond(rev, ttl, id))
+	o := newOutMsg(b.Subject(key), value, hdr)
+	defer putOutMsg(o)
+	return b.sendVals(ctx, &o.m, casCond(rev, ttl, id), o.vals[:0])
 }
 
 // AcquireAs is Acquire whose every publish carries id as its Nats-Msg-Id.

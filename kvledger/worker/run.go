@@ -123,6 +123,26 @@ func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(w.values), w.cfg.OpTimeout)
 }
 
+// ledgerCtx is the context of a claim or an outcome's first send: on a
+// pipelining store (pipelined: the KVStore) whose own bound of one
+// operation is within Config.OpTimeout, the worker's values, with no
+// deadline of their own, since that store bounds each read and write it
+// makes (kvx.OpTimeout: a timer shared by every operation instead of one
+// per call), so the hot path arms no timer per task; on any other store
+// opCtx.
+func (w *Worker) ledgerCtx() (context.Context, context.CancelFunc) {
+	if s, ok := w.l.Store().(opBounded); ok && pipelined(w.l) && s.OpTimeout() <= w.cfg.OpTimeout {
+		return w.values, noCancel
+	}
+	return w.opCtx()
+}
+
+// opBounded is a store that bounds each of its operations by OpTimeout
+// (kvledger.KVStore).
+type opBounded interface{ OpTimeout() time.Duration }
+
+func noCancel() {}
+
 func (r *run) attempt() {
 	w := r.w
 	handed := false // the collector ends r (collect.go)
@@ -179,7 +199,7 @@ func (r *run) attempt() {
 		w.retryLater(r.key)
 		return
 	}
-	octx, cancel := w.opCtx()
+	octx, cancel := w.ledgerCtx()
 	rec, err := claimLeasedFrom(w.l, octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
@@ -309,10 +329,7 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	// send itself (the send takes no context), so the hot path arms no
 	// timer; on a store that cannot pipeline finishAsync is the whole
 	// finishClaim, bounded here by OpTimeout (then retried by settle's finish).
-	octx, cancel := w.values, context.CancelFunc(func() {})
-	if !pipelined(w.l) {
-		octx, cancel = w.opCtx()
-	}
+	octx, cancel := w.ledgerCtx()
 	sent := finishAsync(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
 	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
@@ -373,10 +390,18 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 		err error
 	)
 	for l := finishRetry.Start(r.g.Context()); l.Next(); {
-		octx, cancel := w.opCtx()
+		var (
+			octx   context.Context
+			cancel context.CancelFunc
+		)
 		if l.Try() == 0 && sent != nil {
+			// The answer to a pipelined send: its wait, and what
+			// follows a lost swap or a failure's walk, are the store's
+			// operations, each bounded by the store (ledgerCtx).
+			octx, cancel = w.ledgerCtx()
 			rec, err = sent.Wait(octx)
 		} else {
+			octx, cancel = w.opCtx()
 			rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		}
 		cancel()

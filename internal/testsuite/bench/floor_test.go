@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
@@ -40,6 +41,11 @@ type ledgerFloor struct {
 	// logged: the bucket has kvledger's event-log layout (History 64, a
 	// RePublish) and every write names its transition in a header.
 	logged bool
+	// ids: every write also carries a Nats-Msg-Id of its own, as each of
+	// the ledger's writes does (its write id, by which a write whose
+	// answer was lost is found on the key afterwards; the server keeps
+	// it in the stream's duplicate window).
+	ids bool
 	// acks, when not nil, receives the completions' ack futures: the
 	// handler sends its completion without waiting for its ack and goes
 	// on to the next task (the most a runtime could pipeline: the claim
@@ -53,11 +59,11 @@ type ledgerFloor struct {
 // newLedgerFloor creates the bucket (and, with events, a stream on
 // "floorev<id>.>") on n and starts the handlers on their own connection;
 // b.Cleanup stops them.
-func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logged bool) *ledgerFloor {
+func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logged, ids bool) *ledgerFloor {
 	b.Helper()
 	ctx := context.Background()
 	id := strconv.FormatInt(queueSeq.Add(1), 10)
-	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id, logged: logged,
+	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id, logged: logged, ids: ids,
 		handle: make(chan jetstream.KeyValueEntry, 4096), stop: make(chan struct{})}
 	kvc := jetstream.KeyValueConfig{Bucket: f.bucket}
 	if logged {
@@ -186,6 +192,9 @@ func (f *ledgerFloor) write(key, value string, rev uint64) *nats.Msg {
 	if f.logged {
 		m.Header.Set(kvledger.EventHeader, "ledger."+value)
 	}
+	if f.ids {
+		m.Header.Set(jetstream.MsgIDHeader, nuid.Next())
+	}
 	return m
 }
 
@@ -250,20 +259,24 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 func BenchmarkLedgerFloor(b *testing.B) {
 	jobs := queueJobCount(b)
 	for _, c := range []struct {
-		name                  string
-		events, piped, logged bool
+		name                       string
+		events, piped, logged, ids bool
 	}{
-		{"writes3", false, false, false},
-		{"writes3+events3", true, false, false},
-		{"writes3/pipelined", false, true, false},
-		{"writes3+events3/pipelined", true, true, false},
-		{"writes3+logged", false, false, true},
-		{"writes3+logged/pipelined", false, true, true},
+		{"writes3", false, false, false, false},
+		{"writes3+events3", true, false, false, false},
+		{"writes3/pipelined", false, true, false, false},
+		{"writes3+events3/pipelined", true, true, false, false},
+		{"writes3+logged", false, false, true, false},
+		{"writes3+logged/pipelined", false, true, true, false},
+		// The ledger's writes as the runtime must make them: each with
+		// its write id (a Nats-Msg-Id) too.
+		{"writes3+logged+ids", false, false, true, true},
+		{"writes3+logged+ids/pipelined", false, true, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			n := newServer(b, false)
 			q := newRawQueue(b, n, queueHandlers)
-			f := newLedgerFloor(b, n, c.events, c.piped, c.logged)
+			f := newLedgerFloor(b, n, c.events, c.piped, c.logged, c.ids)
 			var s split
 			for b.Loop() {
 				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })
