@@ -32,9 +32,10 @@ type Feed struct {
 	h      *Hub
 	prefix string // a kept view prefix ("" for every key)
 	match  func(key string) bool
-	keys   []string // FeedKeys's keys
-	all    bool     // a Feed of every key under prefix
-	max    int
+	// keys are FeedKeys's keys, each once; nil for a Feed of every key
+	// under prefix.
+	keys []string
+	max  int
 
 	// Guarded by the hub's mutex.
 	q       []FeedItem
@@ -84,16 +85,21 @@ func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, 
 // its patterns, which it then keeps until it stops.
 func (h *Hub) FeedKeys(ctx context.Context, prefix string, keys []string, limit int) (*Feed, error) {
 	set := make(map[string]bool, len(keys))
+	uniq := make([]string, 0, len(keys)) // not nil: nil would mean every key
 	for _, k := range keys {
-		set[k] = true
+		if !set[k] {
+			set[k] = true
+			uniq = append(uniq, k)
+		}
 	}
-	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, slices.Clip(slices.Clone(keys)), limit)
+	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, uniq, limit)
 }
 
 // FilterUpTo lets the hub watch only the keys its feeds name while they
 // all name keys (FeedKeys), up to n keys; beyond that it watches its
 // patterns. Such a hub serves feeds only: Subscribe and SyncTo return
-// errFiltering.
+// errFiltering, and its watch keeps no latest change per key for Subs
+// (Sub.Known). Call it before the first Subscribe.
 func (h *Hub) FilterUpTo(n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,7 +143,7 @@ func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, 
 			return nil, err
 		}
 	}
-	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, all: keys == nil, max: max(limit, 1), lagged: true,
+	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, max: max(limit, 1), lagged: true,
 		known: make(map[string]uint64), wake: make(chan struct{}, 1)}
 	h.feeds[f] = struct{}{}
 	f.wakeLocked()
@@ -157,8 +163,8 @@ func (h *Hub) wantFilterLocked(keys []string) []string {
 		set[k] = true
 	}
 	for f := range h.feeds {
-		if f.all {
-			return nil
+		if f.keys == nil {
+			return nil // a feed of every key
 		}
 		for _, k := range f.keys {
 			set[k] = true
@@ -213,19 +219,24 @@ func (f *Feed) Ready() <-chan struct{} { return f.wake }
 // fn in order until stop is closed (nil), fn returns false (nil), or the
 // feed ends (Take's error; nil when stop closed meanwhile, since the
 // reader asked for the end).
+//
+// Its two queues take turns: the hub fills one while fn reads the
+// other, so a feed that keeps up allocates no queue per change.
 func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
+	var spare []FeedItem
 	for {
 		select {
 		case <-stop:
 			return nil
 		case <-f.Ready():
 		}
-		items, err := f.Take()
+		items, err := f.take(spare)
 		for _, it := range items {
 			if !fn(it) {
 				return nil
 			}
 		}
+		spare = items
 		if err != nil {
 			select {
 			case <-stop:
@@ -240,7 +251,11 @@ func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
 // Take returns the items queued since the last Take, in order; a lagged
 // feed returns its catch-up once the view is whole (until then, nothing).
 // After the watch ended it returns ErrFeedEnded, after Close ErrHubClosed.
-func (f *Feed) Take() ([]FeedItem, error) {
+func (f *Feed) Take() ([]FeedItem, error) { return f.take(nil) }
+
+// take is Take; the feed queues what comes next in spare's storage (a
+// slice an earlier take returned, whose items the caller is done with).
+func (f *Feed) take(spare []FeedItem) ([]FeedItem, error) {
 	h := f.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -254,7 +269,8 @@ func (f *Feed) Take() ([]FeedItem, error) {
 		f.catchUpLocked()
 	}
 	out := f.q
-	f.q, f.changes = nil, 0
+	clear(spare) // drop the values it holds for the collector
+	f.q, f.changes = spare[:0], 0
 	for _, it := range out {
 		switch {
 		case it.Synced || it.Resync:
@@ -277,16 +293,30 @@ func (f *Feed) catchUpLocked() {
 	}
 	var cur []FeedItem
 	present := make(map[string]bool, len(f.known))
-	for _, m := range v.live {
-		for k, e := range m {
-			if !f.matches(k) {
-				continue
+	see := func(k string, e Entry) {
+		if !f.matches(k) {
+			return
+		}
+		present[k] = true
+		if rev, ok := f.known[k]; ok && rev == e.Revision {
+			return
+		}
+		cur = append(cur, FeedItem{Entry: e})
+	}
+	if f.keys != nil {
+		// A feed of named keys (Election.Observe's, WaitFinal's) looks
+		// them up rather than scanning every key under the hub's lock.
+		for _, k := range f.keys {
+			parent, _ := splitLast(k)
+			if e, ok := v.live[parent][k]; ok {
+				see(k, e)
 			}
-			present[k] = true
-			if rev, ok := f.known[k]; ok && rev == e.Revision {
-				continue
+		}
+	} else {
+		for _, m := range v.live {
+			for k, e := range m {
+				see(k, e)
 			}
-			cur = append(cur, FeedItem{Entry: e})
 		}
 	}
 	for k := range f.known {
