@@ -163,7 +163,7 @@ func (ix *index) nextTimer() (time.Time, bool) {
 // per task, so a key's entry, and the copy of its record, are updated
 // in place rather than allocated per change: nothing outside the index
 // keeps a pointer to either (readers copy *rec).
-func (ix *index) apply(c kvledger.Change, handled bool) {
+func (ix *index) apply(c *kvledger.Change, handled bool) {
 	e := ix.recs[c.Key]
 	if e != nil && e.lease != "" {
 		ix.unname(e.lease, c.Key)

@@ -35,7 +35,7 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 		return
 	}
 	_, handled := w.handlers[c.Record.Kind]
-	w.ix.apply(c, handled)
+	w.ix.apply(&c, handled)
 	if r := w.running[c.Key]; r != nil {
 		r.observeLocked(c)
 	}
