@@ -223,11 +223,11 @@ func (h *Hub) stopLocked() (stop func()) {
 	h.gen++
 	h.running, h.viewWatch = false, false
 	h.releaseSubsLocked()
+	for f := range h.feeds {
+		f.restartLocked(h.view) // before the view empties
+	}
 	if h.view != nil {
 		h.view.reset()
-	}
-	for f := range h.feeds {
-		f.lagLocked()
 	}
 	return func() {
 		_ = w.Stop()

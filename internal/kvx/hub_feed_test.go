@@ -174,3 +174,46 @@ func TestFeedEachInOrder(t *testing.T) {
 	close(stop)
 	require.NoError(t, <-done)
 }
+
+// A feed whose watch restarts (another feed widens the filter) catches
+// up by comparing the refilled view with what its reader holds: the
+// changed key, a delete for the key that went, nothing for the one that
+// stayed as it was.
+func TestFeedCatchUpAfterRestart(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	ra, err := b.Create(ctx, "x.a", []byte("a1"), 0)
+	require.NoError(t, err)
+	_, err = b.Create(ctx, "x.b", []byte("b1"), 0)
+	require.NoError(t, err)
+	rc, err := b.Create(ctx, "x.c", []byte("c1"), 0)
+	require.NoError(t, err)
+
+	h := b.NewHub(">")
+	h.KeepView("")
+	h.FilterUpTo(8)
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.FeedKeys(ctx, "", []string{"x.a", "x.b", "x.c"}, 64)
+	require.NoError(t, err)
+	defer f.Close()
+	require.Len(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second), 4, "three keys, then Synced")
+
+	ra, err = b.Update(ctx, "x.a", []byte("a2"), ra, 0)
+	require.NoError(t, err)
+	_, err = b.Delete(ctx, "x.c", rc)
+	require.NoError(t, err)
+	// A feed of a key the running watch does not read restarts it.
+	g, err := h.FeedKeys(ctx, "", []string{"x.d"}, 64)
+	require.NoError(t, err)
+	defer g.Close()
+
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 4, "Resync, x.a's new value, x.c's delete, Synced: %+v", items)
+	require.True(t, items[0].Resync)
+	require.Equal(t, "x.a", items[1].Key)
+	require.Equal(t, ra, items[1].Revision)
+	require.Equal(t, "x.c", items[2].Key)
+	require.Equal(t, kvx.OpDelete, items[2].Op)
+	require.True(t, items[3].Synced)
+}
