@@ -159,11 +159,12 @@ func (ix *index) nextTimer() (time.Time, bool) {
 }
 
 // apply records a change of one record; handled says whether this
-// worker has a handler for its kind. The watch delivers three changes
+// worker has a handler for its kind. It returns the key's entry (nil
+// when the record went). The watch delivers three changes
 // per task, so a key's entry, and the copy of its record, are updated
 // in place rather than allocated per change: nothing outside the index
 // keeps a pointer to either (readers copy *rec).
-func (ix *index) apply(c *kvledger.Change, handled bool) {
+func (ix *index) apply(c *kvledger.Change, handled bool) *entry {
 	e := ix.recs[c.Key]
 	if e != nil && e.lease != "" {
 		ix.unname(e.lease, c.Key)
@@ -171,7 +172,7 @@ func (ix *index) apply(c *kvledger.Change, handled bool) {
 	if c.Deleted || c.Err != nil {
 		delete(ix.recs, c.Key)
 		delete(ix.orphans, c.Key)
-		return
+		return nil
 	}
 	r := &c.Record
 	var rec *kvledger.TaskState
@@ -207,6 +208,7 @@ func (ix *index) apply(c *kvledger.Change, handled bool) {
 		}
 		m[c.Key] = struct{}{}
 	}
+	return e
 }
 
 // unname removes k from the records naming lease, and forgets an ended
@@ -306,7 +308,11 @@ const (
 // claim's lease). For waitNeed and waitBlocker it also returns the need
 // that decided.
 func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvledger.IdempotencyKey) {
-	e := ix.recs[k]
+	return ix.judgeEntry(k, ix.recs[k], now)
+}
+
+// judgeEntry is judge of k's entry e.
+func (ix *index) judgeEntry(k kvledger.IdempotencyKey, e *entry, now time.Time) (readiness, kvledger.IdempotencyKey) {
 	if e == nil || e.rec == nil || !ix.recSynced || !ix.leaseSynced {
 		return notCandidate, "" // e.rec is nil on final records and unhandled kinds
 	}
