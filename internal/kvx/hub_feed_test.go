@@ -217,3 +217,40 @@ func TestFeedCatchUpAfterRestart(t *testing.T) {
 	require.Equal(t, kvx.OpDelete, items[2].Op)
 	require.True(t, items[3].Synced)
 }
+
+// A feed that lags while a key comes and goes catches up with a delete
+// of that key, which its reader never held: the feed notes the keys it
+// did not hand out, not what its reader holds (a delete of an unknown
+// key is nothing to every reader).
+func TestFeedCatchUpDeletesAKeyThatCameAndWent(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.Feed(ctx, "", nil, 1)
+	require.NoError(t, err)
+	defer f.Close()
+	require.True(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)[0].Synced)
+	all, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer all.Close()
+	natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second)
+
+	r, err := b.Create(ctx, "c.a", []byte("1"), 0)
+	require.NoError(t, err)
+	r, err = b.Delete(ctx, "c.a", r)
+	require.NoError(t, err)
+	for last := uint64(0); last < r; {
+		for _, it := range natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second) {
+			last = max(last, it.Revision)
+		}
+	}
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 3, "Resync, c.a's delete, Synced: %+v", items)
+	require.True(t, items[0].Resync)
+	require.Equal(t, "c.a", items[1].Key)
+	require.Equal(t, kvx.OpDelete, items[1].Op)
+	require.True(t, items[2].Synced)
+}
