@@ -29,8 +29,9 @@ type FeedItem = kvx.FeedItem
 // The manager's watch never waits for a feed. A feed queues at most the
 // limit it was given; a reader that falls further behind (or whose watch
 // restarted) is caught up instead: a Resync item, the current value of
-// each key whose revision differs from what it last took, a delete marker
-// for each key it took live that is gone, and Synced. It then holds each
+// each key that changed since it last took it, a delete marker for each
+// such key that is gone (one that came and went meanwhile may get one
+// too, though the reader never took it), and Synced. It then holds each
 // key's latest state, never an older one after a newer, but not every
 // state between.
 type Feed struct {

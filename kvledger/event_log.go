@@ -183,7 +183,7 @@ func (s *KVStore) KeyEvents(ctx context.Context, key IdempotencyKey) ([]events.E
 	octx, cancel := s.ops.Bound(ctx)
 	defer cancel()
 	err := s.b.History(octx, taskKey(key), func(m kvx.Stored) bool {
-		e, ok, err := DecodeEvent(events.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data, Revision: m.Revision, Time: m.Entry.Created})
+		e, ok, err := DecodeEvent(events.Msg{Subject: m.Subject, Header: m.Header, Data: m.Value, Revision: m.Revision, Time: m.Created})
 		if err != nil {
 			derr = err
 			return false

@@ -50,8 +50,9 @@ type RecordWatcher interface {
 	// number of changes for each: a watcher whose fn falls further behind
 	// is then caught up rather than waited for, by a Change with Resync
 	// set, the current record of each key whose record changed since fn
-	// last saw it, a deletion for each record fn saw that is gone, and
-	// Synced again. fn then sees each record's latest state, never an
+	// last saw it, a deletion for each such record that is gone (a record
+	// that came and went meanwhile may get one though fn never saw it),
+	// and Synced again. fn then sees each record's latest state, never an
 	// older one after a newer, but not every state between.
 	WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error)
 }
@@ -82,8 +83,9 @@ var _ RecordWatcher = (*KVStore)(nil)
 // recordFeedLimit is how many changes a watcher of a KVStore's records
 // may fall behind the shared watch before it is caught up from the
 // store's copy of the records instead (RecordWatcher). It is what a
-// watcher's queue may hold; the catch-up itself costs one pass over the
-// records, under the watch's lock.
+// watcher's queue may hold; the catch-up itself costs a look-up per
+// record changed since the watcher fell behind (a pass over the records
+// after the watch restarted), under the watch's lock.
 var recordFeedLimit = 1 << 14 // a var for tests (export_test.go)
 
 // newRecordHub is a KVStore's one watch of its records and stored

@@ -10,14 +10,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Stored is one message of the bucket's stream as stored: its headers
-// included, which a watcher's entries do not carry.
+// Stored is one message of the bucket's stream as stored: its entry,
+// and its subject and headers, which a watcher's entries do not carry.
 type Stored struct {
-	Subject  string
-	Header   map[string][]string
-	Data     []byte
-	Revision uint64
-	Entry    Entry
+	Entry
+	Subject string
+	Header  map[string][]string
 }
 
 // History calls fn for every message the stream still holds for key,
@@ -60,7 +58,7 @@ func (b *Bucket) History(ctx context.Context, key string, fn func(Stored) bool) 
 			if err != nil {
 				return fmt.Errorf("kvx: history of %q: %w", key, err)
 			}
-			s := Stored{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(), Revision: meta.Sequence.Stream,
+			s := Stored{Subject: m.Subject(), Header: m.Headers(),
 				Entry: Entry{Key: key, Value: m.Data(), Revision: meta.Sequence.Stream, Op: opOf(m.Headers()), Created: meta.Timestamp,
 					MsgID: m.Headers().Get(jetstream.MsgIDHeader)}}
 			if !fn(s) {

@@ -223,11 +223,11 @@ func (h *Hub) stopLocked() (stop func()) {
 	h.gen++
 	h.running, h.viewWatch = false, false
 	h.releaseSubsLocked()
+	for f := range h.feeds {
+		f.restartLocked(h.view) // before the view empties
+	}
 	if h.view != nil {
 		h.view.reset()
-	}
-	for f := range h.feeds {
-		f.lagLocked()
 	}
 	return func() {
 		_ = w.Stop()
@@ -305,9 +305,11 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.Can
 		if h.last == math.MaxUint64 || ent.Revision > h.last {
 			h.last = ent.Revision
 		}
-		h.seen.note(ent)
-		for s := range h.subs[ent.Key] {
-			s.offer(ent)
+		if h.maxFilter == 0 { // a hub that filters has no Subs to tell (errFiltering)
+			h.seen.note(ent)
+			for s := range h.subs[ent.Key] {
+				s.offer(ent)
+			}
 		}
 		h.mu.Unlock()
 	}

@@ -23,18 +23,25 @@ import (
 // feed: a feed whose reader falls further behind than that (or whose
 // watch was restarted) is lagged. Its queue is dropped, and its next Take
 // returns, once the view is whole, a catch-up: a Resync item, then the
-// current value of each matched key whose revision differs from the one
-// the feed last handed out, a delete marker (OpDelete, at the view's
-// revision) for each key it handed out live that is gone, and a Synced
+// current value of each matched key that changed since the feed last
+// handed it out, a delete marker (OpDelete, at the view's revision) for
+// each such key that is gone (a key that came and went while the feed
+// lagged may get one too, though its reader never held it), and a Synced
 // item. Nothing is lost, only coalesced: the reader sees each key's latest
 // state, never an older one after a newer, but not every state between.
+//
+// A feed that keeps up costs the hub an append per change and nothing
+// per key: what its reader holds is the view less the changes still
+// queued, so the feed notes keys only once it lags (dirty) or its watch
+// restarts (held).
 type Feed struct {
 	h      *Hub
 	prefix string // a kept view prefix ("" for every key)
 	match  func(key string) bool
-	keys   []string // FeedKeys's keys
-	all    bool     // a Feed of every key under prefix
-	max    int
+	// keys are FeedKeys's keys, each once; nil for a Feed of every key
+	// under prefix.
+	keys []string
+	max  int
 
 	// Guarded by the hub's mutex.
 	q       []FeedItem
@@ -43,9 +50,15 @@ type Feed struct {
 	started bool // a snapshot has been handed out (a catch-up says Resync)
 	ended   bool
 	err     error
-	// known is the revision of every key the feed handed out live: what
-	// its reader holds, against which a catch-up is computed.
-	known map[string]uint64
+	// dirty, while the feed lags behind a watch that goes on, holds the
+	// keys of the changes its reader was not handed: those the catch-up
+	// sends. Every other key the reader holds as the view does.
+	dirty map[string]struct{}
+	// held, after its watch restarted, is what the reader holds: a
+	// key's revision, or 0 when unknown. The new watch's initial values
+	// carry no marker for a key deleted meanwhile whose marker the stream
+	// no longer has, so the catch-up compares the whole view with it.
+	held map[string]uint64
 
 	wake chan struct{} // one token: something to Take
 	once sync.Once
@@ -84,16 +97,21 @@ func (h *Hub) Feed(ctx context.Context, prefix string, match func(string) bool, 
 // its patterns, which it then keeps until it stops.
 func (h *Hub) FeedKeys(ctx context.Context, prefix string, keys []string, limit int) (*Feed, error) {
 	set := make(map[string]bool, len(keys))
+	uniq := make([]string, 0, len(keys)) // not nil: nil would mean every key
 	for _, k := range keys {
-		set[k] = true
+		if !set[k] {
+			set[k] = true
+			uniq = append(uniq, k)
+		}
 	}
-	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, slices.Clip(slices.Clone(keys)), limit)
+	return h.feed(ctx, prefix, func(k string) bool { return set[k] }, uniq, limit)
 }
 
 // FilterUpTo lets the hub watch only the keys its feeds name while they
 // all name keys (FeedKeys), up to n keys; beyond that it watches its
 // patterns. Such a hub serves feeds only: Subscribe and SyncTo return
-// errFiltering.
+// errFiltering, and its watch keeps no latest change per key for Subs
+// (Sub.Known). Call it before the first Subscribe.
 func (h *Hub) FilterUpTo(n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,8 +155,8 @@ func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, 
 			return nil, err
 		}
 	}
-	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, all: keys == nil, max: max(limit, 1), lagged: true,
-		known: make(map[string]uint64), wake: make(chan struct{}, 1)}
+	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, max: max(limit, 1), lagged: true,
+		wake: make(chan struct{}, 1)}
 	h.feeds[f] = struct{}{}
 	f.wakeLocked()
 	return f, nil
@@ -157,8 +175,8 @@ func (h *Hub) wantFilterLocked(keys []string) []string {
 		set[k] = true
 	}
 	for f := range h.feeds {
-		if f.all {
-			return nil
+		if f.keys == nil {
+			return nil // a feed of every key
 		}
 		for _, k := range f.keys {
 			set[k] = true
@@ -213,19 +231,24 @@ func (f *Feed) Ready() <-chan struct{} { return f.wake }
 // fn in order until stop is closed (nil), fn returns false (nil), or the
 // feed ends (Take's error; nil when stop closed meanwhile, since the
 // reader asked for the end).
+//
+// Its two queues take turns: the hub fills one while fn reads the
+// other, so a feed that keeps up allocates no queue per change.
 func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
+	var spare []FeedItem
 	for {
 		select {
 		case <-stop:
 			return nil
 		case <-f.Ready():
 		}
-		items, err := f.Take()
+		items, err := f.take(spare)
 		for _, it := range items {
 			if !fn(it) {
 				return nil
 			}
 		}
+		spare = items
 		if err != nil {
 			select {
 			case <-stop:
@@ -240,7 +263,11 @@ func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
 // Take returns the items queued since the last Take, in order; a lagged
 // feed returns its catch-up once the view is whole (until then, nothing).
 // After the watch ended it returns ErrFeedEnded, after Close ErrHubClosed.
-func (f *Feed) Take() ([]FeedItem, error) {
+func (f *Feed) Take() ([]FeedItem, error) { return f.take(nil) }
+
+// take is Take; the feed queues what comes next in spare's storage (a
+// slice an earlier take returned, whose items the caller is done with).
+func (f *Feed) take(spare []FeedItem) ([]FeedItem, error) {
 	h := f.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -254,21 +281,14 @@ func (f *Feed) Take() ([]FeedItem, error) {
 		f.catchUpLocked()
 	}
 	out := f.q
-	f.q, f.changes = nil, 0
-	for _, it := range out {
-		switch {
-		case it.Synced || it.Resync:
-		case it.Live():
-			f.known[it.Key] = it.Revision
-		default:
-			delete(f.known, it.Key)
-		}
-	}
+	clear(spare) // drop the values it holds for the collector
+	f.q, f.changes = spare[:0], 0
 	return out, nil
 }
 
-// catchUpLocked queues the difference between what the feed handed out
-// and the view.
+// catchUpLocked queues the difference between what the feed's reader
+// holds and the view: every matched key at the start; after a restart,
+// the view against held; after a lag, the dirty keys.
 func (f *Feed) catchUpLocked() {
 	v := f.h.view
 	var q []FeedItem
@@ -276,37 +296,76 @@ func (f *Feed) catchUpLocked() {
 		q = append(q, FeedItem{Resync: true})
 	}
 	var cur []FeedItem
-	present := make(map[string]bool, len(f.known))
-	for _, m := range v.live {
-		for k, e := range m {
-			if !f.matches(k) {
-				continue
+	gone := func(k string) {
+		cur = append(cur, FeedItem{Entry: Entry{Key: k, Revision: v.applied, Op: OpDelete}})
+	}
+	switch {
+	case !f.started:
+		f.eachLocked(v, func(e Entry) { cur = append(cur, FeedItem{Entry: e}) })
+	case f.held != nil:
+		f.eachLocked(v, func(e Entry) {
+			if rev, ok := f.held[e.Key]; !ok || rev != e.Revision {
+				cur = append(cur, FeedItem{Entry: e})
 			}
-			present[k] = true
-			if rev, ok := f.known[k]; ok && rev == e.Revision {
-				continue
+			delete(f.held, e.Key) // what is left went
+		})
+		for k := range f.held {
+			gone(k)
+		}
+	default:
+		for k := range f.dirty {
+			if e, ok := v.lookup(k); ok {
+				cur = append(cur, FeedItem{Entry: e})
+			} else {
+				gone(k)
 			}
-			cur = append(cur, FeedItem{Entry: e})
 		}
 	}
-	for k := range f.known {
-		if !present[k] {
-			cur = append(cur, FeedItem{Entry: Entry{Key: k, Revision: v.applied, Op: OpDelete}})
-		}
-	}
+	f.held, f.dirty = nil, nil
 	slices.SortFunc(cur, func(a, b FeedItem) int { return cmp.Compare(a.Revision, b.Revision) })
 	q = append(q, cur...)
 	f.q = append(q, FeedItem{Synced: true})
 	f.changes, f.lagged, f.started = 0, false, true
 }
 
+// eachLocked calls fn with the view's entry of every key the feed
+// matches. A feed of named keys (Election.Observe's, WaitFinal's) looks
+// them up rather than scanning every key under the hub's lock.
+func (f *Feed) eachLocked(v *view, fn func(Entry)) {
+	if f.keys != nil {
+		for _, k := range f.keys {
+			if e, ok := v.lookup(k); ok && f.matches(k) {
+				fn(e)
+			}
+		}
+		return
+	}
+	for _, m := range v.live {
+		for k, e := range m {
+			if f.matches(k) {
+				fn(e)
+			}
+		}
+	}
+}
+
 // pushLocked queues one change the view applied.
 func (f *Feed) pushLocked(e Entry) {
-	if f.lagged || f.ended || !f.matches(e.Key) {
-		return // a lagged feed catches up from the view
+	if f.ended || !f.matches(e.Key) {
+		return
+	}
+	if f.lagged {
+		// It catches up from the view: a key changed now is one its
+		// reader lacks (a feed that has not started, or whose watch
+		// restarted, catches up from the whole view).
+		if f.dirty != nil {
+			f.dirty[e.Key] = struct{}{}
+		}
+		return
 	}
 	if f.changes >= f.max {
 		f.lagLocked()
+		f.dirty[e.Key] = struct{}{}
 		return
 	}
 	f.q = append(f.q, FeedItem{Entry: e})
@@ -314,8 +373,38 @@ func (f *Feed) pushLocked(e Entry) {
 	f.wakeLocked()
 }
 
-// lagLocked voids the queue: the next Take catches up from the view.
+// lagLocked voids the queue of a feed that fell behind a watch that
+// goes on: the next Take catches up with the keys of the changes not
+// handed out.
 func (f *Feed) lagLocked() {
+	f.dirty = make(map[string]struct{}, len(f.q))
+	for _, it := range f.q {
+		f.dirty[it.Key] = struct{}{}
+	}
+	f.q, f.changes, f.lagged = nil, 0, true
+	f.wakeLocked()
+}
+
+// restartLocked voids the queue of a feed whose watch is being replaced,
+// before the view is emptied: its reader holds the view less the keys of
+// the changes it was not handed, which held records (an earlier
+// restart's held stays: nothing was handed out since).
+func (f *Feed) restartLocked(v *view) {
+	if f.ended {
+		return
+	}
+	if f.started && f.held == nil {
+		held := make(map[string]uint64)
+		f.eachLocked(v, func(e Entry) { held[e.Key] = e.Revision })
+		for _, it := range f.q {
+			held[it.Key] = 0
+		}
+		for k := range f.dirty {
+			held[k] = 0
+		}
+		f.held = held
+	}
+	f.dirty = nil
 	f.q, f.changes, f.lagged = nil, 0, true
 	f.wakeLocked()
 }

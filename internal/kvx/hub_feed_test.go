@@ -1,6 +1,8 @@
 package kvx_test
 
 import (
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,4 +81,176 @@ func TestHubOfPatternsRestarts(t *testing.T) {
 		require.Len(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second), 2, "the key and Synced, start %d", i)
 		f.Close()
 	}
+}
+
+// A feed of named keys that falls behind is caught up from the view by
+// looking its keys up (each once, however often it was named): their
+// current values, a delete for the one that went, and nothing of the
+// keys it does not name.
+func TestFeedKeysCatchUp(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	ra, err := b.Create(ctx, "k.a", []byte("a1"), 0)
+	require.NoError(t, err)
+	rb, err := b.Create(ctx, "k.b", []byte("b1"), 0)
+	require.NoError(t, err)
+
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.FeedKeys(ctx, "", []string{"k.a", "k.b", "k.a"}, 1)
+	require.NoError(t, err)
+	defer f.Close()
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 3, "k.a and k.b once each, then Synced")
+	require.True(t, items[2].Synced)
+	// every change reaches all, which tells when the hub has pushed the
+	// last one to f too (one lock, one order).
+	all, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer all.Close()
+	natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second)
+
+	_, err = b.Delete(ctx, "k.b", rb)
+	require.NoError(t, err)
+	ra, err = b.Update(ctx, "k.a", []byte("a2"), ra, 0)
+	require.NoError(t, err)
+	ra, err = b.Update(ctx, "k.a", []byte("a3"), ra, 0)
+	require.NoError(t, err)
+	rc, err := b.Create(ctx, "k.c", []byte("c1"), 0)
+	require.NoError(t, err)
+	for last := uint64(0); last < rc; {
+		for _, it := range natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second) {
+			last = max(last, it.Revision)
+		}
+	}
+
+	items = natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 4, "Resync, k.a's latest, k.b's delete (at the view's revision), Synced: %+v", items)
+	require.True(t, items[0].Resync)
+	require.Equal(t, "k.a", items[1].Key)
+	require.Equal(t, ra, items[1].Revision)
+	require.Equal(t, []byte("a3"), items[1].Value)
+	require.Equal(t, "k.b", items[2].Key)
+	require.Equal(t, kvx.OpDelete, items[2].Op)
+	require.Equal(t, rc, items[2].Revision)
+	require.True(t, items[3].Synced)
+}
+
+// Each hands every change in order with its own value while the feed's
+// two queues take turns under it.
+func TestFeedEachInOrder(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.Feed(ctx, "", nil, 1<<12)
+	require.NoError(t, err)
+	defer f.Close()
+	const count = 300
+	got := make(chan kvx.FeedItem, count+1)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- f.Each(stop, func(it kvx.FeedItem) bool { got <- it; return true }) }()
+	require.True(t, (<-got).Synced)
+	revs := make([]uint64, count)
+	for i := range count {
+		revs[i], err = b.Create(ctx, fmt.Sprintf("e.%d", i), []byte(strconv.Itoa(i)), 0)
+		require.NoError(t, err)
+	}
+	for i := range count {
+		select {
+		case it := <-got:
+			require.Equal(t, fmt.Sprintf("e.%d", i), it.Key)
+			require.Equal(t, revs[i], it.Revision)
+			require.Equal(t, strconv.Itoa(i), string(it.Value))
+		case <-ctx.Done():
+			t.Fatalf("change %d of %d not delivered", i, count)
+		}
+	}
+	close(stop)
+	require.NoError(t, <-done)
+}
+
+// A feed whose watch restarts (another feed widens the filter) catches
+// up by comparing the refilled view with what its reader holds: the
+// changed key, a delete for the key that went, nothing for the one that
+// stayed as it was.
+func TestFeedCatchUpAfterRestart(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	ra, err := b.Create(ctx, "x.a", []byte("a1"), 0)
+	require.NoError(t, err)
+	_, err = b.Create(ctx, "x.b", []byte("b1"), 0)
+	require.NoError(t, err)
+	rc, err := b.Create(ctx, "x.c", []byte("c1"), 0)
+	require.NoError(t, err)
+
+	h := b.NewHub(">")
+	h.KeepView("")
+	h.FilterUpTo(8)
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.FeedKeys(ctx, "", []string{"x.a", "x.b", "x.c"}, 64)
+	require.NoError(t, err)
+	defer f.Close()
+	require.Len(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second), 4, "three keys, then Synced")
+
+	ra, err = b.Update(ctx, "x.a", []byte("a2"), ra, 0)
+	require.NoError(t, err)
+	_, err = b.Delete(ctx, "x.c", rc)
+	require.NoError(t, err)
+	// A feed of a key the running watch does not read restarts it.
+	g, err := h.FeedKeys(ctx, "", []string{"x.d"}, 64)
+	require.NoError(t, err)
+	defer g.Close()
+
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 4, "Resync, x.a's new value, x.c's delete, Synced: %+v", items)
+	require.True(t, items[0].Resync)
+	require.Equal(t, "x.a", items[1].Key)
+	require.Equal(t, ra, items[1].Revision)
+	require.Equal(t, "x.c", items[2].Key)
+	require.Equal(t, kvx.OpDelete, items[2].Op)
+	require.True(t, items[3].Synced)
+}
+
+// A feed that lags while a key comes and goes catches up with a delete
+// of that key, which its reader never held: the feed notes the keys it
+// did not hand out, not what its reader holds (a delete of an unknown
+// key is nothing to every reader).
+func TestFeedCatchUpDeletesAKeyThatCameAndWent(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.Feed(ctx, "", nil, 1)
+	require.NoError(t, err)
+	defer f.Close()
+	require.True(t, natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)[0].Synced)
+	all, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer all.Close()
+	natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second)
+
+	r, err := b.Create(ctx, "c.a", []byte("1"), 0)
+	require.NoError(t, err)
+	r, err = b.Delete(ctx, "c.a", r)
+	require.NoError(t, err)
+	for last := uint64(0); last < r; {
+		for _, it := range natstest.TakeFeed[kvx.FeedItem](t, all, 5*time.Second) {
+			last = max(last, it.Revision)
+		}
+	}
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, 5*time.Second)
+	require.Len(t, items, 3, "Resync, c.a's delete, Synced: %+v", items)
+	require.True(t, items[0].Resync)
+	require.Equal(t, "c.a", items[1].Key)
+	require.Equal(t, kvx.OpDelete, items[1].Op)
+	require.True(t, items[2].Synced)
 }

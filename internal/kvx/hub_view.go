@@ -110,6 +110,13 @@ func (v *view) notify() {
 	}
 }
 
+// lookup returns the live entry of key.
+func (v *view) lookup(key string) (Entry, bool) {
+	parent, _ := splitLast(key)
+	e, ok := v.live[parent][key]
+	return e, ok
+}
+
 func splitLast(key string) (parent, last string) {
 	i := strings.LastIndexByte(key, '.')
 	if i < 0 {

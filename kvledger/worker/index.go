@@ -159,24 +159,39 @@ func (ix *index) nextTimer() (time.Time, bool) {
 }
 
 // apply records a change of one record; handled says whether this
-// worker has a handler for its kind. It returns the previous entry.
-func (ix *index) apply(c kvledger.Change, handled bool) *entry {
-	old := ix.recs[c.Key]
-	if old != nil && old.lease != "" {
-		ix.unname(old.lease, c.Key)
+// worker has a handler for its kind. It returns the key's entry (nil
+// when the record went). The watch delivers three changes
+// per task, so a key's entry, and the copy of its record, are updated
+// in place rather than allocated per change: nothing outside the index
+// keeps a pointer to either (readers copy *rec).
+func (ix *index) apply(c *kvledger.Change, handled bool) *entry {
+	e := ix.recs[c.Key]
+	if e != nil && e.lease != "" {
+		ix.unname(e.lease, c.Key)
 	}
 	if c.Deleted || c.Err != nil {
 		delete(ix.recs, c.Key)
 		delete(ix.orphans, c.Key)
-		return old
+		return nil
 	}
-	r := c.Record
-	e := &entry{
+	r := &c.Record
+	var rec *kvledger.TaskState
+	if e == nil {
+		e = new(entry)
+		ix.recs[c.Key] = e
+	} else {
+		rec = e.rec
+	}
+	*e = entry{
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
 		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group,
 	}
 	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
-		e.rec = &r
+		if rec == nil {
+			rec = new(kvledger.TaskState)
+		}
+		*rec = *r
+		e.rec = rec
 	}
 	if f, ok := ix.orphans[c.Key]; ok && (r.Status != kvledger.StatusClaimed || r.Fence != f) {
 		delete(ix.orphans, c.Key)
@@ -193,8 +208,7 @@ func (ix *index) apply(c kvledger.Change, handled bool) *entry {
 		}
 		m[c.Key] = struct{}{}
 	}
-	ix.recs[c.Key] = e
-	return old
+	return e
 }
 
 // unname removes k from the records naming lease, and forgets an ended
@@ -294,7 +308,11 @@ const (
 // claim's lease). For waitNeed and waitBlocker it also returns the need
 // that decided.
 func (ix *index) judge(k kvledger.IdempotencyKey, now time.Time) (readiness, kvledger.IdempotencyKey) {
-	e := ix.recs[k]
+	return ix.judgeEntry(k, ix.recs[k], now)
+}
+
+// judgeEntry is judge of k's entry e.
+func (ix *index) judgeEntry(k kvledger.IdempotencyKey, e *entry, now time.Time) (readiness, kvledger.IdempotencyKey) {
 	if e == nil || e.rec == nil || !ix.recSynced || !ix.leaseSynced {
 		return notCandidate, "" // e.rec is nil on final records and unhandled kinds
 	}

@@ -20,7 +20,7 @@ func BenchmarkIndexPick(b *testing.B) {
 			var rev uint64
 			change := func(k kvledger.IdempotencyKey, st kvledger.Status, needs []kvledger.IdempotencyKey) {
 				rev++
-				ix.apply(kvledger.Change{Key: k, Rev: rev, Record: kvledger.TaskState{Key: k, Status: st, Kind: "k", Needs: needs}}, true)
+				ix.apply(&kvledger.Change{Key: k, Rev: rev, Record: kvledger.TaskState{Key: k, Status: st, Kind: "k", Needs: needs}}, true)
 			}
 			for i := range n {
 				change(kvledger.IdempotencyKey(fmt.Sprintf("old%d", i)), kvledger.StatusCompleted, nil)

@@ -35,17 +35,19 @@ func (w *Worker) onRecord(c kvledger.Change, synced chan struct{}) {
 		return
 	}
 	_, handled := w.handlers[c.Record.Kind]
-	w.ix.apply(c, handled)
-	if r := w.running[c.Key]; r != nil {
+	e := w.ix.apply(&c, handled)
+	r := w.running[c.Key]
+	if r != nil {
 		r.observeLocked(c)
 	}
-	if !w.ix.recSynced {
+	if !w.ix.recSynced || e == nil {
 		return // considerAllLocked runs at the end of the initial values
 	}
 	now := w.now()
-	w.considerLocked(c.Key, now)
-	e := w.ix.recs[c.Key]
-	if e == nil || e.status == kvledger.StatusPending || e.status == kvledger.StatusClaimed {
+	if r == nil && handled {
+		w.fileLocked(c.Key, e, now) // considerLocked, with what is known here
+	}
+	if e.status == kvledger.StatusPending || e.status == kvledger.StatusClaimed {
 		return
 	}
 	// Final: its waiting dependents are ready (completed) or due to be
@@ -219,7 +221,13 @@ func (w *Worker) considerLocked(k kvledger.IdempotencyKey, now time.Time) {
 	if _, ok := w.handlers[e.kind]; !ok {
 		return
 	}
-	r, need := w.ix.judge(k, now)
+	w.fileLocked(k, e, now)
+}
+
+// fileLocked is considerLocked of k's entry e, of a handled kind, that
+// no attempt of this worker is running.
+func (w *Worker) fileLocked(k kvledger.IdempotencyKey, e *entry, now time.Time) {
+	r, need := w.ix.judgeEntry(k, e, now)
 	switch r {
 	case waitTime:
 		w.ix.addTimer(e.runAt, k)
