@@ -16,7 +16,8 @@ const (
 	// (its Error says why).
 	AttemptRetried AttemptOutcome = "retried"
 	// AttemptReleased: the claim was given back without an outcome (a
-	// drain, Release); the task is pending again.
+	// drain, Release, a handler's worker.GiveBack: its Error says why);
+	// the task is pending again.
 	AttemptReleased AttemptOutcome = "released"
 	// AttemptCompleted: the task completed.
 	AttemptCompleted AttemptOutcome = "completed"
@@ -139,7 +140,7 @@ func endOf(s TaskState) (AttemptOutcome, string) {
 		if s.LastEvent == RetriedEvent {
 			return AttemptRetried, s.LastError
 		}
-		return AttemptReleased, ""
+		return AttemptReleased, s.LastError // why the runtime gave it back, if it said
 	case StatusCompleted:
 		return AttemptCompleted, ""
 	case StatusBlocked:

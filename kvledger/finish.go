@@ -35,8 +35,8 @@ type Outcome struct {
 // a failure blocks its dependents. StatusPending writes the record
 // pending again with no owner, keeping its fence (the next claim
 // outbids this one), with RunAt = o.RunAt and LastError = o.Error, named
-// RetriedEvent (ReleasedEvent when o.Error is empty and RunAt
-// is zero).
+// RetriedEvent (ReleasedEvent when the attempt is uncounted, or when
+// o.Error is empty and RunAt is zero).
 func (l *Ledger) finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
 	if err := checkOutcome(key, o); err != nil {
 		return TaskState{}, err
@@ -81,7 +81,7 @@ func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState 
 	case StatusPending:
 		next.Status, next.Owner, next.RunAt = StatusPending, "", o.RunAt
 		next.LastEvent = RetriedEvent
-		if o.Error == "" && o.RunAt.IsZero() {
+		if o.Uncount || (o.Error == "" && o.RunAt.IsZero()) {
 			next.LastEvent = ReleasedEvent
 		}
 		if o.Uncount && next.Attempts > 0 {

@@ -78,9 +78,9 @@ dashboard token) is removed from its environment unless --pass-secrets.
 
 CMD is checked before anything is claimed: natscoord work exits 127 if it
 cannot be found, 126 if it cannot be run. If it cannot be started later
-(the binary was removed), the task's attempt fails at once with that error
-(retried, or failed once its attempts are used up, as for any failed
-attempt), and the worker stops and exits 127 or 126.
+(the binary was removed), the task is given back at once, its attempt
+not counted and the error kept as its last error, and the worker stops
+(other running commands still get --drain) and exits 127 or 126.
 
 When the claim is lost (this worker could not renew it in time, or another
 took the task over), the task is cancelled, or the worker drains (SIGINT,
@@ -221,7 +221,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	select {
 	case <-ctx.Done():
 	case failed = <-r.startFailed:
-		fmt.Fprintf(a.stderr, "natscoord work: %s; its task's attempt failed; stopping\n", oneLineText(escapeCell(failed.Error())))
+		fmt.Fprintf(a.stderr, "natscoord work: stopping (running commands get --drain)\n")
 	case <-w.Done(): // a watch ended for good: the worker closed itself, Close says why
 	}
 	// The drain: running commands get --drain to finish, then SIGTERM;
@@ -232,7 +232,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	err = w.Close(cctx)
 	out.closed(w.Stats())
 	if se := (*commandStartError)(nil); errors.As(failed, &se) {
-		return exitError{code: se.code, err: fmt.Errorf("work: %w (its task's attempt failed)", failed)}
+		return exitError{code: se.code, err: fmt.Errorf("work: %w (its task was given back, the attempt not counted)", failed)}
 	}
 	return err
 }
@@ -253,15 +253,14 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 			attempt: t.Attempt(), max: t.MaxAttempts(), payload: payload,
 		})
 		if errors.Is(err, errStart) {
-			// The worker cannot run its command: stop the worker at
-			// once. The attempt ends now as a failed handler's does (a
-			// retry, or the task's failure once its attempts are used),
-			// rather than holding the claim until the drain runs out.
+			// The worker cannot run its command: the task is not at
+			// fault, so it goes back at once, uncounted, and the worker
+			// stops (it would give back every task it took).
 			select {
 			case r.startFailed <- err:
 			default:
 			}
-			return err
+			return worker.GiveBack(err)
 		}
 		if err != nil {
 			return err

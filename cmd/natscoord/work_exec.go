@@ -94,7 +94,8 @@ func (e *exitCodeError) Error() string {
 }
 
 // errStart marks a command that could not be started at all (missing
-// binary, no permission): the worker's fault, not the task's.
+// binary, no permission): the worker's fault, not the task's, so the
+// handler gives the task back (worker.GiveBack) and the worker stops.
 var errStart = errors.New("cannot start the command")
 
 // commandStartError is a command that could not be started; code is the
@@ -142,7 +143,7 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		sup.abort()
-		return nil, false, &commandStartError{code: startErrorCode(err), msg: fmt.Sprintf("%q: %v", r.argv[0], err)}
+		return nil, false, sup.startError(r.argv[0], err)
 	}
 	sup.started()
 	waited := make(chan error, 1)

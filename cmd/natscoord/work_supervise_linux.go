@@ -76,6 +76,15 @@ func commandFor(argv []string, grace, orphanGrace time.Duration) (*exec.Cmd, *su
 	return cmd, &supervision{r: r, w: w}, nil
 }
 
+// startError is what a failed Start of the supervisor means: the
+// worker's process could not fork (EAGAIN, ENOMEM), not the command
+// missing, which the supervisor reports itself (childStatus.start). It
+// is a failed attempt like any other, retried after its backoff, and the
+// worker goes on.
+func (*supervision) startError(argv0 string, err error) error {
+	return fmt.Errorf("start the supervisor of %q: %w", argv0, err)
+}
+
 // abort closes the pipe of a supervisor that did not start.
 func (s *supervision) abort() { _ = s.r.Close(); _ = s.w.Close() }
 

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os/exec"
 	"syscall"
 	"time"
@@ -27,6 +28,12 @@ func commandFor(argv []string, _, _ time.Duration) (*exec.Cmd, *supervision, err
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = childProcAttr()
 	return cmd, &supervision{}, nil
+}
+
+// startError: the command itself failed to start (not found, not
+// executable).
+func (*supervision) startError(argv0 string, err error) error {
+	return &commandStartError{code: startErrorCode(err), msg: fmt.Sprintf("%q: %v", argv0, err)}
 }
 
 func (*supervision) abort()   {}

@@ -215,18 +215,20 @@ func TestWorkCommandGoneAfterStart(t *testing.T) {
 	c, _ := newCLI(t)
 	bin := filepath.Join(t.TempDir(), "send")
 	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho sent\n"), 0o755))
-	work := c.start("work", "--kind", "mail", "--drain", "1h", "--", bin)
+	// --max-attempts 1: a counted attempt would fail the task for good.
+	work := c.start("work", "--kind", "mail", "--drain", "1h", "--max-attempts", "1", "--", bin)
 	work.line(t, 20*time.Second, "Ctrl-C drains and stops")
 	require.NoError(t, os.Remove(bin))
 	c.ok("ledger", "admit", "x", "--seq", "1", "--kind", "mail")
 	r := work.result(t) // bounded far below --drain
 	require.Equal(t, 127, r.code, r.stderr)
-	require.Contains(t, r.stderr, "natscoord work: cannot start the command: \""+bin+"\"")
-	require.Contains(t, r.stderr, "its task's attempt failed")
+	require.Contains(t, r.stderr, "natscoord work: stopping")
+	require.Contains(t, r.stderr, "natscoord: work: cannot start the command: \""+bin+"\"")
+	require.Contains(t, r.stderr, "its task was given back, the attempt not counted")
 	var rec kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
-	require.Equal(t, kvledger.StatusPending, rec.Status, "retried: attempts are left")
-	require.Equal(t, 1, rec.Attempts)
+	require.Equal(t, kvledger.StatusPending, rec.Status, "given back, not failed")
+	require.Equal(t, 0, rec.Attempts, "the attempt is not counted")
 	require.Contains(t, rec.LastError, "cannot start the command: \""+bin+"\"")
 }
 

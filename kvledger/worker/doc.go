@@ -35,10 +35,13 @@
 // bookkeeping. protocol.go asserts each to its type when the package
 // loads (TestProtocolHooks). A user that claims without the runtime
 // (kvledger.Ledger.Claim, ClaimIfReady, ClaimNext, ClaimLeased) ends its
-// claim with Complete or Release. Each decision is made in one function
-// of kvledger: the claim in claimLeased (claim_ready.go), the record an
-// outcome makes in finishNext (finish.go), the retry-or-fail decision in
-// retryOrFail and attemptsUsed (attempt_limit.go).
+// claim with Complete or Release. Each decision is made in one place in
+// kvledger: the claim (claim_ready.go), the record an outcome makes
+// (finish.go), the retry-or-fail decision (attempt_limit.go).
+//
+// A handler that cannot run its task for a cause of its own (a command
+// that is gone, a missing local resource) returns GiveBack(err): the task
+// is pending again at once, the attempt not counted, err its last error.
 //
 // # Readiness
 //

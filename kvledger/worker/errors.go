@@ -55,6 +55,34 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// GiveBackError marks a handler error that is not the task's: the
+// handler could not run the task at all. See GiveBack.
+type GiveBackError struct{ Err error }
+
+func (e *GiveBackError) Error() string { return "given back: " + e.Err.Error() }
+func (e *GiveBackError) Unwrap() error { return e.Err }
+
+// GiveBack wraps err so that the worker gives the task back instead of
+// counting a failed attempt: the record is pending again at once
+// (ledger.released), this attempt not counted, err kept as its last
+// error. It is for a cause that lies with the worker, not the task (its
+// command is missing, a local resource is gone); since the attempt limit
+// does not bound a task given back again and again, a handler that gives
+// back should also stop its worker when the cause will not pass, as
+// `natscoord work` does. GiveBack(nil) is nil; Permanent does not apply
+// to an error GiveBack wraps.
+func GiveBack(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &GiveBackError{Err: err}
+}
+
+func isGiveBack(err error) bool {
+	var g *GiveBackError
+	return errors.As(err, &g)
+}
+
 // panicError is the error a recovered panic becomes.
 func panicError(v any) error {
 	if err, ok := v.(error); ok {

@@ -21,7 +21,8 @@ const (
 	// ResultFailed: the handler failed permanently or for the last
 	// allowed attempt; the task is failed and its dependents blocked.
 	ResultFailed Result = "failed"
-	// ResultReleased: the worker drained and gave the claim back.
+	// ResultReleased: the worker drained and gave the claim back, or
+	// the handler returned GiveBack; the attempt does not count.
 	ResultReleased Result = "released"
 	// ResultCancelled: an operator cancelled the task while it ran.
 	ResultCancelled Result = "cancelled"

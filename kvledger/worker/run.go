@@ -318,6 +318,9 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	case herr == nil:
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
+	case isGiveBack(herr):
+		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), Uncount: true}
+		ev.Result = ResultReleased
 	default:
 		o = retryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
 		ev.Result = ResultFailed
@@ -370,6 +373,8 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.failed.Add(1)
 	case ResultRetried:
 		w.stats.retried.Add(1)
+	case ResultReleased:
+		w.stats.released.Add(1)
 	}
 }
 
