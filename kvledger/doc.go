@@ -144,8 +144,8 @@
 // stated once, in Judge (readiness.go), which every reader calls with what
 // it knows (ClaimIfReady and ClaimNext from the store, the runtime's index
 // from its watches, the dashboard from its view); the attempt limit and
-// the retry-or-fail decision likewise, in AttemptLimit, attemptsUsed
-// and retryOrFail (attempt_limit.go). Claim keeps its contract (it
+// the runtime's retry-or-fail decision likewise, in attempt_limit.go
+// (AttemptLimit is the exported part). Claim keeps its contract (it
 // does not look at needs' status beyond failures, nor at RunAt);
 // ClaimIfReady and ClaimNext claim only ready tasks, ClaimNext by
 // reading the whole ledger. Package worker is the runtime: it keeps a
