@@ -338,8 +338,12 @@ func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(I
 		return nil
 	}
 	prefix := rdepPrefix + kvx.EncodeToken(string(need)) + "."
+	// One need's index: one operation, bounded like every other (a
+	// stalled watch would otherwise hold a caller whose ctx cannot end).
+	octx, cancel := s.ops.Bound(ctx)
+	defer cancel()
 	var ferr error
-	err := s.b.ScanLatest(ctx, prefix+"*", 0, func(e kvx.Entry) bool {
+	err := s.b.ScanLatest(octx, prefix+"*", 0, func(e kvx.Entry) bool {
 		dep, err := kvx.DecodeToken(e.Key[len(prefix):])
 		if err != nil {
 			ferr = fmt.Errorf("%w: index key %q: %w", ErrCorruptRecord, e.Key, err)

@@ -199,7 +199,14 @@ func (r *run) attempt() {
 		w.retryLater(r.key)
 		return
 	}
+	// A claim that may walk (a task with needs reads them; one whose
+	// attempts are used fails and blocks its dependents) gets opCtx: the
+	// walk is many store operations, bounded as a whole.
 	octx, cancel := w.ledgerCtx()
+	if len(seen.Needs) > 0 || attemptsUsed(seen, w.cfg.MaxAttempts) {
+		cancel()
+		octx, cancel = w.opCtx()
+	}
 	rec, err := claimLeasedFrom(w.l, octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
@@ -400,10 +407,15 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 			cancel context.CancelFunc
 		)
 		if l.Try() == 0 && sent != nil {
-			// The answer to a pipelined send: its wait, and what
-			// follows a lost swap or a failure's walk, are the store's
-			// operations, each bounded by the store (ledgerCtx).
+			// The answer to a pipelined send: its wait and what follows
+			// a lost swap are the store's operations, each bounded by
+			// the store (ledgerCtx); a failure's walk through its
+			// dependents is many of them, bounded as a whole (opCtx).
 			octx, cancel = w.ledgerCtx()
+			if o.Status == kvledger.StatusFailed {
+				cancel()
+				octx, cancel = w.opCtx()
+			}
 			rec, err = sent.Wait(octx)
 		} else {
 			octx, cancel = w.opCtx()
