@@ -27,12 +27,18 @@ type PendingFinish struct {
 
 // Wait returns what finish would have returned for the outcome: the
 // record as stored, or ErrFenced, ErrNotClaimed, ErrNoKey for a claim
-// that is no longer the caller's, or another (transient) error. It is
-// called once; ctx bounds it.
+// that is no longer the caller's, or another (transient) error. ctx
+// bounds it. A second call returns the first's answer.
 func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 	if p.sent == nil {
 		return p.rec, p.err
 	}
+	p.rec, p.err = p.wait(ctx)
+	p.sent = nil
+	return p.rec, p.err
+}
+
+func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
 	l, key := p.l, p.key
 	rec, ok, err := p.sent(ctx)
 	if err != nil || !ok {

@@ -49,21 +49,35 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	if err != nil { // not sent: the awaited path
 		return func(ctx context.Context) (uint64, error) { return b.UpdateAs(ctx, key, value, rev, ttl, id, hdr) }
 	}
+	// The wait keeps its answer: once answered, ch goes back to the pool
+	// and may carry another write's answer, so a second call must not
+	// receive from it again (it returns the first call's result).
+	var res struct { // one heap cell: the first call's answer
+		waited bool
+		seq    uint64
+		err    error
+	}
 	return func(ctx context.Context) (uint64, error) {
+		if res.waited {
+			return res.seq, res.err
+		}
+		res.waited = true
 		select {
 		case resp := <-ch:
 			replyChans.Put(ch) // answered: nothing sends on it again
 			if len(resp.Data) == 0 && resp.Header.Get("Status") == "503" {
 				// No responders: the awaited path retries.
-				return b.UpdateAs(ctx, key, value, rev, ttl, id, hdr)
+				res.seq, res.err = b.UpdateAs(ctx, key, value, rev, ttl, id, hdr)
+				return res.seq, res.err
 			}
 			seq, err := decodeAck(resp.Data)
-			return seq, mapErr(err)
+			res.seq, res.err = seq, mapErr(err)
 		case <-ctx.Done():
 			b.replies.forget(token)
 			// Sent and not answered: it may yet land.
-			return 0, fmt.Errorf("kvx: write %q: %w", key, context.Cause(ctx))
+			res.err = fmt.Errorf("kvx: write %q: %w", key, context.Cause(ctx))
 		}
+		return res.seq, res.err
 	}
 }
 

@@ -68,3 +68,28 @@ func asyncSuite(t *testing.T, b *kvx.Bucket) {
 	_, err = b.UpdateAsyncAs("bad key", []byte("1"), 1, 0, "", nil)(ctx)
 	require.Error(t, err)
 }
+
+// A pipelined write's wait called again returns its first answer: its
+// answer channel went back to the pool once answered, and a second
+// receive would take the answer of the next write that got it.
+func TestUpdateAsyncWaitTwice(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 20*time.Second)
+	r1, err := b.Create(ctx, "a", []byte("0"), 0)
+	require.NoError(t, err)
+	r2, err := b.Create(ctx, "b", []byte("0"), 0)
+	require.NoError(t, err)
+	w1 := b.UpdateAsyncAs("a", []byte("1"), r1, 0, "ida", nil)
+	got1, err := w1(ctx)
+	require.NoError(t, err)
+	w2 := b.UpdateAsyncAs("b", []byte("1"), r2, 0, "idb", nil)
+	again, err := w1(ctx)
+	require.NoError(t, err)
+	require.Equal(t, got1, again, "the first answer, not another write's")
+	got2, err := w2(ctx)
+	require.NoError(t, err, "the second write keeps its own answer")
+	e, err := b.Get(ctx, "b")
+	require.NoError(t, err)
+	require.Equal(t, e.Revision, got2)
+}
