@@ -15,12 +15,18 @@ type reader struct {
 	report func(error)
 }
 
-// newReader returns the reader of src's writes; onGap nil reports each
-// gap as an error.
-func newReader(src Source, filter Filter, start uint64, onGap func(Gap), report func(error)) *reader {
-	if onGap == nil {
-		onGap = func(g Gap) { report(g) }
+// gapHandler is what a consumer does with a gap: onGap, or, when nil,
+// report it as an error.
+func gapHandler(onGap func(Gap), report func(error)) func(Gap) {
+	if onGap != nil {
+		return onGap
 	}
+	return func(g Gap) { report(g) }
+}
+
+// newReader returns the reader of src's writes; onGap is called for each
+// gap (gapHandler).
+func newReader(src Source, filter Filter, start uint64, onGap func(Gap), report func(error)) *reader {
 	return &reader{src: src, filter: filter, gaps: newGapTracker(start, src.PrevHeader), onGap: onGap, report: report}
 }
 

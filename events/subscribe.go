@@ -40,7 +40,8 @@ func SubscribeLive(nc *nats.Conn, src Source, cfg LiveConfig, fn func(Event), on
 	if nc == nil || fn == nil || !src.valid() {
 		return nil, fmt.Errorf("%w: SubscribeLive needs a connection, a complete Source and a handler", ErrInvalidConfig)
 	}
-	rd := newReader(src, cfg.Filter, 0, cfg.OnGap, reporter(onErr))
+	report := reporter(onErr)
+	rd := newReader(src, cfg.Filter, 0, gapHandler(cfg.OnGap, report), report)
 	handle := func(m *nats.Msg) {
 		rev, _ := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
 		ts, _ := time.Parse(time.RFC3339Nano, m.Header.Get(hdrTimeStamp))
@@ -159,10 +160,7 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 		return nil, fmt.Errorf("events: consumer %q on %q: %w", cfg.Durable, src.Stream, err)
 	}
 	report := reporter(onErr)
-	onGap := cfg.OnGap
-	if onGap == nil {
-		onGap = func(g Gap) { report(g) }
-	}
+	onGap := gapHandler(cfg.OnGap, report)
 	start, err := resumeAt(ctx, js, src, cons, onGap)
 	if err != nil {
 		return nil, err

@@ -45,9 +45,10 @@ func rePublish(bucket string) *jetstream.RePublish {
 // "Retention" in doc.go).
 //
 // The headers of a write without rollup are one shared map per event
-// name, built once (eventHeaders): every write path copies the headers it
-// is given before adding its own (kvx's withHeaders), so none writes to
-// them, and a write costs no map of its own here.
+// name, built once (eventHeaders): every kvx write path copies the
+// headers it is given before adding its own (withHeaders, and newOutMsg
+// for the compare-and-sets), so none writes to them, and a write costs no
+// map of its own here.
 func writeHeaders(rec TaskState, rollup bool) nats.Header {
 	name := eventName(rec)
 	if h, ok := eventHeaders[name]; ok && !rollup {

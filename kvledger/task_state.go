@@ -75,7 +75,7 @@ type Actor string
 //
 // The json tags are the record's format, its one definition: snapshots
 // and json.Marshal read them, and the KVStore's stored record is written
-// and read by code generated from them (kv_record.go). A field added here
+// and read by code generated from them (kv_record_codec.go). A field added here
 // needs a tag that omits it when zero, and the codec regenerated: go test
 // -run TestRecordCodecGenerated -update ./kvledger/.
 type TaskState struct {
