@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,6 +161,28 @@ func TestRetriesAndPermanentErrors(t *testing.T) {
 	require.Equal(t, kvledger.StatusFailed, final["retry"].Status)
 	require.Equal(t, 2, final["retry"].Attempts)
 	require.Contains(t, final["retry"].LastError, "attempt 2 of 2")
+}
+
+// A task given back costs no attempt: with one allowed, it runs again
+// and completes.
+func TestGiveBackCostsNoAttempt(t *testing.T) {
+	c := newClient(t, tasks.Config{MaxAttempts: 1})
+	var calls atomic.Int32
+	require.NoError(t, tasks.AddWorker(c, func(ctx context.Context, tk *tasks.Task[failArgs]) error {
+		if calls.Add(1) == 1 {
+			return tasks.GiveBack(errors.New("scratch disk missing"))
+		}
+		return nil
+	}))
+	ctx := natstest.Context(t, 30*time.Second)
+	require.NoError(t, c.Start(ctx))
+	_, err := c.SubmitMany(ctx, []tasks.Submission{{Args: failArgs{}, Opts: &tasks.SubmitOpts{Key: "gb"}}})
+	require.NoError(t, err)
+	final, err := c.Wait(ctx, "gb")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusCompleted, final["gb"].Status)
+	require.Equal(t, 1, final["gb"].Attempts)
+	require.EqualValues(t, 2, calls.Load())
 }
 
 // List filters by phase, kind and prefix, a page at a time.

@@ -36,7 +36,8 @@
 // from the server past that window has its handlers' contexts cancelled
 // before anyone else can take over. Failed attempts are retried with
 // exponential backoff up to MaxAttempts; Permanent errors and panics are
-// failed attempts too, the first without retry.
+// failed attempts too, the first without retry. GiveBack hands a task back
+// without counting the attempt, for a cause that lies with the worker.
 //
 // # Inspection
 //

@@ -40,13 +40,20 @@ func (t *Task[T]) Record() kvledger.TaskState { return t.t.Record() }
 
 // WorkFunc runs one attempt. nil completes the task; an error retries it
 // with backoff until its attempts are used up, unless wrapped with
-// Permanent, which fails it at once. A panic is a failed attempt. ctx ends
+// Permanent, which fails it at once, or GiveBack, which hands it back
+// uncounted. A panic is a failed attempt. ctx ends
 // when the claim is lost, the task is cancelled or a drain runs out of
 // time (context.Cause says which).
 type WorkFunc[T Args] func(ctx context.Context, t *Task[T]) error
 
 // Permanent marks err as not worth retrying: the task fails at once.
 func Permanent(err error) error { return worker.Permanent(err) }
+
+// GiveBack marks err as the worker's, not the task's (a local resource is
+// missing): the task is pending again at once, this attempt not counted,
+// err its last error. The attempt limit does not bound a task given back
+// again and again; stop the worker if the cause will not pass.
+func GiveBack(err error) error { return worker.GiveBack(err) }
 
 // AddWorker makes c run fn for tasks of T's kind. Call it before Start;
 // a kind has one worker function per client.
