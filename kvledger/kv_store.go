@@ -44,7 +44,7 @@ type KVStoreConfig struct {
 }
 
 // defaultDescription is KVStoreConfig.Description's default.
-const defaultDescription = "natscoord kvledger task ledger: task.<key> records, rdep.<need>.<dependent> dependency index"
+const defaultDescription = "natscoord kvledger task ledger: task.<key> records, rdep.<need>.<dependent> dependency index, sched.<name> stored schedules"
 
 // KVStore is a Store on a JetStream KV bucket, shared by every process
 // that opens the same bucket.

@@ -37,12 +37,12 @@ type dueEntry struct {
 // Counts is a Tally's answer.
 type Counts struct {
 	// Total is the number of records.
-	Total int
+	Total int `json:"total"`
 	// ByPhase counts records per phase (phases with none are absent).
-	ByPhase map[Phase]int
+	ByPhase map[Phase]int `json:"by_phase"`
 	// ByKind counts records per kind and phase ("" for tasks without a
 	// kind).
-	ByKind map[string]map[Phase]int
+	ByKind map[string]map[Phase]int `json:"by_kind"`
 }
 
 // NewTally returns an empty tally.

@@ -50,9 +50,10 @@ type WorkFunc[T Args] func(ctx context.Context, t *Task[T]) error
 func Permanent(err error) error { return worker.Permanent(err) }
 
 // GiveBack marks err as the worker's, not the task's (a local resource is
-// missing): the task is pending again at once, this attempt not counted,
-// err its last error. The attempt limit does not bound a task given back
-// again and again; stop the worker if the cause will not pass.
+// missing): the task is pending again after the first retry's pause, this
+// attempt not counted, err its last error. The attempt limit does not
+// bound a task given back again and again; stop the client if the cause
+// will not pass.
 func GiveBack(err error) error { return worker.GiveBack(err) }
 
 // AddWorker makes c run fn for tasks of T's kind. Call it before Start;

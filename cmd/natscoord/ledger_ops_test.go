@@ -119,6 +119,7 @@ func TestLedgerStats(t *testing.T) {
 	var counts kvledger.Counts
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "stats")), &counts))
 	require.Equal(t, 3, counts.Total)
+	require.Contains(t, c.ok("--json", "ledger", "stats"), `"by_kind"`, "snake_case like every other --json output")
 	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1, kvledger.PhaseScheduled: 1}, counts.ByKind["mail"])
 	require.Equal(t, map[kvledger.Phase]int{kvledger.PhaseCancelled: 1}, counts.ByKind["report"])
 	out := c.ok("ledger", "stats")

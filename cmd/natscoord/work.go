@@ -77,10 +77,12 @@ NATSCOORD_* variable (the server URL with its password, credentials, the
 dashboard token) is removed from its environment unless --pass-secrets.
 
 CMD is checked before anything is claimed: natscoord work exits 127 if it
-cannot be found, 126 if it cannot be run. If it cannot be started later
-(the binary was removed), the task is given back at once, its attempt
-not counted and the error kept as its last error, and the worker stops
-(other running commands still get --drain) and exits 127 or 126.
+cannot be found (a file on PATH that is not executable is not found, as
+the shell's lookup and Go's judge it), 126 if it cannot be run. If it
+cannot be started later (the binary was removed), the task is given back
+at once (ready again after --backoff), its attempt not counted and the
+error kept as its last error, and the worker stops (other running
+commands still get --drain) and exits 127 or 126.
 
 When the claim is lost (this worker could not renew it in time, or another
 took the task over), the task is cancelled, or the worker drains (SIGINT,

@@ -41,7 +41,8 @@
 //
 // A handler that cannot run its task for a cause of its own (a command
 // that is gone, a missing local resource) returns GiveBack(err): the task
-// is pending again at once, the attempt not counted, err its last error.
+// is pending again after the first retry's pause, the attempt not
+// counted, err its last error.
 //
 // # Readiness
 //

@@ -63,13 +63,15 @@ func (e *GiveBackError) Error() string { return "given back: " + e.Err.Error() }
 func (e *GiveBackError) Unwrap() error { return e.Err }
 
 // GiveBack wraps err so that the worker gives the task back instead of
-// counting a failed attempt: the record is pending again at once
-// (ledger.released), this attempt not counted, err kept as its last
+// counting a failed attempt: the record is pending again
+// (ledger.released), ready after the first retry's pause (Config.Backoff(1),
+// about BackoffBase), this attempt not counted, err kept as its last
 // error. It is for a cause that lies with the worker, not the task (its
-// command is missing, a local resource is gone); since the attempt limit
-// does not bound a task given back again and again, a handler that gives
-// back should also stop its worker when the cause will not pass, as
-// `natscoord work` does. GiveBack(nil) is nil; Permanent does not apply
+// command is missing, a local resource is gone). The attempt limit does
+// not bound a task given back again and again (the pause does: one
+// released write per pause, and the bucket keeps the last 64 writes of a
+// key), so a handler that gives back should also stop its worker when
+// the cause will not pass, as `natscoord work` does. GiveBack(nil) is nil; Permanent does not apply
 // to an error GiveBack wraps.
 func GiveBack(err error) error {
 	if err == nil {

@@ -326,8 +326,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
 	case isGiveBack(herr):
-		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), Uncount: true}
-		ev.Result = ResultReleased
+		// Not before the first retry's pause: a cause that persists
+		// (the handler gives back every time) is then a slow loop of
+		// released writes, not a hot one.
+		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), Uncount: true,
+			RunAt: w.now().Add(max(w.cfg.Backoff(1), 0))}
+		ev.Result, ev.RunAt = ResultReleased, o.RunAt
 	default:
 		o = retryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
 		ev.Result = ResultFailed
