@@ -28,7 +28,7 @@ func TestDecodeRecordSharesRepeatedStrings(t *testing.T) {
 		})
 	}
 	short := allocs("r", "l", "j", "n")
-	long := allocs("image-resize", "kvledger.tasks.w.worker-1", "job", "thumbnail")
+	long := allocs("image-resize", "natscoord.ledger.tasks.w.worker-host-1234-abcdef", "job", "thumbnail")
 	if long != short {
 		t.Fatalf("%v allocations with repeated long strings, %v with one-byte ones", long, short)
 	}

@@ -10,10 +10,11 @@ import "sync/atomic"
 // `any` the boxed interface too, so a string seen before costs no
 // allocation. The table is bounded (internSlots entries of at most
 // internMax bytes, the last one written to a slot wins), so strings that
-// never repeat cost one more allocation each, and nothing grows.
+// never repeat cost one more allocation each, and nothing grows. 64 bytes
+// hold a worker's lease key ("<prefix>w.<owner token>"), which 32 did not.
 const (
 	internSlots = 1 << 12
-	internMax   = 32
+	internMax   = 64
 )
 
 type internEntry struct {
