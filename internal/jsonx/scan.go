@@ -427,10 +427,7 @@ func (d *Scanner) str() (any, bool) {
 	start := d.i
 	raw, esc, ok := d.Str()
 	if ok && !esc {
-		if e := interned(raw); e != nil {
-			return e.v, true
-		}
-		return string(raw), true
+		return internValue(raw), true
 	}
 	d.i = start
 	return d.Text()
