@@ -13,9 +13,11 @@ import (
 // its own): the store's answer to wait for (sent), or the result when
 // finishAsync settled it before returning.
 type PendingFinish struct {
-	l     *Ledger
-	sent  func(context.Context) (TaskState, bool, error) // nil: settled (rec, err)
-	rec   TaskState
+	l    *Ledger
+	sent func(context.Context) (TaskState, bool, error) // nil: settled (rec, err)
+	// rec is a pointer: a TaskState in place would triple the size of
+	// every pending outcome for the rare one settled before its send.
+	rec   *TaskState
 	err   error
 	actor Actor
 	key   IdempotencyKey
@@ -31,7 +33,7 @@ type PendingFinish struct {
 // bounds it. A second call returns the first's answer.
 func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 	if p.sent == nil {
-		return p.rec, p.err
+		return *p.rec, p.err
 	}
 	p.rec, p.err = p.wait(ctx)
 	p.sent = nil
@@ -84,7 +86,7 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	// cached, or finish itself on a store that cannot send without
 	// waiting) is bounded by the store, each operation by its OpTimeout.
 	done := func(rec TaskState, err error) *PendingFinish {
-		return &PendingFinish{rec: rec, err: err}
+		return &PendingFinish{rec: &rec, err: err}
 	}
 	// Through l.swap, not the store: a Ledger WithObserver wraps its
 	// swaps to report them, and then finishes the awaited way, so that

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/natscoord/natscoord/internal/jsonx"
@@ -92,12 +93,30 @@ func encodeRecord(s TaskState, insert bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: key %q is not valid UTF-8", ErrInvalidState, string(s.Key))
 	}
 	r := kvRecord{TaskState: s, Ins: insert}
-	b, err := appendRecordFields(make([]byte, 0, recordSizeHint(&s)), &r)
+	buf := encodeBufs.Get().(*[]byte)
+	defer encodeBufs.Put(buf)
+	b, err := appendRecordFields((*buf)[:0], &r)
 	if err != nil {
 		return nil, encodeError{fmt.Errorf("kvledger: encode record %q (is Task JSON-encodable?): %w", string(s.Key), err)}
 	}
-	return b, nil
+	if cap(b) <= maxEncodeBuf {
+		*buf = b // grown for a large record: kept for the next
+	}
+	// The value leaves as a copy of exactly its length: it is kept until
+	// its write is settled (resent, read back), while the scratch buffer
+	// serves the next encode at once. A guessed capacity was either too
+	// small (the append grew it, twice the bytes) or too large.
+	return append([]byte(nil), b...), nil
 }
+
+// encodeBufs are encodeRecord's scratch buffers; one that grew past
+// maxEncodeBuf (a record with a large Task or Result) is not kept.
+var encodeBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 1024)
+	return &b
+}}
+
+const maxEncodeBuf = 64 << 10
 
 // decodeRecord parses the value stored under key at revision rev. Any
 // value that does not decode, names another key, or breaks a Validate

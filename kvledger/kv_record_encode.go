@@ -65,13 +65,3 @@ func notEncodable(err error) error {
 func fieldError(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
-
-// recordSizeHint is a capacity for appendRecordFields' buffer that a
-// record with a small task payload fits in, so it is allocated once.
-func recordSizeHint(s *TaskState) int {
-	n := 320 + len(s.Key) + len(s.Owner) + len(s.BlockedBy) + len(s.CreatedBy) + len(s.UpdatedBy)
-	for _, k := range s.Needs {
-		n += len(k) + 3
-	}
-	return n
-}

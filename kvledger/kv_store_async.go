@@ -29,7 +29,7 @@ func (s *KVStore) SwapAsync(key IdempotencyKey, old, new TaskState) func(context
 	case err != nil || lost:
 		return func(context.Context) (TaskState, bool, error) { return TaskState{}, false, err }
 	case insert:
-		return func(ctx context.Context) (TaskState, bool, error) { return s.Swap(ctx, key, old, new) }
+		return s.swapLater(key, old, new)
 	}
 	id := writeID()
 	sent := s.b.UpdateAsyncAs(taskKey(key), value, old.Rev, ttl, id, writeHeaders(new, ttl > 0))
@@ -40,4 +40,11 @@ func (s *KVStore) SwapAsync(key IdempotencyKey, old, new TaskState) func(context
 		stored, ok, _, err := s.swapped(ctx, key, new, false, ttl, id, rev, kvx.Entry{}, err)
 		return stored, ok, err
 	}
+}
+
+// swapLater is SwapAsync's insert: Swap, run by wait. It is a function of
+// its own so that only this path keeps old: a closure in SwapAsync that
+// captured it would move old to the heap on every overwrite too.
+func (s *KVStore) swapLater(key IdempotencyKey, old, new TaskState) func(context.Context) (TaskState, bool, error) {
+	return func(ctx context.Context) (TaskState, bool, error) { return s.Swap(ctx, key, old, new) }
 }

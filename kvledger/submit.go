@@ -135,8 +135,10 @@ func (l *Ledger) AdmitMany(ctx context.Context, actor Actor, subs []Submission) 
 // when a batch was refused for another reason (refused then says how
 // many submissions the batch held, which the caller submits one by one).
 func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, subs []Submission, out []bool) (decided, refused int, err error) {
-	var recs []TaskState
-	seen := make(map[IdempotencyKey]bool)
+	// Sized once: a TaskState is large, and growing the slice by
+	// appending copied every record admitted so far several times.
+	recs := make([]TaskState, 0, min(len(subs), kvx.MaxBatch))
+	seen := make(map[IdempotencyKey]bool, cap(recs))
 	for _, sub := range subs {
 		if len(recs) == kvx.MaxBatch || len(sub.Needs) > 0 || seen[sub.Key] {
 			break

@@ -24,7 +24,7 @@ func TestHeapOrdersAndTracksPositions(t *testing.T) {
 	}
 	// Every tracked position names the item; Fix and Remove use them.
 	for _, it := range all {
-		require.Same(t, it, h.h.items[it.idx])
+		require.Same(t, it, h.items[it.idx])
 	}
 	all[7].v = -1
 	h.Fix(all[7].idx)
@@ -70,4 +70,63 @@ func TestHeapWithoutPositions(t *testing.T) {
 	require.Equal(t, 3, h.Pop())
 	h.Clear()
 	require.Zero(t, h.Len())
+}
+
+// TestHeapPushPopAllocatesNothing: an item goes in and out by value, not
+// boxed in an interface as through container/heap (the runtime's ready
+// queue pushes and pops one per task).
+func TestHeapPushPopAllocatesNothing(t *testing.T) {
+	type ready struct {
+		key  string
+		prio int
+		seq  uint64
+	}
+	h := New(func(a, b ready) bool { return a.prio > b.prio || a.prio == b.prio && a.seq < b.seq }, nil)
+	for i := range 64 {
+		h.Push(ready{key: "k", prio: i % 3, seq: uint64(i)})
+	}
+	var seq uint64 = 64
+	allocs := testing.AllocsPerRun(100, func() {
+		seq++
+		h.Push(ready{key: "k", prio: int(seq % 3), seq: seq})
+		h.Pop()
+	})
+	require.Zero(t, allocs)
+}
+
+// TestHeapMatchesSortedOrder: random pushes, removals, fixes and pops
+// come out in sorted order, positions tracked throughout.
+func TestHeapMatchesSortedOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 50 {
+		h := New(func(a, b *item) bool { return a.v < b.v }, func(it *item, i int) { it.idx = i })
+		var in []*item
+		for range r.IntN(100) + 1 {
+			it := &item{v: r.IntN(50)}
+			in = append(in, it)
+			h.Push(it)
+		}
+		for range r.IntN(20) {
+			it := in[r.IntN(len(in))]
+			if it.idx < 0 {
+				continue
+			}
+			if r.IntN(2) == 0 {
+				it.v = r.IntN(50)
+				h.Fix(it.idx)
+			} else {
+				require.Same(t, it, h.Remove(it.idx))
+			}
+		}
+		for _, it := range in {
+			if it.idx >= 0 {
+				require.Same(t, it, h.items[it.idx], "round %d", round)
+			}
+		}
+		var got []int
+		for h.Len() > 0 {
+			got = append(got, h.Pop().v)
+		}
+		require.True(t, slices.IsSorted(got), "round %d: %v", round, got)
+	}
 }

@@ -196,7 +196,7 @@ func (d *Scanner) StringInto(p *string, same ...string) bool {
 				return true
 			}
 		}
-		*p = string(raw)
+		*p = internString(raw)
 		return true
 	}
 	d.i = start
@@ -290,7 +290,7 @@ func (d *Scanner) value(depth int, build bool) (any, bool) {
 			var k string
 			var ok bool
 			if build {
-				k, ok = d.Text()
+				k, ok = d.key()
 			} else {
 				_, _, ok = d.Str()
 			}
@@ -334,7 +334,7 @@ func (d *Scanner) value(depth int, build bool) (any, bool) {
 			_, _, ok := d.Str()
 			return nil, ok
 		}
-		return d.Text()
+		return d.str()
 	case d.literal("true"):
 		return true, true
 	case d.literal("false"):
@@ -407,4 +407,28 @@ func (d *Scanner) run() bool {
 		d.i++
 	}
 	return d.i > start
+}
+
+// key reads an object's key for value: a short one without escapes is
+// shared (interned), as object keys repeat from value to value.
+func (d *Scanner) key() (string, bool) {
+	start := d.i
+	raw, esc, ok := d.Str()
+	if ok && !esc {
+		return internString(raw), true
+	}
+	d.i = start
+	return d.Text()
+}
+
+// str reads a string value for value, boxed: a short one without
+// escapes comes boxed from the intern table, with no allocation.
+func (d *Scanner) str() (any, bool) {
+	start := d.i
+	raw, esc, ok := d.Str()
+	if ok && !esc {
+		return internValue(raw), true
+	}
+	d.i = start
+	return d.Text()
 }

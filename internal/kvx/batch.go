@@ -117,23 +117,36 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 // sendBatch sends one try of CreateBatchAs under the batch id batch.
 func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte, hdrs []nats.Header) ([]uint64, error) {
 	nc := b.js.Conn()
+	// One message, header map and array of header values serve every
+	// message of the batch: nats.go encodes a message into the
+	// connection's buffer before its publish or request returns and keeps
+	// no reference to it (as outMsg relies on). The keys are canonical,
+	// as Header.Set would make them.
+	m := &nats.Msg{Header: make(nats.Header, 8)}
+	var vals [5]string
+	set := func(j int, k, v string) {
+		vals[j] = v
+		m.Header[k] = vals[j : j+1 : j+1]
+	}
 	for i, k := range keys {
-		var h nats.Header
+		clear(m.Header)
 		if hdrs != nil {
-			h = hdrs[i]
+			for hk, hv := range hdrs[i] {
+				m.Header[hk] = hv
+			}
 		}
-		m := &nats.Msg{Subject: b.Subject(k), Data: values[i], Header: withHeaders(h, 5)}
-		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
-		m.Header.Set("Nats-Batch-Id", batch)
-		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
-		m.Header.Set(jetstream.MsgIDHeader, BatchMsgID(id, i))
+		m.Subject, m.Data = b.Subject(k), values[i]
+		set(0, jetstream.ExpectedLastSubjSeqHeader, "0")
+		set(1, "Nats-Batch-Id", batch)
+		set(2, "Nats-Batch-Sequence", strconv.Itoa(i+1))
+		set(3, jetstream.MsgIDHeader, BatchMsgID(id, i))
 		if i < len(keys)-1 {
 			if err := nc.PublishMsg(m); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		m.Header.Set("Nats-Batch-Commit", "1")
+		set(4, "Nats-Batch-Commit", "1")
 		resp, err := nc.RequestMsgWithContext(ctx, m)
 		if err != nil {
 			return nil, err

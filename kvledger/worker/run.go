@@ -42,6 +42,13 @@ type run struct {
 	ev       Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
+
+	// The attempt's Task, the values of its handler's context and its
+	// outcome in flight live in the run (an attempt has one of each):
+	// three allocations per task fewer than making each on its own.
+	taskv Task
+	tctx  taskCtx
+	out   sentOutcome
 }
 
 // startLocked reserves a slot for k and starts its attempt.
@@ -236,9 +243,11 @@ func (r *run) attempt() {
 	if rec.LastEvent == kvledger.TakenOverEvent {
 		w.stats.takenOver.Add(1)
 	}
-	t := &Task{w: w, rec: rec}
+	r.taskv = Task{w: w, rec: rec}
+	t := &r.taskv
 	// Ended by end, after the outcome is recorded.
-	hctx, hcancel := context.WithCancelCause(context.WithValue(w.values, ctxKey{}, t))
+	r.tctx = taskCtx{Context: w.values, t: t}
+	hctx, hcancel := context.WithCancelCause(&r.tctx)
 
 	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
@@ -346,7 +355,8 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	octx, cancel := w.ledgerCtx()
 	sent := finishAsync(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
-	so := &sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
+	r.out = sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
+	so := &r.out
 	if w.collect(so) {
 		return true
 	}

@@ -133,6 +133,21 @@ func HandleJSON[T any](w *Worker, kind string, fn func(ctx context.Context, t *T
 
 type ctxKey struct{}
 
+// taskCtx is a handler's context below its cancellation: the worker's
+// values with the attempt's Task under ctxKey (what context.WithValue
+// makes), kept in the attempt's run rather than allocated per attempt.
+type taskCtx struct {
+	context.Context
+	t *Task
+}
+
+func (c *taskCtx) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return c.t
+	}
+	return c.Context.Value(key)
+}
+
 // TaskFrom returns the task a handler's ctx belongs to.
 func TaskFrom(ctx context.Context) (*Task, bool) {
 	t, ok := ctx.Value(ctxKey{}).(*Task)
