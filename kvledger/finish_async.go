@@ -35,9 +35,9 @@ func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 	if p.sent == nil {
 		return *p.rec, p.err
 	}
-	p.rec, p.err = p.wait(ctx)
-	p.sent = nil
-	return p.rec, p.err
+	rec, err := p.wait(ctx)
+	p.rec, p.err, p.sent = &rec, err, nil // a second call's answer
+	return rec, err
 }
 
 func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
