@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -89,7 +91,21 @@ func (g *Guard) handOver(wait context.Context, to *successor) (bool, error) {
 	g.mu.Unlock()
 	ctx, cancel := g.finalCtx(wait)
 	defer cancel()
-	_, err := g.m.b.Update(ctx, g.key, to.value, rev, serverTTL(to.ttl))
+	// The write carries an id (Nats-Msg-Id): when its outcome is unknown
+	// (a timeout across a leader change), the same write sent again under
+	// the same id settles it. The server answers a write it already
+	// stored as a duplicate, stores one it never got, and drops the
+	// first copy if that lands later; a read alone cannot tell a write
+	// still in flight from one that was lost, and the delete that
+	// followed such a read could find the key handed over after all and
+	// report the lease lost.
+	id := nuid.Next()
+	_, err := g.m.b.UpdateAs(ctx, g.key, to.value, rev, serverTTL(to.ttl), id, nil)
+	if err != nil && !kvx.IsConflict(err) {
+		rctx, rcancel := g.m.cleanupCtx()
+		_, err = g.m.b.UpdateAs(rctx, g.key, to.value, rev, serverTTL(to.ttl), id, nil)
+		rcancel()
+	}
 	if err != nil {
 		// A refusal, or an unknown outcome: the conditional delete that
 		// follows settles both (it reads the key back when it must).
