@@ -39,7 +39,8 @@ const (
 type Attempt struct {
 	// N is the attempt's number as the record counts it (TaskState.
 	// Attempts after the claim: 1 for the first); a Reopen starts the
-	// count again. 0 on a claim that counts no attempt (Ledger.Claim).
+	// count again. An attempt released without counting (a drain, a
+	// GiveBack) shares its number with the next. 0 on a claim that counts no attempt (Ledger.Claim).
 	N int `json:"n"`
 	// Max is the record's MaxAttempts (0: the worker's default).
 	Max   int        `json:"max,omitempty"`
@@ -79,6 +80,10 @@ func Attempts(history []TaskState) []Attempt {
 	var (
 		out  []Attempt
 		open = -1 // index in out of the attempt running, -1 when none
+		// claimErr is the LastError the running attempt's claim carried
+		// along (its predecessor's): a release that keeps it (Ledger.
+		// Release) ended the attempt with no error of its own.
+		claimErr string
 	)
 	for i, s := range history {
 		if s.Status == StatusClaimed {
@@ -93,12 +98,15 @@ func Attempts(history []TaskState) []Attempt {
 				a.Started, a.StartRev = s.UpdatedAt, s.Rev
 			}
 			out = append(out, a)
-			open = len(out) - 1
+			open, claimErr = len(out)-1, s.LastError
 			continue
 		}
 		outcome, errText := endOf(s)
 		switch {
 		case open >= 0:
+			if outcome == AttemptReleased && errText == claimErr {
+				errText = ""
+			}
 			end(&out[open], s, outcome, errText)
 			open = -1
 		case i == 0 && endedAnAttempt(s):

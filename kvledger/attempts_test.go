@@ -39,6 +39,17 @@ func TestAttemptsFromWrites(t *testing.T) {
 		{N: 3, Max: 4, Owner: "c", Fence: 4, Started: at(6), Ended: at(7), Outcome: kvledger.AttemptCompleted, StartRev: 6, EndRev: 7},
 	}, got)
 
+	// A release after a retry (Ledger.Release keeps the record's
+	// LastError) ends its attempt with no error of its own; a runtime
+	// release with its own error (GiveBack) keeps that.
+	released := kvledger.Attempts([]kvledger.TaskState{history[0], history[1], history[2], history[3], history[4],
+		w(6, pending, kvledger.ReleasedEvent, "", 3, 2, "first")})
+	require.Equal(t, kvledger.AttemptReleased, released[1].Outcome)
+	require.Empty(t, released[1].Error, "not its predecessor's error")
+	givenBack := kvledger.Attempts([]kvledger.TaskState{history[0], history[1], history[2], history[3], history[4],
+		w(6, pending, kvledger.ReleasedEvent, "", 3, 1, "given back: no disk")})
+	require.Equal(t, "given back: no disk", givenBack[1].Error)
+
 	// A cancel while claimed ends the attempt cancelled; a cancel of a
 	// pending record is no attempt.
 	cancelled := w(3, kvledger.StatusFailed, kvledger.CancelledEvent, "a", 2, 1, "stop")
