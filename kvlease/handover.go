@@ -91,19 +91,24 @@ func (g *Guard) handOver(wait context.Context, to *successor) (bool, error) {
 	g.mu.Unlock()
 	ctx, cancel := g.finalCtx(wait)
 	defer cancel()
-	// The write carries an id (Nats-Msg-Id): when its outcome is unknown
-	// (a timeout across a leader change), the same write sent again under
-	// the same id settles it. The server answers a write it already
-	// stored as a duplicate, stores one it never got, and drops the
-	// first copy if that lands later; a read alone cannot tell a write
-	// still in flight from one that was lost, and the delete that
-	// followed such a read could find the key handed over after all and
-	// report the lease lost.
+	// The write carries an id (Nats-Msg-Id): while its outcome is
+	// unknown (a timeout across a leader change, a copy still being
+	// replicated), the same write is sent again under the same id, paced
+	// and bounded by the cleanup context. A replicated stream answers a
+	// copy it already stored as a duplicate and drops a late first copy;
+	// a single server answers a stored one as a conflict, which the read
+	// below settles. A read alone cannot tell a write still in flight from
+	// one that was lost, and the delete that followed such a read could
+	// find the key handed over after all and report the lease lost.
 	id := nuid.Next()
 	_, err := g.m.b.UpdateAs(ctx, g.key, to.value, rev, serverTTL(to.ttl), id, nil)
-	if err != nil && !kvx.IsConflict(err) {
+	if kvx.OutcomeUnknown(err) {
 		rctx, rcancel := g.m.cleanupCtx()
-		_, err = g.m.b.UpdateAs(rctx, g.key, to.value, rev, serverTTL(to.ttl), id, nil)
+		l := settlePauses.Start(rctx)
+		l.Next() // the send above was the first try
+		for kvx.OutcomeUnknown(err) && l.Next() {
+			_, err = g.m.b.UpdateAs(rctx, g.key, to.value, rev, serverTTL(to.ttl), id, nil)
+		}
 		rcancel()
 	}
 	if err != nil {
