@@ -80,7 +80,12 @@ func (g *Guard) start(parent context.Context) bool {
 	if g.cause == nil {
 		g.m.sched.set(g, g.validUntil)
 		if parent.Done() != nil { // an uncancellable parent (With, Background) needs no hook
-			g.stopParent = context.AfterFunc(parent, func() { g.startRelease(ErrReleased) })
+			// The cause names the parent's too: this hook and the
+			// parent's cancelling of g.ctx race, and whichever lands
+			// first, the guard's context must say why it ended.
+			g.stopParent = context.AfterFunc(parent, func() {
+				g.startRelease(fmt.Errorf("%w: %w", ErrReleased, context.Cause(parent)))
+			})
 		}
 	}
 	return true

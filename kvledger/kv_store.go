@@ -338,9 +338,14 @@ func (s *KVStore) Dependents(ctx context.Context, need IdempotencyKey, fn func(I
 		return nil
 	}
 	prefix := rdepPrefix + kvx.EncodeToken(string(need)) + "."
-	// One need's index: one operation, bounded like every other (a
-	// stalled watch would otherwise hold a caller whose ctx cannot end).
-	octx, cancel := s.ops.Bound(ctx)
+	// A caller whose ctx cannot end gets one operation's bound (a stalled
+	// watch would otherwise hold it for good); a caller's own deadline is
+	// kept, as the scan's consumer may take longer than one operation to
+	// start on a loaded replicated stream.
+	octx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		octx, cancel = s.ops.Bound(ctx)
+	}
 	defer cancel()
 	var ferr error
 	err := s.b.ScanLatest(octx, prefix+"*", 0, func(e kvx.Entry) bool {
