@@ -13,7 +13,9 @@ const (
 	ClaimedEvent events.Name = "ledger.claimed"
 	// RenewedEvent: Renew extended the owner's lease.
 	RenewedEvent events.Name = "ledger.renewed"
-	// ReleasedEvent: Release returned the record to pending.
+	// ReleasedEvent: Release, or the runtime without counting the attempt
+	// (a drain, a handler's GiveBack: then with its LastError and a
+	// RunAt), returned the record to pending.
 	ReleasedEvent events.Name = "ledger.released"
 	// TakenOverEvent: Takeover took a stale claim from its owner.
 	TakenOverEvent events.Name = "ledger.taken_over"

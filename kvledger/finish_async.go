@@ -30,7 +30,8 @@ type PendingFinish struct {
 // Wait returns what finish would have returned for the outcome: the
 // record as stored, or ErrFenced, ErrNotClaimed, ErrNoKey for a claim
 // that is no longer the caller's, or another (transient) error. ctx
-// bounds it. A second call returns the first's answer.
+// bounds it. A second call returns the first's answer; calls must not
+// run concurrently.
 func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 	if p.sent == nil {
 		return *p.rec, p.err

@@ -51,7 +51,8 @@ func Permanent(err error) error { return worker.Permanent(err) }
 
 // GiveBack marks err as the worker's, not the task's (a local resource is
 // missing): the task is pending again after the first retry's pause, this
-// attempt not counted, err its last error. The attempt limit does not
+// attempt not counted, "given back: " and err its last error; a GiveBack
+// anywhere in the error (under Permanent, in errors.Join) wins. The attempt limit does not
 // bound a task given back again and again; stop the client if the cause
 // will not pass.
 func GiveBack(err error) error { return worker.GiveBack(err) }

@@ -80,7 +80,7 @@ CMD is checked before anything is claimed: natscoord work exits 127 if it
 cannot be found (a file on PATH that is not executable is not found, as
 the shell's lookup and Go's judge it), 126 if it cannot be run. If it
 cannot be started later (the binary was removed), the task is given back
-at once (ready again after --backoff), its attempt not counted and the
+at once (ready again within --backoff), its attempt not counted and the
 error kept as its last error, and the worker stops (other running
 commands still get --drain) and exits 127 or 126.
 

@@ -51,7 +51,8 @@ func (b *Bucket) UpdateAsyncAs(key string, value []byte, rev uint64, ttl time.Du
 	}
 	// The wait keeps its answer: once answered, ch goes back to the pool
 	// and may carry another write's answer, so a second call must not
-	// receive from it again (it returns the first call's result).
+	// receive from it again (it returns the first call's result). Calls
+	// are sequential: the wait is not safe for concurrent use.
 	var res struct { // one heap cell: the first call's answer
 		waited bool
 		seq    uint64

@@ -64,15 +64,17 @@ func (e *GiveBackError) Unwrap() error { return e.Err }
 
 // GiveBack wraps err so that the worker gives the task back instead of
 // counting a failed attempt: the record is pending again
-// (ledger.released), ready after the first retry's pause (Config.Backoff(1),
-// about BackoffBase), this attempt not counted, err kept as its last
-// error. It is for a cause that lies with the worker, not the task (its
-// command is missing, a local resource is gone). The attempt limit does
-// not bound a task given back again and again (the pause does: one
-// released write per pause, and the bucket keeps the last 64 writes of a
-// key), so a handler that gives back should also stop its worker when
-// the cause will not pass, as `natscoord work` does. GiveBack(nil) is nil; Permanent does not apply
-// to an error GiveBack wraps.
+// (ledger.released), ready after the first retry's pause (Config.Backoff(1):
+// by default between BackoffBase/2 and BackoffBase), this attempt not
+// counted, "given back: " and err its last error. A GiveBack anywhere in
+// a handler's error (under Permanent, inside errors.Join) makes the whole
+// error a give-back. It is for a cause that lies with the worker, not the
+// task (its command is missing, a local resource is gone). The attempt
+// limit does not bound a task given back again and again (the pause
+// does: one released write per pause, and the bucket keeps the last 64
+// writes of a key), so a handler that gives back should also stop its
+// worker when the cause will not pass, as `natscoord work` does.
+// GiveBack(nil) is nil.
 func GiveBack(err error) error {
 	if err == nil {
 		return nil

@@ -91,8 +91,8 @@ func (o slogObserver) OnStart(ctx context.Context, e Event) {
 
 func (o slogObserver) OnFinish(ctx context.Context, e Event) {
 	level := slog.LevelInfo
-	if e.Result != ResultCompleted && e.Result != ResultReleased {
-		level = slog.LevelWarn
+	if e.Result != ResultCompleted && e.Result != ResultReleased || isGiveBack(e.Err) {
+		level = slog.LevelWarn // a give-back is a fault of this worker's
 	}
 	attrs := []any{"key", string(e.Key), "kind", e.Kind, "attempt", e.Attempt, "fence", uint64(e.Fence),
 		"result", string(e.Result), "duration", e.Duration}
