@@ -132,16 +132,25 @@ func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
 
 // ledgerCtx is the context of a claim or an outcome's first send: on a
 // pipelining store (pipelined: the KVStore) whose own bound of one
-// operation is within Config.OpTimeout, the worker's values, with no
-// deadline of their own, since that store bounds each read and write it
-// makes (kvx.OpTimeout: a timer shared by every operation instead of one
-// per call), so the hot path arms no timer per task; on any other store
-// opCtx.
-func (w *Worker) ledgerCtx() (context.Context, context.CancelFunc) {
-	if s, ok := w.l.Store().(opBounded); ok && pipelined(w.l) && s.OpTimeout() <= w.cfg.OpTimeout {
+// operation is within Config.OpTimeout (storeBounds), the worker's
+// values, with no deadline of their own, since that store bounds each
+// read and write it makes (kvx.OpTimeout: a timer shared by every
+// operation instead of one per call), so the hot path arms no timer per
+// task. A call that walks (a claim reading needs or failing the task, a
+// failure blocking dependents) is many store operations, bounded as a
+// whole: opCtx, as on any other store.
+func (w *Worker) ledgerCtx(walks bool) (context.Context, context.CancelFunc) {
+	if w.storeBounds && !walks {
 		return w.values, noCancel
 	}
 	return w.opCtx()
+}
+
+// storeBoundsOps reports whether l's store bounds each of its operations
+// within opTimeout and sends outcomes without waiting (ledgerCtx).
+func storeBoundsOps(l *kvledger.Ledger, opTimeout time.Duration) bool {
+	s, ok := l.Store().(opBounded)
+	return ok && pipelined(l) && s.OpTimeout() <= opTimeout
 }
 
 // opBounded is a store that bounds each of its operations by OpTimeout
@@ -206,14 +215,9 @@ func (r *run) attempt() {
 		w.retryLater(r.key)
 		return
 	}
-	// A claim that may walk (a task with needs reads them; one whose
-	// attempts are used fails and blocks its dependents) gets opCtx: the
-	// walk is many store operations, bounded as a whole.
-	octx, cancel := w.ledgerCtx()
-	if len(seen.Needs) > 0 || attemptsUsed(seen, w.cfg.MaxAttempts) {
-		cancel()
-		octx, cancel = w.opCtx()
-	}
+	// A task with needs reads them; one whose attempts are used fails
+	// and blocks its dependents: both walk.
+	octx, cancel := w.ledgerCtx(len(seen.Needs) > 0 || attemptsUsed(seen, w.cfg.MaxAttempts))
 	rec, err := claimLeasedFrom(w.l, octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
@@ -352,7 +356,7 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	// send itself (the send takes no context), so the hot path arms no
 	// timer; on a store that cannot pipeline finishAsync is the whole
 	// finishClaim, bounded here by OpTimeout (then retried by settle's finish).
-	octx, cancel := w.ledgerCtx()
+	octx, cancel := w.ledgerCtx(false)
 	sent := finishAsync(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
 	r.out = sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
@@ -422,14 +426,8 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 		)
 		if l.Try() == 0 && sent != nil {
 			// The answer to a pipelined send: its wait and what follows
-			// a lost swap are the store's operations, each bounded by
-			// the store (ledgerCtx); a failure's walk through its
-			// dependents is many of them, bounded as a whole (opCtx).
-			octx, cancel = w.ledgerCtx()
-			if o.Status == kvledger.StatusFailed {
-				cancel()
-				octx, cancel = w.opCtx()
-			}
+			// a lost swap; a failure then walks its dependents.
+			octx, cancel = w.ledgerCtx(o.Status == kvledger.StatusFailed)
 			rec, err = sent.Wait(octx)
 		} else {
 			octx, cancel = w.opCtx()

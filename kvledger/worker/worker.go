@@ -59,17 +59,20 @@ type Worker struct {
 	closed     bool
 	fatal      error // a watch ended: reported by Close
 
-	wake      chan struct{} // buffered 1: the dispatcher has work to look at
-	ctx       context.Context
-	cancel    context.CancelFunc
-	values    context.Context // Start's ctx without its cancellation: handlers' values
-	wg        sync.WaitGroup  // dispatcher, schedule loop
-	runs      sync.WaitGroup  // attempts started and not ended
-	pool      sync.WaitGroup  // attempt goroutines, running or parked (pool.go)
-	parked    []chan *run     // guarded by mu: parked attempt goroutines
-	recWatch  *kvledger.RecordWatch
-	leaseStop func()
-	leaseDone chan struct{}
+	wake   chan struct{} // buffered 1: the dispatcher has work to look at
+	ctx    context.Context
+	cancel context.CancelFunc
+	values context.Context // Start's ctx without its cancellation: handlers' values
+	// storeBounds: the store bounds each of its operations within
+	// OpTimeout and pipelines outcomes (ledgerCtx), decided once in New.
+	storeBounds bool
+	wg          sync.WaitGroup // dispatcher, schedule loop
+	runs        sync.WaitGroup // attempts started and not ended
+	pool        sync.WaitGroup // attempt goroutines, running or parked (pool.go)
+	parked      []chan *run    // guarded by mu: parked attempt goroutines
+	recWatch    *kvledger.RecordWatch
+	leaseStop   func()
+	leaseDone   chan struct{}
 	// wlease is the worker's lease, which every claim of this worker
 	// names (worker_lease.go): nil until the first claim, and after it
 	// ended. wleaseWait is closed when an acquisition in flight ends.
@@ -108,15 +111,16 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	prefix := leasePrefix(named.Name())
 	w := &Worker{
 		l: l, watcher: rw, js: js, cfg: cfg, leases: cfg.Leases,
-		bucket:   named.Name(),
-		prefix:   prefix,
-		handlers: make(map[string]Handler),
-		ix:       newIndex(prefix),
-		running:  make(map[kvledger.IdempotencyKey]*run),
-		perKind:  make(map[string]int),
-		outcomes: make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		bucket:      named.Name(),
+		prefix:      prefix,
+		handlers:    make(map[string]Handler),
+		ix:          newIndex(prefix),
+		running:     make(map[kvledger.IdempotencyKey]*run),
+		storeBounds: storeBoundsOps(l, cfg.OpTimeout),
+		perKind:     make(map[string]int),
+		outcomes:    make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
 	}
 	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
@@ -249,13 +253,16 @@ func (w *Worker) Stats() Stats {
 // makes itself when its record or lease watch ends for good.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
-// Close drains the worker: it stops claiming, lets running handlers
-// finish for up to DrainTimeout, then cancels the rest (cause
+// Close drains the worker: it stops claiming and gives back at once the
+// tasks it claimed ahead (their attempts not counted), lets running
+// handlers finish for up to DrainTimeout, then cancels the rest (cause
 // ErrDraining) and releases their claims (pending again, the attempt not
-// counted) so other workers start them at once; then it deletes the
-// worker's lease (a claim it could not release is free for takeover at
-// once), stops the watches and, if it made it, the lease manager. ctx bounds the wait for
-// handlers that ignore their cancelled context. Close is idempotent.
+// counted) so other workers start them at once; it waits for the
+// outcomes already sent to be settled; then it deletes the worker's
+// lease (a claim it could not release is free for takeover at once),
+// stops the watches and, if it made it, the lease manager. ctx bounds
+// the wait for handlers that ignore their cancelled context. Close is
+// idempotent.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.mu.Lock()
