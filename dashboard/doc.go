@@ -1,7 +1,8 @@
 // Package dashboard is natscoord's live web dashboard: an http.Handler,
 // mountable under a path prefix, that shows one task ledger (counts per
 // phase, a paged task list, a task's attempts, timeline and dependency
-// graph, the workers holding claim leases and the schedules seen), the
+// graph with the claim lease's real expiry, the live workers and the
+// schedules, stored and seen), the
 // leases, locks, semaphores and election leaders of one or more kvlease
 // buckets with their holders, fences and TTL countdowns, and a live event
 // stream. It also serves Prometheus metrics on /metrics.
@@ -55,11 +56,12 @@
 //     dashboard's own actions on that key. Each write is one line, and an
 //     attempt's error shows only on the event that ended it. The task's
 //     attempts are read from the same events (kvledger.AttemptsOf).
-//   - Workers: the live leases under kvledger.LeasePrefix(ledger) +
-//     ClaimLeaseInfix in the lease buckets shown (natscoord ui shows the
-//     runtime's natscoord_task_claims by default), each with the claimed
-//     records whose Lease names it. Schedules: the records under the keys
-//     worker.PeriodKey makes, read by worker.ParsePeriodKey.
+//   - Workers: worker.LiveWorkersOf over the claim leases in the lease
+//     buckets shown (natscoord ui shows the runtime's
+//     natscoord_task_claims by default), each with the claimed records
+//     whose Lease names it. Schedules: the stored ones (sched.<name>, from
+//     the same record watch) and those seen only through the records
+//     under the keys worker.PeriodKey makes (worker.ParsePeriodKey).
 //
 // Pages are rendered on the server (html/template). The browser keeps a
 // single EventSource on /sse; the server pushes each ledger event, lease

@@ -196,8 +196,6 @@ func (v *taskView) countLocked(e *taskEntry, by int) {
 		if p := e.Phase(time.Time{}); p == e.Phase(maxTime) {
 			e.fixed = p
 		}
-	}
-	if by > 0 {
 		v.phases.Apply(kvledger.Change{Key: e.Key, Rev: e.Rev, Record: e.record()}, v.clk.Now())
 	}
 	switch {
