@@ -50,6 +50,16 @@ func (v *View) Feed(ctx context.Context, match func(key string) bool, limit int)
 	return &Feed{f: f, prefix: v.prefix}, nil
 }
 
+// FeedKeys is Feed of the named keys of the view alone: its catch-ups
+// look those keys up instead of scanning every key of the view.
+func (v *View) FeedKeys(ctx context.Context, keys []string, limit int) (*Feed, error) {
+	f, err := v.m.hub.FeedKeys(ctx, v.prefix, keys, limit)
+	if err != nil {
+		return nil, v.err("feed", err)
+	}
+	return &Feed{f: f, prefix: v.prefix}, nil
+}
+
 // Ready receives when Take has something to return.
 func (f *Feed) Ready() <-chan struct{} { return f.f.Ready() }
 

@@ -32,8 +32,7 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderEvent {
 	ch := make(chan LeaderEvent)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(e.l.ctx, cancel)
-	keys := map[string]bool{e.s.lease: true, e.value: true}
-	f, err := e.l.view.Feed(wctx, func(k string) bool { return keys[k] }, observeFeedLimit)
+	f, err := e.l.view.FeedKeys(wctx, []string{e.s.lease, e.value}, observeFeedLimit)
 	if err != nil {
 		e.l.log.Debug("kvlock: observe", "election", e.name, "err", err)
 	}

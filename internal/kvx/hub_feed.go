@@ -76,7 +76,8 @@ type FeedItem struct {
 }
 
 // ErrFeedEnded is returned by Take when the hub's watch ended by itself
-// (connection closed, consumer lost) or the hub was closed.
+// (connection closed, consumer lost); a closed hub's feeds return
+// ErrHubClosed.
 var ErrFeedEnded = fmt.Errorf("kvx: feed ended")
 
 // Feed starts an ordered subscription to the keys under prefix (one the
