@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+
+	"github.com/natscoord/natscoord/internal/hostcheck"
 )
 
 // ClusterOptions changes how StartClusterWith wires the nodes' routes to
@@ -65,10 +67,7 @@ func checkLoopbackAddr(a string) error {
 	if err != nil || p < 1 || p > 65535 {
 		return fmt.Errorf("port %q out of range", port)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+	if !hostcheck.Loopback(host) {
 		return fmt.Errorf("host %q is not a loopback address", host)
 	}
 	return nil
