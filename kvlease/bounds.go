@@ -17,9 +17,10 @@ import "time"
 //   - ForceRelease: at most 4T (up to four read-and-delete rounds while
 //     the key keeps changing; a failing round returns at once).
 //
-// kvlease itself retries nothing else (its loops, casOwned and
-// settleDeleteAt, run on the one retry primitive, internal/retry, within
-// these bounds); a layer above that retries (kvlock's RetryPolicy)
+// kvlease itself retries nothing else (its loops, casOwned,
+// settleDeleteAt and the hand-over's resend under its write id while its
+// outcome is unknown, run on the one retry primitive, internal/retry,
+// within these bounds: the resend within the shared cleanup bound, T); a layer above that retries (kvlock's RetryPolicy)
 // multiplies these bounds by its attempts and adds its backoffs, and
 // states its own ceiling.
 

@@ -2,7 +2,6 @@ package kvlease
 
 import (
 	"context"
-	"fmt"
 )
 
 // SyncLatest is SyncTo the bucket's last revision as the stream leader
@@ -14,7 +13,7 @@ func (v *View) SyncLatest(ctx context.Context) error {
 	rev, err := v.m.b.LastRevision(octx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("kvlease: view %q: %w", v.prefix, err)
+		return v.err("sync latest", err)
 	}
 	return v.SyncTo(ctx, rev)
 }

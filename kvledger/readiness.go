@@ -134,6 +134,8 @@ func Judge(rec TaskState, need func(IdempotencyKey) (Status, bool), lease LeaseS
 
 // Ready reports whether rec, a pending record that no live lease holds,
 // may start now: Judge's VerdictReady.
+//
+// Deprecated: call Judge, which also says why a task waits.
 func Ready(rec TaskState, now time.Time, need func(IdempotencyKey) (Status, bool)) bool {
 	return Judge(rec, need, LeaseStateUnknown, now).Kind == VerdictReady
 }

@@ -140,7 +140,8 @@ func (h *Hub) Running() bool {
 	return h.running && !h.closed
 }
 
-// ErrHubClosed is returned by Subscribe after Close.
+// ErrHubClosed is returned by Subscribe after Close, and by the Take of a
+// feed whose hub was closed.
 var ErrHubClosed = fmt.Errorf("kvx: hub closed")
 
 // Subscribe registers interest in keys and returns once the hub's watch is

@@ -14,7 +14,8 @@
 // no-responder resends (Bucket.send and CreateBatchAs), kvx.Idempotent,
 // the wait for a new bucket's stream leader (statusWithLeader), the
 // spurious-conflict pauses (kvx.SpuriousConflict: AcquireAs, kvlease's
-// owned writes), kvlease's release settling (settleDeleteAt), kvlock's
+// owned writes), kvlease's release settling (settleDeleteAt) and its
+// hand-over's resend of a write of unknown outcome (handOver), kvlock's
 // RetryPolicy, the task runtime's outcome write (worker's finish), and
 // watches started again after they failed (the dashboard's record feed,
 // natscoord ledger wait), the dashboard's looks at a lease bucket it waits

@@ -50,7 +50,7 @@ func (t *Task) Attempt() int { return t.rec.Attempts }
 
 // MaxAttempts returns the attempts the task is allowed (the record's, or
 // the worker's default).
-func (t *Task) MaxAttempts() int { return t.w.maxAttempts(t.rec) }
+func (t *Task) MaxAttempts() int { return kvledger.AttemptLimit(t.rec, t.w.cfg.MaxAttempts) }
 
 // Payload returns the task's payload as stored (see kvledger.TaskState).
 func (t *Task) Payload() any { return t.rec.Task }

@@ -379,10 +379,6 @@ func (w *Worker) poke() {
 
 func (w *Worker) now() time.Time { return w.cfg.Clock.Now() }
 
-func (w *Worker) maxAttempts(rec kvledger.TaskState) int {
-	return kvledger.AttemptLimit(rec, w.cfg.MaxAttempts)
-}
-
 // LeaseKey returns the per-record lease key of the record key in the
 // ledger bucket bucket, in the lease bucket. Workers claim under their
 // own lease (one per worker, named in each claimed record's Lease), but
