@@ -245,15 +245,15 @@ func (h *Handler) awaitLeaseBucket(v *leaseView) {
 // runLeaseFeed applies v's feed until Close; a feed that ended by itself
 // (its connection or consumer went away) is started again.
 func (h *Handler) runLeaseFeed(v *leaseView, f *kvlease.Feed) {
-	initial := true
+	st := leaseFeedState{initial: true}
 	defer func() {
-		if initial {
+		if st.initial {
 			close(v.ready)
 		}
 	}()
 	for {
 		err := f.Each(h.life.Done(), func(it kvlease.FeedItem) bool {
-			h.applyLeaseItem(v, it, &initial)
+			h.applyLeaseItem(v, it, &st)
 			return true
 		})
 		f.Close()
@@ -278,26 +278,49 @@ func (h *Handler) runLeaseFeed(v *leaseView, f *kvlease.Feed) {
 		if f == nil {
 			return // Close
 		}
+		if !st.initial {
+			// The new feed starts from the current values, with no
+			// marker for a lease that ended while no feed ran: the rows
+			// are rebuilt from it (restarted), not replayed as changes.
+			st.restarted = make(map[string]bool)
+		}
 	}
 }
 
+// leaseFeedState is where a lease view's feed stands: before its first
+// Synced (initial), or re-reading the current values after a restart
+// (restarted: the keys seen so far).
+type leaseFeedState struct {
+	initial   bool
+	restarted map[string]bool
+}
+
 // applyLeaseItem applies one item of a lease bucket's feed.
-func (h *Handler) applyLeaseItem(v *leaseView, it kvlease.FeedItem, initial *bool) {
+func (h *Handler) applyLeaseItem(v *leaseView, it kvlease.FeedItem, st *leaseFeedState) {
 	switch {
 	case it.Resync:
 		return // a catch-up: its changes follow as any others
 	case it.Synced:
-		if *initial {
-			*initial = false
-			close(v.ready)
-			// Pages open before a bucket appeared reload their lists.
+		if st.initial || st.restarted != nil {
+			if st.initial {
+				close(v.ready)
+			} else {
+				v.keepOnly(st.restarted)
+			}
+			st.initial, st.restarted = false, nil
+			// Pages reload their lists: open before a bucket appeared,
+			// or after a restart rebuilt them.
 			b, _ := json.Marshal(map[string]string{"bucket": v.bucket, "what": "watching"})
 			h.broker.publish(push{Type: "coord", Data: b})
 		}
 		return
 	}
-	ch, ok := v.apply(it.Entry, !*initial)
-	if !ok || *initial {
+	if st.restarted != nil {
+		st.restarted[it.Key] = true
+	}
+	quiet := st.initial || st.restarted != nil // current values, not changes
+	ch, ok := v.apply(it.Entry, !quiet)
+	if !ok || quiet {
 		return
 	}
 	switch ch.What {
@@ -355,6 +378,18 @@ func (v *leaseView) apply(e kvx.Entry, live bool) (leaseChange, bool) {
 	}
 	v.rows[e.Key] = r
 	return leaseChange{Time: e.Created, Bucket: v.bucket, Key: e.Key, Kind: r.Kind, What: what, Holder: r.Holder, Fence: r.Fence}, true
+}
+
+// keepOnly drops the rows whose keys are not in keys (a restarted feed's
+// current values: the others ended while no feed ran).
+func (v *leaseView) keepOnly(keys map[string]bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k := range v.rows {
+		if !keys[k] {
+			delete(v.rows, k)
+		}
+	}
 }
 
 // list returns the rows of kind (all kinds when empty), by key.
