@@ -16,6 +16,11 @@ type Consuming struct {
 	cc     jetstream.ConsumeContext
 	cancel context.CancelFunc
 	once   sync.Once
+	// nats.go closes cc.Closed once its subscription is closed, which
+	// can be while a handler still runs: Stop waits for handlers here.
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
 }
 
 // Consume starts consuming cons: handle is called for every message,
@@ -23,17 +28,29 @@ type Consuming struct {
 // nil) receives the consume errors nats.go reports.
 func Consume(cons jetstream.Consumer, handle func(context.Context, jetstream.Msg), onErr func(error), opts ...jetstream.PullConsumeOpt) (*Consuming, error) {
 	ctx, cancel := context.WithCancel(context.Background())
+	c := &Consuming{cancel: cancel}
 	opts = append(opts, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if onErr != nil {
 			onErr(err)
 		}
 	}))
-	cc, err := cons.Consume(func(m jetstream.Msg) { handle(ctx, m) }, opts...)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			return // not acknowledged: redelivered after its AckWait
+		}
+		c.running.Add(1)
+		c.mu.Unlock()
+		defer c.running.Done()
+		handle(ctx, m)
+	}, opts...)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &Consuming{cc: cc, cancel: cancel}, nil
+	c.cc = cc
+	return c, nil
 }
 
 // Stop stops the delivery of messages, cancels the handler's context
@@ -44,7 +61,11 @@ func (c *Consuming) Stop() {
 	c.once.Do(func() {
 		c.cc.Stop()
 		c.cancel()
+		c.mu.Lock()
+		c.stopped = true
+		c.mu.Unlock()
 		<-c.cc.Closed()
+		c.running.Wait() // a handler that started before Stop, its ack included
 	})
 }
 
