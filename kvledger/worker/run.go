@@ -137,10 +137,12 @@ func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
 // read and write it makes (kvx.OpTimeout: a timer shared by every
 // operation instead of one per call), so the hot path arms no timer per
 // task. A call that walks (a claim reading needs or failing the task, a
-// failure blocking dependents) is many store operations, bounded as a
-// whole: opCtx, as on any other store.
-func (w *Worker) ledgerCtx(walks bool) (context.Context, context.CancelFunc) {
-	if w.storeBounds && !walks {
+// failure blocking its dependents) is many store operations, each
+// bounded by the store (KVStore.Dependents too); the walk as a whole is
+// not cut, since a walk cut short leaves dependents pending that should
+// be blocked (TestPartitionsDAG found it). On any other store opCtx.
+func (w *Worker) ledgerCtx() (context.Context, context.CancelFunc) {
+	if w.storeBounds {
 		return w.values, noCancel
 	}
 	return w.opCtx()
@@ -215,9 +217,7 @@ func (r *run) attempt() {
 		w.retryLater(r.key)
 		return
 	}
-	// A task with needs reads them; one whose attempts are used fails
-	// and blocks its dependents: both walk.
-	octx, cancel := w.ledgerCtx(len(seen.Needs) > 0 || attemptsUsed(seen, w.cfg.MaxAttempts))
+	octx, cancel := w.ledgerCtx()
 	rec, err := claimLeasedFrom(w.l, octx, w.cfg.Actor, seen, w.cfg.Owner, g, w.cfg.MaxAttempts, w.now())
 	cancel()
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
@@ -356,7 +356,7 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	// send itself (the send takes no context), so the hot path arms no
 	// timer; on a store that cannot pipeline finishAsync is the whole
 	// finishClaim, bounded here by OpTimeout (then retried by settle's finish).
-	octx, cancel := w.ledgerCtx(false)
+	octx, cancel := w.ledgerCtx()
 	sent := finishAsync(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 	cancel()
 	r.out = sentOutcome{r: r, hctx: hctx, ev: ev, o: o, sent: sent}
@@ -425,9 +425,9 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 			cancel context.CancelFunc
 		)
 		if l.Try() == 0 && sent != nil {
-			// The answer to a pipelined send: its wait and what follows
-			// a lost swap; a failure then walks its dependents.
-			octx, cancel = w.ledgerCtx(o.Status == kvledger.StatusFailed)
+			// The answer to a pipelined send: its wait, what follows a
+			// lost swap and a failure's walk through its dependents.
+			octx, cancel = w.ledgerCtx()
 			rec, err = sent.Wait(octx)
 		} else {
 			octx, cancel = w.opCtx()
