@@ -76,8 +76,13 @@ func TestClusterR3CASPaths(t *testing.T) {
 		fl := newLocker(t, c.NewJS(t), fcfg)
 		go func() {
 			k, err := fl.Acquire(ctx, "fq")
-			if assertNoErr(t, err) && assertNoErr(t, k.Release(ctx)) {
-				order <- i // after the release: the next one acquires only then
+			if assertNoErr(t, err) {
+				// Sent while holding the lock: the next waiter acquires
+				// only after our release, so the sends are in acquisition
+				// order. A send after Release raced the next waiter's
+				// whole acquire and release on a loaded machine.
+				order <- i
+				assertNoErr(t, k.Release(ctx))
 			}
 		}()
 		natstest.Eventually(t, 10*time.Second, func() bool { return fl.Stats().Lease.Active == 1 }, "waiter %d queued", i)
