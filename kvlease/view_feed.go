@@ -72,9 +72,11 @@ func (f *Feed) Take() ([]FeedItem, error) {
 	return items, f.feedErr(err)
 }
 
-// Each hands every item to fn in order until stop is closed or fn
-// returns false (nil), or the feed ends (Take's errors): the one loop
-// of a feed's reader (kvx.Feed.Each).
+// Each hands every item to fn in order until the feed's Close or stop's
+// closing (nil; stop may be nil), fn returning false (nil), or the
+// feed's end (Take's errors): the one loop of a feed's reader
+// (kvx.Feed.Each). Close, from any goroutine, wakes a reader waiting
+// in Each and ends it.
 func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
 	return f.feedErr(f.f.Each(stop, fn))
 }
@@ -93,5 +95,5 @@ func (f *Feed) feedErr(err error) error {
 // ErrFeedEnded: a Feed's watch ended by itself; start another feed.
 var ErrFeedEnded = errors.New("kvlease: feed ended")
 
-// Close ends the feed. It is idempotent.
+// Close ends the feed, and a reader's Each (nil). It is idempotent.
 func (f *Feed) Close() { f.f.Close() }

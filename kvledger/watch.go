@@ -150,13 +150,12 @@ func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched fun
 	if err != nil {
 		return nil, fmt.Errorf("kvledger: watch: %w", err)
 	}
-	w := &RecordWatch{done: make(chan struct{})}
-	stopCh := make(chan struct{})
-	w.stop = func() { close(stopCh) }
+	// Stop is the feed's Close: it ends Each, which then returns nil.
+	w := &RecordWatch{stop: f.Close, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		defer f.Close()
-		err := f.Each(stopCh, func(it kvx.FeedItem) bool {
+		err := f.Each(nil, func(it kvx.FeedItem) bool {
 			switch {
 			case it.Resync:
 				fn(Change{Resync: true})

@@ -104,17 +104,18 @@ type BreakerObserver interface {
 type breaker struct {
 	p    BreakerPolicy
 	cfg  Config
-	clk  Clock // real time: the NATS Locker's (see Clock)
 	mu   sync.Mutex
 	st   BreakerState
 	fail int
-	at   time.Time // when it last opened
-	last error     // the failure that opened it
-	prob bool      // a probe is in flight (half-open)
+	// at is when it last opened, on real time: the breaker is the NATS
+	// Locker's, which always runs on real time (see Clock).
+	at   time.Time
+	last error // the failure that opened it
+	prob bool  // a probe is in flight (half-open)
 }
 
 func newBreaker(cfg Config) *breaker {
-	return &breaker{p: cfg.Breaker, cfg: cfg, clk: RealClock()}
+	return &breaker{p: cfg.Breaker, cfg: cfg}
 }
 
 // allow reports whether an operation may go out; probe is true for the
@@ -129,7 +130,7 @@ func (b *breaker) allow() (probe bool, err error) {
 		b.mu.Unlock()
 		return false, nil
 	case BreakerOpen:
-		if b.clk.Now().Sub(b.at) < b.p.CoolDown {
+		if time.Since(b.at) < b.p.CoolDown {
 			break
 		}
 		ev := b.moveLocked(BreakerHalfOpen, b.last)
@@ -144,7 +145,7 @@ func (b *breaker) allow() (probe bool, err error) {
 			return true, nil
 		}
 	}
-	last, wait := b.last, b.p.CoolDown-b.clk.Now().Sub(b.at)
+	last, wait := b.last, b.p.CoolDown-time.Since(b.at)
 	b.mu.Unlock()
 	if last != nil {
 		return false, fmt.Errorf("%w after %d transient failures (next probe in %v): %w", ErrCircuitOpen, b.p.Failures, max(wait, 0), last)
@@ -178,7 +179,7 @@ func (b *breaker) done(probe, failed, cut bool, err error) {
 	default:
 		b.fail++
 		if b.st == BreakerHalfOpen && probe || b.st == BreakerClosed && b.fail >= b.p.Failures {
-			b.at, b.last = b.clk.Now(), err
+			b.at, b.last = time.Now(), err
 			ev = b.moveLocked(BreakerOpen, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // A Feed is the hub's ordered subscription: every change of the keys it
@@ -62,6 +63,9 @@ type Feed struct {
 
 	wake chan struct{} // one token: something to Take
 	once sync.Once
+	// closed: Close was called. Each then returns nil, since its reader
+	// (or the reader's owner) asked for the end.
+	closed atomic.Bool
 }
 
 // FeedItem is one item of a Feed: a change (Entry), or a marker.
@@ -225,13 +229,17 @@ func (f *Feed) matches(key string) bool {
 	return strings.HasPrefix(key, f.prefix) && (f.match == nil || f.match(key))
 }
 
-// Ready receives when Take has something to return (items, or the end).
+// Ready receives when Take has something to return (items, or the end,
+// Close's included).
 func (f *Feed) Ready() <-chan struct{} { return f.wake }
 
 // Each is the one loop a reader of a feed runs: it hands every item to
-// fn in order until stop is closed (nil), fn returns false (nil), or the
-// feed ends (Take's error; nil when stop closed meanwhile, since the
-// reader asked for the end).
+// fn in order until the feed's Close or stop's closing (nil), fn
+// returning false (nil), or the feed's end (Take's error). Close, from
+// any goroutine, wakes a reader waiting for items and ends Each before
+// it hands fn another item, so an owner that ends its reader needs no
+// stop channel of its own: stop may be nil, and is for a reader whose
+// lifetime is a context's (ctx.Done()).
 //
 // Its two queues take turns: the hub fills one while fn reads the
 // other, so a feed that keeps up allocates no queue per change.
@@ -245,12 +253,15 @@ func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
 		}
 		items, err := f.take(spare)
 		for _, it := range items {
-			if !fn(it) {
+			if f.closed.Load() || !fn(it) {
 				return nil
 			}
 		}
 		spare = items
 		if err != nil {
+			if f.closed.Load() {
+				return nil // Close ended the feed: the end was asked for
+			}
 			select {
 			case <-stop:
 				return nil
@@ -263,7 +274,8 @@ func (f *Feed) Each(stop <-chan struct{}, fn func(FeedItem) bool) error {
 
 // Take returns the items queued since the last Take, in order; a lagged
 // feed returns its catch-up once the view is whole (until then, nothing).
-// After the watch ended it returns ErrFeedEnded, after Close ErrHubClosed.
+// After the watch ended it returns ErrFeedEnded, after the feed's Close or
+// the hub's ErrHubClosed.
 func (f *Feed) Take() ([]FeedItem, error) { return f.take(nil) }
 
 // take is Take; the feed queues what comes next in spare's storage (a
@@ -425,17 +437,21 @@ func (f *Feed) wakeLocked() {
 	}
 }
 
-// Close ends the feed. It is idempotent; a hub that stops when idle
+// Close ends the feed. It is idempotent and may be called from any
+// goroutine: a reader waiting in Each (or on Ready) is woken, Each
+// returns nil and Take returns ErrHubClosed. A hub that stops when idle
 // (StopWhenIdle) stops its watch when its last subscriber closes, and
 // Close then waits for the watch's goroutine.
 func (f *Feed) Close() {
 	f.once.Do(func() {
 		h := f.h
 		h.mu.Lock()
+		f.closed.Store(true)
 		delete(h.feeds, f)
 		if !f.ended {
-			f.ended, f.err = true, ErrHubClosed
+			f.ended, f.err, f.q = true, ErrHubClosed, nil
 		}
+		f.wakeLocked()
 		stop := h.idleStopLocked()
 		h.mu.Unlock()
 		if stop != nil {

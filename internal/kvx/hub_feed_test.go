@@ -175,6 +175,50 @@ func TestFeedEachInOrder(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
+// Close, from another goroutine, wakes a reader waiting in Each for the
+// next change: Each returns nil (its owner asked for the end), with no
+// stop channel of the reader's own, and Take then says the feed is
+// closed.
+func TestFeedCloseEndsEach(t *testing.T) {
+	n := natstest.WithServer(t)
+	b := openBucket(t, n.JS, 1)
+	ctx := natstest.Context(t, 10*time.Second)
+	_, err := b.Create(ctx, "c.1", []byte("v"), 0)
+	require.NoError(t, err)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.Feed(ctx, "", nil, 16)
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+
+	synced := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- f.Each(nil, func(it kvx.FeedItem) bool {
+			if it.Synced {
+				close(synced)
+			}
+			return true
+		})
+	}()
+	select {
+	case <-synced: // the reader now waits for a change that never comes
+	case <-ctx.Done():
+		t.Fatal("the feed never synced")
+	}
+	f.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "Close asked for the end")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Each still waits after Close")
+	}
+	_, err = f.Take()
+	require.ErrorIs(t, err, kvx.ErrHubClosed)
+	require.Zero(t, h.Feeds())
+}
+
 // A feed whose watch restarts (another feed widens the filter) catches
 // up by comparing the refilled view with what its reader holds: the
 // changed key, a delete for the key that went, nothing for the one that

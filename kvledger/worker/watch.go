@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -80,16 +79,13 @@ func (w *Worker) watchLeases(ctx context.Context, synced chan struct{}) error {
 		return fmt.Errorf("worker: watch leases: %w", err)
 	}
 	done := make(chan struct{})
-	stopCh := make(chan struct{})
-	var once sync.Once
-	stop := func() { once.Do(func() { close(stopCh) }) }
 	w.mu.Lock()
-	w.leaseStop, w.leaseDone = stop, done
+	w.leaseStop, w.leaseDone = f.Close, done // Close ends Each (nil)
 	w.mu.Unlock()
 	go func() {
 		defer close(done)
 		defer f.Close()
-		err := f.Each(stopCh, func(it kvlease.FeedItem) bool {
+		err := f.Each(nil, func(it kvlease.FeedItem) bool {
 			w.onLeaseItem(it, synced)
 			return true
 		})

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,14 +143,34 @@ func TestLinearizableKVLockSoak(t *testing.T) {
 // error of unknown outcome).
 type tryLock func(key string) (fence uint64, release func() error, ok bool, err error)
 
-// lockBackend sets up one client of a lock implementation on js.
+// lockBackend sets up one client of a lock implementation on js, in its
+// bucket.
 type lockBackend struct {
 	name   string
-	create func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error)
+	bucket string
+	create func(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (tryLock, func(), error)
 }
 
-var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
-	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: "lin_locks", Replicas: replicas, OpTimeout: 2 * time.Second})
+// heldLock is what a backend's acquisition returns: a kvlease.Guard or a
+// kvlock.Lock.
+type heldLock interface {
+	Release(ctx context.Context) error
+}
+
+// asTryLock is the one tryLock wrapper of the backends: acquire tries
+// once, fence reads the holder's fencing token.
+func asTryLock[H heldLock](acquire func(key string) (H, bool, error), fence func(H) uint64) tryLock {
+	return func(key string) (uint64, func() error, bool, error) {
+		held, ok, err := acquire(key)
+		if err != nil || !ok {
+			return 0, nil, ok, err
+		}
+		return fence(held), func() error { return held.Release(context.Background()) }, true, nil
+	}
+}
+
+var leaseBackend = lockBackend{name: "kvlease", bucket: "lin_locks", create: func(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (tryLock, func(), error) {
+	m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: bucket, Replicas: replicas, OpTimeout: 2 * time.Second})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,30 +180,28 @@ var leaseBackend = lockBackend{name: "kvlease", create: func(ctx context.Context
 		closeFn()
 		return nil, nil, err
 	}
-	return func(key string) (uint64, func() error, bool, error) {
+	return asTryLock(func(key string) (*kvlease.Guard, bool, error) {
 		// A long TTL: in this run leases end by release, not expiry (an
 		// orphan is the model's one exception).
-		g, ok, err := leases.TryAcquire(context.Background(), key, 30*time.Second)
-		if err != nil || !ok {
-			return 0, nil, ok, err
-		}
-		return g.Fence(), func() error { return g.Release(context.Background()) }, true, nil
-	}, closeFn, nil
+		return leases.TryAcquire(context.Background(), key, 30*time.Second)
+	}, (*kvlease.Guard).Fence), closeFn, nil
 }}
 
-var kvlockBackend = lockBackend{name: "kvlock", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
-	l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: "lin_kvlock", Replicas: replicas, TTL: 30 * time.Second, OpTimeout: 2 * time.Second})
-	if err != nil {
-		return nil, nil, err
-	}
-	return func(key string) (uint64, func() error, bool, error) {
-		k, ok, err := l.TryAcquire(context.Background(), key)
-		if err != nil || !ok {
-			return 0, nil, ok, err
+// kvlockBackendOf is kvlock's backend; acquire is one try of l's.
+func kvlockBackendOf(name string, fair bool, acquire func(l *kvlock.Locker, key string) (*kvlock.Lock, bool, error)) lockBackend {
+	return lockBackend{name: name, bucket: "lin_kvlock", create: func(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (tryLock, func(), error) {
+		l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: bucket, Replicas: replicas, TTL: 30 * time.Second, OpTimeout: 2 * time.Second, Fair: fair})
+		if err != nil {
+			return nil, nil, err
 		}
-		return k.Token(), func() error { return k.Release(context.Background()) }, true, nil
-	}, func() { _ = l.Close(context.Background()) }, nil
-}}
+		return asTryLock(func(key string) (*kvlock.Lock, bool, error) { return acquire(l, key) }, (*kvlock.Lock).Token),
+			func() { _ = l.Close(context.Background()) }, nil
+	}}
+}
+
+var kvlockBackend = kvlockBackendOf("kvlock", false, func(l *kvlock.Locker, key string) (*kvlock.Lock, bool, error) {
+	return l.TryAcquire(context.Background(), key)
+})
 
 // kvlockFairBackend: kvlock in fair mode. A try is an Acquire bounded by
 // 500 ms, so the four clients queue behind each other and most locks
@@ -193,21 +210,12 @@ var kvlockBackend = lockBackend{name: "kvlock", create: func(ctx context.Context
 // outcome: a waiter that gives up just as the lock is handed to it holds
 // it for an instant (its Locker passes it on), which the model allows as
 // an orphan.
-var kvlockFairBackend = lockBackend{name: "kvlock-fair", create: func(ctx context.Context, js jetstream.JetStream, replicas int) (tryLock, func(), error) {
-	l, err := kvlock.New(ctx, js, kvlock.Config{Bucket: "lin_kvlock", Replicas: replicas, TTL: 30 * time.Second, OpTimeout: 2 * time.Second, Fair: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	return func(key string) (uint64, func() error, bool, error) {
-		actx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		k, err := l.Acquire(actx, key)
-		if err != nil {
-			return 0, nil, false, err
-		}
-		return k.Token(), func() error { return k.Release(context.Background()) }, true, nil
-	}, func() { _ = l.Close(context.Background()) }, nil
-}}
+var kvlockFairBackend = kvlockBackendOf("kvlock-fair", true, func(l *kvlock.Locker, key string) (*kvlock.Lock, bool, error) {
+	actx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	k, err := l.Acquire(actx, key)
+	return k, err == nil, err
+})
 
 // TestLinearizableKVLockFair: kvlock's fair mode (hand-over on release)
 // under a leader step-down, checked against the lock model.
@@ -223,12 +231,8 @@ func TestLinearizableLeaseLockSoak(t *testing.T) {
 
 func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 	cc := newChaosCluster(t)
-	bucket := "lin_locks"
-	if strings.HasPrefix(b.name, "kvlock") {
-		bucket = "lin_kvlock"
-	}
 	retryCreate(t, func(ctx context.Context) error {
-		_, closeFn, err := b.create(ctx, cc.c.JS, 3)
+		_, closeFn, err := b.create(ctx, cc.c.JS, b.bucket, 3)
 		if err == nil {
 			closeFn()
 		}
@@ -254,7 +258,7 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 		)
 		retryCreate(t, func(cctx context.Context) error {
 			var err error
-			try, closeLock, err = b.create(cctx, js, 1)
+			try, closeLock, err = b.create(cctx, js, b.bucket, 1)
 			return err
 		})
 		t.Cleanup(closeLock)
@@ -264,7 +268,7 @@ func runLeaseLinearizability(t *testing.T, soak time.Duration, b lockBackend) {
 			lockLinClient(ctx, cc, h, c, try, opsPer, func(i int) string { return fmt.Sprintf("L%d", i/100) })
 		})
 	}
-	faults := injectLinFaults(ctx, cc, soak, streamOf(bucket))
+	faults := injectLinFaults(ctx, cc, soak, streamOf(b.bucket))
 	if soak > 0 {
 		stop() // soak clients run until the faults end
 	}

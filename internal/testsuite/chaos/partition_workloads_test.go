@@ -112,22 +112,15 @@ type linLockWL struct {
 
 func (w *linLockWL) name() string { return w.b.name }
 
-func (w *linLockWL) bucket() string {
-	if w.b.name == "kvlock" {
-		return "lin_kvlock"
-	}
-	return "lin_locks"
-}
-
 func (w *linLockWL) setup(t *testing.T, r *partRun) {
 	retryCreate(t, func(ctx context.Context) error {
-		_, closeFn, err := w.b.create(ctx, r.cc.c.JS, 3)
+		_, closeFn, err := w.b.create(ctx, r.cc.c.JS, w.b.bucket, 3)
 		if err == nil {
 			closeFn()
 		}
 		return err
 	})
-	r.addStreams(streamOf(w.bucket()))
+	r.addStreams(streamOf(w.b.bucket))
 	w.h = newHistory()
 	for c := range 3 {
 		js, closeFn, err := r.cc.connect(fmt.Sprintf("lin%s%d", w.b.name, c))
@@ -137,7 +130,7 @@ func (w *linLockWL) setup(t *testing.T, r *partRun) {
 		retryCreate(t, func(ctx context.Context) error {
 			var closeLock func()
 			var err error
-			if try, closeLock, err = w.b.create(ctx, js, 1); err == nil {
+			if try, closeLock, err = w.b.create(ctx, js, w.b.bucket, 1); err == nil {
 				t.Cleanup(closeLock)
 			}
 			return err
