@@ -89,21 +89,11 @@ func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, 
 // compare-and-swap attempt, a fresh load, the caller's own checks
 // (check) and take.
 func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time, ev events.Name, check func(TaskState) error) (FenceToken, error) {
-	if owner == "" {
-		return 0, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return 0, err
 	}
-	var (
-		g          *kvlease.Guard
-		held, kept bool // g is taken (or there is no LeaseTaker); g is the claim's
-	)
-	defer func() {
-		if !kept {
-			dropLease(g) // the claim failed: its lease goes with it
-		}
-	}()
+	h := l.hold(owner, lease)
+	defer h.end()
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -112,17 +102,13 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := check(cur); err != nil {
 			return 0, err
 		}
-		if !held {
-			// Once the checks pass; a lost swap reuses it.
-			if g, err = l.holdLease(ctx, owner, lease); err != nil {
-				return 0, err
-			}
-			held = true
+		leaseKey, err := h.key(ctx)
+		if err != nil {
+			return 0, err
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKeyOf(g), now, ev)
+		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
 		if err == nil && ok {
-			kept = true
-			l.guards.file(key, fence, g)
+			h.keep(key, fence)
 		}
 		if err != nil || ok {
 			return fence, err
@@ -181,14 +167,10 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return err
 	}
 	var (
-		g                      *kvlease.Guard // a new lease, when the claim's is not renewed in place
-		decided, inPlace, kept bool
+		h                *claimHold // a new lease, when the claim's is not renewed in place
+		decided, inPlace bool
 	)
-	defer func() {
-		if !kept {
-			dropLease(g)
-		}
-	}()
+	defer func() { h.end() }()
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
@@ -207,26 +189,24 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 				}
 			}
 			if !inPlace {
-				if g, err = l.holdLease(ctx, owner, lease); err != nil {
-					return err
-				}
+				h = l.hold(owner, lease)
 			}
 			decided = true
 		}
 		next := cur.clone()
 		next.LeaseUntil = now.Add(lease)
-		if !inPlace {
-			next.Lease = leaseKeyOf(g)
+		if h != nil {
+			if next.Lease, err = h.key(ctx); err != nil {
+				return err
+			}
 		}
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
 		if err := next.Validate(); err != nil {
 			return err
 		}
 		_, ok, err := l.write(ctx, cur, true, next)
-		if err == nil && ok && !inPlace {
-			kept = true
-			l.dropHeld(key, fence) // the lease the record named, once it names g
-			l.guards.file(key, fence, g)
+		if err == nil && ok && h != nil {
+			h.keep(key, fence) // and drops the lease the record named
 		}
 		if err != nil || ok {
 			return err
@@ -301,6 +281,15 @@ func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 // the year 2319) keeps a crashed owner's task from ever being taken
 // over. Work longer than a day renews.
 const MaxLease = kvlease.MaxTTL
+
+// checkClaimArgs is the check of a claim's arguments that touches no
+// store: ErrEmptyOwner, then ErrInvalidLease.
+func checkClaimArgs(owner OwnerID, lease time.Duration) error {
+	if owner == "" {
+		return ErrEmptyOwner
+	}
+	return checkLease(lease)
+}
 
 // checkLease refuses a lease outside (0, MaxLease] with ErrInvalidLease.
 func checkLease(lease time.Duration) error {

@@ -103,8 +103,8 @@ func WithLeases(r LeaseReader) Option {
 
 // holdLease takes a fresh lease for a claim of owner lasting ttl, when
 // the Ledger has a LeaseTaker, and returns its guard (nil without one).
-// The caller files it (claimGuards.file, which abandons it) once its
-// claim is written, or releases it (dropLease) when the claim fails.
+// claimHold is its one caller: it files the lease once the claim is
+// written, or releases it when the claim fails.
 func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (*kvlease.Guard, error) {
 	if l.taker == nil {
 		return nil, nil

@@ -161,3 +161,43 @@ func leaseReader(t *testing.T, js jetstream.JetStream, bucket string) *kvlease.M
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return m
 }
+
+// failingWrites is a store whose writes fail, for a claim or renewal that
+// fails after it took its lease.
+type failingWrites struct {
+	kvledger.Store
+	err error
+}
+
+func (s failingWrites) CompareAndSwap(context.Context, kvledger.IdempotencyKey, kvledger.TaskState, kvledger.TaskState) (bool, error) {
+	return false, s.err
+}
+
+// A Renew that takes a new lease (this Ledger did not take the claim's)
+// and then fails to write releases the new lease; a Claim that fails to
+// write releases its own. The claim's lease is left as it was.
+func TestFailedRenewLeavesNoNewLease(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "failed_renew_leases"
+	l := leaseLedger(t, n.JS, store, leases)
+	for _, k := range []kvledger.IdempotencyKey{"k", "free"} {
+		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	claimed, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+
+	broken := errors.New("the write failed")
+	other := leaseLedger(t, n.JS, failingWrites{Store: store, err: broken}, leases)
+	require.ErrorIs(t, other.Renew(ctx, "w", "k", "w", fence, time.Hour, time.Now()), broken)
+	_, err = other.Claim(ctx, "x", "free", "x", time.Hour, time.Now())
+	require.ErrorIs(t, err, broken)
+	_, err = other.ClaimIfReady(ctx, "x", "free", "x", time.Hour, time.Now())
+	require.ErrorIs(t, err, broken)
+	require.Equal(t, []string{claimed.Lease}, liveLeaseKeys(t, n.JS, leases), "only the claim's own lease lives")
+}

@@ -21,21 +21,11 @@ import (
 // a LeaseTaker the claim holds a lease, as Claim's does. Needs are read from the store (one read
 // each).
 func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (TaskState, error) {
-	if owner == "" {
-		return TaskState{}, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return TaskState{}, err
 	}
-	var (
-		g          *kvlease.Guard
-		held, kept bool
-	)
-	defer func() {
-		if !kept {
-			dropLease(g) // the claim failed: its lease goes with it
-		}
-	}()
+	h := l.hold(owner, lease)
+	defer h.end()
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -56,16 +46,13 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		if !held {
-			if g, err = l.holdLease(ctx, owner, lease); err != nil {
-				return TaskState{}, err
-			}
-			held = true
+		leaseKey, err := h.key(ctx)
+		if err != nil {
+			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev)
 		if err == nil && ok {
-			kept = true
-			l.guards.file(key, rec.Fence, g)
+			h.keep(key, rec.Fence)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -287,10 +274,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 // runtime (package worker) keeps a ready set from the bucket's watch
 // instead. It returns ErrNoReady when nothing could be claimed.
 func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, lease time.Duration, now time.Time, kinds ...string) (TaskState, error) {
-	if owner == "" {
-		return TaskState{}, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return TaskState{}, err
 	}
 	status := make(map[IdempotencyKey]Status)
