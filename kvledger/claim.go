@@ -119,7 +119,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 // take is the shared tail of Claim and Takeover: the needs-closure check
 // and the write. ok false means the compare-and-swap lost.
 func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, leaseKey string, now time.Time, ev events.Name) (FenceToken, bool, error) {
-	blocker, err := l.blockingAncestor(ctx, cur)
+	blocker, err := l.blockingAncestor(ctx, cur, nil)
 	if err != nil {
 		return 0, false, err
 	}

@@ -39,7 +39,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if live {
 			state = LeaseStateLive
 		}
-		ev, err := l.claimEvent(ctx, cur, state, now)
+		ev, needs, err := l.claimEvent(ctx, cur, state, now)
 		if errors.Is(err, ErrLeaseActive) {
 			err = fmt.Errorf("%w: %s", ErrLeaseActive, detail)
 		}
@@ -50,7 +50,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKey, now.Add(lease), now, ev)
+		rec, ok, err := l.takeRuntime(ctx, actor, cur, needs, owner, leaseKey, now.Add(lease), now, ev)
 		if err == nil && ok {
 			h.keep(key, rec.Fence)
 		}
@@ -147,7 +147,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		}
 		// The caller found the lease of the claim judged saw ended (the
 		// check above refuses any other claim).
-		ev, err := l.claimEvent(ctx, cur, LeaseStateEnded, now)
+		ev, needs, err := l.claimEvent(ctx, cur, LeaseStateEnded, now)
 		if err != nil && seen {
 			cur = TaskState{Key: key} // judged on what the caller saw: decide on the stored record
 			continue
@@ -162,7 +162,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		if attemptsUsed(cur, maxAttempts) {
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
-			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev)
+			rec, ok, err = l.takeRuntime(ctx, actor, cur, needs, owner, lease.Key(), now.Add(lease.TTL()), now, ev)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -178,21 +178,33 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 // holds ErrLeaseActive, a final one ErrNotClaimed. A pending record with
 // a failed or blocked need is claimed as far as Judge goes: takeRuntime
 // blocks it and returns ErrNotClaimed. Needs are read from the store
-// (one read each, up to the first that decides).
-func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, error) {
-	var rerr error
+// (one read each, up to the first that decides), and what was read comes
+// back for takeRuntime's closure check, which then reads none of them
+// again.
+func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, needReads, error) {
+	var (
+		rerr error
+		read needReads
+	)
 	need := func(n IdempotencyKey) (Status, bool) {
 		if rerr != nil {
 			return "", false
 		}
-		s, found, err := l.store.Load(ctx, n)
+		s, found, err := read.load(ctx, l.store, n)
 		rerr = err
 		return s.Status, found && err == nil
 	}
 	v := Judge(cur, need, lease, now)
 	if rerr != nil {
-		return "", rerr
+		return "", nil, rerr
 	}
+	ev, err := claimTransition(cur, v)
+	return ev, read, err
+}
+
+// claimTransition names the transition of claimEvent's verdict v on cur,
+// or the error that refuses it.
+func claimTransition(cur TaskState, v Verdict) (events.Name, error) {
 	switch v.Kind {
 	case VerdictReady, VerdictBlockedNeed:
 		return ClaimedEvent, nil
@@ -210,14 +222,15 @@ func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState
 
 // takeRuntime writes cur claimed by owner until leaseUntil, counting an
 // attempt; ok false means the compare-and-swap lost. Like Claim, it first
-// blocks cur when a key in its transitive needs failed or is blocked.
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
+// blocks cur when a key in its transitive needs failed or is blocked;
+// needs is what claimEvent read of them, which is not read again.
+func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, needs needReads, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
 	fence, err := cur.nextFence()
 	if err != nil {
 		return TaskState{}, false, err
 	}
 	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
-		blocker, err := l.blockingAncestor(ctx, cur)
+		blocker, err := l.blockingAncestor(ctx, cur, needs)
 		if err != nil {
 			return TaskState{}, false, err
 		}

@@ -164,8 +164,9 @@ func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, block
 // blockingAncestor returns the nearest key (breadth first over Needs) in
 // rec's transitive needs whose record is failed or blocked, or "". It
 // reads only ancestors: the cost is the size of the needs closure. A need
-// without a record blocks nothing.
-func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (IdempotencyKey, error) {
+// without a record blocks nothing. read holds what the caller read of
+// some of them already (nil: nothing); those are not read again.
+func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState, read needReads) (IdempotencyKey, error) {
 	visited := map[IdempotencyKey]bool{rec.Key: true}
 	queue := slices.Clone(rec.Needs)
 	for len(queue) > 0 {
@@ -175,7 +176,7 @@ func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (Idempoten
 			continue
 		}
 		visited[k] = true
-		s, found, err := l.store.Load(ctx, k)
+		s, found, err := read.load(ctx, l.store, k)
 		if err != nil {
 			return "", err
 		}
