@@ -93,7 +93,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return 0, err
 	}
 	h := l.hold(owner, lease)
-	defer h.end()
+	defer h.end(ctx)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -108,7 +108,7 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		}
 		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
 		if err == nil && ok {
-			h.keep(key, fence)
+			h.keep(ctx, key, fence)
 		}
 		if err != nil || ok {
 			return fence, err
@@ -170,11 +170,11 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		h                *claimHold // a new lease, when the claim's is not renewed in place
 		decided, inPlace bool
 	)
-	defer func() { h.end() }()
+	defer func() { h.end(ctx) }()
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
-			l.dropHeld(key, fence) // the claim is over
+			l.dropHeld(ctx, key, fence) // the claim is over
 		}
 		if err != nil {
 			return err
@@ -206,7 +206,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		}
 		_, ok, err := l.write(ctx, cur, true, next)
 		if err == nil && ok && h != nil {
-			h.keep(key, fence) // and drops the lease the record named
+			h.keep(ctx, key, fence) // and drops the lease the record named
 		}
 		if err != nil || ok {
 			return err
@@ -230,7 +230,7 @@ func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, o
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
 		_, ok, err := l.write(ctx, cur, true, next)
 		if err == nil && ok {
-			l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
+			l.dropHeld(ctx, key, fence) // the claim's lease, if this Ledger took it
 		}
 		if err != nil || ok {
 			return err

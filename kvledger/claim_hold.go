@@ -48,19 +48,19 @@ func (h *claimHold) key(ctx context.Context) (string, error) {
 // keep files the lease as that of the claim of key at fence, just
 // written, releasing the one this Ledger filed for that claim before (a
 // Renew's claim named it until this write).
-func (h *claimHold) keep(key IdempotencyKey, fence FenceToken) {
+func (h *claimHold) keep(ctx context.Context, key IdempotencyKey, fence FenceToken) {
 	h.kept = true
 	if h.g == nil {
 		return
 	}
-	h.l.dropHeld(key, fence)
+	h.l.dropHeld(ctx, key, fence)
 	h.l.guards.file(key, fence, h.g)
 }
 
 // end releases the lease unless keep filed it: the claim failed, and its
 // lease goes with it. A nil claimHold (none was needed) has nothing to end.
-func (h *claimHold) end() {
+func (h *claimHold) end(ctx context.Context) {
 	if h != nil && !h.kept {
-		dropLease(h.g)
+		h.l.dropLease(ctx, h.g)
 	}
 }

@@ -25,7 +25,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		return TaskState{}, err
 	}
 	h := l.hold(owner, lease)
-	defer h.end()
+	defer h.end(ctx)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -52,7 +52,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		}
 		rec, ok, err := l.takeRuntime(ctx, actor, cur, needs, owner, leaseKey, now.Add(lease), now, ev)
 		if err == nil && ok {
-			h.keep(key, rec.Fence)
+			h.keep(ctx, key, rec.Fence)
 		}
 		if err != nil || ok {
 			return rec, err

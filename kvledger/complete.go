@@ -47,7 +47,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 		if !ok {
 			continue
 		}
-		l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
+		l.dropHeld(ctx, key, fence) // the claim's lease, if this Ledger took it
 		if status == StatusFailed {
 			if err := l.blockDependents(ctx, actor, key, now); err != nil {
 				return fmt.Errorf("kvledger: %q failed, blocking its dependents: %w", string(key), err)
