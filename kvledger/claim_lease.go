@@ -37,11 +37,7 @@ func NewClaimLeaseKey(bucket string, owner OwnerID) string {
 // in bucket names (a key NewClaimLeaseKey made), and whether key is one.
 // The key's last token encodes the owner and a nuid, which has no dot.
 func ClaimLeaseOwner(bucket, key string) (OwnerID, bool) {
-	tok, ok := strings.CutPrefix(key, LeasePrefix(bucket)+ClaimLeaseInfix)
-	if !ok || tok == "" || strings.Contains(tok, ".") {
-		return "", false
-	}
-	s, err := kvx.DecodeToken(tok)
+	s, err := keyToken(key, LeasePrefix(bucket)+ClaimLeaseInfix, "claim lease")
 	if err != nil {
 		return "", false
 	}
