@@ -106,45 +106,52 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err != nil {
 			return 0, err
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKey, now, ev)
-		if err == nil && ok {
-			h.keep(ctx, key, fence)
+		rec, ok, err := l.take(ctx, actor, cur, nil, owner, leaseKey, now.Add(lease), now, ev, false)
+		if err != nil {
+			return 0, err
 		}
-		if err != nil || ok {
-			return fence, err
+		if ok {
+			h.keep(ctx, key, rec.Fence)
+			return rec.Fence, nil
 		}
 	}
 }
 
-// take is the shared tail of Claim and Takeover: the needs-closure check
-// and the write. ok false means the compare-and-swap lost.
-func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, leaseKey string, now time.Time, ev events.Name) (FenceToken, bool, error) {
-	blocker, err := l.blockingAncestor(ctx, cur, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	if blocker != "" {
-		if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
-			return 0, false, err
+// take is the write of every claim: Claim's and Takeover's, ClaimIfReady's
+// and the runtime's (claimLeased). It first blocks cur when a key in its
+// transitive needs is failed or blocked (ErrNotClaimed; needs is what
+// the caller read of them already, nil for nothing), then writes cur
+// claimed by owner with a new fence, naming leaseKey, until leaseUntil,
+// with Attempts counting this claim when attempt is set (the runtime's
+// claims and ClaimIfReady's; Claim and Takeover count none). ok false
+// means the compare-and-swap lost.
+func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, needs needReads, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name, attempt bool) (TaskState, bool, error) {
+	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
+		blocker, err := l.blockingAncestor(ctx, cur, needs)
+		if err != nil {
+			return TaskState{}, false, err
 		}
-		return 0, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		if blocker != "" {
+			if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+				return TaskState{}, false, err
+			}
+			return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		}
 	}
 	fence, err := cur.nextFence()
 	if err != nil {
-		return 0, false, err
+		return TaskState{}, false, err
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, leaseKey
-	next.LeaseUntil = now.Add(lease)
+	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey
+	if attempt {
+		next.Attempts = cur.Attempts + 1
+	}
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
-		return 0, false, err
+		return TaskState{}, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next)
-	if err != nil || !ok {
-		return 0, ok, err
-	}
-	return rec.Fence, true, nil
+	return l.write(ctx, cur, true, next)
 }
 
 // Renew moves the lease of the caller's claim to now+lease. With a

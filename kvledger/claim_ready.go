@@ -50,7 +50,7 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, needs, owner, leaseKey, now.Add(lease), now, ev)
+		rec, ok, err := l.take(ctx, actor, cur, needs, owner, leaseKey, now.Add(lease), now, ev, true)
 		if err == nil && ok {
 			h.keep(ctx, key, rec.Fence)
 		}
@@ -162,7 +162,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		if attemptsUsed(cur, maxAttempts) {
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
-			rec, ok, err = l.takeRuntime(ctx, actor, cur, needs, owner, lease.Key(), now.Add(lease.TTL()), now, ev)
+			rec, ok, err = l.take(ctx, actor, cur, needs, owner, lease.Key(), now.Add(lease.TTL()), now, ev, true)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -176,10 +176,10 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 // transition: a ready pending record is claimed, a claimed one taken
 // over; a record that may not start yet is ErrNotReady, one a live lease
 // holds ErrLeaseActive, a final one ErrNotClaimed. A pending record with
-// a failed or blocked need is claimed as far as Judge goes: takeRuntime
+// a failed or blocked need is claimed as far as Judge goes: take
 // blocks it and returns ErrNotClaimed. Needs are read from the store
 // (one read each, up to the first that decides), and what was read comes
-// back for takeRuntime's closure check, which then reads none of them
+// back for take's closure check, which then reads none of them
 // again.
 func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, needReads, error) {
 	var (
@@ -218,37 +218,6 @@ func claimTransition(cur TaskState, v Verdict) (events.Name, error) {
 		return "", fmt.Errorf("%w: %q is held by %q under a live lease", ErrLeaseActive, string(cur.Key), string(cur.Owner))
 	}
 	return "", fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(cur.Key), cur.Status)
-}
-
-// takeRuntime writes cur claimed by owner until leaseUntil, counting an
-// attempt; ok false means the compare-and-swap lost. Like Claim, it first
-// blocks cur when a key in its transitive needs failed or is blocked;
-// needs is what claimEvent read of them, which is not read again.
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, needs needReads, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
-	fence, err := cur.nextFence()
-	if err != nil {
-		return TaskState{}, false, err
-	}
-	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
-		blocker, err := l.blockingAncestor(ctx, cur, needs)
-		if err != nil {
-			return TaskState{}, false, err
-		}
-		if blocker != "" {
-			if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
-				return TaskState{}, false, err
-			}
-			return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
-		}
-	}
-	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey
-	next.Attempts = cur.Attempts + 1
-	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
-	if err := next.Validate(); err != nil {
-		return TaskState{}, false, err
-	}
-	return l.write(ctx, cur, true, next)
 }
 
 // exhaust writes cur, which used its last allowed attempt, failed instead

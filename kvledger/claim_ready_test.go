@@ -239,3 +239,29 @@ func TestClaimIfReadyReadsEachNeedOnce(t *testing.T) {
 	require.Equal(t, map[kvledger.IdempotencyKey]int{"c": 1, "a": 1, "b": 1, "root": 1}, store.reset(),
 		"c itself, each need once, and a's need for the closure check")
 }
+
+// Claim and ClaimIfReady write a claim the same way, except that only
+// ClaimIfReady's counts an attempt.
+func TestOnlyClaimIfReadyCountsAnAttempt(t *testing.T) {
+	ctx := context.Background()
+	l, err := kvledger.New(nil)
+	require.NoError(t, err)
+	now := time.Unix(1_800_000_000, 0)
+	ok, err := l.Submit(ctx, "test", kvledger.Submission{Key: "k", Now: now})
+	require.NoError(t, err)
+	require.True(t, ok)
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	s, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusClaimed, s.Status)
+	require.Equal(t, fence, s.Fence)
+	require.Equal(t, now.Add(time.Minute), s.LeaseUntil)
+	require.Zero(t, s.Attempts)
+	require.NoError(t, l.Release(ctx, "w", "k", "w", fence, now))
+	rec, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.Equal(t, fence+1, rec.Fence)
+	require.Equal(t, now.Add(time.Minute), rec.LeaseUntil)
+	require.Equal(t, 1, rec.Attempts)
+}
