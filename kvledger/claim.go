@@ -227,22 +227,13 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 // ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
 // while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
-	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
-		if err != nil {
-			return err
-		}
+	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
-		_, ok, err := l.write(ctx, cur, true, next)
-		if err == nil && ok {
-			l.dropHeld(ctx, key, fence) // the claim's lease, if this Ledger took it
-		}
-		if err != nil || ok {
-			return err
-		}
-	}
+		return next
+	}, "", nil)
+	return err
 }
 
 // load is Load with a missing key turned into ErrNoKey, for operations

@@ -201,3 +201,29 @@ func TestFailedRenewLeavesNoNewLease(t *testing.T) {
 	require.ErrorIs(t, err, broken)
 	require.Equal(t, []string{claimed.Lease}, liveLeaseKeys(t, n.JS, leases), "only the claim's own lease lives")
 }
+
+// Every call that ends a claim this Ledger took with a lease deletes the
+// lease (endClaim): Release and Complete, and also an outcome written
+// through the runtime's finish, whatever it is.
+func TestEveryClaimEndDeletesItsLease(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "end_leases"
+	l := leaseLedger(t, n.JS, store, leases)
+	ok, err := l.Admit(ctx, "test", "k", 1, nil, time.Now())
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, o := range []kvledger.Outcome{
+		{Status: kvledger.StatusPending, Error: "flaky"},
+		{Status: kvledger.StatusPending, Uncount: true},
+		{Status: kvledger.StatusCompleted},
+	} {
+		rec, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Hour, time.Now())
+		require.NoError(t, err)
+		require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
+		_, err = l.Finish(ctx, "w", "k", "w", rec.Fence, o, time.Now())
+		require.NoError(t, err)
+		require.Empty(t, liveLeaseKeys(t, n.JS, leases), "%+v: the claim's lease goes with it", o)
+	}
+}

@@ -29,32 +29,17 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 	if status != StatusCompleted && status != StatusFailed {
 		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(status))
 	}
-	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
-		if err != nil {
-			return err
-		}
+	var after func() error
+	if status == StatusFailed {
+		after = func() error { return l.blockDependents(ctx, actor, key, now) }
+	}
+	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, outcomeEvent(status)
-		if err := next.Validate(); err != nil {
-			return err
-		}
-		_, ok, err := l.write(ctx, cur, true, next)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		l.dropHeld(ctx, key, fence) // the claim's lease, if this Ledger took it
-		if status == StatusFailed {
-			if err := l.blockDependents(ctx, actor, key, now); err != nil {
-				return fmt.Errorf("kvledger: %q failed, blocking its dependents: %w", string(key), err)
-			}
-		}
-		return nil
-	}
+		return next
+	}, finishLabel, after)
+	return err
 }
 
 // blockDependents blocks, breadth first, every pending or claimed record
