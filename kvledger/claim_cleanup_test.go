@@ -63,9 +63,7 @@ func TestClaimLeaseCleanupOutlivesTheCallersCtx(t *testing.T) {
 	})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	l := newLedger(t, store, kvledger.WithLeases(m))
-	ok, err := l.Admit(base, "test", "k", 1, nil, time.Now())
-	require.NoError(t, err)
-	require.True(t, ok)
+	admitAll(t, base, l, "k")
 
 	end := map[string]func(ctx context.Context, fence kvledger.FenceToken) error{
 		"Release": func(ctx context.Context, fence kvledger.FenceToken) error {

@@ -39,19 +39,35 @@ func leaseLedger(t *testing.T, js jetstream.JetStream, store kvledger.Store, buc
 	return newLedger(t, store, kvledger.WithLeases(m))
 }
 
+// leaseFixture is a server, a KVStore on it, and a Ledger whose claims
+// hold leases in the bucket leases, with keys admitted.
+func leaseFixture(t *testing.T, leases string, keys ...kvledger.IdempotencyKey) (*natstest.Node, context.Context, *kvledger.KVStore, *kvledger.Ledger) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	l := leaseLedger(t, n.JS, store, leases)
+	admitAll(t, ctx, l, keys...)
+	return n, ctx, store, l
+}
+
+// admitAll admits each of keys, with no needs.
+func admitAll(t *testing.T, ctx context.Context, l *kvledger.Ledger, keys ...kvledger.IdempotencyKey) {
+	t.Helper()
+	for _, k := range keys {
+		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok, string(k))
+	}
+}
+
 // With WithLeases, a claim renewed N times holds one lease key, renewed in
 // place: not one per renewal, each living out its TTL and each sent to
 // every worker's lease watch. A renewal for another duration replaces the
 // key and releases the old one.
 func TestRenewKeepsOneLeaseKey(t *testing.T) {
-	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 60*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	const leases = "renew_leases"
-	l := leaseLedger(t, n.JS, store, leases)
-	ok, err := l.Admit(ctx, "test", "k", 1, nil, time.Now())
-	require.NoError(t, err)
-	require.True(t, ok)
+	n, ctx, _, l := leaseFixture(t, leases, "k")
 	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
 	require.NoError(t, err)
 	claimed, _, err := l.State(ctx, "k")
@@ -177,16 +193,8 @@ func (s failingWrites) CompareAndSwap(context.Context, kvledger.IdempotencyKey, 
 // and then fails to write releases the new lease; a Claim that fails to
 // write releases its own. The claim's lease is left as it was.
 func TestFailedRenewLeavesNoNewLease(t *testing.T) {
-	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 60*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	const leases = "failed_renew_leases"
-	l := leaseLedger(t, n.JS, store, leases)
-	for _, k := range []kvledger.IdempotencyKey{"k", "free"} {
-		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
-		require.NoError(t, err)
-		require.True(t, ok)
-	}
+	n, ctx, store, l := leaseFixture(t, leases, "k", "free")
 	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
 	require.NoError(t, err)
 	claimed, _, err := l.State(ctx, "k")
@@ -206,14 +214,8 @@ func TestFailedRenewLeavesNoNewLease(t *testing.T) {
 // lease (endClaim): Release and Complete, and also an outcome written
 // through the runtime's finish, whatever it is.
 func TestEveryClaimEndDeletesItsLease(t *testing.T) {
-	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 60*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	const leases = "end_leases"
-	l := leaseLedger(t, n.JS, store, leases)
-	ok, err := l.Admit(ctx, "test", "k", 1, nil, time.Now())
-	require.NoError(t, err)
-	require.True(t, ok)
+	n, ctx, _, l := leaseFixture(t, leases, "k")
 	for _, o := range []kvledger.Outcome{
 		{Status: kvledger.StatusPending, Error: "flaky"},
 		{Status: kvledger.StatusPending, Uncount: true},
