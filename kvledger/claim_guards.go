@@ -20,9 +20,10 @@ import (
 // with one compare-and-set of the same key and a fresh server TTL, and
 // abandons it again. Before, Renew took a new key each time and left the
 // old one to live out its TTL, as a key every worker's lease watch is
-// sent (a claim renewed every minute on a 1h lease kept about 60). Release
-// and Complete delete the lease of the claim they end the same way, and a
-// claim that fails after taking its lease releases it.
+// sent (a claim renewed every minute on a 1h lease kept about 60). Every
+// call that ends a claim (endClaim: Release, Complete, an outcome) deletes
+// its lease the same way, and a claim that fails after taking its lease
+// releases it (claimHold).
 type claimGuards struct {
 	mu sync.Mutex
 	m  map[guardKey]heldLease
