@@ -89,21 +89,11 @@ func (l *Ledger) Takeover(ctx context.Context, actor Actor, key IdempotencyKey, 
 // compare-and-swap attempt, a fresh load, the caller's own checks
 // (check) and take.
 func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time, ev events.Name, check func(TaskState) error) (FenceToken, error) {
-	if owner == "" {
-		return 0, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return 0, err
 	}
-	var (
-		g          *kvlease.Guard
-		held, kept bool // g is taken (or there is no LeaseTaker); g is the claim's
-	)
-	defer func() {
-		if !kept {
-			dropLease(g) // the claim failed: its lease goes with it
-		}
-	}()
+	h := l.hold(owner, lease)
+	defer h.end(ctx)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -112,53 +102,56 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err := check(cur); err != nil {
 			return 0, err
 		}
-		if !held {
-			// Once the checks pass; a lost swap reuses it.
-			if g, err = l.holdLease(ctx, owner, lease); err != nil {
-				return 0, err
-			}
-			held = true
+		leaseKey, err := h.key(ctx)
+		if err != nil {
+			return 0, err
 		}
-		fence, ok, err := l.take(ctx, actor, cur, owner, lease, leaseKeyOf(g), now, ev)
-		if err == nil && ok {
-			kept = true
-			l.guards.file(key, fence, g)
+		rec, ok, err := l.take(ctx, actor, cur, nil, owner, leaseKey, now.Add(lease), now, ev, false)
+		if err != nil {
+			return 0, err
 		}
-		if err != nil || ok {
-			return fence, err
+		if ok {
+			h.keep(ctx, key, rec.Fence)
+			return rec.Fence, nil
 		}
 	}
 }
 
-// take is the shared tail of Claim and Takeover: the needs-closure check
-// and the write. ok false means the compare-and-swap lost.
-func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, lease time.Duration, leaseKey string, now time.Time, ev events.Name) (FenceToken, bool, error) {
-	blocker, err := l.blockingAncestor(ctx, cur)
-	if err != nil {
-		return 0, false, err
-	}
-	if blocker != "" {
-		if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
-			return 0, false, err
+// take is the write of every claim: Claim's and Takeover's, ClaimIfReady's
+// and the runtime's (claimLeased). It first blocks cur when a key in its
+// transitive needs is failed or blocked (ErrNotClaimed; needs is what
+// the caller read of them already, nil for nothing), then writes cur
+// claimed by owner with a new fence, naming leaseKey, until leaseUntil,
+// with Attempts counting this claim when attempt is set (the runtime's
+// claims and ClaimIfReady's; Claim and Takeover count none). ok false
+// means the compare-and-swap lost.
+func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, needs needReads, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name, attempt bool) (TaskState, bool, error) {
+	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
+		blocker, err := l.blockingAncestor(ctx, cur, needs)
+		if err != nil {
+			return TaskState{}, false, err
 		}
-		return 0, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		if blocker != "" {
+			if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
+				return TaskState{}, false, err
+			}
+			return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
+		}
 	}
 	fence, err := cur.nextFence()
 	if err != nil {
-		return 0, false, err
+		return TaskState{}, false, err
 	}
 	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.Lease = StatusClaimed, owner, fence, leaseKey
-	next.LeaseUntil = now.Add(lease)
+	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey
+	if attempt {
+		next.Attempts = cur.Attempts + 1
+	}
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
 	if err := next.Validate(); err != nil {
-		return 0, false, err
+		return TaskState{}, false, err
 	}
-	rec, ok, err := l.write(ctx, cur, true, next)
-	if err != nil || !ok {
-		return 0, ok, err
-	}
-	return rec.Fence, true, nil
+	return l.write(ctx, cur, true, next)
 }
 
 // Renew moves the lease of the caller's claim to now+lease. With a
@@ -181,18 +174,14 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return err
 	}
 	var (
-		g                      *kvlease.Guard // a new lease, when the claim's is not renewed in place
-		decided, inPlace, kept bool
+		h                *claimHold // a new lease, when the claim's is not renewed in place
+		decided, inPlace bool
 	)
-	defer func() {
-		if !kept {
-			dropLease(g)
-		}
-	}()
+	defer func() { h.end(ctx) }()
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
-			l.dropHeld(key, fence) // the claim is over
+			l.dropHeld(ctx, key, fence) // the claim is over
 		}
 		if err != nil {
 			return err
@@ -207,26 +196,24 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 				}
 			}
 			if !inPlace {
-				if g, err = l.holdLease(ctx, owner, lease); err != nil {
-					return err
-				}
+				h = l.hold(owner, lease)
 			}
 			decided = true
 		}
 		next := cur.clone()
 		next.LeaseUntil = now.Add(lease)
-		if !inPlace {
-			next.Lease = leaseKeyOf(g)
+		if h != nil {
+			if next.Lease, err = h.key(ctx); err != nil {
+				return err
+			}
 		}
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RenewedEvent
 		if err := next.Validate(); err != nil {
 			return err
 		}
 		_, ok, err := l.write(ctx, cur, true, next)
-		if err == nil && ok && !inPlace {
-			kept = true
-			l.dropHeld(key, fence) // the lease the record named, once it names g
-			l.guards.file(key, fence, g)
+		if err == nil && ok && h != nil {
+			h.keep(ctx, key, fence) // and drops the lease the record named
 		}
 		if err != nil || ok {
 			return err
@@ -240,22 +227,13 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 // ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
 // while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
-	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
-		if err != nil {
-			return err
-		}
+	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.Owner, next.LeaseUntil, next.Lease = StatusPending, "", time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReleasedEvent
-		_, ok, err := l.write(ctx, cur, true, next)
-		if err == nil && ok {
-			l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
-		}
-		if err != nil || ok {
-			return err
-		}
-	}
+		return next
+	}, "", nil)
+	return err
 }
 
 // load is Load with a missing key turned into ErrNoKey, for operations
@@ -301,6 +279,15 @@ func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
 // the year 2319) keeps a crashed owner's task from ever being taken
 // over. Work longer than a day renews.
 const MaxLease = kvlease.MaxTTL
+
+// checkClaimArgs is the check of a claim's arguments that touches no
+// store: ErrEmptyOwner, then ErrInvalidLease.
+func checkClaimArgs(owner OwnerID, lease time.Duration) error {
+	if owner == "" {
+		return ErrEmptyOwner
+	}
+	return checkLease(lease)
+}
 
 // checkLease refuses a lease outside (0, MaxLease] with ErrInvalidLease.
 func checkLease(lease time.Duration) error {

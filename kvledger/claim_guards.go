@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
 
@@ -19,9 +20,10 @@ import (
 // with one compare-and-set of the same key and a fresh server TTL, and
 // abandons it again. Before, Renew took a new key each time and left the
 // old one to live out its TTL, as a key every worker's lease watch is
-// sent (a claim renewed every minute on a 1h lease kept about 60). Release
-// and Complete delete the lease of the claim they end the same way, and a
-// claim that fails after taking its lease releases it.
+// sent (a claim renewed every minute on a 1h lease kept about 60). Every
+// call that ends a claim (endClaim: Release, Complete, an outcome) deletes
+// its lease the same way, and a claim that fails after taking its lease
+// releases it (claimHold).
 type claimGuards struct {
 	mu sync.Mutex
 	m  map[guardKey]heldLease
@@ -143,35 +145,49 @@ func (l *Ledger) renewInPlace(ctx context.Context, key IdempotencyKey, fence Fen
 // dropHeld deletes the lease of the claim of key at fence, if this Ledger
 // took it: the claim ended (released, completed, replaced by a new lease,
 // or found fenced).
-func (l *Ledger) dropHeld(key IdempotencyKey, fence FenceToken) {
-	l.releaseHeld(l.guards.take(key, fence))
+func (l *Ledger) dropHeld(ctx context.Context, key IdempotencyKey, fence FenceToken) {
+	l.releaseHeld(ctx, l.guards.take(key, fence))
 }
 
 // releaseHeld deletes the lease of old, an abandoned guard, best effort:
 // a lease it cannot take back lives out its TTL.
-func (l *Ledger) releaseHeld(old *kvlease.Guard) {
+func (l *Ledger) releaseHeld(ctx context.Context, old *kvlease.Guard) {
 	if old == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
+	actx, cancel := l.cleanupCtx(ctx)
 	defer cancel()
-	dropLease(l.adopt(ctx, old))
+	l.dropLease(ctx, l.adopt(actx, old))
 }
-
-// dropTimeout bounds the release of a claim's lease that no claim names.
-const dropTimeout = 5 * time.Second
 
 // dropLease releases g, a live guard of a claim's lease that no claim
 // names (any more), so it does not live out its TTL as a key every lease
 // watch is sent. A release that fails leaves the lease to the server's
 // expiry.
-func dropLease(g *kvlease.Guard) {
+func (l *Ledger) dropLease(ctx context.Context, g *kvlease.Guard) {
 	if g == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
+	rctx, cancel := l.cleanupCtx(ctx)
 	defer cancel()
-	if err := g.Release(ctx); err != nil {
+	if err := g.Release(rctx); err != nil {
 		_ = g.Abandon() // stop it; the server expires it
 	}
 }
+
+// cleanupCtx is the context of one operation of a lease cleanup, which a
+// call runs after its write or on its way out, also when the caller's ctx
+// has ended (the write it cleans up after stands): ctx's values without
+// its cancellation, bounded by the store's bound on one operation
+// (KVStore.OpTimeout; kvx.DefaultOpTimeout for a store without one), the
+// bound under which the KVStore settles its own writes (landedWrite).
+func (l *Ledger) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := kvx.DefaultOpTimeout
+	if s, ok := l.store.(opBounded); ok && s.OpTimeout() > 0 {
+		d = s.OpTimeout()
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
+// opBounded is a store that bounds each of its operations (the KVStore).
+type opBounded interface{ OpTimeout() time.Duration }

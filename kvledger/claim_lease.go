@@ -37,11 +37,7 @@ func NewClaimLeaseKey(bucket string, owner OwnerID) string {
 // in bucket names (a key NewClaimLeaseKey made), and whether key is one.
 // The key's last token encodes the owner and a nuid, which has no dot.
 func ClaimLeaseOwner(bucket, key string) (OwnerID, bool) {
-	tok, ok := strings.CutPrefix(key, LeasePrefix(bucket)+ClaimLeaseInfix)
-	if !ok || tok == "" || strings.Contains(tok, ".") {
-		return "", false
-	}
-	s, err := kvx.DecodeToken(tok)
+	s, err := keyToken(key, LeasePrefix(bucket)+ClaimLeaseInfix, "claim lease")
 	if err != nil {
 		return "", false
 	}
@@ -103,8 +99,8 @@ func WithLeases(r LeaseReader) Option {
 
 // holdLease takes a fresh lease for a claim of owner lasting ttl, when
 // the Ledger has a LeaseTaker, and returns its guard (nil without one).
-// The caller files it (claimGuards.file, which abandons it) once its
-// claim is written, or releases it (dropLease) when the claim fails.
+// claimHold is its one caller: it files the lease once the claim is
+// written, or releases it when the claim fails.
 func (l *Ledger) holdLease(ctx context.Context, owner OwnerID, ttl time.Duration) (*kvlease.Guard, error) {
 	if l.taker == nil {
 		return nil, nil

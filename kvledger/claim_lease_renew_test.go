@@ -39,19 +39,35 @@ func leaseLedger(t *testing.T, js jetstream.JetStream, store kvledger.Store, buc
 	return newLedger(t, store, kvledger.WithLeases(m))
 }
 
+// leaseFixture is a server, a KVStore on it, and a Ledger whose claims
+// hold leases in the bucket leases, with keys admitted.
+func leaseFixture(t *testing.T, leases string, keys ...kvledger.IdempotencyKey) (*natstest.Node, context.Context, *kvledger.KVStore, *kvledger.Ledger) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	l := leaseLedger(t, n.JS, store, leases)
+	admitAll(t, ctx, l, keys...)
+	return n, ctx, store, l
+}
+
+// admitAll admits each of keys, with no needs.
+func admitAll(t *testing.T, ctx context.Context, l *kvledger.Ledger, keys ...kvledger.IdempotencyKey) {
+	t.Helper()
+	for _, k := range keys {
+		ok, err := l.Admit(ctx, "test", k, 1, nil, time.Now())
+		require.NoError(t, err)
+		require.True(t, ok, string(k))
+	}
+}
+
 // With WithLeases, a claim renewed N times holds one lease key, renewed in
 // place: not one per renewal, each living out its TTL and each sent to
 // every worker's lease watch. A renewal for another duration replaces the
 // key and releases the old one.
 func TestRenewKeepsOneLeaseKey(t *testing.T) {
-	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 60*time.Second)
-	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
 	const leases = "renew_leases"
-	l := leaseLedger(t, n.JS, store, leases)
-	ok, err := l.Admit(ctx, "test", "k", 1, nil, time.Now())
-	require.NoError(t, err)
-	require.True(t, ok)
+	n, ctx, _, l := leaseFixture(t, leases, "k")
 	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
 	require.NoError(t, err)
 	claimed, _, err := l.State(ctx, "k")
@@ -160,4 +176,56 @@ func leaseReader(t *testing.T, js jetstream.JetStream, bucket string) *kvlease.M
 	})
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
 	return m
+}
+
+// failingWrites is a store whose writes fail, for a claim or renewal that
+// fails after it took its lease.
+type failingWrites struct {
+	kvledger.Store
+	err error
+}
+
+func (s failingWrites) CompareAndSwap(context.Context, kvledger.IdempotencyKey, kvledger.TaskState, kvledger.TaskState) (bool, error) {
+	return false, s.err
+}
+
+// A Renew that takes a new lease (this Ledger did not take the claim's)
+// and then fails to write releases the new lease; a Claim that fails to
+// write releases its own. The claim's lease is left as it was.
+func TestFailedRenewLeavesNoNewLease(t *testing.T) {
+	const leases = "failed_renew_leases"
+	n, ctx, store, l := leaseFixture(t, leases, "k", "free")
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	claimed, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+
+	broken := errors.New("the write failed")
+	other := leaseLedger(t, n.JS, failingWrites{Store: store, err: broken}, leases)
+	require.ErrorIs(t, other.Renew(ctx, "w", "k", "w", fence, time.Hour, time.Now()), broken)
+	_, err = other.Claim(ctx, "x", "free", "x", time.Hour, time.Now())
+	require.ErrorIs(t, err, broken)
+	_, err = other.ClaimIfReady(ctx, "x", "free", "x", time.Hour, time.Now())
+	require.ErrorIs(t, err, broken)
+	require.Equal(t, []string{claimed.Lease}, liveLeaseKeys(t, n.JS, leases), "only the claim's own lease lives")
+}
+
+// Every call that ends a claim this Ledger took with a lease deletes the
+// lease (endClaim): Release and Complete, and also an outcome written
+// through the runtime's finish, whatever it is.
+func TestEveryClaimEndDeletesItsLease(t *testing.T) {
+	const leases = "end_leases"
+	n, ctx, _, l := leaseFixture(t, leases, "k")
+	for _, o := range []kvledger.Outcome{
+		{Status: kvledger.StatusPending, Error: "flaky"},
+		{Status: kvledger.StatusPending, Uncount: true},
+		{Status: kvledger.StatusCompleted},
+	} {
+		rec, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Hour, time.Now())
+		require.NoError(t, err)
+		require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
+		_, err = l.Finish(ctx, "w", "k", "w", rec.Fence, o, time.Now())
+		require.NoError(t, err)
+		require.Empty(t, liveLeaseKeys(t, n.JS, leases), "%+v: the claim's lease goes with it", o)
+	}
 }

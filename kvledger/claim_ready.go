@@ -21,21 +21,11 @@ import (
 // a LeaseTaker the claim holds a lease, as Claim's does. Needs are read from the store (one read
 // each).
 func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, lease time.Duration, now time.Time) (TaskState, error) {
-	if owner == "" {
-		return TaskState{}, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return TaskState{}, err
 	}
-	var (
-		g          *kvlease.Guard
-		held, kept bool
-	)
-	defer func() {
-		if !kept {
-			dropLease(g) // the claim failed: its lease goes with it
-		}
-	}()
+	h := l.hold(owner, lease)
+	defer h.end(ctx)
 	for {
 		cur, err := l.load(ctx, key)
 		if err != nil {
@@ -49,23 +39,20 @@ func (l *Ledger) ClaimIfReady(ctx context.Context, actor Actor, key IdempotencyK
 		if live {
 			state = LeaseStateLive
 		}
-		ev, err := l.claimEvent(ctx, cur, state, now)
+		ev, needs, err := l.claimEvent(ctx, cur, state, now)
 		if errors.Is(err, ErrLeaseActive) {
 			err = fmt.Errorf("%w: %s", ErrLeaseActive, detail)
 		}
 		if err != nil {
 			return TaskState{}, err
 		}
-		if !held {
-			if g, err = l.holdLease(ctx, owner, lease); err != nil {
-				return TaskState{}, err
-			}
-			held = true
+		leaseKey, err := h.key(ctx)
+		if err != nil {
+			return TaskState{}, err
 		}
-		rec, ok, err := l.takeRuntime(ctx, actor, cur, owner, leaseKeyOf(g), now.Add(lease), now, ev)
+		rec, ok, err := l.take(ctx, actor, cur, needs, owner, leaseKey, now.Add(lease), now, ev, true)
 		if err == nil && ok {
-			kept = true
-			l.guards.file(key, rec.Fence, g)
+			h.keep(ctx, key, rec.Fence)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -160,7 +147,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		}
 		// The caller found the lease of the claim judged saw ended (the
 		// check above refuses any other claim).
-		ev, err := l.claimEvent(ctx, cur, LeaseStateEnded, now)
+		ev, needs, err := l.claimEvent(ctx, cur, LeaseStateEnded, now)
 		if err != nil && seen {
 			cur = TaskState{Key: key} // judged on what the caller saw: decide on the stored record
 			continue
@@ -175,7 +162,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 		if attemptsUsed(cur, maxAttempts) {
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
-			rec, ok, err = l.takeRuntime(ctx, actor, cur, owner, lease.Key(), now.Add(lease.TTL()), now, ev)
+			rec, ok, err = l.take(ctx, actor, cur, needs, owner, lease.Key(), now.Add(lease.TTL()), now, ev, true)
 		}
 		if err != nil || ok {
 			return rec, err
@@ -189,23 +176,35 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 // transition: a ready pending record is claimed, a claimed one taken
 // over; a record that may not start yet is ErrNotReady, one a live lease
 // holds ErrLeaseActive, a final one ErrNotClaimed. A pending record with
-// a failed or blocked need is claimed as far as Judge goes: takeRuntime
+// a failed or blocked need is claimed as far as Judge goes: take
 // blocks it and returns ErrNotClaimed. Needs are read from the store
-// (one read each, up to the first that decides).
-func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, error) {
-	var rerr error
+// (one read each, up to the first that decides), and what was read comes
+// back for take's closure check, which then reads none of them
+// again.
+func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState, now time.Time) (events.Name, needReads, error) {
+	var (
+		rerr error
+		read needReads
+	)
 	need := func(n IdempotencyKey) (Status, bool) {
 		if rerr != nil {
 			return "", false
 		}
-		s, found, err := l.store.Load(ctx, n)
+		s, found, err := read.load(ctx, l.store, n)
 		rerr = err
 		return s.Status, found && err == nil
 	}
 	v := Judge(cur, need, lease, now)
 	if rerr != nil {
-		return "", rerr
+		return "", nil, rerr
 	}
+	ev, err := claimTransition(cur, v)
+	return ev, read, err
+}
+
+// claimTransition names the transition of claimEvent's verdict v on cur,
+// or the error that refuses it.
+func claimTransition(cur TaskState, v Verdict) (events.Name, error) {
 	switch v.Kind {
 	case VerdictReady, VerdictBlockedNeed:
 		return ClaimedEvent, nil
@@ -219,36 +218,6 @@ func (l *Ledger) claimEvent(ctx context.Context, cur TaskState, lease LeaseState
 		return "", fmt.Errorf("%w: %q is held by %q under a live lease", ErrLeaseActive, string(cur.Key), string(cur.Owner))
 	}
 	return "", fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(cur.Key), cur.Status)
-}
-
-// takeRuntime writes cur claimed by owner until leaseUntil, counting an
-// attempt; ok false means the compare-and-swap lost. Like Claim, it first
-// blocks cur when a key in its transitive needs failed or is blocked.
-func (l *Ledger) takeRuntime(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name) (TaskState, bool, error) {
-	fence, err := cur.nextFence()
-	if err != nil {
-		return TaskState{}, false, err
-	}
-	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
-		blocker, err := l.blockingAncestor(ctx, cur)
-		if err != nil {
-			return TaskState{}, false, err
-		}
-		if blocker != "" {
-			if err := l.blockOne(ctx, actor, cur, blocker, now); err != nil {
-				return TaskState{}, false, err
-			}
-			return TaskState{}, false, fmt.Errorf("%w: %q needs %q, which is failed or blocked", ErrNotClaimed, string(cur.Key), string(blocker))
-		}
-	}
-	next := cur.clone()
-	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusClaimed, owner, fence, leaseUntil, leaseKey
-	next.Attempts = cur.Attempts + 1
-	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ev
-	if err := next.Validate(); err != nil {
-		return TaskState{}, false, err
-	}
-	return l.write(ctx, cur, true, next)
 }
 
 // exhaust writes cur, which used its last allowed attempt, failed instead
@@ -287,10 +256,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 // runtime (package worker) keeps a ready set from the bucket's watch
 // instead. It returns ErrNoReady when nothing could be claimed.
 func (l *Ledger) ClaimNext(ctx context.Context, actor Actor, owner OwnerID, lease time.Duration, now time.Time, kinds ...string) (TaskState, error) {
-	if owner == "" {
-		return TaskState{}, ErrEmptyOwner
-	}
-	if err := checkLease(lease); err != nil {
+	if err := checkClaimArgs(owner, lease); err != nil {
 		return TaskState{}, err
 	}
 	status := make(map[IdempotencyKey]Status)

@@ -3,6 +3,7 @@ package kvledger_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +182,86 @@ func TestClaimNextByPriority(t *testing.T) {
 		got = append(got, rec.Key)
 	}
 	require.Equal(t, []kvledger.IdempotencyKey{"high", "high-later", "mid", "old", "low"}, got)
+}
+
+// countingLoads is a store that counts its reads, by key.
+type countingLoads struct {
+	kvledger.Store
+	mu    sync.Mutex
+	loads map[kvledger.IdempotencyKey]int
+}
+
+func (s *countingLoads) Load(ctx context.Context, key kvledger.IdempotencyKey) (kvledger.TaskState, bool, error) {
+	s.mu.Lock()
+	s.loads[key]++
+	s.mu.Unlock()
+	return s.Store.Load(ctx, key)
+}
+
+func (s *countingLoads) reset() map[kvledger.IdempotencyKey]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.loads
+	s.loads = map[kvledger.IdempotencyKey]int{}
+	return n
+}
+
+// A claim of a task with needs reads each need once: Judge's readiness
+// check and the closure check (which blocks a task whose ancestor failed)
+// share the reads, and only the closure check reads further ancestors.
+func TestClaimIfReadyReadsEachNeedOnce(t *testing.T) {
+	ctx := context.Background()
+	store := &countingLoads{Store: kvledger.NewMemStore(), loads: map[kvledger.IdempotencyKey]int{}}
+	l, err := kvledger.New(store)
+	require.NoError(t, err)
+	now := time.Unix(1_800_000_000, 0)
+	for _, sub := range []kvledger.Submission{
+		{Key: "root"},
+		{Key: "a", Needs: []kvledger.IdempotencyKey{"root"}},
+		{Key: "b"},
+		{Key: "c", Needs: []kvledger.IdempotencyKey{"a", "b"}},
+	} {
+		sub.Now = now
+		ok, err := l.Submit(ctx, "test", sub)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	for _, k := range []kvledger.IdempotencyKey{"root", "a", "b"} {
+		rec, err := l.ClaimIfReady(ctx, "w", k, "w", time.Minute, now)
+		require.NoError(t, err)
+		_, err = l.Finish(ctx, "w", k, "w", rec.Fence, kvledger.Outcome{Status: kvledger.StatusCompleted}, now)
+		require.NoError(t, err)
+	}
+	store.reset()
+	rec, err := l.ClaimIfReady(ctx, "w", "c", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusClaimed, rec.Status)
+	require.Equal(t, map[kvledger.IdempotencyKey]int{"c": 1, "a": 1, "b": 1, "root": 1}, store.reset(),
+		"c itself, each need once, and a's need for the closure check")
+}
+
+// Claim and ClaimIfReady write a claim the same way, except that only
+// ClaimIfReady's counts an attempt.
+func TestOnlyClaimIfReadyCountsAnAttempt(t *testing.T) {
+	ctx := context.Background()
+	l, err := kvledger.New(nil)
+	require.NoError(t, err)
+	now := time.Unix(1_800_000_000, 0)
+	ok, err := l.Submit(ctx, "test", kvledger.Submission{Key: "k", Now: now})
+	require.NoError(t, err)
+	require.True(t, ok)
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	s, _, err := l.State(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusClaimed, s.Status)
+	require.Equal(t, fence, s.Fence)
+	require.Equal(t, now.Add(time.Minute), s.LeaseUntil)
+	require.Zero(t, s.Attempts)
+	require.NoError(t, l.Release(ctx, "w", "k", "w", fence, now))
+	rec, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Minute, now)
+	require.NoError(t, err)
+	require.Equal(t, fence+1, rec.Fence)
+	require.Equal(t, now.Add(time.Minute), rec.LeaseUntil)
+	require.Equal(t, 1, rec.Attempts)
 }

@@ -29,32 +29,17 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 	if status != StatusCompleted && status != StatusFailed {
 		return fmt.Errorf("%w: %q", ErrUnknownStatus, string(status))
 	}
-	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
-		if err != nil {
-			return err
-		}
+	var after func() error
+	if status == StatusFailed {
+		after = func() error { return l.blockDependents(ctx, actor, key, now) }
+	}
+	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, outcomeEvent(status)
-		if err := next.Validate(); err != nil {
-			return err
-		}
-		_, ok, err := l.write(ctx, cur, true, next)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue
-		}
-		l.dropHeld(key, fence) // the claim's lease, if this Ledger took it
-		if status == StatusFailed {
-			if err := l.blockDependents(ctx, actor, key, now); err != nil {
-				return fmt.Errorf("kvledger: %q failed, blocking its dependents: %w", string(key), err)
-			}
-		}
-		return nil
-	}
+		return next
+	}, finishLabel, after)
+	return err
 }
 
 // blockDependents blocks, breadth first, every pending or claimed record
@@ -164,8 +149,9 @@ func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, block
 // blockingAncestor returns the nearest key (breadth first over Needs) in
 // rec's transitive needs whose record is failed or blocked, or "". It
 // reads only ancestors: the cost is the size of the needs closure. A need
-// without a record blocks nothing.
-func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (IdempotencyKey, error) {
+// without a record blocks nothing. read holds what the caller read of
+// some of them already (nil: nothing); those are not read again.
+func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState, read needReads) (IdempotencyKey, error) {
 	visited := map[IdempotencyKey]bool{rec.Key: true}
 	queue := slices.Clone(rec.Needs)
 	for len(queue) > 0 {
@@ -175,7 +161,7 @@ func (l *Ledger) blockingAncestor(ctx context.Context, rec TaskState) (Idempoten
 			continue
 		}
 		visited[k] = true
-		s, found, err := l.store.Load(ctx, k)
+		s, found, err := read.load(ctx, l.store, k)
 		if err != nil {
 			return "", err
 		}

@@ -41,16 +41,9 @@ func (l *Ledger) finish(ctx context.Context, actor Actor, key IdempotencyKey, ow
 	if err := checkOutcome(key, o); err != nil {
 		return TaskState{}, err
 	}
-	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
-		if err != nil {
-			return TaskState{}, err
-		}
-		next := finishNext(cur, actor, o, now)
-		if rec, ok, err := l.commit(ctx, cur, next, finishLabel, l.finishAfter(ctx, actor, key, o, now)); err != nil || ok {
-			return rec, err
-		}
-	}
+	return l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
+		return finishNext(cur, actor, o, now)
+	}, finishLabel, l.finishAfter(ctx, actor, key, o, now))
 }
 
 // finishLabel names the dependency walk of a failed outcome in its error.

@@ -34,15 +34,23 @@ func rdepKey(need, dep IdempotencyKey) string {
 
 // keyOfTask reverses taskKey.
 func keyOfTask(bucketKey string) (IdempotencyKey, error) {
-	tok, ok := strings.CutPrefix(bucketKey, taskPrefix)
+	k, err := keyToken(bucketKey, taskPrefix, "task")
+	return IdempotencyKey(k), err
+}
+
+// keyToken reverses a key of the bucket made of prefix and one escaped
+// token (taskKey, scheduleKey, NewClaimLeaseKey): the token, unescaped.
+// A key that is not one is ErrCorruptRecord, naming what key it is not.
+func keyToken(bucketKey, prefix, what string) (string, error) {
+	tok, ok := strings.CutPrefix(bucketKey, prefix)
 	if !ok || tok == "" || strings.Contains(tok, ".") {
-		return "", fmt.Errorf("%w: %q is not a task key", ErrCorruptRecord, bucketKey)
+		return "", fmt.Errorf("%w: %q is not a %s key", ErrCorruptRecord, bucketKey, what)
 	}
-	k, err := kvx.DecodeToken(tok)
+	s, err := kvx.DecodeToken(tok)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 	}
-	return IdempotencyKey(k), nil
+	return s, nil
 }
 
 // The record's JSON format is defined once, by the json tags of TaskState

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -150,5 +151,40 @@ func TestEncodeRecordCycle(t *testing.T) {
 	_, err = encodeRecord(TaskState{Key: "k", Status: StatusPending, Task: math.NaN()}, true)
 	if !errors.As(err, &enc) {
 		t.Fatalf("NaN: got %v, want an encodeError", err)
+	}
+}
+
+// The keys made of a prefix and one escaped token (task, schedule, a
+// claimant's lease) are reversed by one rule, keyToken: the token comes
+// back unescaped, and any other key is refused as ErrCorruptRecord naming
+// what key it is not.
+func TestKeyTokensReverseTheirKeys(t *testing.T) {
+	for _, name := range []string{"a", "a.b", "x=y", "é"} {
+		k, err := keyOfTask(taskKey(IdempotencyKey(name)))
+		if err != nil || string(k) != name {
+			t.Fatalf("task %q: %q, %v", name, k, err)
+		}
+		s, err := nameOfSchedule(scheduleKey(name))
+		if err != nil || s != name {
+			t.Fatalf("schedule %q: %q, %v", name, s, err)
+		}
+		o, ok := ClaimLeaseOwner("b.1", NewClaimLeaseKey("b.1", OwnerID(name)))
+		if !ok || string(o) != name {
+			t.Fatalf("claim lease of %q: %q, %v", name, o, ok)
+		}
+	}
+	for _, bad := range []string{"", "task.", "task.a.b", "sched.a", "task.a=ZZ", "rdep.a.b"} {
+		_, err := keyOfTask(bad)
+		if !errors.Is(err, ErrCorruptRecord) || (bad != "task.a=ZZ" && !strings.Contains(err.Error(), "not a task key")) {
+			t.Fatalf("keyOfTask(%q): %v", bad, err)
+		}
+	}
+	if _, err := nameOfSchedule("task.a"); !errors.Is(err, ErrCorruptRecord) || !strings.Contains(err.Error(), "not a schedule key") {
+		t.Fatalf("nameOfSchedule: %v", err)
+	}
+	for _, bad := range []string{LeasePrefix("b") + "x", LeasePrefix("b") + ClaimLeaseInfix + "a.b", LeasePrefix("b") + ClaimLeaseInfix + "nodot"} {
+		if o, ok := ClaimLeaseOwner("b", bad); ok {
+			t.Fatalf("ClaimLeaseOwner(%q) = %q", bad, o)
+		}
 	}
 }

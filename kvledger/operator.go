@@ -71,7 +71,7 @@ func (l *Ledger) unblockOne(ctx context.Context, actor Actor, d, parent Idempote
 		next := rec.clone()
 		next.Status, next.BlockedBy = StatusPending, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, UnblockedEvent
-		blocker, err := l.blockingAncestor(ctx, next)
+		blocker, err := l.blockingAncestor(ctx, next, nil)
 		if err != nil {
 			return false, err
 		}
