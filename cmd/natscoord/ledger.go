@@ -222,7 +222,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			"--seq protects a task from stale resubmissions: a submission with a higher sequence\n" +
 			"replaces a pending task's payload and needs (a rebase), while an equal or lower one\n" +
 			"changes nothing, so a retried or delayed submission of an older version never\n" +
-			"overwrites a newer one. It defaults to 1: resubmitting the same key is then a no-op.",
+			"overwrites a newer one. It defaults to 1: resubmitting the same key is then a no-op.\n\n" +
+			"It prints the record as this admission wrote it (a worker may claim the task at once;\n" +
+			"`ledger show` reads it now). A key that already holds a record it did not change (an\n" +
+			"idempotent hit) prints \"not admitted\", why, and the state that record holds.\n" +
+			"--json prints {\"admitted\": bool, \"task\": record}, the record written or found.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
@@ -252,11 +256,10 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				sub.Task, sub.Needs = rb.task, rb.needs
-				ok, err := l.Submit(ctx, kvledger.Actor(lf.actor), sub)
-				if err != nil {
-					return err
-				}
-				t, _, err := l.State(ctx, kvledger.IdempotencyKey(key))
+				// The record the admission wrote, or the one that made it a
+				// no-op: a read after it could show a worker's claim or a
+				// later state instead of what this admission did.
+				t, ok, err := l.SubmitState(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
@@ -281,7 +284,8 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				if len(missing) > 0 {
 					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, t), t.Status, t.Fence, t.Rev, rb.note(ok))
+				_, err = fmt.Fprintf(a.stdout, "%s %s: %s%s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, kvledger.Sequence(seq), t),
+					stateText(t, time.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
 			if nb := (noBucketError{}); errors.As(err, &nb) {
