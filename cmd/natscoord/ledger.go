@@ -112,10 +112,10 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls [--status S,...] [--kind K] [--prefix P] [--limit N]",
 		Short: "List the tasks of the ledger, with their phase; filter by phase, kind and key prefix",
-		Long: "ls lists the tasks of the ledger, each one's stored STATUS and its PHASE,\n" +
-			"what kvledger calls the state a person asks about (" + phaseHelp() + ";\n" +
-			"a pending task waiting for its run-at is scheduled, or retrying after a failed attempt;\n" +
-			"claimed is running; a cancelled task is stored failed).\n\n" +
+		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
+			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
+			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
+			"stored failed. The phases: " + phaseHelp() + ".\n\n" +
 			"--status (or --phase) picks tasks in the phases named, repeated or comma-separated\n" +
 			"(\"claimed\" names running); --kind and --prefix pick by kind and key prefix; --limit N\n" +
 			"prints the first N tasks that match and says on stderr how many more there were.\n" +
