@@ -18,6 +18,7 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
+	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
@@ -65,6 +66,34 @@ type leaseView struct {
 	mu     sync.RWMutex
 	rows   map[string]leaseRow
 	ready  chan struct{} // closed once the initial values are in
+	// claimPrefix starts the keys of the ledger's claimant leases
+	// (kvledger.LeasePrefix and ClaimLeaseInfix); claimants holds the keys
+	// of rows that start with it, kept with rows on every change, so the
+	// workers page reads those rows without copying every lease of the
+	// bucket (locks, elections, semaphores) on each render.
+	claimPrefix string
+	claimants   map[string]struct{}
+}
+
+// newLeaseView is the empty view of bucket; claimPrefix starts the keys
+// of the ledger's claimant leases (the workers page's).
+func newLeaseView(bucket, claimPrefix string) *leaseView {
+	return &leaseView{bucket: bucket, rows: make(map[string]leaseRow), ready: make(chan struct{}),
+		claimPrefix: claimPrefix, claimants: make(map[string]struct{})}
+}
+
+// set stores r under its key; v.mu is held.
+func (v *leaseView) set(r leaseRow) {
+	v.rows[r.Key] = r
+	if strings.HasPrefix(r.Key, v.claimPrefix) {
+		v.claimants[r.Key] = struct{}{}
+	}
+}
+
+// remove drops the row of key; v.mu is held.
+func (v *leaseView) remove(key string) {
+	delete(v.rows, key)
+	delete(v.claimants, key)
 }
 
 // classify reads a lease entry with kvlease's own decoder and kvlock's
@@ -120,7 +149,7 @@ const leaseFeedLimit = 1 << 12
 // user starts, which may be after the dashboard.
 func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
-		v := &leaseView{bucket: b, rows: make(map[string]leaseRow), ready: make(chan struct{})}
+		v := newLeaseView(b, kvledger.LeasePrefix(h.cfg.Ledger)+kvledger.ClaimLeaseInfix)
 		_, err := h.cfg.JS.KeyValue(ctx, b)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
 			err = nil // kvlease creates its buckets the way it needs them
@@ -356,7 +385,7 @@ func (v *leaseView) apply(e kvx.Entry, live bool) (leaseChange, bool) {
 		if !had {
 			return leaseChange{}, false
 		}
-		delete(v.rows, e.Key)
+		v.remove(e.Key)
 		what := "released"
 		if e.Op == kvx.OpPurge {
 			what = "expired"
@@ -376,7 +405,7 @@ func (v *leaseView) apply(e kvx.Entry, live bool) (leaseChange, bool) {
 		// already, so its fence is only bounded by its revision.
 		r.Fence, r.FenceKnown = e.Revision, live
 	}
-	v.rows[e.Key] = r
+	v.set(r)
 	return leaseChange{Time: e.Created, Bucket: v.bucket, Key: e.Key, Kind: r.Kind, What: what, Holder: r.Holder, Fence: r.Fence}, true
 }
 
@@ -387,7 +416,7 @@ func (v *leaseView) keepOnly(keys map[string]bool) {
 	defer v.mu.Unlock()
 	for k := range v.rows {
 		if !keys[k] {
-			delete(v.rows, k)
+			v.remove(k)
 		}
 	}
 }

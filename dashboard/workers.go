@@ -46,23 +46,44 @@ type workersData struct {
 
 func (h *Handler) workers(r *http.Request) workersData {
 	d := workersData{common: h.common(r, "Workers & schedules", "workers"), Buckets: h.cfg.LeaseBuckets}
+	d.Workers = h.workerRows()
+	d.Schedules = h.scheduleRows()
+	return d
+}
+
+// workerRows are the live claimant leases of the ledger and the tasks
+// whose records name them. Only the claimant leases are read (each
+// view's claimants), not a copy of every lease in the buckets; which of
+// them is a live worker is worker.LiveWorkersOf's rule.
+func (h *Handler) workerRows() []workerRow {
 	rows := make(map[string]leaseRow)
 	holders := make(map[string]kvlease.Holder)
 	for _, v := range h.leases {
-		for _, l := range v.list("") {
-			rows[l.Key], holders[l.Key] = l, l.holder
-		}
+		v.eachClaimant(func(l leaseRow) { rows[l.Key], holders[l.Key] = l, l.holder })
+	}
+	if len(holders) == 0 {
+		return nil // no claimant: the claimed records need not be read
 	}
 	claims, summaries := h.tasks.claims()
+	var out []workerRow
 	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, holders, claims) {
 		row := workerRow{leaseRow: rows[w.Lease], Owner: w.Owner}
 		for _, t := range w.Tasks {
 			row.Tasks = append(row.Tasks, summaries[t.Key])
 		}
-		d.Workers = append(d.Workers, row)
+		out = append(out, row)
 	}
-	d.Schedules = h.scheduleRows()
-	return d
+	return out
+}
+
+// eachClaimant calls fn with each row of a claimant lease of the ledger
+// (claimPrefix), under the view's read lock: fn must not block.
+func (v *leaseView) eachClaimant(fn func(leaseRow)) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for k := range v.claimants {
+		fn(v.rows[k])
+	}
 }
 
 func (h *Handler) workersPage(w http.ResponseWriter, r *http.Request) {

@@ -124,23 +124,30 @@ func (l *Ledger) dependents(ctx context.Context, need IdempotencyKey) ([]Idempot
 // blockable. A claimed record loses its lease (its owner's Complete then
 // gets ErrNotClaimed) but keeps Owner and Fence.
 func (l *Ledger) blockOne(ctx context.Context, actor Actor, rec TaskState, blocker IdempotencyKey, now time.Time) error {
+	_, _, err := l.block(ctx, actor, rec, blocker, now)
+	return err
+}
+
+// block is blockOne that also returns the blocked record it wrote; wrote
+// is false when it wrote none (the record was no longer blockable).
+func (l *Ledger) block(ctx context.Context, actor Actor, rec TaskState, blocker IdempotencyKey, now time.Time) (blocked TaskState, wrote bool, err error) {
 	for {
 		if rec.Status != StatusPending && rec.Status != StatusClaimed {
-			return nil
+			return TaskState{}, false, nil
 		}
 		next := rec.clone()
 		next.Status, next.BlockedBy, next.LeaseUntil, next.Lease = StatusBlocked, blocker, time.Time{}, ""
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, BlockedEvent
 		if err := next.Validate(); err != nil {
-			return err
+			return TaskState{}, false, err
 		}
-		_, ok, err := l.write(ctx, rec, true, next)
+		stored, ok, err := l.write(ctx, rec, true, next)
 		if err != nil || ok {
-			return err
+			return stored, ok && err == nil, err
 		}
 		cur, found, err := l.store.Load(ctx, rec.Key)
 		if err != nil || !found {
-			return err
+			return TaskState{}, false, err
 		}
 		rec = cur
 	}

@@ -110,26 +110,30 @@ func (l *Ledger) Store() Store { return l.store }
 // example, returns false and the Validate error, and so does a key or
 // need holding a control character (see checkNewKeys).
 func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs ...IdempotencyKey) (bool, error) {
-	return l.admit(ctx, actor, key, seq, task, now, needs, runtimeFields{})
+	_, ok, err := l.admit(ctx, actor, key, seq, task, now, needs, runtimeFields{})
+	return ok, err
 }
 
-// admit is Admit with the runtime fields of a Submission.
-func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs []IdempotencyKey, rt runtimeFields) (bool, error) {
+// admit is Admit with the runtime fields of a Submission. It also returns
+// the record the admission decided on: the one it wrote (blocked by its
+// recheck when that blocked it), or, when it admitted nothing, the stored
+// record that made it a no-op.
+func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs []IdempotencyKey, rt runtimeFields) (TaskState, bool, error) {
 	needs = slices.Clone(needs)
 	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
 	rt.apply(&probe)
 	if err := probe.Validate(); err != nil {
-		return false, err
+		return TaskState{}, false, err
 	}
 	if err := checkNewKeys(key, needs); err != nil {
-		return false, err
+		return TaskState{}, false, err
 	}
 	if l.index != nil && len(needs) > 0 {
 		// Index first: a failure walk that starts after this point finds
 		// the dependent (or its record is not there yet, and the recheck
 		// below catches it).
 		if err := l.index.IndexNeeds(ctx, key, needs); err != nil {
-			return false, err
+			return TaskState{}, false, err
 		}
 	}
 	admitted := func(found bool, cur TaskState) TaskState {
@@ -144,13 +148,15 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		}
 		return next
 	}
-	done := func(rec TaskState) (bool, error) {
+	done := func(rec TaskState) (TaskState, bool, error) {
 		if rec.Status == StatusPending {
-			if err := l.recheckNeeds(ctx, actor, rec, now); err != nil {
-				return true, err
+			blocked, wrote, err := l.recheckNeeds(ctx, actor, rec, now)
+			if wrote {
+				rec = blocked
 			}
+			return rec, true, err
 		}
-		return true, nil
+		return rec, true, nil
 	}
 
 	// Fast path, the common case of a new key: insert first, in one round
@@ -176,7 +182,7 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 			rec, ok, c, f, err := l.insert(ctx, next)
 			switch {
 			case err != nil && !isEncodeError(err):
-				return false, err
+				return TaskState{}, false, err
 			case err != nil: // the loop reports it unless the key is a duplicate
 			case ok:
 				return done(rec)
@@ -189,17 +195,17 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 		if !known {
 			var err error
 			if cur, found, err = l.store.Load(ctx, key); err != nil {
-				return false, err
+				return TaskState{}, false, err
 			}
 		}
 		if found && (cur.Sequence >= seq || cur.Status.final()) {
-			return false, nil
+			return cur, false, nil
 		}
 		next := admitted(found, cur)
 		if !known {
 			var err error
 			if blocker, err = l.firstBlockingNeed(ctx, needs); err != nil {
-				return false, err
+				return TaskState{}, false, err
 			}
 		}
 		known = false
@@ -207,11 +213,11 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 			next.Status, next.BlockedBy = StatusBlocked, blocker
 		}
 		if err := next.Validate(); err != nil {
-			return false, err
+			return TaskState{}, false, err
 		}
 		rec, ok, err := l.write(ctx, cur, found, next)
 		if err != nil {
-			return false, err
+			return TaskState{}, false, err
 		}
 		if !ok {
 			continue // someone else wrote the key; decide again
@@ -221,13 +227,14 @@ func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 }
 
 // recheckNeeds blocks a freshly admitted record when one of its needs
-// failed or got blocked after Admit first looked.
-func (l *Ledger) recheckNeeds(ctx context.Context, actor Actor, rec TaskState, now time.Time) error {
+// failed or got blocked after Admit first looked; wrote reports that it
+// did, with the blocked record it wrote.
+func (l *Ledger) recheckNeeds(ctx context.Context, actor Actor, rec TaskState, now time.Time) (blocked TaskState, wrote bool, err error) {
 	blocker, err := l.firstBlockingNeed(ctx, rec.Needs)
 	if err != nil || blocker == "" {
-		return err
+		return TaskState{}, false, err
 	}
-	return l.blockOne(ctx, actor, rec, blocker, now)
+	return l.block(ctx, actor, rec, blocker, now)
 }
 
 // firstBlockingNeed returns the first of needs whose record is failed or

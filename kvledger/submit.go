@@ -79,9 +79,23 @@ func (sub Submission) resolve() (Submission, runtimeFields, error) {
 // by a higher sequence, blocking by a failed need), with the runtime's
 // kind, run-at time and attempt bound stored in the record.
 func (l *Ledger) Submit(ctx context.Context, actor Actor, sub Submission) (bool, error) {
+	_, ok, err := l.SubmitState(ctx, actor, sub)
+	return ok, err
+}
+
+// SubmitState is Submit that also returns the record the admission
+// decided on, as the admission saw it, never read again after it (a
+// worker may claim the task the moment it is written): when admitted, the
+// record it wrote (pending, or blocked by a need, also when its recheck
+// of the needs blocked it); when not, the stored record that made the
+// submission a no-op (a Sequence at or above sub.Seq, or a completed,
+// failed or blocked record). On an error the record is the zero
+// TaskState, except for an error of the recheck after the write, which
+// comes with the record written and admitted true, as Submit reports it.
+func (l *Ledger) SubmitState(ctx context.Context, actor Actor, sub Submission) (TaskState, bool, error) {
 	sub, rt, err := sub.resolve()
 	if err != nil {
-		return false, err
+		return TaskState{}, false, err
 	}
 	return l.admit(ctx, actor, sub.Key, sub.Seq, sub.Task, sub.Now, sub.Needs, rt)
 }

@@ -100,45 +100,94 @@ func openStore(ctx context.Context, js jetstream.JetStream, bucket string, creat
 	return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 }
 
+// lsFlags are the filters of `ledger ls`.
+type lsFlags struct {
+	status, phase, state []string
+	kind, prefix         string
+	limit                int
+}
+
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "ls",
-		Short: "List every task of the ledger",
-		Args:  cobra.NoArgs,
+	var lsf lsFlags
+	cmd := &cobra.Command{
+		Use:   "ls [--status S,...] [--kind K] [--prefix P] [--limit N]",
+		Short: "List the tasks of the ledger, with their phase; filter by phase, kind and key prefix",
+		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
+			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
+			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
+			"stored failed. The phases: " + phaseHelp() + ".\n\n" +
+			"--status (or --phase) picks tasks in the phases named, repeated or comma-separated\n" +
+			"(\"claimed\" names running); --kind and --prefix pick by kind and key prefix; --limit N\n" +
+			"prints the first N tasks that match and says on stderr how many more there were.\n" +
+			"--json prints the records, each with its \"phase\". A stored value that is not a record\n" +
+			"is listed as " + corruptStatus + " unless a phase or kind filter is given.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := taskFilter{kind: lsf.kind, prefix: lsf.prefix}
+			for flag, names := range map[string][]string{"status": lsf.status, "phase": lsf.phase, "state": lsf.state} {
+				if err := f.addPhases(flag, names); err != nil {
+					return err
+				}
+			}
+			if lsf.limit < 0 {
+				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", lsf.limit)
+			}
 			err := a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
-				return a.printLedger(lf, snap, bad)
+				return a.printLedger(lf, snap, bad, f, lsf.limit)
 			})
 			if defaultBucketMissing(cmd, err) {
 				// Nothing was ever admitted on this server: an empty list, as
 				// lease ls and lock ls print.
-				return a.printLedger(lf, kvledger.Snapshot{}, nil)
+				return a.printLedger(lf, kvledger.Snapshot{}, nil, f, lsf.limit)
 			}
 			return err
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "the same as --status")
+	fl.StringSliceVar(&lsf.state, "state", nil, "the same as --status (the operator actions' name)")
+	_ = fl.MarkHidden("state")
+	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
+	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
+	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
+	return cmd
 }
 
-// printLedger prints the tasks of a snapshot, then the corrupt records bad
-// names, as `ledger ls` lists them.
-func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
-	if a.json {
-		tasks := snap.Tasks
-		if tasks == nil {
-			tasks = []kvledger.TaskState{}
+// printLedger prints the tasks of a snapshot that f picks, at most limit
+// of them (0: all), then the corrupt records bad names that f picks, as
+// `ledger ls` lists them.
+func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, limit int) error {
+	now := time.Now()
+	tasks := make([]listedTask, 0, len(snap.Tasks))
+	matched := 0
+	for _, t := range snap.Tasks {
+		p := t.Phase(now)
+		if !f.match(t, p) {
+			continue
 		}
+		matched++
+		if limit == 0 || matched <= limit {
+			tasks = append(tasks, listedTask{TaskState: t, Phase: p})
+		}
+	}
+	bad = f.corrupt(bad)
+	if matched > len(tasks) {
+		fmt.Fprintf(a.stderr, "natscoord: ledger ls: %d of %d matching tasks listed (--limit %d)\n", len(tasks), matched, limit)
+	}
+	if a.json {
 		return corruptAfter(writeJSON(a.stdout, tasks), lf.bucket, bad)
 	}
-	rows := make([][]string, 0, len(snap.Tasks))
-	for _, t := range snap.Tasks {
-		rows = append(rows, []string{string(t.Key), string(t.Status), strconv.FormatUint(uint64(t.Sequence), 10),
+	rows := make([][]string, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, []string{string(t.Key), string(t.Status), string(t.Phase), strconv.FormatUint(uint64(t.Sequence), 10),
 			dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
 			dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
 	}
 	if bad != nil {
 		rows = append(rows, corruptRows(bad)...)
 	}
-	return writeTable(a.stdout, []string{"KEY", "STATUS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
+	return writeTable(a.stdout, []string{"KEY", "STATUS", "PHASE", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
 }
 
 func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
@@ -222,7 +271,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			"--seq protects a task from stale resubmissions: a submission with a higher sequence\n" +
 			"replaces a pending task's payload and needs (a rebase), while an equal or lower one\n" +
 			"changes nothing, so a retried or delayed submission of an older version never\n" +
-			"overwrites a newer one. It defaults to 1: resubmitting the same key is then a no-op.",
+			"overwrites a newer one. It defaults to 1: resubmitting the same key is then a no-op.\n\n" +
+			"It prints the record as this admission wrote it (a worker may claim the task at once;\n" +
+			"`ledger show` reads it now). A key that already holds a record it did not change (an\n" +
+			"idempotent hit) prints \"not admitted\", why, and the state that record holds.\n" +
+			"--json prints {\"admitted\": bool, \"task\": record}, the record written or found.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
@@ -252,11 +305,10 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					return err
 				}
 				sub.Task, sub.Needs = rb.task, rb.needs
-				ok, err := l.Submit(ctx, kvledger.Actor(lf.actor), sub)
-				if err != nil {
-					return err
-				}
-				t, _, err := l.State(ctx, kvledger.IdempotencyKey(key))
+				// The record the admission wrote, or the one that made it a
+				// no-op: a read after it could show a worker's claim or a
+				// later state instead of what this admission did.
+				t, ok, err := l.SubmitState(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
@@ -281,7 +333,8 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				if len(missing) > 0 {
 					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
-				_, err = fmt.Fprintf(a.stdout, "%s %s: %s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, t), t.Status, t.Fence, t.Rev, rb.note(ok))
+				_, err = fmt.Fprintf(a.stdout, "%s %s: %s%s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, kvledger.Sequence(seq), t),
+					stateText(t, time.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
 			if nb := (noBucketError{}); errors.As(err, &nb) {

@@ -17,7 +17,7 @@ import (
 // default bucket is created by the first admit.
 func TestLedgerBucketMissing(t *testing.T) {
 	c, n := newCLI(t)
-	require.Equal(t, "KEY  STATUS  SEQ  OWNER  FENCE  NEEDS  BLOCKED-BY  REV\n", c.ok("ledger", "ls"))
+	require.Equal(t, "KEY  STATUS  PHASE  SEQ  OWNER  FENCE  NEEDS  BLOCKED-BY  REV\n", c.ok("ledger", "ls"))
 	require.Equal(t, "[]\n", c.ok("--json", "ledger", "ls"))
 	require.False(t, bucketExists(t, n, defaultLedgerBucket), "listing created nothing")
 	require.Contains(t, c.fail("ledger", "--bucket", "nope", "ls"), `bucket "nope" does not exist`)

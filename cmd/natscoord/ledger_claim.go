@@ -121,25 +121,78 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 	var cf claimFlags
 	cmd := &cobra.Command{
 		Use:   "renew KEY --owner O --fence F [--lease 30s]",
-		Short: "Extend a claim's lease to now + --lease (refused for a stale fence)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Extend a claim to now + --lease under a new lease (refused for a stale fence)",
+		Long: "renew extends the claim of --owner at --fence to now + --lease. It cannot renew the\n" +
+			"lease the claim names in place: only the process that took a lease holds the secret that\n" +
+			"renews it (a worker, or the ledger claim command that has exited). So renew takes a new\n" +
+			"lease in --lease-bucket under the owner's name, which the server expires --lease after\n" +
+			"this renewal unless renewed again, and writes the claim to name it:\n" +
+			"  - the fence is unchanged: the owner completes or releases the claim with the same one;\n" +
+			"  - the claim now lives as long as the new lease: run renew again before it ends, or the\n" +
+			"    task is free for takeover;\n" +
+			"  - the lease the claim named before is not deleted: it lives out its TTL, and renewing\n" +
+			"    it (as a worker that still runs the task does) no longer keeps this claim alive, nor\n" +
+			"    lists the task under that worker in ledger workers.\n" +
+			"It prints the fence, the new lease and its end, and the lease it replaced; --json prints\n" +
+			"the record as read after the renewal (its \"lease\" names the new lease).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := cf.check(true, true); err != nil {
 				return err
 			}
-			return a.withClaimLedger(cmd.Context(), lf, ledgerUpdate, cf.owner, func(ctx context.Context, l *kvledger.Ledger) error {
+			return a.withClaimLeases(cmd.Context(), lf, ledgerUpdate, cf.owner, func(ctx context.Context, l *kvledger.Ledger, lr *claimLeases) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, time.Now())
+				// The lease the claim names before the renewal (a renewal
+				// of another fence is refused by Renew below).
+				before, _, err := l.State(ctx, key)
+				if err != nil {
+					return err
+				}
+				now := time.Now()
+				err = l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, now)
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				return a.printClaim(ctx, l, key, "renewed by", cf.owner, leaseDetail(kvledger.FenceToken(cf.fence)))
+				if a.json {
+					t, _, err := l.State(ctx, key)
+					if err != nil {
+						return err
+					}
+					return writeJSON(a.stdout, t)
+				}
+				return a.printRenewal(key, cf, now, before.Lease, lr.taken())
 			})
 		},
 	}
 	cf.ownerFenceFlags(cmd)
 	cmd.Flags().DurationVar(&cf.lease, "lease", defaultClaimLease, "new lease, from now")
 	return cmd
+}
+
+// printRenewal says what `ledger renew` wrote: the claim's fence, the new
+// lease (taken is the lease this process took, "" for none) and its end,
+// and the lease it replaced (old, "" for none).
+func (a *app) printRenewal(key kvledger.IdempotencyKey, cf claimFlags, now time.Time, old, taken string) error {
+	w := a.stdout
+	if _, err := fmt.Fprintf(w, "%s renewed by %s: fence %d (unchanged: complete and release take it), lease until %s\n",
+		escapeCell(string(key)), escapeCell(cf.owner), cf.fence, timeOrDash(now.Add(cf.lease))); err != nil {
+		return err
+	}
+	if taken == "" {
+		return nil // a ledger without a lease taker: the record's lease until is the claim's end
+	}
+	if _, err := fmt.Fprintf(w, "  new lease: %s, which the server expires %v after this renewal unless renewed again\n",
+		escapeCell(taken), cf.lease); err != nil {
+		return err
+	}
+	var err error
+	if old == "" {
+		_, err = fmt.Fprintln(w, "  replaced:  no lease (the claim named none: its lease until was its end)")
+	} else {
+		_, err = fmt.Fprintf(w, "  replaced:  %s, not renewed in place (only the process that took it can); it lives out its TTL,\n"+
+			"             and renewing it (as a worker still running the task does) no longer keeps this claim alive\n", escapeCell(old))
+	}
+	return err
 }
 
 func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
@@ -213,6 +266,15 @@ func errNoTask(bucket, key string) error {
 // or renewal unless renewed: workers and other claimants judge it by
 // that, not by a clock, also after this process has exited.
 func (a *app) withClaimLedger(parent context.Context, lf *ledgerFlags, access ledgerAccess, owner string, fn func(context.Context, *kvledger.Ledger) error) error {
+	return a.withClaimLeases(parent, lf, access, owner, func(ctx context.Context, l *kvledger.Ledger, _ *claimLeases) error {
+		return fn(ctx, l)
+	})
+}
+
+// withClaimLeases is withClaimLedger that also passes fn the lease reader
+// (and taker) the ledger uses, which knows the leases it took.
+func (a *app) withClaimLeases(parent context.Context, lf *ledgerFlags, access ledgerAccess, owner string,
+	fn func(context.Context, *kvledger.Ledger, *claimLeases) error) error {
 	return a.withJS(parent, func(ctx context.Context, js jetstream.JetStream) error {
 		lr := &claimLeases{js: js, bucket: lf.leaseBucket, holder: owner}
 		defer lr.close()
@@ -224,7 +286,7 @@ func (a *app) withClaimLedger(parent context.Context, lf *ledgerFlags, access le
 		if err != nil {
 			return err
 		}
-		return fn(ctx, l)
+		return fn(ctx, l, lr)
 	})
 }
 
@@ -236,8 +298,16 @@ type claimLeases struct {
 	bucket string
 	holder string // the public holder id of leases it takes
 
-	mu sync.Mutex
-	m  *kvlease.Manager
+	mu   sync.Mutex
+	m    *kvlease.Manager
+	took string // the key of the last lease taken (claimLeaseTaker)
+}
+
+// taken returns the key of the last lease taken, "" for none.
+func (c *claimLeases) taken() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.took
 }
 
 // manager returns the lease manager, binding the bucket on first use;
@@ -282,7 +352,13 @@ func (c *claimLeaseTaker) TryAcquireKeyDetached(ctx context.Context, key string,
 	if err != nil {
 		return nil, false, err
 	}
-	return m.TryAcquireKeyDetached(ctx, key, ttl)
+	g, ok, err := m.TryAcquireKeyDetached(ctx, key, ttl)
+	if ok && err == nil {
+		c.mu.Lock()
+		c.took = g.Key()
+		c.mu.Unlock()
+	}
+	return g, ok, err
 }
 
 func (c *claimLeases) close() {

@@ -202,13 +202,9 @@ func (a *app) runOp(parent context.Context, lf *ledgerFlags, sel *opSelect, act 
 	if len(keys) == 0 && !sel.filtered() {
 		return fmt.Errorf("ledger %s needs keys or a filter (--state, --kind, --prefix)", act.cmd)
 	}
-	phases := make(map[kvledger.Phase]bool, len(sel.phases))
-	for _, s := range sel.phases {
-		p, err := kvledger.ParsePhase(s)
-		if err != nil {
-			return err
-		}
-		phases[p] = true
+	f := taskFilter{kind: sel.kind, prefix: sel.prefix}
+	if err := f.addPhases("state", sel.phases); err != nil {
+		return err
 	}
 	return a.withLedger(parent, lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 		var out []opResult
@@ -231,8 +227,7 @@ func (a *app) runOp(parent context.Context, lf *ledgerFlags, sel *opSelect, act 
 		now := time.Now()
 		for _, t := range snap.Tasks {
 			p := t.Phase(now)
-			if !act.applies(p) || (len(phases) > 0 && !phases[p]) || (sel.kind != "" && t.Kind != sel.kind) ||
-				!strings.HasPrefix(string(t.Key), sel.prefix) {
+			if !act.applies(p) || !f.match(t, p) {
 				continue
 			}
 			out = append(out, a.apply(ctx, l, act, opResult{Key: string(t.Key), Phase: string(p)}, sel.dryRun))

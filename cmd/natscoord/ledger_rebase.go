@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -43,11 +44,15 @@ func prepareRebase(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 	return rb, nil
 }
 
-// verb says what the admit did.
-func (rb rebase) verb(ok bool, t kvledger.TaskState) string {
+// verb says what the admit of sequence seq did; t is the record it wrote,
+// or when it admitted nothing the record it found.
+func (rb rebase) verb(ok bool, seq kvledger.Sequence, t kvledger.TaskState) string {
 	switch {
+	case !ok && t.Sequence >= seq:
+		return "not admitted (the key already holds sequence " + strconv.FormatUint(uint64(t.Sequence), 10) +
+			", which --seq " + strconv.FormatUint(uint64(seq), 10) + " does not exceed)"
 	case !ok:
-		return "not admitted (already at sequence " + strconv.FormatUint(uint64(t.Sequence), 10) + " or final)"
+		return "not admitted (the key already holds an ended task, which no admission changes)"
 	case rb.rebasing:
 		return "rebased from sequence " + strconv.FormatUint(uint64(rb.from), 10) + " to " + strconv.FormatUint(uint64(t.Sequence), 10)
 	}
@@ -70,4 +75,26 @@ func (rb rebase) note(ok bool) string {
 	}
 	return "; kept the " + strings.Join(what, " and ") + " of sequence " + strconv.FormatUint(uint64(rb.from), 10) +
 		" (" + strings.Join(flags, " or ") + " drops them)"
+}
+
+// stateText is a record's status, and its phase (kvledger's
+// TaskState.Phase) where that tells more: "claimed (running)", "pending
+// (scheduled)", "blocked by dep".
+func stateText(t kvledger.TaskState, now time.Time) string {
+	s := string(t.Status)
+	if p := t.Phase(now); string(p) != s {
+		s += " (" + string(p) + ")"
+	}
+	if t.BlockedBy != "" {
+		s += " by " + escapeCell(string(t.BlockedBy))
+	}
+	return s
+}
+
+// ownerText names a record's owner, when it has one.
+func ownerText(t kvledger.TaskState) string {
+	if t.Owner == "" {
+		return ""
+	}
+	return ", owner " + escapeCell(string(t.Owner))
 }

@@ -43,13 +43,18 @@ func corruptAfter(err error, bucket string, bad *kvledger.CorruptRecordsError) e
 func corruptRows(bad *kvledger.CorruptRecordsError) [][]string {
 	rows := make([][]string, 0, len(bad.Records))
 	for _, r := range bad.Records {
-		key := string(r.Key)
-		if key == "" {
-			key = r.BucketKey
-		}
-		rows = append(rows, []string{key, corruptStatus, "-", "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10)})
+		rows = append(rows, []string{corruptKey(r), corruptStatus, "-", "-", "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10)})
 	}
 	return rows
+}
+
+// corruptKey is the key `ledger ls` lists a corrupt record under: its
+// task key, or its bucket key when that does not decode.
+func corruptKey(r kvledger.CorruptRecord) string {
+	if r.Key != "" {
+		return string(r.Key)
+	}
+	return r.BucketKey
 }
 
 func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
+	"github.com/natscoord/natscoord/kvledger"
+)
+
+// ledger ls shows each task's phase as kvledger names it and filters by
+// phase (--status, --phase, repeated or comma-separated, "claimed" for
+// running), kind, key prefix and count; a bad phase is refused naming the
+// valid ones, before any connection.
+func TestLedgerLsPhaseAndFilters(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a.ready", "--kind", "x")
+	c.ok("ledger", "admit", "a.later", "--kind", "y", "--delay", "1h")
+	c.ok("ledger", "admit", "b.run", "--kind", "x")
+	c.ok("ledger", "admit", "b.done", "--kind", "x")
+	c.ok("ledger", "admit", "c.gone", "--kind", "y")
+	l := openTestLedger(t, n)
+	claim(t, l, "b.run", "w1")
+	finish(t, l, "b.done", kvledger.StatusCompleted)
+	_, err := l.Cancel(natstest.Context(t, 10*time.Second), "test", "c.gone", "no longer needed", time.Now())
+	require.NoError(t, err)
+
+	out := c.ok("ledger", "ls")
+	require.Regexp(t, `(?m)^KEY\s+STATUS\s+PHASE\s+SEQ\s`, out)
+	require.Regexp(t, `(?m)^a\.later\s+pending\s+scheduled\s`, out)
+	require.Regexp(t, `(?m)^a\.ready\s+pending\s+pending\s`, out)
+	require.Regexp(t, `(?m)^b\.run\s+claimed\s+running\s+1\s+w1\s`, out)
+	require.Regexp(t, `(?m)^c\.gone\s+failed\s+cancelled\s`, out)
+
+	keys := func(args ...string) []string {
+		t.Helper()
+		var tasks []struct {
+			Key   string         `json:"key"`
+			Phase kvledger.Phase `json:"phase"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(c.ok(append([]string{"--json", "ledger", "ls"}, args...)...)), &tasks))
+		out := []string{}
+		for _, t := range tasks {
+			out = append(out, t.Key+"="+string(t.Phase))
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"a.later=scheduled", "a.ready=pending", "b.done=completed", "b.run=running", "c.gone=cancelled"}, keys())
+	require.ElementsMatch(t, []string{"b.run=running"}, keys("--status", "running"))
+	require.ElementsMatch(t, []string{"b.run=running"}, keys("--status", "claimed"), "the stored name of running")
+	require.ElementsMatch(t, []string{"a.later=scheduled", "a.ready=pending"}, keys("--phase", "pending,scheduled"))
+	require.ElementsMatch(t, []string{"a.ready=pending", "c.gone=cancelled"}, keys("--status", "pending", "--phase", "Cancelled"))
+	require.ElementsMatch(t, []string{"a.ready=pending", "b.done=completed", "b.run=running"}, keys("--kind", "x"))
+	require.ElementsMatch(t, []string{"b.done=completed", "b.run=running"}, keys("--prefix", "b."))
+	require.ElementsMatch(t, []string{"a.later=scheduled"}, keys("--prefix", "a.", "--kind", "y"))
+	require.ElementsMatch(t, []string{}, keys("--prefix", "zzz"))
+
+	// --limit lists the first N that match and says how many matched.
+	r := c.run("ledger", "ls", "--kind", "x", "--limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, strings.Split(strings.TrimSpace(r.stdout), "\n"), 3, r.stdout)
+	require.Regexp(t, `(?m)^a\.ready\s`, r.stdout, "the first two in the store's order")
+	require.Equal(t, "natscoord: ledger ls: 2 of 3 matching tasks listed (--limit 2)\n", r.stderr)
+	require.ElementsMatch(t, []string{"a.ready=pending", "b.done=completed", "b.run=running"}, keys("--kind", "x", "--limit", "3"))
+
+	for _, bad := range [][]string{{"--status", "done"}, {"--phase", "pending,bogus"}, {"--status", "pending", "--phase", "runing"}} {
+		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
+		require.Contains(t, msg, "--"+strings.TrimPrefix(bad[len(bad)-2], "--")+": kvledger: unknown phase", bad)
+		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, completed, failed, cancelled, blocked)", bad)
+	}
+	require.Contains(t, c.fail("ledger", "ls", "--limit", "-1"), "--limit must be 0 (no limit) or more")
+	help := c.ok("ledger", "ls", "--help")
+	for _, f := range []string{"--status", "--phase", "--kind", "--prefix", "--limit", "PHASE"} {
+		require.Contains(t, help, f)
+	}
+}
