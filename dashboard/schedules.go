@@ -15,7 +15,14 @@ import (
 // schedule keys too: the workers page lists them with their next period.
 type storedSchedules struct {
 	mu sync.RWMutex
-	m  map[string]kvledger.Schedule
+	m  map[string]storedSchedule
+}
+
+// storedSchedule is one stored schedule with its periods, parsed once by
+// the watch (kvledger.ScheduleChange.Periods) rather than on each render.
+type storedSchedule struct {
+	kvledger.Schedule
+	periods kvledger.SchedulePeriods
 }
 
 // reset forgets every schedule: a new watch delivers them all again.
@@ -37,13 +44,13 @@ func (s *storedSchedules) apply(c kvledger.ScheduleChange) {
 		return
 	}
 	if s.m == nil {
-		s.m = make(map[string]kvledger.Schedule)
+		s.m = make(map[string]storedSchedule)
 	}
-	s.m[c.Name] = c.Schedule
+	s.m[c.Name] = storedSchedule{c.Schedule, c.Periods}
 }
 
 // get returns the stored schedule name.
-func (s *storedSchedules) get(name string) (kvledger.Schedule, bool) {
+func (s *storedSchedules) get(name string) (storedSchedule, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sc, ok := s.m[name]
@@ -92,7 +99,7 @@ func (h *Handler) scheduleRows() []scheduleRow {
 			i = len(seen) - 1
 		}
 		r := &seen[i]
-		r.Stored, r.Spec, r.TimeZone, r.Kind, r.Next = true, sc.Spec, sc.TimeZone, sc.Task.Kind, sc.Next(now)
+		r.Stored, r.Spec, r.TimeZone, r.Kind, r.Next = true, sc.Spec, sc.TimeZone, sc.Task.Kind, sc.periods.Next(now)
 		if r.TimeZone == "" {
 			r.TimeZone = "UTC"
 		}

@@ -136,7 +136,7 @@ func (s *KVStore) LoadSchedule(ctx context.Context, name string) (Schedule, bool
 	if err != nil {
 		return Schedule{}, false, fmt.Errorf("kvledger: load schedule %q: %w", name, err)
 	}
-	sc, err := decodeSchedule(name, e.Value, e.Revision)
+	sc, _, err := decodeSchedule(name, e.Value, e.Revision)
 	if err != nil {
 		return Schedule{}, false, err
 	}

@@ -88,6 +88,11 @@ func TestKVStoreSchedules(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, "@every 1m", seen[0].Schedule.Spec)
 	require.Equal(t, "@every 2m", seen[1].Schedule.Spec)
+	// Each change carries its spec parsed once, for the watch's readers.
+	at := time.Date(2026, 12, 2, 1, 2, 30, 0, time.UTC)
+	require.Equal(t, time.Date(2026, 12, 2, 1, 3, 0, 0, time.UTC), seen[0].Periods.Next(at).UTC())
+	require.Equal(t, time.Date(2026, 12, 2, 1, 4, 0, 0, time.UTC), seen[1].Periods.Next(at).UTC())
+	require.Zero(t, seen[2].Periods, "a removal has no periods")
 	require.True(t, seen[2].Deleted)
 	require.Equal(t, "tick", seen[3].Name)
 	require.Zero(t, records)
