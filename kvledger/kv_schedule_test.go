@@ -101,3 +101,34 @@ func TestKVStoreSchedules(t *testing.T) {
 	require.NoError(t, s.Range(ctx, func(kvledger.TaskState) bool { snapN++; return true }))
 	require.Zero(t, snapN)
 }
+
+// RemoveSchedule removes at the revision given, or at the one it reads
+// with 0, and says which; a value that is not a schedule is removed only
+// at a revision given.
+func TestKVStoreRemoveSchedule(t *testing.T) {
+	n := natstest.WithServer(t)
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	ctx := natstest.Context(t, 30*time.Second)
+
+	sc, err := s.CreateSchedule(ctx, kvledger.Schedule{Name: "tick", Spec: "@every 1m", Task: kvledger.ScheduleTask{Kind: "k"}})
+	require.NoError(t, err)
+	_, err = s.RemoveSchedule(ctx, "tick", sc.Rev+100)
+	require.ErrorIs(t, err, kvledger.ErrScheduleChanged)
+	rev, err := s.RemoveSchedule(ctx, "tick", 0)
+	require.NoError(t, err)
+	require.Equal(t, sc.Rev, rev)
+	_, err = s.RemoveSchedule(ctx, "tick", 0)
+	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
+	_, err = s.RemoveSchedule(ctx, "tick", rev)
+	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
+
+	kv, err := n.JS.KeyValue(ctx, s.Name())
+	require.NoError(t, err)
+	bad, err := kv.Put(ctx, "sched.bad", []byte("not json"))
+	require.NoError(t, err)
+	_, err = s.RemoveSchedule(ctx, "bad", 0)
+	require.ErrorIs(t, err, kvledger.ErrCorruptRecord)
+	rev, err = s.RemoveSchedule(ctx, "bad", bad)
+	require.NoError(t, err)
+	require.Equal(t, bad, rev)
+}

@@ -68,14 +68,8 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 // is none). Workers stop admitting its periods as their watch delivers
 // the removal; tasks already admitted stay.
 func (c *Client) Unschedule(ctx context.Context, name string) error {
-	sc, found, err := c.store.LoadSchedule(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%w: %q", kvledger.ErrNoSchedule, name)
-	}
-	return c.store.DeleteSchedule(ctx, name, sc.Rev)
+	_, err := c.store.RemoveSchedule(ctx, name, 0)
+	return err
 }
 
 // Schedules returns the schedules stored in the ledger, by name; each
