@@ -34,15 +34,23 @@ func rdepKey(need, dep IdempotencyKey) string {
 
 // keyOfTask reverses taskKey.
 func keyOfTask(bucketKey string) (IdempotencyKey, error) {
-	tok, ok := strings.CutPrefix(bucketKey, taskPrefix)
+	k, err := tokenOfKey(bucketKey, taskPrefix, "task")
+	return IdempotencyKey(k), err
+}
+
+// tokenOfKey reverses prefix + kvx.EncodeToken(s), the shape of the task
+// and schedule keys (scheduleKey): a key of another shape is
+// ErrCorruptRecord, naming it as not a key of what.
+func tokenOfKey(bucketKey, prefix, what string) (string, error) {
+	tok, ok := strings.CutPrefix(bucketKey, prefix)
 	if !ok || tok == "" || strings.Contains(tok, ".") {
-		return "", fmt.Errorf("%w: %q is not a task key", ErrCorruptRecord, bucketKey)
+		return "", fmt.Errorf("%w: %q is not a %s key", ErrCorruptRecord, bucketKey, what)
 	}
-	k, err := kvx.DecodeToken(tok)
+	s, err := kvx.DecodeToken(tok)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrCorruptRecord, err)
 	}
-	return IdempotencyKey(k), nil
+	return s, nil
 }
 
 // The record's JSON format is defined once, by the json tags of TaskState

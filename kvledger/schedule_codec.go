@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -28,15 +27,7 @@ func scheduleKey(name string) string { return schedPrefix + kvx.EncodeToken(name
 
 // nameOfSchedule reverses scheduleKey.
 func nameOfSchedule(bucketKey string) (string, error) {
-	tok, ok := strings.CutPrefix(bucketKey, schedPrefix)
-	if !ok || tok == "" || strings.Contains(tok, ".") {
-		return "", fmt.Errorf("%w: %q is not a schedule key", ErrCorruptRecord, bucketKey)
-	}
-	name, err := kvx.DecodeToken(tok)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrCorruptRecord, err)
-	}
-	return name, nil
+	return tokenOfKey(bucketKey, schedPrefix, "schedule")
 }
 
 // scheduleWire is the stored form of a Schedule. The payload is kept as
