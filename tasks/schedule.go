@@ -2,8 +2,6 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -41,16 +39,9 @@ type ScheduleOpts struct {
 // while no worker ran, or while the server could not be reached, run at
 // most once: the latest of them, not one per missed period.
 func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opts *ScheduleOpts) (kvledger.Schedule, error) {
-	if args == nil {
-		return kvledger.Schedule{}, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
-	}
-	kind := args.Kind()
-	if kind == "" {
-		return kvledger.Schedule{}, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
-	}
-	payload, err := json.Marshal(args)
+	kind, payload, err := payloadOf(args)
 	if err != nil {
-		return kvledger.Schedule{}, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+		return kvledger.Schedule{}, err
 	}
 	var o ScheduleOpts
 	if opts != nil {
