@@ -19,7 +19,8 @@ import (
 // once: the latest of them, not one per missed period.
 //
 // A KVStore writes schedules with CreateSchedule, UpdateSchedule and
-// DeleteSchedule, each a compare-and-set on the schedule's revision.
+// DeleteSchedule, each a compare-and-set on the schedule's revision
+// (PutSchedule and RemoveSchedule read that revision first).
 type Schedule struct {
 	// Name identifies the schedule: 1 to MaxScheduleNameBytes of printable
 	// UTF-8. It is part of every period's key.
@@ -76,9 +77,10 @@ var (
 	ErrScheduleExists = errors.New("kvledger: schedule already exists")
 	// ErrNoSchedule: no schedule of that name is stored.
 	ErrNoSchedule = errors.New("kvledger: no such schedule")
-	// ErrScheduleChanged: UpdateSchedule or DeleteSchedule presented a
-	// revision that is no longer the schedule's (someone changed or
-	// removed it meanwhile). Nothing was written.
+	// ErrScheduleChanged: UpdateSchedule, DeleteSchedule or
+	// RemoveSchedule presented a revision that is no longer the
+	// schedule's (someone changed or removed it meanwhile). Nothing was
+	// written.
 	ErrScheduleChanged = errors.New("kvledger: schedule changed since it was read")
 )
 
