@@ -297,7 +297,7 @@ func TestWorkersAndSchedulesPage(t *testing.T) {
 	require.Regexp(t, `<td class="runs"><a href="/task\?key=crunch"><code>crunch</code></a>`, body)
 	require.Regexp(t, `<td class="ttl" data-expires="\d+">`, body)
 
-	require.Regexp(t, `<tr data-schedule="hourly%2Freport"><td>hourly/report</td>\s*<td><span class="muted">in code</span></td>`, body)
+	require.Regexp(t, `<tr data-schedule="hourly%2Freport"><td>hourly/report</td>\s*<td><span class="muted" title="[^"]+">not stored</span></td>`, body)
 	require.Contains(t, body, `<td class="last">2026-12-01 23:00:00Z</td>`)
 	require.Contains(t, body, `<code>schedule/hourly/report/2026-12-01T23:00:00Z</code>`)
 	sched := body[strings.Index(body, `id="schedules"`):]

@@ -15,10 +15,24 @@ import (
 // schedule keys too: the workers page lists them with their next period.
 type storedSchedules struct {
 	mu sync.RWMutex
-	m  map[string]kvledger.Schedule
+	m  map[string]storedSchedule
+	// removed names the schedules whose removal the watch delivered and
+	// that are not stored again: their periods' tasks, which the ledger
+	// keeps, list them, and they are labelled removed, not taken for
+	// schedules registered in a worker's code.
+	removed map[string]struct{}
 }
 
-// reset forgets every schedule: a new watch delivers them all again.
+// storedSchedule is one stored schedule with its periods, parsed once by
+// the watch (kvledger.ScheduleChange.Periods) rather than on each render.
+type storedSchedule struct {
+	kvledger.Schedule
+	periods kvledger.SchedulePeriods
+}
+
+// reset forgets every stored schedule: a new watch delivers them all
+// again. The removals seen stay: a new watch delivers the stored
+// schedules only, and a name stored again is no longer removed.
 func (s *storedSchedules) reset() {
 	s.mu.Lock()
 	s.m = nil
@@ -32,22 +46,43 @@ func (s *storedSchedules) apply(c kvledger.ScheduleChange) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.Deleted || c.Err != nil {
+	switch {
+	case c.Deleted:
 		delete(s.m, c.Name)
+		if s.removed == nil {
+			s.removed = make(map[string]struct{})
+		}
+		s.removed[c.Name] = struct{}{}
+		return
+	case c.Err != nil:
+		// A value that is not a schedule: no schedule is stored, and
+		// none was removed.
+		delete(s.m, c.Name)
+		delete(s.removed, c.Name)
 		return
 	}
+	delete(s.removed, c.Name)
 	if s.m == nil {
-		s.m = make(map[string]kvledger.Schedule)
+		s.m = make(map[string]storedSchedule)
 	}
-	s.m[c.Name] = c.Schedule
+	s.m[c.Name] = storedSchedule{c.Schedule, c.Periods}
 }
 
 // get returns the stored schedule name.
-func (s *storedSchedules) get(name string) (kvledger.Schedule, bool) {
+func (s *storedSchedules) get(name string) (storedSchedule, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sc, ok := s.m[name]
 	return sc, ok
+}
+
+// wasRemoved reports whether the watch delivered the removal of the
+// schedule name and it is not stored again.
+func (s *storedSchedules) wasRemoved(name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.removed[name]
+	return ok
 }
 
 // names returns the stored schedules' names, sorted.
@@ -71,14 +106,16 @@ func (h *Handler) onSchedule(c kvledger.ScheduleChange) {
 }
 
 // scheduleRows merges the stored schedules with those seen in the
-// ledger's period keys (stored ones, and those registered in workers'
-// code, which only their periods show), by name.
+// ledger's period keys (stored ones, removed ones whose periods' tasks
+// the ledger keeps, and those registered in workers' code, which only
+// their periods show), by name.
 func (h *Handler) scheduleRows() []scheduleRow {
 	now := h.cfg.Clock.Now()
 	seen := h.tasks.schedules()
 	byName := make(map[string]int, len(seen))
 	for i := range seen {
 		seen[i].Phase = seen[i].Task.Phase(now)
+		seen[i].Removed = h.schedules.wasRemoved(seen[i].Name)
 		byName[seen[i].Name] = i
 	}
 	for _, name := range h.schedules.names() {
@@ -92,7 +129,7 @@ func (h *Handler) scheduleRows() []scheduleRow {
 			i = len(seen) - 1
 		}
 		r := &seen[i]
-		r.Stored, r.Spec, r.TimeZone, r.Kind, r.Next = true, sc.Spec, sc.TimeZone, sc.Task.Kind, sc.Next(now)
+		r.Stored, r.Removed, r.Spec, r.TimeZone, r.Kind, r.Next = true, false, sc.Spec, sc.TimeZone, sc.Task.Kind, sc.periods.Next(now)
 		if r.TimeZone == "" {
 			r.TimeZone = "UTC"
 		}

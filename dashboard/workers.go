@@ -30,7 +30,11 @@ type scheduleRow struct {
 	Task    taskSummary
 	Phase   kvledger.Phase
 	// Stored schedules: the spec, its zone, the kind and the next period.
-	Stored   bool
+	Stored bool
+	// Removed: not stored, and the dashboard's watch saw its removal
+	// (schedules.go). A schedule neither stored nor removed is registered
+	// in a worker's code, or was removed before the watch began.
+	Removed  bool
 	Spec     string
 	TimeZone string
 	Kind     string

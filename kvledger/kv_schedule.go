@@ -121,6 +121,27 @@ func (s *KVStore) DeleteSchedule(ctx context.Context, name string, rev uint64) e
 	return nil
 }
 
+// RemoveSchedule removes the schedule name at revision rev or, with rev
+// 0, at the revision it reads first, and returns the revision removed.
+// It is what tasks.Client.Unschedule and `natscoord ledger schedule rm`
+// do. No schedule of that name is ErrNoSchedule, one changed meanwhile
+// ErrScheduleChanged. A stored value that is not a schedule is
+// ErrCorruptRecord (naming its revision) with rev 0: it is removed only
+// at a revision given, so nothing written after it was seen goes unseen.
+func (s *KVStore) RemoveSchedule(ctx context.Context, name string, rev uint64) (uint64, error) {
+	if rev == 0 {
+		sc, found, err := s.LoadSchedule(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			return 0, fmt.Errorf("%w: %q", ErrNoSchedule, name)
+		}
+		rev = sc.Rev
+	}
+	return rev, s.DeleteSchedule(ctx, name, rev)
+}
+
 // LoadSchedule reads the schedule name from the stream leader. A stored
 // value that is not a schedule is ErrCorruptRecord.
 func (s *KVStore) LoadSchedule(ctx context.Context, name string) (Schedule, bool, error) {
@@ -136,7 +157,7 @@ func (s *KVStore) LoadSchedule(ctx context.Context, name string) (Schedule, bool
 	if err != nil {
 		return Schedule{}, false, fmt.Errorf("kvledger: load schedule %q: %w", name, err)
 	}
-	sc, err := decodeSchedule(name, e.Value, e.Revision)
+	sc, _, err := decodeSchedule(name, e.Value, e.Revision)
 	if err != nil {
 		return Schedule{}, false, err
 	}

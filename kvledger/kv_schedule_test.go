@@ -88,6 +88,11 @@ func TestKVStoreSchedules(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, "@every 1m", seen[0].Schedule.Spec)
 	require.Equal(t, "@every 2m", seen[1].Schedule.Spec)
+	// Each change carries its spec parsed once, for the watch's readers.
+	at := time.Date(2026, 12, 2, 1, 2, 30, 0, time.UTC)
+	require.Equal(t, time.Date(2026, 12, 2, 1, 3, 0, 0, time.UTC), seen[0].Periods.Next(at).UTC())
+	require.Equal(t, time.Date(2026, 12, 2, 1, 4, 0, 0, time.UTC), seen[1].Periods.Next(at).UTC())
+	require.Zero(t, seen[2].Periods, "a removal has no periods")
 	require.True(t, seen[2].Deleted)
 	require.Equal(t, "tick", seen[3].Name)
 	require.Zero(t, records)
@@ -95,4 +100,35 @@ func TestKVStoreSchedules(t *testing.T) {
 	snapN := 0
 	require.NoError(t, s.Range(ctx, func(kvledger.TaskState) bool { snapN++; return true }))
 	require.Zero(t, snapN)
+}
+
+// RemoveSchedule removes at the revision given, or at the one it reads
+// with 0, and says which; a value that is not a schedule is removed only
+// at a revision given.
+func TestKVStoreRemoveSchedule(t *testing.T) {
+	n := natstest.WithServer(t)
+	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	ctx := natstest.Context(t, 30*time.Second)
+
+	sc, err := s.CreateSchedule(ctx, kvledger.Schedule{Name: "tick", Spec: "@every 1m", Task: kvledger.ScheduleTask{Kind: "k"}})
+	require.NoError(t, err)
+	_, err = s.RemoveSchedule(ctx, "tick", sc.Rev+100)
+	require.ErrorIs(t, err, kvledger.ErrScheduleChanged)
+	rev, err := s.RemoveSchedule(ctx, "tick", 0)
+	require.NoError(t, err)
+	require.Equal(t, sc.Rev, rev)
+	_, err = s.RemoveSchedule(ctx, "tick", 0)
+	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
+	_, err = s.RemoveSchedule(ctx, "tick", rev)
+	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
+
+	kv, err := n.JS.KeyValue(ctx, s.Name())
+	require.NoError(t, err)
+	bad, err := kv.Put(ctx, "sched.bad", []byte("not json"))
+	require.NoError(t, err)
+	_, err = s.RemoveSchedule(ctx, "bad", 0)
+	require.ErrorIs(t, err, kvledger.ErrCorruptRecord)
+	rev, err = s.RemoveSchedule(ctx, "bad", bad)
+	require.NoError(t, err)
+	require.Equal(t, bad, rev)
 }

@@ -14,6 +14,10 @@ type ScheduleChange struct {
 	// Schedule is the schedule as written, when Err is nil and Deleted
 	// false.
 	Schedule Schedule
+	// Periods is Schedule's spec parsed in its zone, alongside it: the
+	// watch parses it once per change, and its readers compute periods
+	// from it without parsing again.
+	Periods SchedulePeriods
 	// Deleted reports that the schedule was removed.
 	Deleted bool
 	// Rev is the revision of the change.
@@ -52,6 +56,6 @@ func scheduleChangeOf(e kvx.Entry) ScheduleChange {
 		c.Deleted = true
 		return c
 	}
-	c.Schedule, c.Err = decodeSchedule(name, e.Value, e.Revision)
+	c.Schedule, c.Periods, c.Err = decodeSchedule(name, e.Value, e.Revision)
 	return c
 }

@@ -19,7 +19,8 @@ import (
 // once: the latest of them, not one per missed period.
 //
 // A KVStore writes schedules with CreateSchedule, UpdateSchedule and
-// DeleteSchedule, each a compare-and-set on the schedule's revision.
+// DeleteSchedule, each a compare-and-set on the schedule's revision
+// (PutSchedule and RemoveSchedule read that revision first).
 type Schedule struct {
 	// Name identifies the schedule: 1 to MaxScheduleNameBytes of printable
 	// UTF-8. It is part of every period's key.
@@ -76,9 +77,10 @@ var (
 	ErrScheduleExists = errors.New("kvledger: schedule already exists")
 	// ErrNoSchedule: no schedule of that name is stored.
 	ErrNoSchedule = errors.New("kvledger: no such schedule")
-	// ErrScheduleChanged: UpdateSchedule or DeleteSchedule presented a
-	// revision that is no longer the schedule's (someone changed or
-	// removed it meanwhile). Nothing was written.
+	// ErrScheduleChanged: UpdateSchedule, DeleteSchedule or
+	// RemoveSchedule presented a revision that is no longer the
+	// schedule's (someone changed or removed it meanwhile). Nothing was
+	// written.
 	ErrScheduleChanged = errors.New("kvledger: schedule changed since it was read")
 )
 
@@ -111,34 +113,66 @@ func scheduleLocation(zone string) (*time.Location, error) {
 // Location returns the zone of the schedule's cron patterns.
 func (s Schedule) Location() (*time.Location, error) { return scheduleLocation(s.TimeZone) }
 
-// Next returns the first period start after t, or the zero time when the
-// schedule does not validate.
-func (s Schedule) Next(t time.Time) time.Time {
+// SchedulePeriods is a schedule's Spec parsed in its TimeZone: the
+// starts of its periods. Parsing costs a time zone load and, for a cron
+// pattern, a search for a date it matches, so a reader that computes
+// periods again and again keeps this (ScheduleChange.Periods, which the
+// watch parses once per change) rather than calling Schedule.Next. The
+// zero value has no period.
+type SchedulePeriods struct{ sp cronspec.Spec }
+
+// Next returns the first period start strictly after t (zero for the
+// zero SchedulePeriods).
+func (p SchedulePeriods) Next(t time.Time) time.Time { return p.sp.Next(t) }
+
+// Latest returns the last period start in [from, now]; from must be a
+// period start not after now.
+func (p SchedulePeriods) Latest(from, now time.Time) time.Time { return p.sp.Latest(from, now) }
+
+// Periods parses the schedule's Spec in its TimeZone (ErrInvalidSchedule
+// when either does not).
+func (s Schedule) Periods() (SchedulePeriods, error) {
 	sp, err := parseScheduleSpec(s.Spec, s.TimeZone)
+	return SchedulePeriods{sp}, err
+}
+
+// Next returns the first period start after t, or the zero time when the
+// schedule does not validate. It parses the spec on every call.
+func (s Schedule) Next(t time.Time) time.Time {
+	p, err := s.Periods()
 	if err != nil {
 		return time.Time{}
 	}
-	return sp.Next(t)
+	return p.Next(t)
 }
 
 // Validate reports the first rule s breaks (ErrInvalidSchedule).
 func (s Schedule) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: schedule %q: %s", ErrInvalidSchedule, s.Name, fmt.Sprintf(format, args...))
+	_, err := s.check()
+	return err
+}
+
+// check is Validate that also returns the periods it parsed, so that a
+// reader that validates a stored schedule (decodeSchedule) parses its
+// spec once.
+func (s Schedule) check() (SchedulePeriods, error) {
+	bad := func(format string, args ...any) (SchedulePeriods, error) {
+		return SchedulePeriods{}, fmt.Errorf("%w: schedule %q: %s", ErrInvalidSchedule, s.Name, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case s.Name == "":
-		return fmt.Errorf("%w: empty name", ErrInvalidSchedule)
+		return SchedulePeriods{}, fmt.Errorf("%w: empty name", ErrInvalidSchedule)
 	case len(s.Name) > MaxScheduleNameBytes:
 		return bad("name is %d bytes, above %d", len(s.Name), MaxScheduleNameBytes)
 	case !utf8.ValidString(s.Name):
 		return bad("name is not valid UTF-8")
 	}
 	if err := checkKeyChars("schedule name", IdempotencyKey(s.Name)); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidSchedule, err)
+		return SchedulePeriods{}, fmt.Errorf("%w: %w", ErrInvalidSchedule, err)
 	}
-	if _, err := parseScheduleSpec(s.Spec, s.TimeZone); err != nil {
-		return err
+	p, err := s.Periods()
+	if err != nil {
+		return SchedulePeriods{}, err
 	}
 	t := s.Task
 	switch {
@@ -160,10 +194,10 @@ func (s Schedule) Validate() error {
 			return bad("need %q is empty or not valid UTF-8", string(n))
 		}
 		if err := checkKeyChars("need", n); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidSchedule, err)
+			return SchedulePeriods{}, fmt.Errorf("%w: %w", ErrInvalidSchedule, err)
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // Submission returns the submission of one period's task under key,

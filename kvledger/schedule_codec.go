@@ -80,12 +80,14 @@ func encodeSchedule(s Schedule) ([]byte, error) {
 }
 
 // decodeSchedule parses the value stored under the schedule key of name
-// at revision rev. A value that does not decode, names another schedule,
-// carries a later format or breaks a Validate rule is ErrCorruptRecord.
-func decodeSchedule(name string, value []byte, rev uint64) (Schedule, error) {
+// at revision rev, and returns it with its periods (parsed by the
+// validation, which a stored value goes through like a written one). A
+// value that does not decode, names another schedule, carries a later
+// format or breaks a Validate rule is ErrCorruptRecord.
+func decodeSchedule(name string, value []byte, rev uint64) (Schedule, SchedulePeriods, error) {
 	var w scheduleWire
-	corrupt := func(format string, args ...any) (Schedule, error) {
-		return Schedule{}, fmt.Errorf("%w: schedule %q revision %d: %s", ErrCorruptRecord, name, rev, fmt.Sprintf(format, args...))
+	corrupt := func(format string, args ...any) (Schedule, SchedulePeriods, error) {
+		return Schedule{}, SchedulePeriods{}, fmt.Errorf("%w: schedule %q revision %d: %s", ErrCorruptRecord, name, rev, fmt.Sprintf(format, args...))
 	}
 	if err := json.Unmarshal(value, &w); err != nil {
 		return corrupt("%v", err)
@@ -108,8 +110,9 @@ func decodeSchedule(name string, value []byte, rev uint64) (Schedule, error) {
 		}
 		s.Task.Delay = d
 	}
-	if err := s.Validate(); err != nil {
+	p, err := s.check()
+	if err != nil {
 		return corrupt("%v", err)
 	}
-	return s, nil
+	return s, p, nil
 }

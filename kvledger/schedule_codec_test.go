@@ -21,9 +21,15 @@ func TestScheduleCodecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeSchedule(s.Name, b, 7)
+	got, periods, err := decodeSchedule(s.Name, b, 7)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The periods parsed while decoding are the schedule's: its readers
+	// (ScheduleChange.Periods) do not parse the spec again.
+	at := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC) // a Friday
+	if next, want := periods.Next(at), s.Next(at); next.IsZero() || !next.Equal(want) {
+		t.Fatalf("decoded periods: next after %v is %v, the spec's is %v", at, next, want)
 	}
 	if want := `{"id":9007199254740993,"f":1.000000000000000000001,"s":"<a&b>"}`; string(got.Task.Task) != want {
 		t.Fatalf("payload %s, want %s", got.Task.Task, want)
@@ -32,7 +38,7 @@ func TestScheduleCodecRoundTrip(t *testing.T) {
 		got.Task.Priority != -3 || got.Task.MaxAttempts != 2 || got.Task.Needs[0] != "setup" || got.Task.Group != "g" || got.Actor != "me" {
 		t.Fatalf("decoded %+v", got)
 	}
-	if _, err := decodeSchedule("other", b, 7); !errors.Is(err, ErrCorruptRecord) {
+	if _, _, err := decodeSchedule("other", b, 7); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("another key's value: %v", err)
 	}
 }
@@ -76,18 +82,22 @@ func FuzzDecodeSchedule(f *testing.F) {
 	f.Add([]byte(`{"v":2,"name":"n"}`))
 	f.Add([]byte(`{"v":1,"name":"n","spec":"0 0 31 2 *","kind":"k"}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
-		s, err := decodeSchedule("n", value, 1)
+		s, periods, err := decodeSchedule("n", value, 1)
 		if err != nil {
 			if !errors.Is(err, ErrCorruptRecord) {
 				t.Fatalf("error %v does not match ErrCorruptRecord", err)
 			}
 			return
 		}
+		at := time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
+		if got, want := periods.Next(at), s.Next(at); !got.Equal(want) {
+			t.Fatalf("decoded periods: next %v, the spec's %v", got, want)
+		}
 		b1, err := encodeSchedule(s)
 		if err != nil {
 			t.Fatalf("decoded %+v does not encode: %v", s, err)
 		}
-		s2, err := decodeSchedule("n", b1, 1)
+		s2, _, err := decodeSchedule("n", b1, 1)
 		if err != nil {
 			t.Fatalf("encoded %s does not decode: %v", b1, err)
 		}

@@ -2,8 +2,6 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -41,16 +39,9 @@ type ScheduleOpts struct {
 // while no worker ran, or while the server could not be reached, run at
 // most once: the latest of them, not one per missed period.
 func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opts *ScheduleOpts) (kvledger.Schedule, error) {
-	if args == nil {
-		return kvledger.Schedule{}, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
-	}
-	kind := args.Kind()
-	if kind == "" {
-		return kvledger.Schedule{}, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
-	}
-	payload, err := json.Marshal(args)
+	kind, payload, err := payloadOf(args)
 	if err != nil {
-		return kvledger.Schedule{}, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+		return kvledger.Schedule{}, err
 	}
 	var o ScheduleOpts
 	if opts != nil {
@@ -68,14 +59,8 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 // is none). Workers stop admitting its periods as their watch delivers
 // the removal; tasks already admitted stay.
 func (c *Client) Unschedule(ctx context.Context, name string) error {
-	sc, found, err := c.store.LoadSchedule(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%w: %q", kvledger.ErrNoSchedule, name)
-	}
-	return c.store.DeleteSchedule(ctx, name, sc.Rev)
+	_, err := c.store.RemoveSchedule(ctx, name, 0)
+	return err
 }
 
 // Schedules returns the schedules stored in the ledger, by name; each

@@ -99,18 +99,29 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 	return out, err
 }
 
-// submission is the ledger's submission of args with opts.
-func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
+// payloadOf returns args' kind and its JSON, the task's payload: what a
+// submission and a schedule (Client.Schedule) store. Nil args, an empty
+// kind or args that do not marshal are ErrInvalidArgs.
+func payloadOf(args Args) (string, json.RawMessage, error) {
 	if args == nil {
-		return kvledger.Submission{}, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
+		return "", nil, fmt.Errorf("%w: nil Args", ErrInvalidArgs)
 	}
 	kind := args.Kind()
 	if kind == "" {
-		return kvledger.Submission{}, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
+		return "", nil, fmt.Errorf("%w: %T has an empty Kind", ErrInvalidArgs, args)
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
-		return kvledger.Submission{}, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+		return "", nil, fmt.Errorf("%w: %T: %w", ErrInvalidArgs, args, err)
+	}
+	return kind, payload, nil
+}
+
+// submission is the ledger's submission of args with opts.
+func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
+	kind, payload, err := payloadOf(args)
+	if err != nil {
+		return kvledger.Submission{}, err
 	}
 	var o SubmitOpts
 	if opts != nil {
@@ -123,7 +134,7 @@ func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
 		o.Seq = 1
 	}
 	return kvledger.Submission{
-		Key: o.Key, Seq: o.Seq, Task: json.RawMessage(payload), Needs: o.Needs,
+		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
 		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
 		Priority: o.Priority, Group: o.Group,
 	}, nil

@@ -225,29 +225,19 @@ func (a *app) scheduleRm(lf *ledgerFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return a.withScheduleStore(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, s *kvledger.KVStore) error {
-				at := rev
-				if at == 0 {
-					sc, found, err := s.LoadSchedule(ctx, name)
-					if errors.Is(err, kvledger.ErrCorruptRecord) {
-						// Not a schedule: removed only at the revision the
-						// error names, so nothing newer is removed unseen.
-						return fmt.Errorf("%w (remove it with --rev and the revision shown)", err)
-					}
-					if err != nil {
-						return err
-					}
-					if !found {
-						return fmt.Errorf("%w: %q", kvledger.ErrNoSchedule, name)
-					}
-					at = sc.Rev
+				at, err := s.RemoveSchedule(ctx, name, rev)
+				if errors.Is(err, kvledger.ErrCorruptRecord) {
+					// Not a schedule: RemoveSchedule removes it only at
+					// the revision the error names.
+					return fmt.Errorf("%w (remove it with --rev and the revision shown)", err)
 				}
-				if err := s.DeleteSchedule(ctx, name, at); err != nil {
+				if err != nil {
 					return err
 				}
 				if a.json {
 					return writeJSON(a.stdout, map[string]any{"removed": name, "revision": at})
 				}
-				_, err := fmt.Fprintf(a.stdout, "schedule %s removed\n", escapeCell(name))
+				_, err = fmt.Fprintf(a.stdout, "schedule %s removed\n", escapeCell(name))
 				return err
 			})
 		},

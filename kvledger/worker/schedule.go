@@ -35,8 +35,16 @@ type Schedule struct {
 // until the loop first sees it.
 type schedule struct {
 	s    Schedule
-	spec cronspec.Spec
+	spec periods
 	next time.Time
+}
+
+// periods computes a schedule's period starts from its spec, parsed
+// once: a cronspec.Spec for a schedule registered in code, the
+// kvledger.SchedulePeriods its watch change carries for a stored one.
+type periods interface {
+	Next(t time.Time) time.Time
+	Latest(from, now time.Time) time.Time
 }
 
 // PeriodKey is the idempotency key of schedule name's task for the

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 
-	"github.com/natscoord/natscoord/internal/cronspec"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -38,7 +37,7 @@ func (w *Worker) onSchedule(c kvledger.ScheduleChange) {
 	case c.Err != nil:
 		w.cfg.Logger.Warn("worker: stored schedule does not decode; not running it", "schedule", c.Name, "err", c.Err)
 	case !c.Deleted:
-		run = w.storedSchedule(c.Schedule)
+		run = w.storedSchedule(c)
 	}
 	w.schedMu.Lock()
 	if run != nil {
@@ -53,9 +52,11 @@ func (w *Worker) onSchedule(c kvledger.ScheduleChange) {
 	}
 }
 
-// storedSchedule is the loop's schedule of sc, or nil when this worker
-// does not run it.
-func (w *Worker) storedSchedule(sc kvledger.Schedule) *schedule {
+// storedSchedule is the loop's schedule of the stored schedule c
+// delivers, or nil when this worker does not run it. Its periods are
+// those c carries: the watch parsed the spec when it decoded the value.
+func (w *Worker) storedSchedule(c kvledger.ScheduleChange) *schedule {
+	sc := c.Schedule
 	// handlers and schedules do not change after Start.
 	if _, ok := w.handlers[sc.Task.Kind]; !ok {
 		return nil
@@ -66,18 +67,8 @@ func (w *Worker) storedSchedule(sc kvledger.Schedule) *schedule {
 			return nil
 		}
 	}
-	loc, err := sc.Location()
-	if err != nil {
-		w.cfg.Logger.Warn("worker: stored schedule refused", "schedule", sc.Name, "err", err)
-		return nil
-	}
-	sp, err := cronspec.Parse(sc.Spec, loc)
-	if err != nil {
-		w.cfg.Logger.Warn("worker: stored schedule refused", "schedule", sc.Name, "err", err)
-		return nil
-	}
 	return &schedule{
-		s:    Schedule{Name: sc.Name, Spec: sc.Spec, Location: loc, Task: sc.Task.Submission("", w.now())},
-		spec: sp,
+		s:    Schedule{Name: sc.Name, Spec: sc.Spec, Task: sc.Task.Submission("", w.now())},
+		spec: c.Periods,
 	}
 }
