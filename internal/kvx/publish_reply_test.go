@@ -23,7 +23,7 @@ func TestBucketCloseEndsReplies(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	b, err := Open(ctx, js, Config{Bucket: "replies", LimitMarkerTTL: time.Second})
 	require.NoError(t, err)
-	base := natstest.IgnoreCurrent() // the server's own, for the stream
+	base := natstest.IgnoreCurrent()     // the server's own, for the stream
 	subs := js.Conn().NumSubscriptions() // nats.go's for the requests of Open
 
 	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil) // awaited
