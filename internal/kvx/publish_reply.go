@@ -51,35 +51,21 @@ func (b *Bucket) post(m *nats.Msg) (token uint64, ch chan *nats.Msg, err error) 
 // stream, so sending it again cannot duplicate it. No answer within ctx
 // is ctx's error: the write may yet land (OutcomeUnknown).
 func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *nats.Msg) (uint64, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.js.Options().DefaultTimeout)
-		defer cancel()
-	}
-	var (
-		l       = noResponders.Start(ctx) // a value: no cost until a resend
-		started bool
-	)
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	l := noResponders.Start(ctx) // a value: no cost until a resend
 	for {
-		var resp *nats.Msg
-		select {
-		case resp = <-ch:
-			replyChans.Put(ch) // answered: nothing sends on it again
-		case <-ctx.Done():
-			b.replies.forget(token) // its channel stays out of the pool: the answer may yet come
-			return 0, ctxErr(ctx)
-		}
-		if resp == nil { // the subscription ended (replies.ended)
-			return 0, b.replies.endErr(b.js.Conn())
-		}
-		if len(resp.Data) > 0 || resp.Header.Get("Status") != "503" {
+		resp, err := b.answer(ctx, token, ch)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			if err != nil {
+				return 0, err
+			}
 			seq, err := decodeAck(resp.Data)
 			return seq, mapErr(err)
 		}
 		// No responders: the first send was the policy's first try, so
 		// the loop pauses before each resend.
-		if !started {
-			started = true
+		if l.Try() < 0 {
 			l.Next()
 		}
 		if !l.Next() {
@@ -89,11 +75,41 @@ func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *
 			}
 			return 0, err
 		}
-		var err error
 		if token, ch, err = b.post(m); err != nil {
 			return 0, mapErr(err)
 		}
 	}
+}
+
+// bound is ctx bounded by the handle's DefaultTimeout when it has no
+// deadline (as nats.go's publish bounds it).
+func (b *Bucket) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.js.Options().DefaultTimeout)
+}
+
+// answer waits, within ctx, for the answer to the message posted under
+// token: the message, nats.ErrNoResponders for an answer that no stream
+// listens, ctx's error when none came (the write may yet land), or the
+// error of the subscription's end (endErr).
+func (b *Bucket) answer(ctx context.Context, token uint64, ch chan *nats.Msg) (*nats.Msg, error) {
+	var resp *nats.Msg
+	select {
+	case resp = <-ch:
+		replyChans.Put(ch) // answered: nothing sends on it again
+	case <-ctx.Done():
+		b.replies.forget(token) // its channel stays out of the pool: the answer may yet come
+		return nil, ctxErr(ctx)
+	}
+	switch {
+	case resp == nil: // the subscription ended (replies.ended)
+		return nil, b.replies.endErr(b.js.Conn())
+	case len(resp.Data) == 0 && resp.Header.Get("Status") == "503":
+		return nil, nats.ErrNoResponders
+	}
+	return resp, nil
 }
 
 // ctxErr is the error of a write whose answer did not come within ctx:
@@ -110,10 +126,12 @@ func ctxErr(ctx context.Context) error {
 // replies routes each answer to the write waiting for it, by the last
 // token of its reply subject (a number in base 36). It is one
 // subscription per Bucket, made at its first write (again after the
-// connection dropped it) and ended by Bucket.Close: nats.go's request
-// path makes a channel, a random token, an entry in a map under the
-// connection's lock and a context watch per request, which the runtime's
-// claim paid on every task.
+// connection dropped it) and ended by Bucket.Close, and it answers every
+// write of the bucket: awaited, pipelined, and the commit of an atomic
+// batch. nats.go's request path, which the awaited writes used before,
+// makes a channel, a random token and an entry in a map under the
+// connection's lock per request: the runtime's claim paid them on every
+// task.
 type replies struct {
 	mu      sync.Mutex
 	sub     *nats.Subscription

@@ -1,11 +1,13 @@
 package kvx
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
@@ -92,4 +94,24 @@ func TestRepliesEndWithTheConnection(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a write waiting when its connection closed was not ended")
 	}
+}
+
+// TestNoRespondersResentThenRefused: a write no stream listens for is
+// sent again on the noResponders policy (its pauses show in the time it
+// takes) and, once its ctx ends, reported as no stream response, joined
+// with ctx's error, as nats.go's publish with retries reports it.
+func TestNoRespondersResentThenRefused(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "nobody", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.send(wctx, &nats.Msg{Subject: "no.stream.here"}, casCond(0, 0, "id"))
+	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
 }
