@@ -219,10 +219,14 @@ func (r *replies) ended(waiting map[uint64]chan *nats.Msg) {
 }
 
 // endErr is the error of a write whose subscription ended before its
-// answer came: the connection closed, or the Bucket did.
+// answer came: the connection closed or drains, or the Bucket closed.
+// Each is an outcome unknown (OutcomeUnknown).
 func (r *replies) endErr(nc *nats.Conn) error {
-	if nc.IsClosed() {
+	switch {
+	case nc.IsClosed():
 		return nats.ErrConnectionClosed
+	case nc.IsDraining():
+		return nats.ErrConnectionDraining
 	}
 	return ErrClosed
 }
