@@ -69,11 +69,10 @@ func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *
 			l.Next()
 		}
 		if !l.Next() {
-			err := error(jetstream.ErrNoStreamResponse)
-			if lerr := l.Err(); lerr != nil {
-				err = errors.Join(err, lerr)
-			}
-			return 0, err
+			// Every try reached no stream: nothing was stored, whether
+			// the tries ran out or ctx ended during a pause (so not an
+			// outcome unknown: ctx's error is not joined).
+			return 0, jetstream.ErrNoStreamResponse
 		}
 		if token, ch, err = b.post(m); err != nil {
 			return 0, mapErr(err)
