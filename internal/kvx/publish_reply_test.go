@@ -115,3 +115,30 @@ func TestNoRespondersResentThenRefused(t *testing.T) {
 	require.False(t, OutcomeUnknown(err), "%v", err)
 	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
 }
+
+// TestUnansweredWriteKeepsCtxErrAndCause: a write whose ctx ends before
+// its answer reports ctx's error (so OutcomeUnknown holds and the caller
+// reads the key back) with the cause the ctx was cancelled with. A
+// pipelined write's wait used to report the cause alone, which
+// OutcomeUnknown did not know for a cause of the caller's own.
+func TestUnansweredWriteKeepsCtxErrAndCause(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "cause", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	silent, err := js.Conn().SubscribeSync("silent")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Unsubscribe() })
+	m := &nats.Msg{Subject: "silent"}
+	token, ch, err := b.post(m)
+	require.NoError(t, err)
+	draining := errors.New("draining")
+	wctx, cancel := context.WithCancelCause(ctx)
+	cancel(draining)
+	_, err = b.await(wctx, m, token, ch)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, draining)
+	require.True(t, OutcomeUnknown(err))
+}
