@@ -149,6 +149,9 @@ func (h *Handler) Close() error {
 		for _, m := range h.managers {
 			_ = m.Close(ctx)
 		}
+		if h.store != nil {
+			h.store.Close() // a closed dashboard writes nothing more
+		}
 	})
 	return nil
 }

@@ -151,6 +151,7 @@ func (m *Manager) shutdown(gs []*Guard) {
 	if err := m.hub.Close(); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		m.log.Debug("kvlease: closing watch", "err", err)
 	}
+	m.b.Close() // the last write was a release above
 	m.closeErr = errors.Join(errs...)
 	close(m.done)
 }

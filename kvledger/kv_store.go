@@ -126,6 +126,15 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVStoreConfig) 
 // Name returns the bucket name.
 func (s *KVStore) Name() string { return s.b.Name() }
 
+// Close ends the store's writing: the one subscription its writes are
+// answered on (kvx.Bucket.Close), made at its first write. A write still
+// waiting fails as one whose outcome is unknown, and later writes fail;
+// reads and record watches go on (a watch ends when its last watcher
+// stops). Its owner calls it once nothing writes through the store any
+// more; a store never closed keeps the subscription until its
+// connection closes. It is idempotent.
+func (s *KVStore) Close() { s.b.Close() }
+
 // OpTimeout is the bound of one store operation (one read or one
 // write, each of its internal retries included): the JetStream handle's
 // default timeout, 5 s when it has none. A caller's longer deadline does

@@ -101,7 +101,7 @@ var recordFeedLimit = 1 << 14 // a var for tests (export_test.go)
 // schedules in one stream order. The watch reads every record and
 // schedule when it starts, or, while all its watchers name keys, only
 // theirs (maxWatchFilter). It stops when its last watcher stops (the
-// store has no Close); the next watcher starts it again.
+// store's Close ends only its writes); the next watcher starts it again.
 func newRecordHub(b *kvx.Bucket) *kvx.Hub {
 	h := b.NewHub(taskPrefix+"*", schedPrefix+"*")
 	h.KeepView(strings.TrimSuffix(taskPrefix, "."))

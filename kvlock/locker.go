@@ -141,6 +141,7 @@ func (l *Locker) Close(ctx context.Context) error {
 			l.wgShut = true
 			l.wgMu.Unlock()
 			l.wg.Wait()
+			l.b.Close() // nothing of the Locker writes any more
 			l.closeErr = mapErr(err)
 			close(l.done)
 		}()

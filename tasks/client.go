@@ -104,5 +104,11 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	c.mu.Unlock()
 	c.counter.stop()
-	return c.worker.Close(ctx)
+	err := c.worker.Close(ctx)
+	if ctx.Err() == nil {
+		// The worker has stopped (it was not left to finish in the
+		// background): nothing writes through the store any more.
+		c.store.Close()
+	}
+	return err
 }

@@ -163,6 +163,7 @@ func (a *app) withBucket(parent context.Context, bucket string, fn func(context.
 		if err != nil {
 			return err
 		}
+		defer b.Close()
 		return fn(ctx, b)
 	})
 }

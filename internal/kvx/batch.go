@@ -97,6 +97,8 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 		revs []uint64
 		err  error
 	)
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
 	l := noResponders.Start(ctx)
 	for l.Next() {
 		batch := id
@@ -147,7 +149,16 @@ func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string,
 			continue
 		}
 		set(4, "Nats-Batch-Commit", "1")
-		resp, err := nc.RequestMsgWithContext(ctx, m)
+		// The commit is answered as every write is (post, answer);
+		// a "no responders" is CreateBatchAs's to resend.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		token, ch, err := b.post(m)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := b.answer(ctx, token, ch)
 		if err != nil {
 			return nil, err
 		}

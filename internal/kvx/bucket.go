@@ -64,9 +64,8 @@ type Bucket struct {
 	// atomic: the stream was last seen to allow atomic batches (see
 	// AtomicBatches); cleared when a batch is refused for want of it.
 	atomic atomic.Bool
-	// replies routes the answers of writes sent without waiting
-	// (publish_async.go).
-	replies asyncReplies
+	// replies routes the answers of every write (publish_reply.go).
+	replies replies
 }
 
 // Replicated reports whether the bucket's stream has more than one

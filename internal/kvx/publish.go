@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -56,8 +55,7 @@ func (b *Bucket) sendVals(ctx context.Context, m *nats.Msg, c cond, vals []strin
 	if err := b.prepare(m, c, vals); err != nil {
 		return 0, err
 	}
-	seq, err := b.request(ctx, m)
-	return seq, mapErr(err)
+	return b.request(ctx, m)
 }
 
 // prepare checks m's size and sets c's headers on it: what every write
@@ -129,37 +127,19 @@ func putOutMsg(o *outMsg) {
 	outMsgs.Put(o)
 }
 
-// request is jetstream.PublishMsg's round trip: m sent as a request,
-// retried while nobody answers (no stream has the subject yet, or it
-// changes leader), and the acknowledgment read.
+// request is jetstream.PublishMsg's round trip on the bucket's reply
+// subscription: m posted, and its answer awaited (await: the "no
+// responders" resends, the bound, the acknowledgment read). An awaited
+// write is a pipelined one (UpdateAsyncAs) whose wait follows at once.
 func (b *Bucket) request(ctx context.Context, m *nats.Msg) (uint64, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.js.Options().DefaultTimeout)
-		defer cancel()
+	if err := ctx.Err(); err != nil {
+		return 0, err // not sent
 	}
-	nc := b.js.Conn()
-	resp, err := nc.RequestMsgWithContext(ctx, m)
-	if errors.Is(err, nats.ErrNoResponders) {
-		// Off the hot path: sent again on the one retry primitive. The
-		// request above was the policy's first try, so the loop pauses
-		// before each resend and sends noResponders.Tries in all.
-		l := noResponders.Start(ctx)
-		l.Next()
-		for errors.Is(err, nats.ErrNoResponders) && l.Next() {
-			resp, err = nc.RequestMsgWithContext(ctx, m)
-		}
-		if lerr := l.Err(); lerr != nil && errors.Is(err, nats.ErrNoResponders) {
-			err = errors.Join(err, lerr)
-		}
-	}
-	if errors.Is(err, nats.ErrNoResponders) {
-		return 0, jetstream.ErrNoStreamResponse
-	}
+	token, ch, err := b.post(m)
 	if err != nil {
 		return 0, err
 	}
-	return decodeAck(resp.Data)
+	return b.await(ctx, m, token, ch)
 }
 
 // decodeAck reads the stream's answer to a write: the sequence it stored

@@ -1,0 +1,241 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrClosed means the Bucket was closed (Close): a write it refuses, or
+// one whose answer had not come when it closed (which may yet land: an
+// outcome unknown, see OutcomeUnknown).
+var ErrClosed = errors.New("kvx: bucket closed")
+
+// Close ends the bucket's reply subscription, the one every write of the
+// bucket is answered on (replies): its owner (a lease manager, a locker,
+// a ledger store) calls it once it writes no more. A write still waiting
+// then fails with ErrClosed, and later writes are refused with it; reads
+// and watches are not affected. It is idempotent.
+func (b *Bucket) Close() { b.replies.close() }
+
+// post publishes m, its headers already set (prepare), with a reply
+// subject of the bucket's reply subscription: the first half of every
+// write. await is the second. A write that pipelines (UpdateAsyncAs)
+// returns between the two; an awaited one (request) does not.
+func (b *Bucket) post(m *nats.Msg) (token uint64, ch chan *nats.Msg, err error) {
+	nc := b.js.Conn()
+	token, reply, ch, err := b.replies.expect(nc)
+	if err != nil {
+		return 0, nil, err
+	}
+	m.Reply = reply
+	if err := nc.PublishMsg(m); err != nil {
+		b.replies.forget(token)
+		return 0, nil, err
+	}
+	return token, ch, nil
+}
+
+// await waits, within ctx (for at most the handle's DefaultTimeout when
+// ctx has no deadline, as nats.go's publish would), for the answer to m
+// posted under token, and reads it (decodeAck, mapErr). An answer of "no
+// responders" (no stream listens on the subject yet, or it changes
+// leader) sends m again, with the same headers and so the same
+// Nats-Msg-Id, on the one retry primitive (noResponders): it reached no
+// stream, so sending it again cannot duplicate it. No answer within ctx
+// is ctx's error: the write may yet land (OutcomeUnknown).
+func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *nats.Msg) (uint64, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	l := noResponders.Start(ctx) // a value: no cost until a resend
+	for {
+		resp, err := b.answer(ctx, token, ch)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			if err != nil {
+				return 0, err
+			}
+			seq, err := decodeAck(resp.Data)
+			return seq, mapErr(err)
+		}
+		// No responders: the first send was the policy's first try, so
+		// the loop pauses before each resend.
+		if l.Try() < 0 {
+			l.Next()
+		}
+		if !l.Next() {
+			// Every try reached no stream: nothing was stored, whether
+			// the tries ran out or ctx ended during a pause (so not an
+			// outcome unknown: ctx's error is not joined).
+			return 0, jetstream.ErrNoStreamResponse
+		}
+		if token, ch, err = b.post(m); err != nil {
+			return 0, mapErr(err)
+		}
+	}
+}
+
+// bound is ctx bounded by the handle's DefaultTimeout when it has no
+// deadline (as nats.go's publish bounds it).
+func (b *Bucket) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.js.Options().DefaultTimeout)
+}
+
+// answer waits, within ctx, for the answer to the message posted under
+// token: the message, nats.ErrNoResponders for an answer that no stream
+// listens, ctx's error when none came (the write may yet land), or the
+// error of the subscription's end (endErr).
+func (b *Bucket) answer(ctx context.Context, token uint64, ch chan *nats.Msg) (*nats.Msg, error) {
+	var resp *nats.Msg
+	select {
+	case resp = <-ch:
+		replyChans.Put(ch) // answered: nothing sends on it again
+	case <-ctx.Done():
+		b.replies.forget(token) // its channel stays out of the pool: the answer may yet come
+		return nil, ctxErr(ctx)
+	}
+	switch {
+	case resp == nil: // the subscription ended (replies.ended)
+		return nil, b.replies.endErr(b.js.Conn())
+	case len(resp.Data) == 0 && resp.Header.Get("Status") == "503":
+		return nil, nats.ErrNoResponders
+	}
+	return resp, nil
+}
+
+// ctxErr is the error of a write whose answer did not come within ctx:
+// ctx's error (which OutcomeUnknown knows), with its cause when one was
+// given.
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if c := context.Cause(ctx); c != nil && c != err {
+		return fmt.Errorf("%w: %w", err, c)
+	}
+	return err
+}
+
+// replies routes each answer to the write waiting for it, by the last
+// token of its reply subject (a number in base 36). It is one
+// subscription per Bucket, made at its first write (again after the
+// connection dropped it) and ended by Bucket.Close, and it answers every
+// write of the bucket: awaited, pipelined, and the commit of an atomic
+// batch. nats.go's request path, which the awaited writes used before,
+// makes a channel, a random token and an entry in a map under the
+// connection's lock per request: the runtime's claim paid them on every
+// task.
+type replies struct {
+	mu      sync.Mutex
+	sub     *nats.Subscription
+	closed  bool
+	prefix  string // the subscription's subject without its last token
+	next    uint64
+	waiting map[uint64]chan *nats.Msg
+}
+
+// replyChans keeps the channels of answered writes for the next ones:
+// a write's channel is put back only once its one answer was received,
+// so nothing can send on it any more (deliver and ended take a channel
+// out of waiting before they send; a write whose wait ended unanswered
+// keeps its channel out of the pool, as the answer may still come).
+var replyChans = sync.Pool{New: func() any { return make(chan *nats.Msg, 1) }}
+
+// expect returns a fresh reply token, its reply subject (built under the
+// lock, since a new subscription changes the prefix) and the channel its
+// answer comes on, subscribing on nc at the first call (again after the
+// connection dropped the subscription).
+func (r *replies) expect(nc *nats.Conn) (token uint64, reply string, ch chan *nats.Msg, err error) {
+	ch = replyChans.Get().(chan *nats.Msg)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		replyChans.Put(ch)
+		return 0, "", nil, ErrClosed
+	}
+	if r.sub == nil || !r.sub.IsValid() {
+		inbox := nc.NewInbox() + "."
+		waiting := make(map[uint64]chan *nats.Msg)
+		sub, err := nc.Subscribe(inbox+"*", r.deliver)
+		if err != nil {
+			replyChans.Put(ch)
+			return 0, "", nil, err
+		}
+		// When it ends (Close, or the connection closed), the writes
+		// still waiting on it learn so at once, as nats.go's request
+		// path tells its requests, rather than at their deadline.
+		sub.SetClosedHandler(func(string) { r.ended(waiting) })
+		r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	}
+	r.next++
+	token = r.next
+	r.waiting[token] = ch
+	var buf [96]byte // the inbox prefix and the token, one string built
+	return token, string(strconv.AppendUint(append(buf[:0], r.prefix...), token, 36)), ch, nil
+}
+
+func (r *replies) forget(token uint64) {
+	r.mu.Lock()
+	delete(r.waiting, token)
+	r.mu.Unlock()
+}
+
+// deliver hands an answer to its writer; one nobody waits for any more
+// (its wait ended), or whose token is not one of ours, is dropped.
+func (r *replies) deliver(m *nats.Msg) {
+	token, err := strconv.ParseUint(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:], 36, 64)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	ch, ok := r.waiting[token]
+	delete(r.waiting, token)
+	r.mu.Unlock()
+	if ok {
+		ch <- m // buffered 1, one answer per token
+	}
+}
+
+// ended tells every write still waiting on an ended subscription (its
+// map, waiting) that no answer will come: a nil answer (await).
+func (r *replies) ended(waiting map[uint64]chan *nats.Msg) {
+	r.mu.Lock()
+	chs := make([]chan *nats.Msg, 0, len(waiting))
+	for token, ch := range waiting {
+		chs = append(chs, ch)
+		delete(waiting, token)
+	}
+	r.mu.Unlock()
+	for _, ch := range chs {
+		ch <- nil
+	}
+}
+
+// endErr is the error of a write whose subscription ended before its
+// answer came: the connection closed or drains, or the Bucket closed.
+// Each is an outcome unknown (OutcomeUnknown).
+func (r *replies) endErr(nc *nats.Conn) error {
+	switch {
+	case nc.IsClosed():
+		return nats.ErrConnectionClosed
+	case nc.IsDraining():
+		return nats.ErrConnectionDraining
+	}
+	return ErrClosed
+}
+
+func (r *replies) close() {
+	r.mu.Lock()
+	sub := r.sub
+	r.closed, r.sub = true, nil
+	r.mu.Unlock()
+	if sub != nil {
+		_ = sub.Unsubscribe() // its goroutine ends, and ended runs
+	}
+}

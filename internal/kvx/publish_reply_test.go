@@ -1,0 +1,144 @@
+package kvx
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
+)
+
+// TestBucketCloseEndsReplies: the subscription every write of a Bucket
+// is answered on (awaited and pipelined alike) is the Bucket's, and its
+// Close ends it while the connection stays open: before, it lived, with
+// nats.go's goroutine, until the connection closed. A write waiting at
+// Close learns at once that its outcome is unknown, and later writes are
+// refused.
+func TestBucketCloseEndsReplies(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "replies", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	base := natstest.IgnoreCurrent()     // the server's own, for the stream
+	subs := js.Conn().NumSubscriptions() // nats.go's for the requests of Open
+
+	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil) // awaited
+	require.NoError(t, err)
+	_, err = b.UpdateAsyncAs("k", []byte("2"), rev, 0, "id-2", nil)(ctx) // pipelined
+	require.NoError(t, err)
+	require.Equal(t, subs+1, js.Conn().NumSubscriptions(), "one subscription for both")
+
+	// A write nobody answers (a silent listener on its subject, so no
+	// "no responders" either), waiting when the Bucket closes.
+	silent, err := js.Conn().SubscribeSync("silent")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Unsubscribe() })
+	m := &nats.Msg{Subject: "silent"}
+	token, ch, err := b.post(m)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.await(ctx, m, token, ch)
+		waited <- err
+	}()
+	_, err = silent.NextMsg(10 * time.Second) // it was sent
+	require.NoError(t, err)
+	b.Close()
+	select {
+	case err = <-waited:
+		require.ErrorIs(t, err, ErrClosed)
+		require.True(t, OutcomeUnknown(err))
+	case <-ctx.Done():
+		t.Fatal("a write waiting at Close was not ended")
+	}
+	_, err = b.UpdateAs(ctx, "k", []byte("3"), rev+1, 0, "id-3", nil)
+	require.ErrorIs(t, err, ErrClosed)
+	require.NoError(t, silent.Unsubscribe())
+	natstest.VerifyNone(t, base)
+	require.Equal(t, subs, js.Conn().NumSubscriptions())
+	b.Close() // idempotent
+}
+
+// TestRepliesEndWithTheConnection: a write waiting when its connection
+// closes fails at once with nats.ErrConnectionClosed (an outcome
+// unknown), as nats.go's request path did, not at its deadline.
+func TestRepliesEndWithTheConnection(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "replies", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	silent, err := js.Conn().SubscribeSync("silent")
+	require.NoError(t, err)
+	m := &nats.Msg{Subject: "silent"}
+	token, ch, err := b.post(m)
+	require.NoError(t, err)
+	_, err = silent.NextMsg(10 * time.Second)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.await(ctx, m, token, ch)
+		waited <- err
+	}()
+	js.Conn().Close()
+	select {
+	case err = <-waited:
+		require.True(t, errors.Is(err, nats.ErrConnectionClosed), "%v", err)
+		require.True(t, OutcomeUnknown(err))
+	case <-ctx.Done():
+		t.Fatal("a write waiting when its connection closed was not ended")
+	}
+}
+
+// TestNoRespondersResentThenRefused: a write no stream listens for is
+// sent again on the noResponders policy (its pauses show in the time it
+// takes) and, once its ctx ends, reported as no stream response: a known
+// failure (nothing was stored), not an outcome unknown.
+func TestNoRespondersResentThenRefused(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "nobody", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.send(wctx, &nats.Msg{Subject: "no.stream.here"}, casCond(0, 0, "id"))
+	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+	require.False(t, OutcomeUnknown(err), "%v", err)
+	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
+}
+
+// TestUnansweredWriteKeepsCtxErrAndCause: a write whose ctx ends before
+// its answer reports ctx's error (so OutcomeUnknown holds and the caller
+// reads the key back) with the cause the ctx was cancelled with. A
+// pipelined write's wait used to report the cause alone, which
+// OutcomeUnknown did not know for a cause of the caller's own.
+func TestUnansweredWriteKeepsCtxErrAndCause(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "cause", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	silent, err := js.Conn().SubscribeSync("silent")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Unsubscribe() })
+	m := &nats.Msg{Subject: "silent"}
+	token, ch, err := b.post(m)
+	require.NoError(t, err)
+	draining := errors.New("draining")
+	wctx, cancel := context.WithCancelCause(ctx)
+	cancel(draining)
+	_, err = b.await(wctx, m, token, ch)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, draining)
+	require.True(t, OutcomeUnknown(err))
+}
