@@ -34,7 +34,8 @@ func (s *walkSpy) Load(ctx context.Context, key kvledger.IdempotencyKey) (kvledg
 // A failure ends its claim's lease before it walks its dependents: from
 // the write on no record names the lease, so it is not left live (a key
 // every lease watch is sent) for as long as the walk takes. Complete and
-// the runtime's outcome end a claim the same way.
+// the runtime's outcome, awaited or pipelined (FinishAsync, which before
+// never deleted the lease), end a claim the same way.
 func TestFailureDropsLeaseBeforeWalk(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 60*time.Second)
@@ -49,8 +50,13 @@ func TestFailureDropsLeaseBeforeWalk(t *testing.T) {
 			_, err := l.Finish(ctx, "w", key, "w", fence, kvledger.Outcome{Status: kvledger.StatusFailed, Error: "boom"}, time.Now())
 			return err
 		},
+		"FinishAsync": func(key kvledger.IdempotencyKey, fence kvledger.FenceToken) error {
+			_, err := l.FinishAsync(ctx, "w", key, "w", fence, kvledger.Outcome{Status: kvledger.StatusFailed, Error: "boom"}, time.Now()).Wait(ctx)
+			return err
+		},
 	}
-	for _, name := range []string{"Complete", "Finish"} {
+	require.True(t, l.Pipelined(), "FinishAsync sends without waiting")
+	for _, name := range []string{"Complete", "Finish", "FinishAsync"} {
 		key, dep := kvledger.IdempotencyKey(name), kvledger.IdempotencyKey(name+"-dep")
 		admitAll(t, ctx, l, key)
 		ok, err := l.Admit(ctx, "test", dep, 1, nil, time.Now(), key)

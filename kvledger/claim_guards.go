@@ -21,9 +21,10 @@ import (
 // abandons it again. Before, Renew took a new key each time and left the
 // old one to live out its TTL, as a key every worker's lease watch is
 // sent (a claim renewed every minute on a 1h lease kept about 60). Every
-// call that ends a claim (endClaim: Release, Complete, an outcome) deletes
-// its lease the same way, and a claim that fails after taking its lease
-// releases it (claimHold).
+// call that ends a claim (endClaim: Release, Complete, an awaited
+// outcome; PendingFinish.Wait: a pipelined one) deletes its lease the same
+// way, right after its write (ended), and a claim that fails after taking
+// its lease releases it (claimHold).
 type claimGuards struct {
 	mu sync.Mutex
 	m  map[guardKey]heldLease
