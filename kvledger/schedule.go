@@ -77,9 +77,9 @@ var (
 	ErrScheduleExists = errors.New("kvledger: schedule already exists")
 	// ErrNoSchedule: no schedule of that name is stored.
 	ErrNoSchedule = errors.New("kvledger: no such schedule")
-	// ErrScheduleChanged: UpdateSchedule, DeleteSchedule or
-	// RemoveSchedule presented a revision that is no longer the
-	// schedule's (someone changed or removed it meanwhile). Nothing was
+	// ErrScheduleChanged: UpdateSchedule or DeleteSchedule presented a
+	// revision that is no longer the schedule's, or RemoveSchedule's
+	// read was (someone changed or removed it meanwhile). Nothing was
 	// written.
 	ErrScheduleChanged = errors.New("kvledger: schedule changed since it was read")
 )
