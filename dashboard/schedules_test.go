@@ -60,8 +60,7 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
 
-	_, err = store.RemoveSchedule(ctx, "nightly", sc.Rev)
-	require.NoError(t, err)
+	require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev))
 	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
 	body := e.Page(t, "/workers")
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><span class="muted" title="[^"]+">removed</span></td>`, body)

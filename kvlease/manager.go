@@ -96,6 +96,10 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 // Bucket returns the name of the manager's bucket.
 func (m *Manager) Bucket() string { return m.b.Name() }
 
+// OpTimeout returns Config.OpTimeout, the bound of one of the manager's
+// KV operations (see bounds.go).
+func (m *Manager) OpTimeout() time.Duration { return m.opTimeout.Duration() }
+
 // Holder returns the public holder id written into this manager's leases.
 func (m *Manager) Holder() string { return m.cfg.Holder }
 

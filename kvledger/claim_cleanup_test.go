@@ -96,3 +96,34 @@ func TestClaimLeaseCleanupOutlivesTheCallersCtx(t *testing.T) {
 		require.False(t, seen[0].deadline.Before(start.Add(store.OpTimeout())), "%s: bounded by the store's op bound", name)
 	}
 }
+
+// The cleanup of a claim's lease is bounded by the lease manager's bound
+// on one operation (kvlease.Config.OpTimeout), not by the ledger store's:
+// it is the lease bucket's operation that the bound is for.
+func TestClaimLeaseCleanupBoundByLeaseManager(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	store := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
+	const leases = "cleanup_bound_leases"
+	const leaseOp = 2 * time.Second
+	require.Greater(t, store.OpTimeout(), leaseOp, "the store's bound is the longer one")
+	watch := &releaseWatch{}
+	m := natstest.Open(t, "lease manager", func(ctx context.Context) (*kvlease.Manager, error) {
+		return kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: leases, Observer: watch, OpTimeout: leaseOp})
+	})
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	require.Equal(t, leaseOp, m.OpTimeout())
+	l := newLedger(t, store, kvledger.WithLeases(m))
+	admitAll(t, ctx, l, "k")
+	fence, err := l.Claim(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, l.Release(ctx, "w", "k", "w", fence, time.Now()))
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases))
+	seen := watch.take()
+	require.Len(t, seen, 1)
+	require.NoError(t, seen[0].err)
+	require.False(t, seen[0].deadline.IsZero())
+	require.False(t, seen[0].deadline.After(time.Now().Add(leaseOp)), "bounded by the lease manager's op bound")
+	require.False(t, seen[0].deadline.Before(start.Add(leaseOp)), "bounded by the lease manager's op bound")
+}

@@ -4,21 +4,19 @@ import "context"
 
 // endClaim is the loop of every call that ends the caller's claim of key
 // at fence: Complete, Release and the runtime's outcome (finish). Each
-// attempt loads the claim (loadClaim: ErrNoKey, ErrNotClaimed, ErrFenced),
-// writes the record end makes of it (commit: validated, then after, whose
-// error is labelled with label), and once the write landed deletes the
-// claim's lease if this Ledger took it (dropHeld). A lost
-// compare-and-swap reloads and decides again.
+// attempt loads the claim (loadClaim: ErrNoKey, ErrNotClaimed, ErrFenced)
+// and writes the record end makes of it (commit, validated). Once the
+// write landed, the claim's lease is deleted if this Ledger took it
+// (dropHeld), and only then does after run (a dependency walk, whose
+// error is labelled with label): no lease outlives its claim for the
+// walk. A lost compare-and-swap reloads and decides again.
 func (l *Ledger) endClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken, end func(cur TaskState) TaskState, label string, after func() error) (TaskState, error) {
 	for {
 		cur, err := l.loadClaim(ctx, key, owner, fence)
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.commit(ctx, cur, end(cur), label, after)
-		if ok {
-			l.dropHeld(ctx, key, fence)
-		}
+		rec, ok, err := l.commit(ctx, cur, end(cur), fence, label, after)
 		if err != nil || ok {
 			return rec, err
 		}

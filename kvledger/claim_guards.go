@@ -21,9 +21,10 @@ import (
 // abandons it again. Before, Renew took a new key each time and left the
 // old one to live out its TTL, as a key every worker's lease watch is
 // sent (a claim renewed every minute on a 1h lease kept about 60). Every
-// call that ends a claim (endClaim: Release, Complete, an outcome) deletes
-// its lease the same way, and a claim that fails after taking its lease
-// releases it (claimHold).
+// call that ends a claim (endClaim: Release, Complete, an awaited
+// outcome; PendingFinish.Wait: a pipelined one) deletes its lease the same
+// way, right after its write (ended), and a claim that fails after taking
+// its lease releases it (claimHold).
 type claimGuards struct {
 	mu sync.Mutex
 	m  map[guardKey]heldLease
@@ -177,17 +178,9 @@ func (l *Ledger) dropLease(ctx context.Context, g *kvlease.Guard) {
 
 // cleanupCtx is the context of one operation of a lease cleanup, which a
 // call runs after its write or on its way out, also when the caller's ctx
-// has ended (the write it cleans up after stands): ctx's values without
-// its cancellation, bounded by the store's bound on one operation
-// (KVStore.OpTimeout; kvx.DefaultOpTimeout for a store without one), the
-// bound under which the KVStore settles its own writes (landedWrite).
+// has ended (the write it cleans up after stands): kvx.Detached, bounded
+// by the lease taker's bound on one operation (kvlease.Manager.OpTimeout),
+// else the store's (KVStore.OpTimeout), else kvx.DefaultOpTimeout.
 func (l *Ledger) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	d := kvx.DefaultOpTimeout
-	if s, ok := l.store.(opBounded); ok && s.OpTimeout() > 0 {
-		d = s.OpTimeout()
-	}
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
+	return kvx.Detached(ctx, opBound(l.taker, l.store))
 }
-
-// opBounded is a store that bounds each of its operations (the KVStore).
-type opBounded interface{ OpTimeout() time.Duration }

@@ -95,11 +95,12 @@ func (l *Ledger) finishAfter(ctx context.Context, actor Actor, key IdempotencyKe
 	return func() error { return l.blockDependents(ctx, actor, key, now) }
 }
 
-// commit validates next and writes it over cur;
-// when the write lands it runs after (a dependency walk), whose error is
+// commit validates next and writes it over cur; when the write lands,
+// ended runs its tail (see ended): the claim at ends, when ends is not
+// zero, loses its lease, then after (a dependency walk) runs, its error
 // returned with the written record, labelled with what the walk was
 // doing. ok false means the compare-and-swap lost and nothing ran.
-func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, ends FenceToken, label string, after func() error) (TaskState, bool, error) {
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
@@ -107,12 +108,25 @@ func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, 
 	if err != nil || !ok {
 		return TaskState{}, false, err
 	}
-	if after != nil {
-		if err := after(); err != nil {
-			return rec, true, fmt.Errorf("kvledger: %q %s: %w", string(cur.Key), label, err)
-		}
+	return rec, true, l.ended(ctx, rec, ends, label, after)
+}
+
+// ended is what follows a write of rec that landed. When the write ended
+// the caller's claim at fence ends (not zero), the claim's lease, if this
+// Ledger took it, is deleted first (dropHeld): from the write on no
+// record names it, so it must not stay live for the dependency walk that
+// follows. Then after (nil: none) runs, its error labelled with label.
+func (l *Ledger) ended(ctx context.Context, rec TaskState, ends FenceToken, label string, after func() error) error {
+	if ends != 0 {
+		l.dropHeld(ctx, rec.Key, ends)
 	}
-	return rec, true, nil
+	if after == nil {
+		return nil
+	}
+	if err := after(); err != nil {
+		return fmt.Errorf("kvledger: %q %s: %w", string(rec.Key), label, err)
+	}
+	return nil
 }
 
 // Results returns the results of key's completed needs, by need. A need

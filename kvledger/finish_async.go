@@ -2,7 +2,6 @@ package kvledger
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -44,12 +43,11 @@ func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
 	l, key := p.l, p.key
 	rec, ok, err := p.sent(ctx)
-	if err != nil || !ok {
-		if l.remember {
-			l.claims.forget(key)
-		}
-	}
+	rec, ok, err = l.swapped(key, rec, ok, err)
 	if err != nil {
+		if ok { // landed; the test hook aborted after it (wrote)
+			return rec, err
+		}
 		return TaskState{}, err
 	}
 	if !ok {
@@ -58,15 +56,9 @@ func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
 		// now).
 		return l.finish(ctx, p.actor, key, p.owner, p.fence, p.o, p.now)
 	}
-	if err := l.wrote(rec); err != nil {
-		return rec, err
-	}
-	if after := l.finishAfter(ctx, p.actor, key, p.o, p.now); after != nil {
-		if err := after(); err != nil {
-			return rec, fmt.Errorf("kvledger: %q %s: %w", string(key), finishLabel, err)
-		}
-	}
-	return rec, nil
+	// What follows the write is finish's (commit): the claim's lease is
+	// deleted, then a failure's dependents are blocked.
+	return rec, l.ended(ctx, rec, p.fence, finishLabel, l.finishAfter(ctx, p.actor, key, p.o, p.now))
 }
 
 // finishAsync is finish whose compare-and-swap is sent without waiting
@@ -77,8 +69,10 @@ func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
 // of the caller's claim, so a stale claimant's outcome is refused. When
 // the swap loses (the record changed since the claim) Wait goes on as
 // finish does, from a fresh read, and so returns ErrFenced when the claim
-// is no longer the caller's. A failure's dependents are blocked by Wait,
-// after the write landed; the write is its event, as for finish.
+// is no longer the caller's. Once the write landed, Wait ends the claim
+// as finish does (ended): the claim's lease, if this Ledger took it, is
+// deleted, then a failure's dependents are blocked; the write is its
+// event, as for finish.
 //
 // On a store without AsyncSwapper (or with an outcome finish refuses)
 // finishAsync is finish itself, run before it returns.

@@ -121,25 +121,24 @@ func (s *KVStore) DeleteSchedule(ctx context.Context, name string, rev uint64) e
 	return nil
 }
 
-// RemoveSchedule removes the schedule name at revision rev or, with rev
-// 0, at the revision it reads first, and returns the revision removed.
-// It is what tasks.Client.Unschedule and `natscoord ledger schedule rm`
-// do. No schedule of that name is ErrNoSchedule, one changed meanwhile
+// RemoveSchedule removes the schedule name at the revision it reads
+// first, and returns that revision: DeleteSchedule for a caller that
+// holds no revision. It is what tasks.Client.Unschedule and `natscoord
+// ledger schedule rm` without --rev do. No schedule of that name is
+// ErrNoSchedule, one changed between the read and the delete
 // ErrScheduleChanged. A stored value that is not a schedule is
-// ErrCorruptRecord (naming its revision) with rev 0: it is removed only
-// at a revision given, so nothing written after it was seen goes unseen.
-func (s *KVStore) RemoveSchedule(ctx context.Context, name string, rev uint64) (uint64, error) {
-	if rev == 0 {
-		sc, found, err := s.LoadSchedule(ctx, name)
-		if err != nil {
-			return 0, err
-		}
-		if !found {
-			return 0, fmt.Errorf("%w: %q", ErrNoSchedule, name)
-		}
-		rev = sc.Rev
+// ErrCorruptRecord (naming its revision) and stays: it is removed only
+// by DeleteSchedule at that revision, so nothing written after it was
+// seen goes unseen.
+func (s *KVStore) RemoveSchedule(ctx context.Context, name string) (uint64, error) {
+	sc, found, err := s.LoadSchedule(ctx, name)
+	if err != nil {
+		return 0, err
 	}
-	return rev, s.DeleteSchedule(ctx, name, rev)
+	if !found {
+		return 0, fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	return sc.Rev, s.DeleteSchedule(ctx, name, sc.Rev)
 }
 
 // LoadSchedule reads the schedule name from the stream leader. A stored

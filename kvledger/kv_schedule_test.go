@@ -102,9 +102,9 @@ func TestKVStoreSchedules(t *testing.T) {
 	require.Zero(t, snapN)
 }
 
-// RemoveSchedule removes at the revision given, or at the one it reads
-// with 0, and says which; a value that is not a schedule is removed only
-// at a revision given.
+// RemoveSchedule removes at the revision it reads and says which;
+// DeleteSchedule removes at a revision given. A value that is not a
+// schedule is removed only at a revision given.
 func TestKVStoreRemoveSchedule(t *testing.T) {
 	n := natstest.WithServer(t)
 	s := newKVStore(t, n.JS, kvledger.KVStoreConfig{})
@@ -112,23 +112,22 @@ func TestKVStoreRemoveSchedule(t *testing.T) {
 
 	sc, err := s.CreateSchedule(ctx, kvledger.Schedule{Name: "tick", Spec: "@every 1m", Task: kvledger.ScheduleTask{Kind: "k"}})
 	require.NoError(t, err)
-	_, err = s.RemoveSchedule(ctx, "tick", sc.Rev+100)
-	require.ErrorIs(t, err, kvledger.ErrScheduleChanged)
-	rev, err := s.RemoveSchedule(ctx, "tick", 0)
+	require.ErrorIs(t, s.DeleteSchedule(ctx, "tick", sc.Rev+100), kvledger.ErrScheduleChanged)
+	rev, err := s.RemoveSchedule(ctx, "tick")
 	require.NoError(t, err)
 	require.Equal(t, sc.Rev, rev)
-	_, err = s.RemoveSchedule(ctx, "tick", 0)
+	_, err = s.RemoveSchedule(ctx, "tick")
 	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
-	_, err = s.RemoveSchedule(ctx, "tick", rev)
-	require.ErrorIs(t, err, kvledger.ErrNoSchedule)
+	require.ErrorIs(t, s.DeleteSchedule(ctx, "tick", rev), kvledger.ErrNoSchedule)
 
 	kv, err := n.JS.KeyValue(ctx, s.Name())
 	require.NoError(t, err)
 	bad, err := kv.Put(ctx, "sched.bad", []byte("not json"))
 	require.NoError(t, err)
-	_, err = s.RemoveSchedule(ctx, "bad", 0)
+	_, err = s.RemoveSchedule(ctx, "bad")
 	require.ErrorIs(t, err, kvledger.ErrCorruptRecord)
-	rev, err = s.RemoveSchedule(ctx, "bad", bad)
+	require.NoError(t, s.DeleteSchedule(ctx, "bad", bad))
+	_, found, err := s.LoadSchedule(ctx, "bad")
 	require.NoError(t, err)
-	require.Equal(t, bad, rev)
+	require.False(t, found)
 }

@@ -77,9 +77,9 @@ var (
 	ErrScheduleExists = errors.New("kvledger: schedule already exists")
 	// ErrNoSchedule: no schedule of that name is stored.
 	ErrNoSchedule = errors.New("kvledger: no such schedule")
-	// ErrScheduleChanged: UpdateSchedule, DeleteSchedule or
-	// RemoveSchedule presented a revision that is no longer the
-	// schedule's (someone changed or removed it meanwhile). Nothing was
+	// ErrScheduleChanged: UpdateSchedule or DeleteSchedule presented a
+	// revision that is no longer the schedule's, or RemoveSchedule's
+	// read was (someone changed or removed it meanwhile). Nothing was
 	// written.
 	ErrScheduleChanged = errors.New("kvledger: schedule changed since it was read")
 )
@@ -121,13 +121,26 @@ func (s Schedule) Location() (*time.Location, error) { return scheduleLocation(s
 // zero value has no period.
 type SchedulePeriods struct{ sp cronspec.Spec }
 
-// Next returns the first period start strictly after t (zero for the
-// zero SchedulePeriods).
-func (p SchedulePeriods) Next(t time.Time) time.Time { return p.sp.Next(t) }
+// Next returns the first period start strictly after t: the zero time
+// for the zero SchedulePeriods, which has none.
+func (p SchedulePeriods) Next(t time.Time) time.Time {
+	if p == (SchedulePeriods{}) {
+		return time.Time{}
+	}
+	return p.sp.Next(t)
+}
 
-// Latest returns the last period start in [from, now]; from must be a
-// period start not after now.
-func (p SchedulePeriods) Latest(from, now time.Time) time.Time { return p.sp.Latest(from, now) }
+// Latest returns the last period start in [from, now], for from a period
+// start (a time Next returned): from itself when no later one has started
+// by now. It is the zero time when from is after now, and for the zero
+// SchedulePeriods, which has no period. A from that is no period start
+// is taken as one.
+func (p SchedulePeriods) Latest(from, now time.Time) time.Time {
+	if p == (SchedulePeriods{}) || from.After(now) {
+		return time.Time{}
+	}
+	return p.sp.Latest(from, now)
+}
 
 // Periods parses the schedule's Spec in its TimeZone (ErrInvalidSchedule
 // when either does not).

@@ -15,9 +15,16 @@ func (l *Ledger) write(ctx context.Context, cur TaskState, found bool, next Task
 		old = cur
 	}
 	rec, ok, err := l.cas(ctx, next.Key, old, next)
+	return l.swapped(next.Key, rec, ok, err)
+}
+
+// swapped is what follows every compare-and-swap of key's record, awaited
+// (write) or pipelined (PendingFinish): when it failed or lost, the claim
+// cache forgets key; when it landed, wrote.
+func (l *Ledger) swapped(key IdempotencyKey, rec TaskState, ok bool, err error) (TaskState, bool, error) {
 	if err != nil || !ok {
 		if l.remember {
-			l.claims.forget(next.Key)
+			l.claims.forget(key)
 		}
 		return rec, ok, err
 	}

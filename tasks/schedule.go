@@ -59,7 +59,7 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 // is none). Workers stop admitting its periods as their watch delivers
 // the removal; tasks already admitted stay.
 func (c *Client) Unschedule(ctx context.Context, name string) error {
-	_, err := c.store.RemoveSchedule(ctx, name, 0)
+	_, err := c.store.RemoveSchedule(ctx, name)
 	return err
 }
 

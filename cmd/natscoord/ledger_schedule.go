@@ -225,10 +225,16 @@ func (a *app) scheduleRm(lf *ledgerFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return a.withScheduleStore(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, s *kvledger.KVStore) error {
-				at, err := s.RemoveSchedule(ctx, name, rev)
+				var err error
+				at := rev
+				if rev == 0 {
+					at, err = s.RemoveSchedule(ctx, name)
+				} else {
+					err = s.DeleteSchedule(ctx, name, rev)
+				}
 				if errors.Is(err, kvledger.ErrCorruptRecord) {
-					// Not a schedule: RemoveSchedule removes it only at
-					// the revision the error names.
+					// Not a schedule: it is removed only at the revision
+					// the error names (DeleteSchedule).
 					return fmt.Errorf("%w (remove it with --rev and the revision shown)", err)
 				}
 				if err != nil {

@@ -63,3 +63,20 @@ func (o *OpTimeout) Shared() context.Context {
 	}
 	return o.shared
 }
+
+// Detached is the context of cleanup work that follows a write which
+// stands whatever its caller does next (a read-back of the write, an
+// index entry's delete, the release of a lease no record names): ctx's
+// values without its cancellation, so that a caller giving up right
+// after the write does not stop it, bounded by d, the bound of one
+// operation, so that it ends. The cancel func must be called.
+func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
+// Detached is the package's Detached bounded by the timeout, for an I/O
+// call only: ctx's values are not carried, so that it is the shared
+// context, with no timer per operation (see Bound).
+func (o *OpTimeout) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return o.Bound(context.WithoutCancel(ctx))
+}

@@ -73,3 +73,28 @@ func TestOpTimeoutReplacesShared(t *testing.T) {
 	}
 	require.NoError(t, next.Err())
 }
+
+// Detached keeps ctx's values, drops its cancellation and is bounded by
+// d; OpTimeout.Detached is the shared context, for I/O only.
+func TestDetached(t *testing.T) {
+	type key struct{}
+	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	start := time.Now()
+	ctx, cancel := kvx.Detached(parent, time.Second)
+	defer cancel()
+	cancelParent()
+	require.NoError(t, ctx.Err(), "the caller's cancellation does not reach it")
+	require.Equal(t, "v", ctx.Value(key{}))
+	dl, ok := ctx.Deadline()
+	require.True(t, ok)
+	require.False(t, dl.Before(start.Add(time.Second)))
+	require.False(t, dl.After(time.Now().Add(time.Second)))
+	cancel()
+	require.Error(t, ctx.Err())
+
+	o := kvx.NewOpTimeout(time.Second)
+	octx, ocancel := o.Detached(parent)
+	defer ocancel()
+	require.NoError(t, octx.Err())
+	require.Equal(t, o.Shared(), octx)
+}

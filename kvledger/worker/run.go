@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -127,7 +128,7 @@ func (w *Worker) retryLater(k kvledger.IdempotencyKey) {
 }
 
 func (w *Worker) opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(w.values), w.cfg.OpTimeout)
+	return kvx.Detached(w.values, w.cfg.OpTimeout)
 }
 
 // ledgerCtx is the context of a claim or an outcome's first send: on a
@@ -151,13 +152,9 @@ func (w *Worker) ledgerCtx() (context.Context, context.CancelFunc) {
 // storeBoundsOps reports whether l's store bounds each of its operations
 // within opTimeout and sends outcomes without waiting (ledgerCtx).
 func storeBoundsOps(l *kvledger.Ledger, opTimeout time.Duration) bool {
-	s, ok := l.Store().(opBounded)
+	s, ok := l.Store().(kvledger.OpBounded)
 	return ok && pipelined(l) && s.OpTimeout() <= opTimeout
 }
-
-// opBounded is a store that bounds each of its operations by OpTimeout
-// (kvledger.KVStore).
-type opBounded interface{ OpTimeout() time.Duration }
 
 func noCancel() {}
 
