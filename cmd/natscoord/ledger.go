@@ -102,32 +102,45 @@ func openStore(ctx context.Context, js jetstream.JetStream, bucket string, creat
 
 // lsFlags are the filters of `ledger ls`.
 type lsFlags struct {
-	status, phase, state []string
-	kind, prefix         string
-	limit                int
+	status, phase []string
+	kind, prefix  string
+	limit         int
+}
+
+// statusHelp lists the stored statuses, for help texts.
+func statusHelp() string {
+	names := make([]string, len(kvledger.Statuses))
+	for i, s := range kvledger.Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
-		Use:   "ls [--status S,...] [--kind K] [--prefix P] [--limit N]",
-		Short: "List the tasks of the ledger, with their phase; filter by phase, kind and key prefix",
+		Use:   "ls [--status S,...] [--phase P,...] [--kind K] [--prefix P] [--limit N]",
+		Short: "List the tasks of the ledger, with their status and phase; filter by either, kind and key prefix",
 		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
 			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
 			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
-			"stored failed. The phases: " + phaseHelp() + ".\n\n" +
-			"--status (or --phase) picks tasks in the phases named, repeated or comma-separated\n" +
-			"(\"claimed\" names running); --kind and --prefix pick by kind and key prefix; --limit N\n" +
-			"prints the first N tasks that match and says on stderr how many more there were.\n" +
-			"--json prints the records, each with its \"phase\". A stored value that is not a record\n" +
-			"is listed as " + corruptStatus + " unless a phase or kind filter is given.",
+			"stored failed.\n" +
+			"  statuses: " + statusHelp() + "\n" +
+			"  phases:   " + phaseHelp() + "\n\n" +
+			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
+			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
+			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
+			"match and says on stderr how many more there were. --json prints the records, each\n" +
+			"with its \"phase\". A stored value that is not a record is listed as " + corruptStatus + "\n" +
+			"unless a status, phase or kind filter is given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := taskFilter{kind: lsf.kind, prefix: lsf.prefix}
-			for flag, names := range map[string][]string{"status": lsf.status, "phase": lsf.phase, "state": lsf.state} {
-				if err := f.addPhases(flag, names); err != nil {
-					return err
-				}
+			if err := f.addStatuses("status", lsf.status); err != nil {
+				return err
+			}
+			if err := f.addPhases("phase", lsf.phase); err != nil {
+				return err
 			}
 			if lsf.limit < 0 {
 				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", lsf.limit)
@@ -144,10 +157,8 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "the same as --status")
-	fl.StringSliceVar(&lsf.state, "state", nil, "the same as --status (the operator actions' name)")
-	_ = fl.MarkHidden("state")
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+")")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
 	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
 	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
