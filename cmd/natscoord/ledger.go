@@ -165,9 +165,10 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	return cmd
 }
 
-// printLedger prints the tasks of a snapshot that f picks, at most limit
-// of them (0: all), then the corrupt records bad names that f picks, as
-// `ledger ls` lists them.
+// printLedger prints the tasks of a snapshot that f picks, then the
+// corrupt records bad names that f picks, as `ledger ls` lists them: at
+// most limit of the two together (0: all), and the count says how many
+// matched, the corrupt ones included.
 func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, limit int) error {
 	now := time.Now()
 	tasks := make([]listedTask, 0, len(snap.Tasks))
@@ -182,9 +183,19 @@ func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger
 			tasks = append(tasks, listedTask{TaskState: t, Phase: p})
 		}
 	}
-	bad = f.corrupt(bad)
-	if matched > len(tasks) {
-		fmt.Fprintf(a.stderr, "natscoord: ledger ls: %d of %d matching tasks listed (--limit %d)\n", len(tasks), matched, limit)
+	listed := len(tasks)
+	if bad = f.corrupt(bad); bad != nil {
+		matched += len(bad.Records)
+		if room := limit - listed; limit > 0 && room < len(bad.Records) {
+			bad = &kvledger.CorruptRecordsError{Records: bad.Records[:room]}
+		}
+		listed += len(bad.Records)
+		if len(bad.Records) == 0 {
+			bad = nil
+		}
+	}
+	if matched > listed {
+		fmt.Fprintf(a.stderr, "natscoord: ledger ls: %d of %d matching tasks listed (--limit %d)\n", listed, matched, limit)
 	}
 	if a.json {
 		return corruptAfter(writeJSON(a.stdout, tasks), lf.bucket, bad)

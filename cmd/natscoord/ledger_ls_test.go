@@ -103,3 +103,54 @@ func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
 	require.Contains(t, help, "--status picks tasks by their stored status, --phase by their phase")
 	require.NotContains(t, help, "--state")
 }
+
+// `ledger ls --limit` counts the stored values that are not records with
+// the tasks: they are listed within the limit and counted in "N of M",
+// where they were listed past it and left out of the count. The help's
+// text stays within the width the other help texts wrap at, and a bad
+// phase says that "claimed" is taken for running.
+func TestLedgerLsLimitCountsCorruptRows(t *testing.T) {
+	c, n := newCLI(t)
+	c.ok("ledger", "admit", "a")
+	c.ok("ledger", "admit", "b")
+	ctx := natstest.Context(t, 10*time.Second)
+	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
+	require.NoError(t, err)
+	for _, k := range []string{"task.x", "task.y"} {
+		_, err = kv.Put(ctx, k, []byte("garbage"))
+		require.NoError(t, err)
+	}
+	rows := func(out string) []string { return strings.Split(strings.TrimSpace(out), "\n")[1:] }
+
+	r := c.run("ledger", "ls", "--limit", "3")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, rows(r.stdout), 3, r.stdout)
+	require.Equal(t, 1, strings.Count(r.stdout, corruptStatus), r.stdout)
+	require.Equal(t, "natscoord: ledger ls: 3 of 4 matching tasks listed (--limit 3)\n", r.stderr)
+
+	r = c.run("ledger", "ls", "--limit", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, rows(r.stdout), 2, r.stdout)
+	require.NotContains(t, r.stdout, corruptStatus)
+	require.Equal(t, "natscoord: ledger ls: 2 of 4 matching tasks listed (--limit 2)\n", r.stderr)
+
+	r = c.run("ledger", "ls")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Len(t, rows(r.stdout), 4, r.stdout)
+	require.Empty(t, r.stderr)
+
+	// With --json the corrupt values are the error; one cut by the limit
+	// is not named.
+	r = c.run("--json", "ledger", "ls", "--limit", "3")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "3 of 4 matching tasks listed")
+	require.Equal(t, 1, strings.Count(r.stderr, `"task.`), r.stderr)
+
+	require.Contains(t, c.fail("ledger", "ls", "--phase", "done"), `"claimed" is accepted for running`)
+
+	help := c.ok("ledger", "ls", "--help")
+	long := help[:strings.Index(help, "\nUsage:")]
+	for _, line := range strings.Split(long, "\n") {
+		require.LessOrEqual(t, len(line), 90, "help line past the wrap width: %q", line)
+	}
+}
