@@ -330,10 +330,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				// The record the admission wrote, or the one that made it a
 				// no-op: a read after it could show a worker's claim or a
 				// later state instead of what this admission did.
-				t, ok, err := l.SubmitState(ctx, kvledger.Actor(lf.actor), sub)
+				adm, err := l.SubmitResult(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
+				t, ok := adm.Record, adm.Admitted
 				// A need without a record is taken (it may be admitted
 				// later), but said: the task cannot run until it is.
 				var missing []kvledger.IdempotencyKey
