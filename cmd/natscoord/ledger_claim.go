@@ -157,15 +157,13 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 					}
 					return writeJSON(a.stdout, t)
 				}
+				// The renewal is written: a failed read below is said in
+				// its output, not made the command's error.
 				r := renewal{taken: lr.taken()}
 				if r.taken != "" {
-					if r.old, r.known, err = replacedLease(ctx, l, key, r.taken); err != nil {
-						return err
-					}
+					r.old, r.known, r.readErr = replacedLease(ctx, l, key, r.taken)
 					if r.known {
-						if r.live, err = liveClaimantLease(ctx, lr, lf.bucket, r.old); err != nil {
-							return err
-						}
+						r.live, r.readErr = liveClaimantLease(ctx, lr, lf.bucket, r.old)
 					}
 				}
 				return a.printRenewal(key, cf, now, r)
@@ -183,6 +181,8 @@ type renewal struct {
 	old   string         // the lease the record named before, "" for none
 	known bool           // whether old was read (replacedLease)
 	live  *claimantLease // old, when it is a live claimant's lease
+	// readErr is why old, or whether it is live, could not be read.
+	readErr error
 }
 
 // replacedLease returns the lease the record named just before the
@@ -249,6 +249,8 @@ func (a *app) printRenewal(key kvledger.IdempotencyKey, cf claimFlags, now time.
 	}
 	var err error
 	switch {
+	case !r.known && r.readErr != nil:
+		_, err = fmt.Fprintf(w, "  replaced:  not known (reading the record's writes: %s)\n", escapeCell(r.readErr.Error()))
 	case !r.known:
 		_, err = fmt.Fprintln(w, "  replaced:  not known (the record's kept writes no longer hold this renewal)")
 	case r.old == "":
@@ -256,6 +258,11 @@ func (a *app) printRenewal(key kvledger.IdempotencyKey, cf claimFlags, now time.
 	default:
 		_, err = fmt.Fprintf(w, "  replaced:  %s, not renewed in place (only the process that took it can); it expires at its TTL\n"+
 			"             unless its holder renews it, and renewing it no longer keeps this claim alive\n", escapeCell(r.old))
+	}
+	if err == nil && r.known && r.readErr != nil {
+		_, err = fmt.Fprintf(w, "  warning:   whether %s is live could not be read (%s): if a running worker holds it, the\n"+
+			"             task can be taken over once the new lease ends while that worker may still be running it\n",
+			escapeCell(r.old), escapeCell(r.readErr.Error()))
 	}
 	if err != nil || r.live == nil {
 		return err
