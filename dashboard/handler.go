@@ -21,6 +21,7 @@ type Handler struct {
 	store     *kvledger.KVStore
 	tasks     *taskView
 	schedules storedSchedules
+	feed      *recordFeed // the record watch's keeper (ledger_feed.go)
 	leases    []*leaseView
 	broker    *broker
 	recent    *ring[events.Event]

@@ -60,6 +60,7 @@ type recordFeed struct {
 // until the view holds every record.
 func (h *Handler) startRecordFeed(ctx context.Context) error {
 	f := &recordFeed{h: h, synced: make(chan struct{}), ended: make(chan struct{}, 1)}
+	h.feed = f
 	if err := f.start(); err != nil {
 		return fmt.Errorf("dashboard: watch ledger %q: %w", h.cfg.Ledger, err)
 	}
@@ -150,6 +151,9 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		// After a re-watch, a record the view holds that the store no
 		// longer has went while the watch was down.
 		h.tasks.retain(f.seen)
+		// The schedules came before this marker: one held that this
+		// watch did not deliver was removed while no watch ran.
+		h.schedules.synced(h.tasks.scheduleNames())
 		f.syncing, f.initial, f.seen = false, nil, nil
 		f.syncOnce.Do(func() { close(f.synced) })
 	case c.Err != nil:

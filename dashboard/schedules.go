@@ -16,11 +16,19 @@ import (
 type storedSchedules struct {
 	mu sync.RWMutex
 	m  map[string]storedSchedule
-	// removed names the schedules whose removal the watch delivered and
-	// that are not stored again: their periods' tasks, which the ledger
-	// keeps, list them, and they are labelled removed, not taken for
-	// schedules registered in a worker's code.
+	// removed names the schedules whose removal the watch delivered, or
+	// that a new watch no longer delivered (synced), and that are not
+	// stored again: their periods' tasks, which the ledger keeps, list
+	// them, and they are labelled removed, not taken for schedules
+	// registered in a worker's code. A name is dropped once no task of its
+	// periods is listed (keepRemoved, at each removal and each sync): it
+	// then has no row to label, and the set stays within the schedule
+	// names the task view lists, where it grew by one name per removed
+	// schedule for the dashboard's life.
 	removed map[string]struct{}
+	// delivered names the schedules a new watch has delivered since
+	// reset; nil when no watch is syncing.
+	delivered map[string]bool
 }
 
 // storedSchedule is one stored schedule with its periods, parsed once by
@@ -30,13 +38,52 @@ type storedSchedule struct {
 	periods kvledger.SchedulePeriods
 }
 
-// reset forgets every stored schedule: a new watch delivers them all
-// again. The removals seen stay: a new watch delivers the stored
-// schedules only, and a name stored again is no longer removed.
+// reset starts a new watch's sync: it delivers every stored schedule
+// again before its Synced marker (synced). The schedules held stay
+// listed meanwhile.
 func (s *storedSchedules) reset() {
 	s.mu.Lock()
-	s.m = nil
+	s.delivered = make(map[string]bool)
 	s.mu.Unlock()
+}
+
+// synced ends a new watch's sync: a schedule held before that it did not
+// deliver was removed while no watch ran (a restart of the watch), so it
+// is marked removed as a delivered removal is. listed are the schedule
+// names that tasks of their periods show (keepRemoved).
+func (s *storedSchedules) synced(listed map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.m {
+		if !s.delivered[name] {
+			delete(s.m, name)
+			s.markRemovedLocked(name)
+		}
+	}
+	s.delivered = nil
+	s.keepRemovedLocked(listed)
+}
+
+// keepRemoved drops from removed every name not in listed.
+func (s *storedSchedules) keepRemoved(listed map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keepRemovedLocked(listed)
+}
+
+func (s *storedSchedules) keepRemovedLocked(listed map[string]bool) {
+	for name := range s.removed {
+		if !listed[name] {
+			delete(s.removed, name)
+		}
+	}
+}
+
+func (s *storedSchedules) markRemovedLocked(name string) {
+	if s.removed == nil {
+		s.removed = make(map[string]struct{})
+	}
+	s.removed[name] = struct{}{}
 }
 
 // apply records one change; a value that is not a schedule is dropped.
@@ -46,13 +93,13 @@ func (s *storedSchedules) apply(c kvledger.ScheduleChange) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.delivered != nil {
+		s.delivered[c.Name] = true
+	}
 	switch {
 	case c.Deleted:
 		delete(s.m, c.Name)
-		if s.removed == nil {
-			s.removed = make(map[string]struct{})
-		}
-		s.removed[c.Name] = struct{}{}
+		s.markRemovedLocked(c.Name)
 		return
 	case c.Err != nil:
 		// A value that is not a schedule: no schedule is stored, and
@@ -99,6 +146,9 @@ func (h *Handler) onSchedule(c kvledger.ScheduleChange) {
 		h.cfg.Logger.Warn("dashboard: ledger holds a schedule that does not decode", "ledger", h.cfg.Ledger, "schedule", c.Name, "err", c.Err)
 	}
 	h.schedules.apply(c)
+	if c.Deleted {
+		h.schedules.keepRemoved(h.tasks.scheduleNames())
+	}
 	data, _ := json.Marshal(struct {
 		Name string `json:"name"`
 	}{c.Name})

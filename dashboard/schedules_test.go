@@ -74,3 +74,53 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@hourly</code></td>`, e.Page(t, "/workers"))
 }
+
+// A schedule removed while the dashboard's record watch was down (the
+// watch ended and was started again) is labelled removed, as one whose
+// removal the watch delivered: the new watch no longer delivers it. It
+// was "not stored", as a schedule registered in a worker's code is. The
+// removed names are kept only while a task of their periods is listed.
+func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, nil)
+	store := e.Ledger.Store().(*kvledger.KVStore)
+	ctx := natstest.Context(t, 30*time.Second)
+	s := e.OpenSSE(t)
+
+	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@daily", Task: kvledger.ScheduleTask{Kind: "report"}})
+	require.NoError(t, err)
+	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	other, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "other", Spec: "@hourly", Task: kvledger.ScheduleTask{Kind: "report"}})
+	require.NoError(t, err)
+	s.WaitFor(t, "event: schedule", `"name":"other"`)
+	period := string(worker.PeriodKey("nightly", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+	dashtest.Admit(t, e.Ledger, period, nil)
+	coded := string(worker.PeriodKey("coded", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+	dashtest.Admit(t, e.Ledger, coded, nil)
+	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
+	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
+
+	e.Handler.RewatchRecords(func() {
+		_, err := store.RemoveSchedule(ctx, "nightly", sc.Rev)
+		require.NoError(t, err)
+	})
+	s.WaitFor(t, "event: schedule", `"name":"other"`) // the new watch delivers what is stored
+	removed := regexp.MustCompile(`<tr data-schedule="nightly"><td>nightly</td>\s*<td><span class="muted" title="[^"]+">removed</span></td>`)
+	var body string
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		body = e.Page(t, "/workers")
+		return removed.MatchString(body)
+	}, "nightly labelled removed after the new watch synced")
+	require.Regexp(t, `<tr data-schedule="other"><td>other</td>\s*<td><code>@hourly</code></td>`, body)
+	require.Regexp(t, `<tr data-schedule="coded"><td>coded</td>\s*<td><span class="muted" title="Registered in a worker's code, `+
+		`or removed from the ledger before this dashboard's watch saw it: [^"]+">not stored</span></td>`, body)
+	require.Equal(t, 1, e.Handler.RemovedSchedules())
+
+	// Its last task gone, the name is dropped at the next removal (here
+	// other's, which no task lists either).
+	dashtest.RunTask(t, e.Ledger, period, "w", kvledger.StatusCompleted)
+	require.NoError(t, e.Ledger.Delete(ctx, "t", kvledger.IdempotencyKey(period), time.Now()))
+	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`, string(kvledger.DeletedEvent))
+	_, err = store.RemoveSchedule(ctx, "other", other.Rev)
+	require.NoError(t, err)
+	natstest.Eventually(t, 10*time.Second, func() bool { return e.Handler.RemovedSchedules() == 0 }, "the removed names without a listed task are dropped")
+}

@@ -31,9 +31,11 @@ type scheduleRow struct {
 	Phase   kvledger.Phase
 	// Stored schedules: the spec, its zone, the kind and the next period.
 	Stored bool
-	// Removed: not stored, and the dashboard's watch saw its removal
-	// (schedules.go). A schedule neither stored nor removed is registered
-	// in a worker's code, or was removed before the watch began.
+	// Removed: not stored, and the dashboard saw it go: its watch
+	// delivered the removal, or a new watch no longer delivered a schedule
+	// the one before had (schedules.go). A schedule neither stored nor
+	// removed is registered in a worker's code, or was removed before the
+	// dashboard's watch saw it.
 	Removed  bool
 	Spec     string
 	TimeZone string
@@ -112,6 +114,20 @@ func (v *taskView) claims() ([]kvledger.TaskState, map[kvledger.IdempotencyKey]t
 		}
 	}
 	return out, byKey
+}
+
+// scheduleNames are the names of the schedules that tasks of their
+// periods in the view show.
+func (v *taskView) scheduleNames() map[string]bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	names := make(map[string]bool)
+	for _, e := range v.order {
+		if name, _, ok := worker.ParsePeriodKey(e.Key); ok {
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // schedules returns every schedule whose periods' records the view holds

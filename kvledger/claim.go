@@ -161,7 +161,8 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, needs nee
 // with a fresh TTL on the server. Otherwise (another process claimed, or
 // lease differs) Renew takes a new lease for lease, names it in the
 // record instead of the old one and deletes the old one if this Ledger
-// took it (one it did not take lives out its TTL). A claim that
+// took it (one it did not take expires at its TTL unless its holder
+// renews it: a worker renews its one lease for as long as it runs). A claim that
 // names a lease cannot be renewed without a LeaseTaker (ErrNoLease). The
 // order of checks: ErrInvalidLease (no store access), ErrNoKey,
 // ErrNotClaimed (the record is not claimed), ErrFenced (the fence or

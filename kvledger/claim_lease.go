@@ -85,7 +85,8 @@ type LeaseTaker interface {
 // by a clock: one claim protocol on a record, whichever API made the
 // claim. A lease is 1s to 24h (kvlease.ValidateTTL). A claim renewed by
 // another process than the one that claimed (the command line's ledger
-// renew) takes a new lease, and the old one lives out its TTL.
+// renew) takes a new lease, and the old one expires at its TTL unless its
+// holder renews it (a worker renews its one lease for as long as it runs).
 func WithLeases(r LeaseReader) Option {
 	return func(l *Ledger) error {
 		if r == nil {

@@ -31,4 +31,6 @@ var (
 	ErrNoDelete = errors.New("kvledger: store cannot delete records")
 	// ErrInvalidPhase: ParsePhase got a name that is not a Phase.
 	ErrInvalidPhase = errors.New("kvledger: unknown phase")
+	// ErrInvalidStatus: ParseStatus got a name that is not a Status.
+	ErrInvalidStatus = errors.New("kvledger: unknown status")
 )

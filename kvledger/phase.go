@@ -99,7 +99,7 @@ func ParsePhase(s string) (Phase, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q (one of %s)", ErrInvalidPhase, s, phaseNames())
+	return "", fmt.Errorf("%w: %q (one of %s; %q is accepted for %s)", ErrInvalidPhase, s, phaseNames(), StatusClaimed, PhaseRunning)
 }
 
 func phaseNames() string {

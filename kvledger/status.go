@@ -1,5 +1,10 @@
 package kvledger
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Status is where a record stands in its life cycle. The zero value is
 // not a valid status.
 type Status string
@@ -19,6 +24,26 @@ const (
 	// StatusBlocked: a record this one needs failed or is itself blocked.
 	StatusBlocked Status = "blocked"
 )
+
+// Statuses lists the five statuses in life-cycle order, for help texts,
+// filters and tables that show a count per status.
+var Statuses = []Status{StatusPending, StatusClaimed, StatusCompleted, StatusFailed, StatusBlocked}
+
+// ParseStatus reads a stored status name (case and surrounding spaces
+// aside). A name that is not a status is ErrInvalidStatus, naming the
+// five; the phases that are not statuses (scheduled, retrying, running,
+// cancelled) are ParsePhase's.
+func ParseStatus(s string) (Status, error) {
+	st := Status(strings.ToLower(strings.TrimSpace(s)))
+	if st.Valid() {
+		return st, nil
+	}
+	names := make([]string, len(Statuses))
+	for i, v := range Statuses {
+		names[i] = string(v)
+	}
+	return "", fmt.Errorf("%w: %q (one of %s)", ErrInvalidStatus, s, strings.Join(names, ", "))
+}
 
 // Valid reports whether s is one of the five statuses.
 func (s Status) Valid() bool {

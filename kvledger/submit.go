@@ -79,25 +79,36 @@ func (sub Submission) resolve() (Submission, runtimeFields, error) {
 // by a higher sequence, blocking by a failed need), with the runtime's
 // kind, run-at time and attempt bound stored in the record.
 func (l *Ledger) Submit(ctx context.Context, actor Actor, sub Submission) (bool, error) {
-	_, ok, err := l.SubmitState(ctx, actor, sub)
-	return ok, err
+	a, err := l.SubmitResult(ctx, actor, sub)
+	return a.Admitted, err
 }
 
-// SubmitState is Submit that also returns the record the admission
-// decided on, as the admission saw it, never read again after it (a
-// worker may claim the task the moment it is written): when admitted, the
-// record it wrote (pending, or blocked by a need, also when its recheck
-// of the needs blocked it); when not, the stored record that made the
-// submission a no-op (a Sequence at or above sub.Seq, or a completed,
-// failed or blocked record). On an error the record is the zero
-// TaskState, except for an error of the recheck after the write, which
-// comes with the record written and admitted true, as Submit reports it.
-func (l *Ledger) SubmitState(ctx context.Context, actor Actor, sub Submission) (TaskState, bool, error) {
+// Admission is what SubmitResult returns: whether the submission was
+// admitted, and the record the admission decided on.
+type Admission struct {
+	// Record is the record as the admission saw it, never read again
+	// after it (a worker may claim the task the moment it is written):
+	// when admitted, the record it wrote (pending, or blocked by a need,
+	// also when its recheck of the needs blocked it); when not, the
+	// stored record that made the submission a no-op (a Sequence at or
+	// above the submission's, or a completed, failed or blocked record).
+	Record TaskState
+	// Admitted reports whether this submission wrote the record (a new
+	// task or a rebase); false for an idempotent hit.
+	Admitted bool
+}
+
+// SubmitResult is Submit that also returns the record the admission
+// decided on (Admission). On an error the Admission is the zero value,
+// except for an error of the recheck after the write, which comes with
+// the record written and Admitted true, as Submit reports it.
+func (l *Ledger) SubmitResult(ctx context.Context, actor Actor, sub Submission) (Admission, error) {
 	sub, rt, err := sub.resolve()
 	if err != nil {
-		return TaskState{}, false, err
+		return Admission{}, err
 	}
-	return l.admit(ctx, actor, sub.Key, sub.Seq, sub.Task, sub.Now, sub.Needs, rt)
+	rec, ok, err := l.admit(ctx, actor, sub.Key, sub.Seq, sub.Task, sub.Now, sub.Needs, rt)
+	return Admission{Record: rec, Admitted: ok}, err
 }
 
 // AdmitMany submits many tasks at once and reports, per submission in

@@ -102,32 +102,45 @@ func openStore(ctx context.Context, js jetstream.JetStream, bucket string, creat
 
 // lsFlags are the filters of `ledger ls`.
 type lsFlags struct {
-	status, phase, state []string
-	kind, prefix         string
-	limit                int
+	status, phase []string
+	kind, prefix  string
+	limit         int
+}
+
+// statusHelp lists the stored statuses, for help texts.
+func statusHelp() string {
+	names := make([]string, len(kvledger.Statuses))
+	for i, s := range kvledger.Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
-		Use:   "ls [--status S,...] [--kind K] [--prefix P] [--limit N]",
-		Short: "List the tasks of the ledger, with their phase; filter by phase, kind and key prefix",
+		Use:   "ls [--status S,...] [--phase P,...] [--kind K] [--prefix P] [--limit N]",
+		Short: "List the tasks of the ledger, with their status and phase; filter by either, kind and key prefix",
 		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
 			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
 			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
-			"stored failed. The phases: " + phaseHelp() + ".\n\n" +
-			"--status (or --phase) picks tasks in the phases named, repeated or comma-separated\n" +
-			"(\"claimed\" names running); --kind and --prefix pick by kind and key prefix; --limit N\n" +
-			"prints the first N tasks that match and says on stderr how many more there were.\n" +
-			"--json prints the records, each with its \"phase\". A stored value that is not a record\n" +
-			"is listed as " + corruptStatus + " unless a phase or kind filter is given.",
+			"stored failed.\n" +
+			"  statuses: " + statusHelp() + "\n" +
+			"  phases:   " + phaseHelp() + "\n\n" +
+			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
+			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
+			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
+			"match and says on stderr how many more there were. --json prints the records, each\n" +
+			"with its \"phase\". A stored value that is not a record is listed as " + corruptStatus + "\n" +
+			"unless a status, phase or kind filter is given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := taskFilter{kind: lsf.kind, prefix: lsf.prefix}
-			for flag, names := range map[string][]string{"status": lsf.status, "phase": lsf.phase, "state": lsf.state} {
-				if err := f.addPhases(flag, names); err != nil {
-					return err
-				}
+			if err := f.addStatuses("status", lsf.status); err != nil {
+				return err
+			}
+			if err := f.addPhases("phase", lsf.phase); err != nil {
+				return err
 			}
 			if lsf.limit < 0 {
 				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", lsf.limit)
@@ -144,19 +157,18 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "the same as --status")
-	fl.StringSliceVar(&lsf.state, "state", nil, "the same as --status (the operator actions' name)")
-	_ = fl.MarkHidden("state")
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+")")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
 	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
 	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
 	return cmd
 }
 
-// printLedger prints the tasks of a snapshot that f picks, at most limit
-// of them (0: all), then the corrupt records bad names that f picks, as
-// `ledger ls` lists them.
+// printLedger prints the tasks of a snapshot that f picks, then the
+// corrupt records bad names that f picks, as `ledger ls` lists them: at
+// most limit of the two together (0: all), and the count says how many
+// matched, the corrupt ones included.
 func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, limit int) error {
 	now := time.Now()
 	tasks := make([]listedTask, 0, len(snap.Tasks))
@@ -171,9 +183,19 @@ func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger
 			tasks = append(tasks, listedTask{TaskState: t, Phase: p})
 		}
 	}
-	bad = f.corrupt(bad)
-	if matched > len(tasks) {
-		fmt.Fprintf(a.stderr, "natscoord: ledger ls: %d of %d matching tasks listed (--limit %d)\n", len(tasks), matched, limit)
+	listed := len(tasks)
+	if bad = f.corrupt(bad); bad != nil {
+		matched += len(bad.Records)
+		if room := limit - listed; limit > 0 && room < len(bad.Records) {
+			bad = &kvledger.CorruptRecordsError{Records: bad.Records[:room]}
+		}
+		listed += len(bad.Records)
+		if len(bad.Records) == 0 {
+			bad = nil
+		}
+	}
+	if matched > listed {
+		fmt.Fprintf(a.stderr, "natscoord: ledger ls: %d of %d matching tasks listed (--limit %d)\n", listed, matched, limit)
 	}
 	if a.json {
 		return corruptAfter(writeJSON(a.stdout, tasks), lf.bucket, bad)
@@ -308,10 +330,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				// The record the admission wrote, or the one that made it a
 				// no-op: a read after it could show a worker's claim or a
 				// later state instead of what this admission did.
-				t, ok, err := l.SubmitState(ctx, kvledger.Actor(lf.actor), sub)
+				adm, err := l.SubmitResult(ctx, kvledger.Actor(lf.actor), sub)
 				if err != nil {
 					return err
 				}
+				t, ok := adm.Record, adm.Admitted
 				// A need without a record is taken (it may be admitted
 				// later), but said: the task cannot run until it is.
 				var missing []kvledger.IdempotencyKey

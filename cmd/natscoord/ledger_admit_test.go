@@ -89,3 +89,27 @@ func TestLedgerAdmitPrintsItsAdmission(t *testing.T) {
 	finish(t, l, "bad", kvledger.StatusFailed)
 	require.Regexp(t, `^after admitted: blocked by bad, fence \d+`, c.ok("ledger", "admit", "after", "--needs", "bad"))
 }
+
+// An admission over a blocked task says it is blocked, by what, and what
+// unblocks it, not that it ended: the command it names returns the task
+// to pending. A completed, failed or cancelled task is the ended one.
+func TestLedgerAdmitOverABlockedTask(t *testing.T) {
+	c, n := newCLI(t)
+	l := openTestLedger(t, n)
+	c.ok("ledger", "admit", "bad")
+	finish(t, l, "bad", kvledger.StatusFailed)
+	c.ok("ledger", "admit", "after", "--needs", "bad")
+
+	out := c.ok("ledger", "admit", "after", "--seq", "2")
+	require.Regexp(t, "^after not admitted \\(the key holds a task blocked by bad, which admissions do not change; "+
+		"`natscoord ledger reopen bad` returns it to pending\\): blocked by bad, fence \\d+, revision \\d+\n$", out)
+	require.NotContains(t, out, "ended")
+
+	c.ok("ledger", "reopen", "bad")
+	require.Equal(t, kvledger.StatusPending, jsonTask(t, c.ok("--json", "ledger", "show", "after")).Status, "what the message named unblocks it")
+
+	c.ok("ledger", "admit", "gone")
+	c.ok("ledger", "cancel", "gone")
+	require.Regexp(t, `^gone not admitted \(the key already holds an ended task, which no admission changes\): failed \(cancelled\)`,
+		c.ok("ledger", "admit", "gone", "--seq", "2"))
+}

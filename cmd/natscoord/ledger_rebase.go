@@ -51,7 +51,14 @@ func (rb rebase) verb(ok bool, seq kvledger.Sequence, t kvledger.TaskState) stri
 	case !ok && t.Sequence >= seq:
 		return "not admitted (the key already holds sequence " + strconv.FormatUint(uint64(t.Sequence), 10) +
 			", which --seq " + strconv.FormatUint(uint64(seq), 10) + " does not exceed)"
+	case !ok && t.Status == kvledger.StatusBlocked:
+		// Blocked has not ended: reopening what blocks it returns it to
+		// pending (kvledger's Reopen unblocks the dependents).
+		by := escapeCell(string(t.BlockedBy))
+		return "not admitted (the key holds a task blocked by " + by + ", which admissions do not change; " +
+			"`natscoord ledger reopen " + by + "` returns it to pending)"
 	case !ok:
+		// Completed or failed (a cancelled task is stored failed).
 		return "not admitted (the key already holds an ended task, which no admission changes)"
 	case rb.rebasing:
 		return "rebased from sequence " + strconv.FormatUint(uint64(rb.from), 10) + " to " + strconv.FormatUint(uint64(t.Sequence), 10)

@@ -10,18 +10,20 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// SubmitState returns the record the admission wrote (with the stored
-// revision), or the stored record that made it a no-op, never a later
-// one: a claim after the admission does not show in what it returned.
-func TestSubmitStateReturnsTheAdmission(t *testing.T) {
+// SubmitResult returns the record the admission wrote (with the stored
+// revision) and Admitted, or the stored record that made it a no-op and
+// not Admitted, never a later record: a claim after the admission does
+// not show in what it returned.
+func TestSubmitResultReturnsTheAdmission(t *testing.T) {
 	n := natstest.WithServer(t)
 	l, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{}))
 	require.NoError(t, err)
 	ctx := natstest.Context(t, 30*time.Second)
 
-	rec, ok, err := l.SubmitState(ctx, "t", kvledger.Submission{Key: "a", Seq: 1, Kind: "k"})
+	adm, err := l.SubmitResult(ctx, "t", kvledger.Submission{Key: "a", Seq: 1, Kind: "k"})
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, adm.Admitted)
+	rec := adm.Record
 	stored, _, err := l.State(ctx, "a")
 	require.NoError(t, err)
 	require.Equal(t, stored.Rev, rec.Rev, "the record as written, its revision included")
@@ -33,9 +35,10 @@ func TestSubmitStateReturnsTheAdmission(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, kvledger.StatusPending, rec.Status, "a claim after the admission does not change what it returned")
 
-	dup, ok, err := l.SubmitState(ctx, "t", kvledger.Submission{Key: "a", Seq: 1})
+	adm, err = l.SubmitResult(ctx, "t", kvledger.Submission{Key: "a", Seq: 1})
 	require.NoError(t, err)
-	require.False(t, ok)
+	require.False(t, adm.Admitted)
+	dup := adm.Record
 	require.Equal(t, kvledger.StatusClaimed, dup.Status, "the record that made it a no-op")
 	require.Equal(t, fence, dup.Fence)
 
@@ -45,12 +48,14 @@ func TestSubmitStateReturnsTheAdmission(t *testing.T) {
 	ff, err := l.Claim(ctx, "t", "f", "w", time.Minute, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, l.Complete(ctx, "t", "f", "w", ff, kvledger.StatusFailed, time.Now()))
-	rec, ok, err = l.SubmitState(ctx, "t", kvledger.Submission{Key: "b", Seq: 1, Needs: []kvledger.IdempotencyKey{"f"}})
+	adm, err = l.SubmitResult(ctx, "t", kvledger.Submission{Key: "b", Seq: 1, Needs: []kvledger.IdempotencyKey{"f"}})
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, adm.Admitted)
+	rec = adm.Record
 	require.Equal(t, kvledger.StatusBlocked, rec.Status)
 	require.Equal(t, kvledger.IdempotencyKey("f"), rec.BlockedBy)
 
-	_, _, err = l.SubmitState(ctx, "t", kvledger.Submission{Key: "c", Seq: 1, Delay: -time.Second})
+	adm, err = l.SubmitResult(ctx, "t", kvledger.Submission{Key: "c", Seq: 1, Delay: -time.Second})
 	require.ErrorIs(t, err, kvledger.ErrInvalidState)
+	require.Equal(t, kvledger.Admission{}, adm)
 }
