@@ -100,7 +100,7 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
 
 	e.Handler.RewatchRecords(func() {
-		_, err := store.RemoveSchedule(ctx, "nightly", sc.Rev)
+		err := store.DeleteSchedule(ctx, "nightly", sc.Rev)
 		require.NoError(t, err)
 	})
 	s.WaitFor(t, "event: schedule", `"name":"other"`) // the new watch delivers what is stored
@@ -120,7 +120,7 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	dashtest.RunTask(t, e.Ledger, period, "w", kvledger.StatusCompleted)
 	require.NoError(t, e.Ledger.Delete(ctx, "t", kvledger.IdempotencyKey(period), time.Now()))
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`, string(kvledger.DeletedEvent))
-	_, err = store.RemoveSchedule(ctx, "other", other.Rev)
+	err = store.DeleteSchedule(ctx, "other", other.Rev)
 	require.NoError(t, err)
 	natstest.Eventually(t, 10*time.Second, func() bool { return e.Handler.RemovedSchedules() == 0 }, "the removed names without a listed task are dropped")
 }
