@@ -38,6 +38,9 @@
 //   - Bounds without a timer per operation (OpTimeout): operations whose
 //     context cannot end share one deadline context, where nats.go would
 //     make a context.WithTimeout per request.
+//   - Every write answered on one reply subscription per Bucket
+//     (publish_reply.go), awaited or pipelined alike, instead of nats.go's
+//     request path; the Bucket's owner ends it with Close.
 //   - Publishes answered by no responders (a fresh replicated stream, a
 //     leader change) retried for about 2.5 s instead of 0.5 s: they reached
 //     no stream, so sending them again cannot duplicate a write. Every
