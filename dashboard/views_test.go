@@ -203,19 +203,29 @@ func TestMetrics(t *testing.T) {
 		require.True(t, ok)
 	}, nil)
 	dashtest.RunTask(t, e.Ledger, "fetch", "w1", kvledger.StatusCompleted)
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		_, b := e.Get(t, "/metrics")
-		return strings.Contains(b, `natscoord_ledger_events_total{event="ledger.completed"} 1`)
-	})
-	_, b := e.Get(t, "/metrics")
-	for _, want := range []string{
+	// The event counts and the task counts come from two feeds (the
+	// event consumer and the record view), each in step with the stream
+	// on its own: wait for both rather than read one after the other.
+	wants := []string{
+		`natscoord_ledger_events_total{event="ledger.completed"} 1`,
 		`natscoord_ledger_tasks{status="pending"} 4`,
 		`natscoord_ledger_tasks{status="completed"} 1`,
 		`natscoord_ledger_claims_in_flight 0`,
 		`natscoord_lease_held{bucket="natscoord_leases",kind="lease"} 1`,
 		`natscoord_events_lag_seconds`,
 		`natscoord_events_pending`,
-	} {
+	}
+	var b string
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		_, b = e.Get(t, "/metrics")
+		for _, want := range wants {
+			if !strings.Contains(b, want) {
+				return false
+			}
+		}
+		return true
+	}, "metrics of the finished task")
+	for _, want := range wants {
 		require.Contains(t, b, want)
 	}
 }
