@@ -21,7 +21,11 @@ type Handler struct {
 	store     *kvledger.KVStore
 	tasks     *taskView
 	schedules storedSchedules
-	feed      *recordFeed // the record watch's keeper (ledger_feed.go)
+	// feed is the record watch's keeper (ledger_feed.go). The handler
+	// never reads it: its goroutine (recordFeed.keep) owns it. It is kept
+	// only as the tests' hook to stop the watch (export_test.go,
+	// RewatchRecords).
+	feed      *recordFeed
 	leases    []*leaseView
 	broker    *broker
 	recent    *ring[events.Event]

@@ -20,11 +20,13 @@ type storedSchedules struct {
 	// that a new watch no longer delivered (synced), and that are not
 	// stored again: their periods' tasks, which the ledger keeps, list
 	// them, and they are labelled removed, not taken for schedules
-	// registered in a worker's code. A name is dropped once no task of its
-	// periods is listed (keepRemoved, at each removal and each sync): it
-	// then has no row to label, and the set stays within the schedule
-	// names the task view lists, where it grew by one name per removed
-	// schedule for the dashboard's life.
+	// registered in a worker's code. A name no task of its periods lists
+	// has no row to label; it is dropped at a watch's sync (synced), not
+	// at its removal: a worker that had not yet seen the removal may
+	// still admit a period, whose task must show it removed, not "not
+	// stored". So the set holds the names the task view listed at the last
+	// sync and those removed since; without the pruning it grew by one
+	// name per removed schedule for the dashboard's life.
 	removed map[string]struct{}
 	// delivered names the schedules a new watch has delivered since
 	// reset; nil when no watch is syncing.
@@ -50,7 +52,8 @@ func (s *storedSchedules) reset() {
 // synced ends a new watch's sync: a schedule held before that it did not
 // deliver was removed while no watch ran (a restart of the watch), so it
 // is marked removed as a delivered removal is. listed are the schedule
-// names that tasks of their periods show (keepRemoved).
+// names that tasks of their periods show: every other removed name is
+// dropped (removed's bound).
 func (s *storedSchedules) synced(listed map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,17 +64,6 @@ func (s *storedSchedules) synced(listed map[string]bool) {
 		}
 	}
 	s.delivered = nil
-	s.keepRemovedLocked(listed)
-}
-
-// keepRemoved drops from removed every name not in listed.
-func (s *storedSchedules) keepRemoved(listed map[string]bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keepRemovedLocked(listed)
-}
-
-func (s *storedSchedules) keepRemovedLocked(listed map[string]bool) {
 	for name := range s.removed {
 		if !listed[name] {
 			delete(s.removed, name)
@@ -146,9 +138,6 @@ func (h *Handler) onSchedule(c kvledger.ScheduleChange) {
 		h.cfg.Logger.Warn("dashboard: ledger holds a schedule that does not decode", "ledger", h.cfg.Ledger, "schedule", c.Name, "err", c.Err)
 	}
 	h.schedules.apply(c)
-	if c.Deleted {
-		h.schedules.keepRemoved(h.tasks.scheduleNames())
-	}
 	data, _ := json.Marshal(struct {
 		Name string `json:"name"`
 	}{c.Name})

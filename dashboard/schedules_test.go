@@ -79,7 +79,7 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 // watch ended and was started again) is labelled removed, as one whose
 // removal the watch delivered: the new watch no longer delivers it. It
 // was "not stored", as a schedule registered in a worker's code is. The
-// removed names are kept only while a task of their periods is listed.
+// removed names no task of their periods lists are dropped at a sync.
 func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	e := dashtest.NewEnv(t, nil, nil)
 	store := e.Ledger.Store().(*kvledger.KVStore)
@@ -115,12 +115,38 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 		`or removed from the ledger before this dashboard's watch saw it: [^"]+">not stored</span></td>`, body)
 	require.Equal(t, 1, e.Handler.RemovedSchedules())
 
-	// Its last task gone, the name is dropped at the next removal (here
-	// other's, which no task lists either).
+	// Its last task gone, the name is kept until the next sync of a
+	// watch; so is other's, removed with no task listed: a worker that
+	// had not seen the removal yet may still admit one of its periods.
 	dashtest.RunTask(t, e.Ledger, period, "w", kvledger.StatusCompleted)
 	require.NoError(t, e.Ledger.Delete(ctx, "t", kvledger.IdempotencyKey(period), time.Now()))
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`, string(kvledger.DeletedEvent))
 	err = store.DeleteSchedule(ctx, "other", other.Rev)
 	require.NoError(t, err)
-	natstest.Eventually(t, 10*time.Second, func() bool { return e.Handler.RemovedSchedules() == 0 }, "the removed names without a listed task are dropped")
+	s.WaitFor(t, "event: schedule", `"name":"other"`)
+	require.Equal(t, 2, e.Handler.RemovedSchedules())
+	e.Handler.RewatchRecords(func() {})
+	natstest.Eventually(t, 10*time.Second, func() bool { return e.Handler.RemovedSchedules() == 0 }, "the removed names without a listed task are dropped at the sync")
+}
+
+// A period admitted after its schedule's removal, by a worker whose
+// watch had not delivered the removal yet, is listed as removed: the
+// name is not dropped at the removal although no task listed it then
+// (it was, and the row said "not stored").
+func TestWorkersPageLabelsPeriodAdmittedAfterItsScheduleRemoval(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, nil)
+	store := e.Ledger.Store().(*kvledger.KVStore)
+	ctx := natstest.Context(t, 20*time.Second)
+	s := e.OpenSSE(t)
+
+	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@daily", Task: kvledger.ScheduleTask{Kind: "report"}})
+	require.NoError(t, err)
+	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev))
+	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+
+	period := string(worker.PeriodKey("nightly", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)))
+	dashtest.Admit(t, e.Ledger, period, nil)
+	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`)
+	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><span class="muted" title="[^"]+">removed</span></td>`, e.Page(t, "/workers"))
 }

@@ -331,7 +331,7 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 // (the Ledger re-reads every dependent), so an entry left behind costs
 // only its space, as every entry did before this cleanup existed.
 func (s *KVStore) unindexNeeds(ctx context.Context, dependent IdempotencyKey, needs []IdempotencyKey, rev uint64) {
-	octx, cancel := s.ops.Detached(ctx)
+	octx, cancel := s.ops.DetachedShared(ctx)
 	defer cancel()
 	for _, n := range needs {
 		if _, err := s.b.DeleteGuarded(octx, rdepKey(n, dependent), taskKey(dependent), rev, s.retention); err != nil {

@@ -24,7 +24,7 @@ func writeID() string { return nuid.Next() }
 // outcome-unknown write whose Nats-Msg-Id was id: it landed when the key's
 // last message is that write.
 func (s *KVStore) landedWrite(ctx context.Context, key, id string) (uint64, bool) {
-	rctx, cancel := s.ops.Detached(ctx)
+	rctx, cancel := s.ops.DetachedShared(ctx)
 	defer cancel()
 	e, err := s.b.Get(rctx, key)
 	if err != nil || e.MsgID != id {

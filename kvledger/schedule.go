@@ -130,13 +130,13 @@ func (p SchedulePeriods) Next(t time.Time) time.Time {
 	return p.sp.Next(t)
 }
 
-// Latest returns the last period start in [from, now], for from a period
-// start (a time Next returned): from itself when no later one has started
-// by now. It is the zero time when from is after now, and for the zero
-// SchedulePeriods, which has no period. A from that is no period start
-// is taken as one.
+// Latest returns the last period start in [from, now], or the zero time
+// when no period starts in it: when from is after now, when from is no
+// period start and the next one starts after now, and always for the
+// zero SchedulePeriods, which has no period. For a from that is a period
+// start (a time Next returned) not after now, it is from or a later start.
 func (p SchedulePeriods) Latest(from, now time.Time) time.Time {
-	if p == (SchedulePeriods{}) || from.After(now) {
+	if p == (SchedulePeriods{}) {
 		return time.Time{}
 	}
 	return p.sp.Latest(from, now)

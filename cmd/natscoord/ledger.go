@@ -157,8 +157,9 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+")")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases (repeated or comma-separated: "+phaseHelp()+")")
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+"); "+
+		"reopen, cancel, rm and purge select by phase, as --phase does")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+phaseHelp()+")")
 	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
 	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")

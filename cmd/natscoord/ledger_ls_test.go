@@ -102,6 +102,7 @@ func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
 	help := c.ok("ledger", "ls", "--help")
 	require.Contains(t, help, "--status picks tasks by their stored status, --phase by their phase")
 	require.NotContains(t, help, "--state")
+	require.Contains(t, help, "reopen, cancel, rm and purge select by phase, as --phase does")
 }
 
 // `ledger ls --limit` counts the stored values that are not records with

@@ -29,7 +29,7 @@ type opSelect struct {
 
 func (s *opSelect) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringSliceVar(&s.phases, "state", nil, "select tasks in these states (comma-separated: "+phaseHelp()+")")
+	f.StringSliceVar(&s.phases, "state", nil, "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status (comma-separated: "+phaseHelp()+")")
 	f.StringVar(&s.kind, "kind", "", "select tasks of this kind")
 	f.StringVar(&s.prefix, "prefix", "", "select tasks whose key starts with this prefix")
 	f.BoolVar(&s.dryRun, "dry-run", false, "print what would change and change nothing")

@@ -50,6 +50,10 @@ func TestLedgerOperatorActions(t *testing.T) {
 	require.Contains(t, c.fail("ledger", "reopen"), "needs keys or a filter")
 	require.Contains(t, c.fail("ledger", "reopen", "mail.1", "--kind", "mail"), "keys or filters, not both")
 	require.Contains(t, c.fail("ledger", "reopen", "--state", "done"), "unknown phase")
+	// --state takes phases, not the stored statuses ls --status takes.
+	for _, action := range []string{"reopen", "cancel", "rm", "purge"} {
+		require.Contains(t, c.ok("ledger", action, "--help"), "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status", action)
+	}
 
 	// A dry run shows what would change and changes nothing.
 	require.Equal(t, map[string]string{"mail.1": "would reopen", "mail.2": "would reopen"},

@@ -138,14 +138,23 @@ func (s Spec) Next(t time.Time) time.Time {
 	return s.cron.next(t.In(s.loc))
 }
 
-// Latest returns the last period start in [from, now]; from must be a
-// period start not after now.
+// Latest returns the last period start in [from, now], or the zero time
+// when no period starts in it (from after now included). For a from that
+// is a period start not after now, that is from or a later start.
 func (s Spec) Latest(from, now time.Time) time.Time {
+	// The first period start at or after from: Next is strictly after
+	// its argument, and period starts are whole nanoseconds.
+	first := s.Next(from.Add(-time.Nanosecond))
+	if first.IsZero() || first.After(now) {
+		return time.Time{}
+	}
 	if s.every > 0 {
+		// Rounding now down to the interval finds a start that is not
+		// before first, which starts in the range.
 		return time.Unix(0, now.UnixNano()/int64(s.every)*int64(s.every)).In(s.loc)
 	}
-	last := from
-	for n := s.Next(from); !n.IsZero() && !n.After(now); n = s.Next(n) {
+	last := first
+	for n := s.Next(first); !n.IsZero() && !n.After(now); n = s.Next(n) {
 		last = n
 	}
 	return last

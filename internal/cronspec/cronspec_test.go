@@ -46,7 +46,8 @@ func TestParseSpecNext(t *testing.T) {
 	}
 }
 
-// latest finds the last period start in a stretch of missed periods.
+// Latest finds the last period start in a stretch of missed periods, and
+// the zero time when no period starts in [from, now].
 func TestSpecLatest(t *testing.T) {
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -60,12 +61,22 @@ func TestSpecLatest(t *testing.T) {
 		{"@every 1m", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z"},
 		{"*/15 * * * *", "2026-12-01T10:15:00Z", "2026-12-01T11:20:00Z", "2026-12-01T11:15:00Z"},
 		{"0 0 * * *", "2026-12-01T00:00:00Z", "2026-12-01T23:59:00Z", "2026-12-01T00:00:00Z"},
+		// A from that is no period start: never a start before it.
+		{"@every 1m", "2026-12-01T10:00:30Z", "2026-12-01T10:00:50Z", ""},
+		{"@every 1m", "2026-12-01T10:00:30Z", "2026-12-01T10:02:10Z", "2026-12-01T10:02:00Z"},
+		{"*/15 * * * *", "2026-12-01T10:05:00Z", "2026-12-01T10:14:00Z", ""},
+		{"*/15 * * * *", "2026-12-01T10:05:00Z", "2026-12-01T10:15:00Z", "2026-12-01T10:15:00Z"},
+		{"@every 1m", "2026-12-01T10:01:00Z", "2026-12-01T10:00:00Z", ""},
 	} {
 		s, err := Parse(c.spec, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.Latest(at(c.from), at(c.now)); !got.Equal(at(c.want)) {
+		want := time.Time{}
+		if c.want != "" {
+			want = at(c.want)
+		}
+		if got := s.Latest(at(c.from), at(c.now)); !got.Equal(want) {
 			t.Errorf("%q from %s to %s: got %s, want %s", c.spec, c.from, c.now, got, c.want)
 		}
 	}

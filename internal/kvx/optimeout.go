@@ -74,9 +74,12 @@ func Detached(ctx context.Context, d time.Duration) (context.Context, context.Ca
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
-// Detached is the package's Detached bounded by the timeout, for an I/O
-// call only: ctx's values are not carried, so that it is the shared
-// context, with no timer per operation (see Bound).
-func (o *OpTimeout) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
+// DetachedShared is the shared context (see Bound) for cleanup work of
+// the kind Detached serves, when it is one I/O call of the bucket: it
+// ignores ctx's cancellation as Detached does but, unlike Detached, does
+// not carry ctx's values and may end before d (between d/2 and d), so
+// that it costs no timer per operation. Work that needs ctx's values, or
+// all of d, takes Detached. The cancel func must be called.
+func (o *OpTimeout) DetachedShared(ctx context.Context) (context.Context, context.CancelFunc) {
 	return o.Bound(context.WithoutCancel(ctx))
 }

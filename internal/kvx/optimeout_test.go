@@ -75,7 +75,7 @@ func TestOpTimeoutReplacesShared(t *testing.T) {
 }
 
 // Detached keeps ctx's values, drops its cancellation and is bounded by
-// d; OpTimeout.Detached is the shared context, for I/O only.
+// d; OpTimeout.DetachedShared is the shared context, for I/O only.
 func TestDetached(t *testing.T) {
 	type key struct{}
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
@@ -93,7 +93,7 @@ func TestDetached(t *testing.T) {
 	require.Error(t, ctx.Err())
 
 	o := kvx.NewOpTimeout(time.Second)
-	octx, ocancel := o.Detached(parent)
+	octx, ocancel := o.DetachedShared(parent)
 	defer ocancel()
 	require.NoError(t, octx.Err())
 	require.Equal(t, o.Shared(), octx)
