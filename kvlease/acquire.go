@@ -70,6 +70,10 @@ func (m *Manager) acquireKeys(ctx context.Context, r request, wait time.Duration
 	if err := m.checkWait(wait); err != nil {
 		return nil, false, err
 	}
+	if err := m.begin(); err != nil {
+		return nil, false, err
+	}
+	defer m.acquiring.Done()
 	if wait == 0 || !m.hub.Running() {
 		// Try before subscribing: a subscription would start the hub's
 		// watch (an ordered consumer) for what may never need to wait.
