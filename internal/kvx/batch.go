@@ -118,6 +118,9 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 
 // sendBatch sends one try of CreateBatchAs under the batch id batch.
 func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte, hdrs []nats.Header) ([]uint64, error) {
+	if err := b.replies.refused(); err != nil {
+		return nil, err // closed: not one message sent
+	}
 	nc := b.js.Conn()
 	// One message, header map and array of header values serve every
 	// message of the batch: nats.go encodes a message into the

@@ -12,16 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ErrClosed means the Bucket was closed (Close): a write it refuses, or
-// one whose answer had not come when it closed (which may yet land: an
-// outcome unknown, see OutcomeUnknown).
+// ErrClosed means the Bucket was closed (Close) before a write was sent:
+// it was refused, nothing was sent, so nothing was stored (a known
+// failure, not an outcome unknown). Owners map it to their own closed
+// error (kvlease.ErrClosed, kvlock.ErrClosed, tasks.ErrClosed).
 var ErrClosed = errors.New("kvx: bucket closed")
+
+// ErrClosedUnanswered means the Bucket was closed while a write it had
+// sent waited for its answer: the write may yet land (OutcomeUnknown).
+// It wraps ErrClosed, so errors.Is(err, ErrClosed) holds for both.
+var ErrClosedUnanswered = fmt.Errorf("%w before the write's answer came", ErrClosed)
 
 // Close ends the bucket's reply subscription, the one every write of the
 // bucket is answered on (replies): its owner (a lease manager, a locker,
 // a ledger store) calls it once it writes no more. A write still waiting
-// then fails with ErrClosed, and later writes are refused with it; reads
-// and watches are not affected. It is idempotent.
+// then fails with ErrClosedUnanswered, and later writes are refused with
+// ErrClosed; reads and watches are not affected. It is idempotent.
 func (b *Bucket) Close() { b.replies.close() }
 
 // post publishes m, its headers already set (prepare), with a reply
@@ -180,6 +186,18 @@ func (r *replies) expect(nc *nats.Conn) (token uint64, reply string, ch chan *na
 	return token, string(strconv.AppendUint(append(buf[:0], r.prefix...), token, 36)), ch, nil
 }
 
+// refused is ErrClosed once the Bucket is closed, nil before: a write
+// of several messages (sendBatch) asks before its first, as only its
+// last goes through post.
+func (r *replies) refused() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 func (r *replies) forget(token uint64) {
 	r.mu.Lock()
 	delete(r.waiting, token)
@@ -227,7 +245,7 @@ func (r *replies) endErr(nc *nats.Conn) error {
 	case nc.IsDraining():
 		return nats.ErrConnectionDraining
 	}
-	return ErrClosed
+	return ErrClosedUnanswered
 }
 
 func (r *replies) close() {

@@ -52,17 +52,51 @@ func TestBucketCloseEndsReplies(t *testing.T) {
 	b.Close()
 	select {
 	case err = <-waited:
-		require.ErrorIs(t, err, ErrClosed)
+		require.ErrorIs(t, err, ErrClosedUnanswered)
 		require.True(t, OutcomeUnknown(err))
 	case <-ctx.Done():
 		t.Fatal("a write waiting at Close was not ended")
 	}
 	_, err = b.UpdateAs(ctx, "k", []byte("3"), rev+1, 0, "id-3", nil)
 	require.ErrorIs(t, err, ErrClosed)
+	require.False(t, OutcomeUnknown(err), "refused, never sent: %v", err)
 	require.NoError(t, silent.Unsubscribe())
 	natstest.VerifyNone(t, base)
 	require.Equal(t, subs, js.Conn().NumSubscriptions())
 	b.Close() // idempotent
+}
+
+// TestClosedBucketRefusalIsKnown: a write a closed Bucket refuses was
+// never sent, so nothing of it can land: ErrClosed, a known failure, for
+// an awaited write, a pipelined one and a batch alike. Only a write that
+// was waiting for its answer at Close (ErrClosedUnanswered, which wraps
+// ErrClosed) is an outcome unknown; both used to be, so the callers read
+// back and settled writes that had not left.
+func TestClosedBucketRefusalIsKnown(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, n.NewJS(t), Config{Bucket: "refused", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil)
+	require.NoError(t, err)
+	b.Close()
+
+	_, err = b.UpdateAs(ctx, "k", []byte("2"), rev, 0, "id-2", nil)
+	requireRefused(t, err, "awaited")
+	_, err = b.UpdateAsyncAs("k", []byte("2"), rev, 0, "id-2", nil)(ctx)
+	requireRefused(t, err, "pipelined")
+	_, err = b.CreateBatchAs(ctx, "batch", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
+	requireRefused(t, err, "batch")
+	e, err := b.Get(ctx, "k") // reads are not the reply subscription's
+	require.NoError(t, err)
+	require.Equal(t, rev, e.Revision, "nothing was stored")
+}
+
+func requireRefused(t *testing.T, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrClosed, what)
+	require.NotErrorIs(t, err, ErrClosedUnanswered, what)
+	require.False(t, OutcomeUnknown(err), "%s: refused, never sent: %v", what, err)
 }
 
 // TestRepliesEndWithTheConnection: a write waiting when its connection
