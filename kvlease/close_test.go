@@ -116,3 +116,23 @@ func TestCloseWaitsForAcquisitionInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, held, "the lease won during Close was given back before Done")
 }
+
+// A write after Close is refused with ErrClosed, a known failure: the
+// closed bucket sent nothing. It used to surface as the bucket's internal
+// error, counted as an outcome unknown.
+func TestForceReleaseAfterCloseIsErrClosed(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	holder := bind(t, jobs, newManager(t, n.JS, kvlease.Config{Holder: "two"}))
+	g, ok, err := holder.TryAcquire(ctx, "kept", 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{Holder: "one"})
+	require.NoError(t, err)
+	l := bind(t, jobs, m)
+	require.NoError(t, m.Close(ctx))
+
+	_, err = l.ForceRelease(ctx, "kept")
+	require.ErrorIs(t, err, kvlease.ErrClosed)
+	require.NoError(t, g.Renew(ctx), "the refused delete was not sent")
+}

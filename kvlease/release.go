@@ -192,7 +192,7 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	case errors.Is(err, ErrLost):
 		return false, err
 	}
-	return false, fmt.Errorf("kvlease: release %q: %w", g.key, err)
+	return false, fmt.Errorf("kvlease: release %q: %w", g.key, closedErr(err))
 }
 
 // finalCtx bounds a guard's final write (its delete or hand-over) like

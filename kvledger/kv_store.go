@@ -258,7 +258,7 @@ func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: %s: %w", ErrTooLarge, shortKey(key), err)
 	}
 	if err != nil {
-		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), closedErr(err))
 	}
 	if ttl > 0 && len(new.Needs) > 0 {
 		s.unindexNeeds(ctx, key, new.Needs, rev)

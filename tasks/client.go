@@ -89,6 +89,27 @@ func (c *Client) Run(ctx context.Context) error {
 	return c.Close(context.WithoutCancel(ctx))
 }
 
+// writing refuses a write once Close has begun (ErrClosed): Close closes
+// the store, whose bucket then refuses writes.
+func (c *Client) writing() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// closedErr names a write that raced Close and found the store closed
+// (kvledger.ErrClosed) as ErrClosed, keeping the chain: a write the
+// store refused was never sent; one it left unanswered may have landed.
+func closedErr(err error) error {
+	if errors.Is(err, kvledger.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
 // Stats is the worker's counters (claims, completions, failures...).
 func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 

@@ -244,3 +244,26 @@ func TestCountsFollowTheLedger(t *testing.T) {
 		return err == nil && counts.ByKind["fail"][kvledger.PhaseScheduled] == 1 && counts.Total == 2
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+// After Close every write of the client is refused with ErrClosed, a
+// known failure (nothing was sent), and so is one through Ledger() with
+// kvledger.ErrClosed: Close closes the store whose bucket answers them.
+// They used to fail with the bucket's internal error, counted as an
+// outcome unknown.
+func TestWritesAfterCloseAreErrClosed(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 20*time.Second)
+	_, err := c.Submit(ctx, bigArgs{ID: 1}, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
+
+	_, err = c.Submit(ctx, bigArgs{ID: 2}, nil)
+	require.ErrorIs(t, err, tasks.ErrClosed, "Submit")
+	_, err = c.SubmitMany(ctx, []tasks.Submission{{Args: bigArgs{ID: 3}}, {Args: bigArgs{ID: 4}}})
+	require.ErrorIs(t, err, tasks.ErrClosed, "SubmitMany")
+	_, err = c.Schedule(ctx, "nightly", "@daily", bigArgs{ID: 5}, nil)
+	require.ErrorIs(t, err, tasks.ErrClosed, "Schedule")
+	require.ErrorIs(t, c.Unschedule(ctx, "nightly"), tasks.ErrClosed, "Unschedule")
+	_, err = c.Ledger().Submit(ctx, "someone", kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, kvledger.ErrClosed, "a write through Ledger()")
+}
