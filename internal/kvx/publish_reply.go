@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ErrClosed means the Bucket was closed (Close) before a write was sent:
@@ -53,37 +52,28 @@ func (b *Bucket) post(m *nats.Msg) (token uint64, ch chan *nats.Msg, err error) 
 // posted under token, and reads it (decodeAck, mapErr). An answer of "no
 // responders" (no stream listens on the subject yet, or it changes
 // leader) sends m again, with the same headers and so the same
-// Nats-Msg-Id, on the one retry primitive (noResponders): it reached no
+// Nats-Msg-Id, on the one resend loop (resend): it reached no
 // stream, so sending it again cannot duplicate it. No answer within ctx
 // is ctx's error: the write may yet land (OutcomeUnknown).
 func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *nats.Msg) (uint64, error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	l := noResponders.Start(ctx) // a value: no cost until a resend
-	for {
-		resp, err := b.answer(ctx, token, ch)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			if err != nil {
-				return 0, err
+	var seq uint64
+	err := resend(ctx, func(n int) error {
+		if n > 0 { // the first send was post's, before await
+			var err error
+			if token, ch, err = b.post(m); err != nil {
+				return mapErr(err)
 			}
-			seq, err := decodeAck(resp.Data)
-			return seq, mapErr(err)
 		}
-		// No responders: the first send was the policy's first try, so
-		// the loop pauses before each resend.
-		if l.Try() < 0 {
-			l.Next()
+		resp, err := b.answer(ctx, token, ch)
+		if err != nil {
+			return err
 		}
-		if !l.Next() {
-			// Every try reached no stream: nothing was stored, whether
-			// the tries ran out or ctx ended during a pause (so not an
-			// outcome unknown: ctx's error is not joined).
-			return 0, jetstream.ErrNoStreamResponse
-		}
-		if token, ch, err = b.post(m); err != nil {
-			return 0, mapErr(err)
-		}
-	}
+		seq, err = decodeAck(resp.Data)
+		return mapErr(err)
+	})
+	return seq, err
 }
 
 // bound is ctx bounded by the handle's DefaultTimeout when it has no

@@ -150,6 +150,29 @@ func TestNoRespondersResentThenRefused(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
 }
 
+// TestBatchNoRespondersIsKnown: a batch whose commit no stream answers
+// (its stream gone) is sent again as a single write is (resend) and,
+// once its ctx ends during a pause, reported as no stream response, a
+// known failure, as a single write's is. It was ctx's error joined to
+// "no responders", which OutcomeUnknown took for a batch that may have
+// landed.
+func TestBatchNoRespondersIsKnown(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "gone", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	require.NoError(t, js.DeleteStream(ctx, b.stream))
+	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.CreateBatchAs(wctx, "id", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
+	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+	require.False(t, OutcomeUnknown(err), "%v", err)
+	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
+}
+
 // TestUnansweredWriteKeepsCtxErrAndCause: a write whose ctx ends before
 // its answer reports ctx's error (so OutcomeUnknown holds and the caller
 // reads the key back) with the cause the ctx was cancelled with. A
