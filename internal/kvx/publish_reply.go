@@ -1,6 +1,7 @@
 package kvx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,8 +121,9 @@ func ctxErr(ctx context.Context) error {
 
 // replies routes each answer to the write waiting for it, by the last
 // token of its reply subject (a number in base 36). It is one
-// subscription per Bucket, made at its first write (again after the
-// connection dropped it) and ended by Bucket.Close, and it answers every
+// subscription per Bucket, made at its first write and ended by
+// Bucket.Close or its connection's end (nats.go keeps a subscription
+// across reconnects: nothing else ends it), and it answers every
 // write of the bucket: awaited, pipelined, and the commit of an atomic
 // batch. nats.go's request path, which the awaited writes used before,
 // makes a channel, a random token and an entry in a map under the
@@ -144,36 +146,77 @@ type replies struct {
 var replyChans = sync.Pool{New: func() any { return make(chan *nats.Msg, 1) }}
 
 // expect returns a fresh reply token, its reply subject (built under the
-// lock, since a new subscription changes the prefix) and the channel its
-// answer comes on, subscribing on nc at the first call (again after the
-// connection dropped the subscription).
+// lock, as the first call sets the prefix) and the channel its answer
+// comes on, subscribing on nc at the first call. Once the subscription
+// has ended with its connection (closed, or drained), a write is refused
+// with the connection's error: a closed connection takes no new one.
 func (r *replies) expect(nc *nats.Conn) (token uint64, reply string, ch chan *nats.Msg, err error) {
 	ch = replyChans.Get().(chan *nats.Msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		replyChans.Put(ch)
-		return 0, "", nil, ErrClosed
+	switch {
+	case r.closed:
+		err = ErrClosed
+	case r.sub == nil:
+		err = r.subscribe(nc)
+	case !r.sub.IsValid():
+		err = gone(nc)
 	}
-	if r.sub == nil || !r.sub.IsValid() {
-		inbox := nc.NewInbox() + "."
-		waiting := make(map[uint64]chan *nats.Msg)
-		sub, err := nc.Subscribe(inbox+"*", r.deliver)
-		if err != nil {
-			replyChans.Put(ch)
-			return 0, "", nil, err
-		}
-		// When it ends (Close, or the connection closed), the writes
-		// still waiting on it learn so at once, as nats.go's request
-		// path tells its requests, rather than at their deadline.
-		sub.SetClosedHandler(func(string) { r.ended(waiting) })
-		r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	if err != nil {
+		replyChans.Put(ch)
+		return 0, "", nil, err
 	}
 	r.next++
 	token = r.next
 	r.waiting[token] = ch
 	var buf [96]byte // the inbox prefix and the token, one string built
 	return token, string(strconv.AppendUint(append(buf[:0], r.prefix...), token, 36)), ch, nil
+}
+
+// subscribe makes the reply subscription on nc (r.mu held).
+func (r *replies) subscribe(nc *nats.Conn) error {
+	inbox := nc.NewInbox() + "."
+	sub, err := nc.Subscribe(inbox+"*", r.deliver)
+	if err != nil {
+		return err
+	}
+	return r.install(nc, sub, inbox)
+}
+
+// install makes sub, on inbox, the subscription writes are answered on
+// (r.mu held). When it ends (Close, or its connection's end), the writes
+// still waiting on it learn so at once (ended), as nats.go's request path
+// tells its requests, rather than at their deadline. nats.go runs the
+// handler as the subscription's goroutine ends, so one that ended before
+// the handler was set (its connection closed in between) runs none:
+// install refuses it, and no write waits on it.
+func (r *replies) install(nc *nats.Conn, sub *nats.Subscription, inbox string) error {
+	waiting := make(map[uint64]chan *nats.Msg)
+	sub.SetClosedHandler(func(string) { r.ended(waiting) })
+	if !sub.IsValid() {
+		return gone(nc)
+	}
+	r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	return nil
+}
+
+// gone is the error of a write refused because the subscription ended
+// with its connection: the connection's error (nats.ErrBadSubscription
+// if it has none).
+func gone(nc *nats.Conn) error {
+	return cmp.Or(connErr(nc), nats.ErrBadSubscription)
+}
+
+// connErr is the error of a connection that closed or drains, nil for
+// one that is usable.
+func connErr(nc *nats.Conn) error {
+	switch {
+	case nc.IsClosed():
+		return nats.ErrConnectionClosed
+	case nc.IsDraining():
+		return nats.ErrConnectionDraining
+	}
+	return nil
 }
 
 // refused is ErrClosed once the Bucket is closed, nil before: a write
@@ -229,13 +272,7 @@ func (r *replies) ended(waiting map[uint64]chan *nats.Msg) {
 // answer came: the connection closed or drains, or the Bucket closed.
 // Each is an outcome unknown (OutcomeUnknown).
 func (r *replies) endErr(nc *nats.Conn) error {
-	switch {
-	case nc.IsClosed():
-		return nats.ErrConnectionClosed
-	case nc.IsDraining():
-		return nats.ErrConnectionDraining
-	}
-	return ErrClosedUnanswered
+	return cmp.Or(connErr(nc), ErrClosedUnanswered)
 }
 
 func (r *replies) close() {

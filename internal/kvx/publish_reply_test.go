@@ -130,6 +130,30 @@ func TestRepliesEndWithTheConnection(t *testing.T) {
 	}
 }
 
+// TestRepliesRefuseASubscriptionEndedBeforeItsHandler: nats.go runs a
+// subscription's closed handler as its goroutine ends, so one that ended
+// between Subscribe and SetClosedHandler (its connection closed in
+// between) runs none: a write waiting on it would have waited for its
+// deadline. install refuses it, and the next write subscribes again.
+func TestRepliesRefuseASubscriptionEndedBeforeItsHandler(t *testing.T) {
+	n := natstest.WithServer(t)
+	nc := n.NewJS(t).Conn()
+	sub, err := nc.Subscribe("ended.*", func(*nats.Msg) {})
+	require.NoError(t, err)
+	exited := make(chan struct{})
+	sub.SetClosedHandler(func(string) { close(exited) })
+	require.NoError(t, sub.Unsubscribe())
+	natstest.WaitClosed(t, exited, 5*time.Second, "the subscription's goroutine ended")
+
+	var r replies
+	require.ErrorIs(t, r.install(nc, sub, "ended."), nats.ErrBadSubscription)
+	require.Nil(t, r.sub, "not installed")
+	_, _, ch, err := r.expect(nc) // subscribes anew
+	require.NoError(t, err)
+	r.close()
+	require.Nil(t, natstest.Recv(t, ch, 5*time.Second, "the waiter ended by close"))
+}
+
 // TestNoRespondersResentThenRefused: a write no stream listens for is
 // sent again on the noResponders policy (its pauses show in the time it
 // takes) and, once its ctx ends, reported as no stream response: a known
