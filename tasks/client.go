@@ -55,7 +55,9 @@ func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client
 }
 
 // Ledger returns the ledger underneath, for what the client does not
-// wrap (snapshots, the fenced claim API of kvledger).
+// wrap (snapshots, the fenced claim API of kvledger). Close ends its
+// writes too: after it, a write through it fails with kvledger.ErrClosed
+// (reads go on).
 func (c *Client) Ledger() *kvledger.Ledger { return c.ledger }
 
 // Start starts the workers added with AddWorker: they claim ready tasks
@@ -113,23 +115,36 @@ func closedErr(err error) error {
 // Stats is the worker's counters (claims, completions, failures...).
 func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 
-// Close drains the workers (running handlers get Config.DrainTimeout).
-// Every goroutine
-// the client started has ended when it returns. ctx bounds the wait.
+// Close drains the workers (running handlers get Config.DrainTimeout),
+// then closes the store: every write of the client, and through Ledger(),
+// is refused from then on (ErrClosed, kvledger.ErrClosed). Every
+// goroutine the client started has ended when it returns. ctx bounds the
+// wait for handlers that ignore their cancelled context: when it ends
+// first, Close returns with those handlers still running and the store
+// open (their writes are still answered). A later Close waits for the
+// first one's drain, closes the store if it was left open (what such a
+// handler writes after that is refused) and returns nil, or ctx's error
+// when ctx ends first: the first Close returned the worker's result.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
+	first := !c.closed
 	c.closed = true
 	c.mu.Unlock()
-	c.counter.stop()
-	err := c.worker.Close(ctx)
-	if ctx.Err() == nil {
-		// The worker has stopped (it was not left to finish in the
-		// background): nothing writes through the store any more.
-		c.store.Close()
+	if first {
+		c.counter.stop()
+	}
+	err := c.worker.Close(ctx) // a later call waits for the first's drain
+	if ctx.Err() != nil {
+		// The worker may have been left to finish in the background:
+		// its handlers may still write through the store.
+		if !first {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	c.store.Close() // idempotent
+	if !first {
+		return nil
 	}
 	return err
 }

@@ -267,3 +267,26 @@ func TestWritesAfterCloseAreErrClosed(t *testing.T) {
 	_, err = c.Ledger().Submit(ctx, "someone", kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)})
 	require.ErrorIs(t, err, kvledger.ErrClosed, "a write through Ledger()")
 }
+
+// A Close whose ctx ended before the worker was done leaves the store
+// open (a handler that ignores its cancelled context may still write);
+// a later Close closes it. It used to return nil at once, leaving the
+// store, and its reply subscription, until the connection closed.
+func TestCloseAgainClosesTheStore(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	c, err := tasks.NewClient(ctx, n.JS, tasks.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, c.Close(ended), context.Canceled)
+	direct := kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)}
+	_, err = c.Ledger().Submit(ctx, "someone", direct)
+	require.NoError(t, err, "the store stays open for a worker left to finish")
+
+	require.NoError(t, c.Close(ctx))
+	direct.Key = "after"
+	_, err = c.Ledger().Submit(ctx, "someone", direct)
+	require.ErrorIs(t, err, kvledger.ErrClosed, "closed by the second Close")
+}
