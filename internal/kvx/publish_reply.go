@@ -25,9 +25,13 @@ var ErrClosedUnanswered = fmt.Errorf("%w before the write's answer came", ErrClo
 
 // Close ends the bucket's reply subscription, the one every write of the
 // bucket is answered on (replies): its owner (a lease manager, a locker,
-// a ledger store) calls it once it writes no more. A write still waiting
-// then fails with ErrClosedUnanswered, and later writes are refused with
-// ErrClosed; reads and watches are not affected. It is idempotent.
+// a ledger store) calls it once it writes no more. It does not block: the
+// subscription is drained (nats.go's Subscription.Drain), so an answer
+// the server sent before the close reached it is still delivered (one
+// round trip, bounded by nats.go's flush timeout), and a write still
+// waiting after that fails with ErrClosedUnanswered. Later writes are
+// refused with ErrClosed; reads and watches are not affected. It is
+// idempotent.
 func (b *Bucket) Close() { b.replies.close() }
 
 // post publishes m, its headers already set (prepare), with a reply
@@ -281,6 +285,6 @@ func (r *replies) close() {
 	r.closed, r.sub = true, nil
 	r.mu.Unlock()
 	if sub != nil {
-		_ = sub.Unsubscribe() // its goroutine ends, and ended runs
+		_ = sub.Drain() // answers already on their way are delivered; then its goroutine ends, and ended runs
 	}
 }

@@ -99,6 +99,41 @@ func requireRefused(t *testing.T, err error, what string) {
 	require.False(t, OutcomeUnknown(err), "%s: refused, never sent: %v", what, err)
 }
 
+// TestCloseDeliversAnswersOnTheirWay: an answer the server sent before
+// Bucket.Close still reaches its write (the subscription is drained, not
+// dropped), so a write that landed reports its revision rather than an
+// outcome unknown its caller must settle by reading.
+func TestCloseDeliversAnswersOnTheirWay(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	p, js := natstest.ThroughProxy(t, n)
+	b, err := Open(ctx, js, Config{Bucket: "drained", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil) // subscribes
+	require.NoError(t, err)
+	reader, err := Open(ctx, n.NewJS(t), Config{Bucket: "drained", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+
+	p.Stall(true) // the write reaches the server; its answer is held back
+	t.Cleanup(func() { p.Stall(false) })
+	wrote := make(chan error, 1)
+	var got uint64
+	go func() {
+		var err error
+		got, err = b.UpdateAs(ctx, "k", []byte("2"), rev, 0, "id-2", nil)
+		wrote <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		e, err := reader.Get(ctx, "k")
+		return err == nil && e.Revision > rev
+	}, "the write landed")
+	b.Close()
+	p.Stall(false)
+	require.NoError(t, natstest.Recv(t, wrote, 10*time.Second, "the write's answer"))
+	require.Equal(t, rev+1, got)
+}
+
 // TestRepliesEndWithTheConnection: a write waiting when its connection
 // closes fails at once with nats.ErrConnectionClosed (an outcome
 // unknown), as nats.go's request path did, not at its deadline.
