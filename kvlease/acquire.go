@@ -70,6 +70,10 @@ func (m *Manager) acquireKeys(ctx context.Context, r request, wait time.Duration
 	if err := m.checkWait(wait); err != nil {
 		return nil, false, err
 	}
+	if err := m.begin(); err != nil {
+		return nil, false, err
+	}
+	defer m.acquiring.Done()
 	if wait == 0 || !m.hub.Running() {
 		// Try before subscribing: a subscription would start the hub's
 		// watch (an ordered consumer) for what may never need to wait.
@@ -261,11 +265,11 @@ func (m *Manager) tryAdmitted(ctx context.Context, r *request, key string,
 			e, rerr := m.b.Get(rctx, key)
 			rcancel()
 			if rerr != nil || !ownedBy(e.Value, a.owner) {
-				return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, err)
+				return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, closedErr(err))
 			}
 			rev = e.Revision // the unanswered write did land: we hold it
 		default:
-			return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, err)
+			return nil, kvx.Entry{}, nil, fmt.Errorf("kvlease: acquire %q: %w", key, closedErr(err))
 		}
 	}
 	g, err := m.won(ctx, r, a, rev)
@@ -301,7 +305,7 @@ func (m *Manager) forceRelease(ctx context.Context, key string) (bool, error) {
 		}
 		if err != nil {
 			cancel()
-			return false, fmt.Errorf("kvlease: force release %q: %w", key, err)
+			return false, fmt.Errorf("kvlease: force release %q: %w", key, closedErr(err))
 		}
 		marker, err := m.b.DeleteTTL(octx, key, e.Revision, markerKeep)
 		cancel()
@@ -313,7 +317,7 @@ func (m *Manager) forceRelease(ctx context.Context, key string) (bool, error) {
 		case kvx.IsConflict(err):
 			continue // renewed or replaced between the read and the delete
 		default:
-			return false, fmt.Errorf("kvlease: force release %q: %w", key, err)
+			return false, fmt.Errorf("kvlease: force release %q: %w", key, closedErr(err))
 		}
 	}
 	return false, fmt.Errorf("%w: force release %q", ErrBusy, key)

@@ -1,6 +1,11 @@
 package kvlease
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
 
 // Every error this package returns matches one of these with errors.Is,
 // or is a transient server/transport error passed through unchanged (and
@@ -66,3 +71,15 @@ var (
 // and its conditional delete (a holder renewing very fast or a stream of
 // new holders). Retry later.
 var ErrBusy = errors.New("kvlease: key kept changing")
+
+// closedErr names a write the manager's bucket refused or left
+// unanswered because Close had closed it (kvx.ErrClosed) as this
+// package's ErrClosed, keeping kvx's error in the chain: a refused one
+// (nothing sent) stays a known failure, an unanswered one an outcome
+// unknown (kvx.OutcomeUnknown).
+func closedErr(err error) error {
+	if errors.Is(err, kvx.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}

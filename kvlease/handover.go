@@ -176,6 +176,10 @@ func (m *Manager) Adopt(ctx context.Context, entry *Guard, key string, rev uint6
 	if err := m.checkRawKey(key); err != nil {
 		return nil, err
 	}
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.acquiring.Done()
 	entry.mu.Lock()
 	born, cause := entry.born, entry.cause
 	entry.mu.Unlock()

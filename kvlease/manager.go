@@ -39,6 +39,13 @@ type Manager struct {
 	// Added to only under mu while not closed (addCallback), so its Wait
 	// in shutdown never races an Add.
 	callbacks sync.WaitGroup
+	// acquiring counts acquisitions (and adoptions, restores) in flight;
+	// shutdown waits for them before it closes the bucket, as one that
+	// lands after Close gives its lease back with a delete (abort), which
+	// a closed bucket would refuse, leaving the lease held until its TTL.
+	// Added to only under mu while not closed (begin), as callbacks is.
+	// Each is bounded: Close ends waits, and a write by OpTimeout.
+	acquiring sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
@@ -111,8 +118,9 @@ func (m *Manager) Done() <-chan struct{} { return m.done }
 // Close refuses new acquisitions, ends waiting acquisitions with
 // ErrClosed, releases every guard the manager holds (each release bounded
 // by OpTimeout), which cancels the contexts of running With
-// callbacks, waits for those callbacks to return, stops the scheduler and
-// waits for all of it. If
+// callbacks, waits for those callbacks to return and for acquisitions in
+// flight (one that wins gives its lease back at once), stops the
+// scheduler and waits for all of it. If
 // ctx ends first Close returns ctx's error and the shutdown completes in
 // the background (Done reports it). It is idempotent; later calls wait for
 // the same shutdown and return its result.
@@ -148,6 +156,7 @@ func (m *Manager) shutdown(gs []*Guard) {
 			errs = append(errs, g.releaseErr)
 		}
 	}
+	m.acquiring.Wait()
 	m.callbacks.Wait()
 	m.sched.close()
 	m.pool.close()
@@ -169,6 +178,20 @@ func (m *Manager) addCallback() error {
 		return ErrClosed
 	}
 	m.callbacks.Add(1)
+	return nil
+}
+
+// begin counts an acquisition about to start (Manager.acquireKeys,
+// Adopt, Restore), or refuses it when the manager is closing. The caller
+// calls m.acquiring.Done when it has returned: its guard registered, or
+// its lease given back (abort), or nothing won.
+func (m *Manager) begin() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.acquiring.Add(1)
 	return nil
 }
 

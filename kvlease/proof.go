@@ -62,7 +62,7 @@ func (p Proof) Put(ctx context.Context, key string, value []byte) (uint64, error
 	case errors.Is(err, kvx.ErrKeyTooLong) || errors.Is(err, kvx.ErrValueTooLarge):
 		return 0, fmt.Errorf("%w: guarded write to %q: %w", ErrTooLarge, key, err)
 	}
-	return 0, fmt.Errorf("kvlease: guarded write to %q: %w", key, err)
+	return 0, fmt.Errorf("kvlease: guarded write to %q: %w", key, closedErr(err))
 }
 
 // Get reads key (a data key of the lease bucket) from the stream leader.

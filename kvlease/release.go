@@ -153,7 +153,8 @@ func (g *Guard) closeRelease(release bool, err error) {
 
 // abort gives back a lease acquired while the manager was closing. It
 // deletes synchronously, in the caller's goroutine: Close may already have
-// finished waiting for the manager's own goroutines.
+// finished waiting for the manager's own goroutines, but not for the
+// acquisition (begin), so the bucket is still open for the delete.
 func (g *Guard) abort() {
 	g.end(ErrClosed, false, false)
 	if _, err := g.deleteOwn(context.Background()); err != nil {
@@ -191,7 +192,7 @@ func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {
 	case errors.Is(err, ErrLost):
 		return false, err
 	}
-	return false, fmt.Errorf("kvlease: release %q: %w", g.key, err)
+	return false, fmt.Errorf("kvlease: release %q: %w", g.key, closedErr(err))
 }
 
 // finalCtx bounds a guard's final write (its delete or hand-over) like

@@ -174,6 +174,10 @@ func (l Leases[K]) Restore(ctx context.Context, t Token[K]) (*Guard, error) {
 		return nil, fmt.Errorf("%w: token of family %q restored into %q", ErrInvalidToken, t.family, l.d.name)
 	}
 	m := l.m
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.acquiring.Done()
 	if err := m.admit(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,11 @@
 package kvledger
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/natscoord/natscoord/internal/kvx"
+)
 
 // Sentinel errors. Match them with errors.Is; the text may carry detail.
 var (
@@ -66,6 +71,19 @@ var (
 	// 1, no live feed) and could not be migrated with the caller's
 	// rights; the error says what to run.
 	ErrOldLayout = errors.New("kvledger: bucket has the pre-events layout")
-	// ErrClosed: the Ledger was closed.
+	// ErrClosed: the store was closed (KVStore.Close) before a write's
+	// answer came. A write it refused was never sent (a known failure);
+	// one that was waiting for its answer may yet have landed, and is
+	// settled by reading, as any write whose answer was lost.
 	ErrClosed = errors.New("kvledger: ledger closed")
 )
+
+// closedErr names a write the store's bucket refused or left unanswered
+// because Close had closed it (kvx.ErrClosed) as ErrClosed, keeping kvx's
+// error in the chain (which tells the two apart: kvx.OutcomeUnknown).
+func closedErr(err error) error {
+	if errors.Is(err, kvx.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}

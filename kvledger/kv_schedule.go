@@ -92,7 +92,7 @@ func (s *KVStore) writeSchedule(ctx context.Context, sc Schedule, rev uint64, cr
 		}
 	}
 	if err != nil {
-		return Schedule{}, fmt.Errorf("kvledger: write schedule %q: %w", sc.Name, err)
+		return Schedule{}, fmt.Errorf("kvledger: write schedule %q: %w", sc.Name, closedErr(err))
 	}
 	sc.Rev = newRev
 	return sc, nil
@@ -116,7 +116,7 @@ func (s *KVStore) DeleteSchedule(ctx context.Context, name string, rev uint64) e
 		return fmt.Errorf("%w: %q is no longer at revision %d", ErrScheduleChanged, name, rev)
 	}
 	if err != nil {
-		return fmt.Errorf("kvledger: delete schedule %q: %w", name, err)
+		return fmt.Errorf("kvledger: delete schedule %q: %w", name, closedErr(err))
 	}
 	return nil
 }

@@ -128,7 +128,8 @@ func (s *KVStore) Name() string { return s.b.Name() }
 
 // Close ends the store's writing: the one subscription its writes are
 // answered on (kvx.Bucket.Close), made at its first write. A write still
-// waiting fails as one whose outcome is unknown, and later writes fail;
+// waiting fails as one whose outcome is unknown, and later writes are
+// refused, nothing sent (both ErrClosed);
 // reads and record watches go on (a watch ends when its last watcher
 // stops). Its owner calls it once nothing writes through the store any
 // more; a store never closed keeps the subscription until its
@@ -258,7 +259,7 @@ func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("%w: %s: %w", ErrTooLarge, shortKey(key), err)
 	}
 	if err != nil {
-		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), err)
+		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), closedErr(err))
 	}
 	if ttl > 0 && len(new.Needs) > 0 {
 		s.unindexNeeds(ctx, key, new.Needs, rev)

@@ -128,7 +128,7 @@ func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskStat
 		return nil, nil, false, nil
 	case kvx.OutcomeUnknown(err):
 		if _, ok := s.landedWrite(ctx, keys[0], kvx.BatchMsgID(id, 0)); !ok {
-			return nil, nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), err)
+			return nil, nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), closedErr(err))
 		}
 		// It landed; the revisions are not known without reading each key.
 		out := make([]TaskState, len(recs))
@@ -141,7 +141,7 @@ func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskStat
 		}
 		return out, nil, true, nil
 	case err != nil:
-		return nil, nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), err)
+		return nil, nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), closedErr(err))
 	}
 	out := make([]TaskState, len(recs))
 	for i, r := range recs {

@@ -48,5 +48,7 @@ func TestKVStoreCloseEndsItsSubscription(t *testing.T) {
 	require.Equal(t, stored.Rev, got.Rev)
 	_, _, err = s.Swap(ctx, "k", got, got)
 	require.ErrorIs(t, err, kvx.ErrClosed)
+	require.ErrorIs(t, err, kvledger.ErrClosed)
+	require.False(t, kvx.OutcomeUnknown(err), "refused, never sent: %v", err)
 	s.Close() // idempotent
 }

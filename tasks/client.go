@@ -55,7 +55,9 @@ func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client
 }
 
 // Ledger returns the ledger underneath, for what the client does not
-// wrap (snapshots, the fenced claim API of kvledger).
+// wrap (snapshots, the fenced claim API of kvledger). Close ends its
+// writes too: after it, a write through it fails with kvledger.ErrClosed
+// (reads go on).
 func (c *Client) Ledger() *kvledger.Ledger { return c.ledger }
 
 // Start starts the workers added with AddWorker: they claim ready tasks
@@ -89,26 +91,60 @@ func (c *Client) Run(ctx context.Context) error {
 	return c.Close(context.WithoutCancel(ctx))
 }
 
+// writing refuses a write once Close has begun (ErrClosed): Close closes
+// the store, whose bucket then refuses writes.
+func (c *Client) writing() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// closedErr names a write that raced Close and found the store closed
+// (kvledger.ErrClosed) as ErrClosed, keeping the chain: a write the
+// store refused was never sent; one it left unanswered may have landed.
+func closedErr(err error) error {
+	if errors.Is(err, kvledger.ErrClosed) && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
 // Stats is the worker's counters (claims, completions, failures...).
 func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 
-// Close drains the workers (running handlers get Config.DrainTimeout).
-// Every goroutine
-// the client started has ended when it returns. ctx bounds the wait.
+// Close drains the workers (running handlers get Config.DrainTimeout),
+// then closes the store: every write of the client, and through Ledger(),
+// is refused from then on (ErrClosed, kvledger.ErrClosed). Every
+// goroutine the client started has ended when it returns. ctx bounds the
+// wait for handlers that ignore their cancelled context: when it ends
+// first, Close returns with those handlers still running and the store
+// open (their writes are still answered). A later Close waits for the
+// first one's drain, closes the store if it was left open (what such a
+// handler writes after that is refused) and returns nil, or ctx's error
+// when ctx ends first: the first Close returned the worker's result.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
+	first := !c.closed
 	c.closed = true
 	c.mu.Unlock()
-	c.counter.stop()
-	err := c.worker.Close(ctx)
-	if ctx.Err() == nil {
-		// The worker has stopped (it was not left to finish in the
-		// background): nothing writes through the store any more.
-		c.store.Close()
+	if first {
+		c.counter.stop()
+	}
+	err := c.worker.Close(ctx) // a later call waits for the first's drain
+	if ctx.Err() != nil {
+		// The worker may have been left to finish in the background:
+		// its handlers may still write through the store.
+		if !first {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	c.store.Close() // idempotent
+	if !first {
+		return nil
 	}
 	return err
 }

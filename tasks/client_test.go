@@ -244,3 +244,49 @@ func TestCountsFollowTheLedger(t *testing.T) {
 		return err == nil && counts.ByKind["fail"][kvledger.PhaseScheduled] == 1 && counts.Total == 2
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+// After Close every write of the client is refused with ErrClosed, a
+// known failure (nothing was sent), and so is one through Ledger() with
+// kvledger.ErrClosed: Close closes the store whose bucket answers them.
+// They used to fail with the bucket's internal error, counted as an
+// outcome unknown.
+func TestWritesAfterCloseAreErrClosed(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 20*time.Second)
+	_, err := c.Submit(ctx, bigArgs{ID: 1}, nil)
+	require.NoError(t, err)
+	require.NoError(t, c.Close(ctx))
+
+	_, err = c.Submit(ctx, bigArgs{ID: 2}, nil)
+	require.ErrorIs(t, err, tasks.ErrClosed, "Submit")
+	_, err = c.SubmitMany(ctx, []tasks.Submission{{Args: bigArgs{ID: 3}}, {Args: bigArgs{ID: 4}}})
+	require.ErrorIs(t, err, tasks.ErrClosed, "SubmitMany")
+	_, err = c.Schedule(ctx, "nightly", "@daily", bigArgs{ID: 5}, nil)
+	require.ErrorIs(t, err, tasks.ErrClosed, "Schedule")
+	require.ErrorIs(t, c.Unschedule(ctx, "nightly"), tasks.ErrClosed, "Unschedule")
+	_, err = c.Ledger().Submit(ctx, "someone", kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)})
+	require.ErrorIs(t, err, kvledger.ErrClosed, "a write through Ledger()")
+}
+
+// A Close whose ctx ended before the worker was done leaves the store
+// open (a handler that ignores its cancelled context may still write);
+// a later Close closes it. It used to return nil at once, leaving the
+// store, and its reply subscription, until the connection closed.
+func TestCloseAgainClosesTheStore(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	c, err := tasks.NewClient(ctx, n.JS, tasks.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, c.Close(ended), context.Canceled)
+	direct := kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)}
+	_, err = c.Ledger().Submit(ctx, "someone", direct)
+	require.NoError(t, err, "the store stays open for a worker left to finish")
+
+	require.NoError(t, c.Close(ctx))
+	direct.Key = "after"
+	_, err = c.Ledger().Submit(ctx, "someone", direct)
+	require.ErrorIs(t, err, kvledger.ErrClosed, "closed by the second Close")
+}

@@ -52,15 +52,22 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 		Task: kvledger.ScheduleTask{Kind: kind, Task: payload, Needs: o.Needs, MaxAttempts: o.MaxAttempts,
 			Priority: o.Priority, Group: o.Group, Delay: o.Delay},
 	}
-	return c.store.PutSchedule(ctx, sc, o.Replace)
+	if err := c.writing(); err != nil {
+		return kvledger.Schedule{}, err
+	}
+	stored, err := c.store.PutSchedule(ctx, sc, o.Replace)
+	return stored, closedErr(err)
 }
 
 // Unschedule removes the schedule name (kvledger.ErrNoSchedule when there
 // is none). Workers stop admitting its periods as their watch delivers
 // the removal; tasks already admitted stay.
 func (c *Client) Unschedule(ctx context.Context, name string) error {
+	if err := c.writing(); err != nil {
+		return err
+	}
 	_, err := c.store.RemoveSchedule(ctx, name)
-	return err
+	return closedErr(err)
 }
 
 // Schedules returns the schedules stored in the ledger, by name; each

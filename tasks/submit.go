@@ -66,15 +66,18 @@ type Submission struct {
 	Opts *SubmitOpts
 }
 
-// Submit admits one task.
+// Submit admits one task. After Close it is ErrClosed.
 func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
 	sub, err := submission(args, opts)
 	if err != nil {
 		return Submitted{}, err
 	}
+	if err := c.writing(); err != nil {
+		return Submitted{Key: sub.Key}, err
+	}
 	ok, err := c.ledger.Submit(ctx, c.cfg.Actor, sub)
 	if err != nil {
-		return Submitted{Key: sub.Key}, err
+		return Submitted{Key: sub.Key}, closedErr(err)
 	}
 	return Submitted{Key: sub.Key, Admitted: ok}, nil
 }
@@ -92,11 +95,14 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 		}
 		ks[i], out[i].Key = sub, sub.Key
 	}
+	if err := c.writing(); err != nil {
+		return out, err
+	}
 	ok, err := c.ledger.AdmitMany(ctx, c.cfg.Actor, ks)
 	for i := range ok {
 		out[i].Admitted = ok[i]
 	}
-	return out, err
+	return out, closedErr(err)
 }
 
 // payloadOf returns args' kind and its JSON, the task's payload: what a

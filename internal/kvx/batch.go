@@ -93,31 +93,31 @@ func (b *Bucket) CreateBatchAs(ctx context.Context, id string, keys []string, va
 	// Nats-Batch-Id so no server mixes it with a partial first try, with
 	// the same policy single writes get (noResponders). The message ids
 	// stay the caller's: nothing was stored under them.
-	var (
-		revs []uint64
-		err  error
-	)
+	// When every try reached no stream, nothing was stored: resend's
+	// ErrNoStreamResponse, a known failure, as for a single write.
+	var revs []uint64
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	l := noResponders.Start(ctx)
-	for l.Next() {
+	err := resend(ctx, func(n int) error {
 		batch := id
-		if l.Try() > 0 {
-			batch = id + "-" + strconv.Itoa(l.Try())
+		if n > 0 {
+			batch = id + "-" + strconv.Itoa(n)
 		}
+		var err error
 		revs, err = b.sendBatch(ctx, batch, id, keys, values, hdrs)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return revs, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	if cerr := l.Err(); cerr != nil {
-		return nil, errors.Join(nats.ErrNoResponders, cerr)
-	}
-	return revs, err
+	return revs, nil
 }
 
 // sendBatch sends one try of CreateBatchAs under the batch id batch.
 func (b *Bucket) sendBatch(ctx context.Context, batch, id string, keys []string, values [][]byte, hdrs []nats.Header) ([]uint64, error) {
+	if err := b.replies.refused(); err != nil {
+		return nil, err // closed: not one message sent
+	}
 	nc := b.js.Conn()
 	// One message, header map and array of header values serve every
 	// message of the batch: nats.go encodes a message into the

@@ -74,13 +74,14 @@ func IsConflict(err error) bool { return errors.Is(err, ErrConflict) }
 // nevertheless have been applied: the request left this client but no
 // answer came back (timeout, cancelled context, connection lost), or the
 // write repeated an id whose first publish is still in process (10158), or
-// its Bucket closed before the answer came (ErrClosed). Such a
+// its Bucket closed before the answer came (ErrClosedUnanswered; a write
+// the closed Bucket refused, ErrClosed alone, was never sent). Such a
 // write must be resolved by reading the key, never by assuming failure.
 func OutcomeUnknown(err error) bool {
 	if err == nil || IsConflict(err) {
 		return false
 	}
-	if errors.Is(err, ErrUnsettled) || errors.Is(err, ErrClosed) {
+	if errors.Is(err, ErrUnsettled) || errors.Is(err, ErrClosedUnanswered) {
 		return true
 	}
 	var apiErr *jetstream.APIError

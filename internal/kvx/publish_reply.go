@@ -1,6 +1,7 @@
 package kvx
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,19 +10,28 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
-// ErrClosed means the Bucket was closed (Close): a write it refuses, or
-// one whose answer had not come when it closed (which may yet land: an
-// outcome unknown, see OutcomeUnknown).
+// ErrClosed means the Bucket was closed (Close) before a write was sent:
+// it was refused, nothing was sent, so nothing was stored (a known
+// failure, not an outcome unknown). Owners map it to their own closed
+// error (kvlease.ErrClosed, kvlock.ErrClosed, tasks.ErrClosed).
 var ErrClosed = errors.New("kvx: bucket closed")
+
+// ErrClosedUnanswered means the Bucket was closed while a write it had
+// sent waited for its answer: the write may yet land (OutcomeUnknown).
+// It wraps ErrClosed, so errors.Is(err, ErrClosed) holds for both.
+var ErrClosedUnanswered = fmt.Errorf("%w before the write's answer came", ErrClosed)
 
 // Close ends the bucket's reply subscription, the one every write of the
 // bucket is answered on (replies): its owner (a lease manager, a locker,
-// a ledger store) calls it once it writes no more. A write still waiting
-// then fails with ErrClosed, and later writes are refused with it; reads
-// and watches are not affected. It is idempotent.
+// a ledger store) calls it once it writes no more. It does not block: the
+// subscription is drained (nats.go's Subscription.Drain), so an answer
+// the server sent before the close reached it is still delivered (one
+// round trip, bounded by nats.go's flush timeout), and a write still
+// waiting after that fails with ErrClosedUnanswered. Later writes are
+// refused with ErrClosed; reads and watches are not affected. It is
+// idempotent.
 func (b *Bucket) Close() { b.replies.close() }
 
 // post publishes m, its headers already set (prepare), with a reply
@@ -47,37 +57,28 @@ func (b *Bucket) post(m *nats.Msg) (token uint64, ch chan *nats.Msg, err error) 
 // posted under token, and reads it (decodeAck, mapErr). An answer of "no
 // responders" (no stream listens on the subject yet, or it changes
 // leader) sends m again, with the same headers and so the same
-// Nats-Msg-Id, on the one retry primitive (noResponders): it reached no
+// Nats-Msg-Id, on the one resend loop (resend): it reached no
 // stream, so sending it again cannot duplicate it. No answer within ctx
 // is ctx's error: the write may yet land (OutcomeUnknown).
 func (b *Bucket) await(ctx context.Context, m *nats.Msg, token uint64, ch chan *nats.Msg) (uint64, error) {
 	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	l := noResponders.Start(ctx) // a value: no cost until a resend
-	for {
-		resp, err := b.answer(ctx, token, ch)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			if err != nil {
-				return 0, err
+	var seq uint64
+	err := resend(ctx, func(n int) error {
+		if n > 0 { // the first send was post's, before await
+			var err error
+			if token, ch, err = b.post(m); err != nil {
+				return mapErr(err)
 			}
-			seq, err := decodeAck(resp.Data)
-			return seq, mapErr(err)
 		}
-		// No responders: the first send was the policy's first try, so
-		// the loop pauses before each resend.
-		if l.Try() < 0 {
-			l.Next()
+		resp, err := b.answer(ctx, token, ch)
+		if err != nil {
+			return err
 		}
-		if !l.Next() {
-			// Every try reached no stream: nothing was stored, whether
-			// the tries ran out or ctx ended during a pause (so not an
-			// outcome unknown: ctx's error is not joined).
-			return 0, jetstream.ErrNoStreamResponse
-		}
-		if token, ch, err = b.post(m); err != nil {
-			return 0, mapErr(err)
-		}
-	}
+		seq, err = decodeAck(resp.Data)
+		return mapErr(err)
+	})
+	return seq, err
 }
 
 // bound is ctx bounded by the handle's DefaultTimeout when it has no
@@ -124,8 +125,9 @@ func ctxErr(ctx context.Context) error {
 
 // replies routes each answer to the write waiting for it, by the last
 // token of its reply subject (a number in base 36). It is one
-// subscription per Bucket, made at its first write (again after the
-// connection dropped it) and ended by Bucket.Close, and it answers every
+// subscription per Bucket, made at its first write and ended by
+// Bucket.Close or its connection's end (nats.go keeps a subscription
+// across reconnects: nothing else ends it), and it answers every
 // write of the bucket: awaited, pipelined, and the commit of an atomic
 // batch. nats.go's request path, which the awaited writes used before,
 // makes a channel, a random token and an entry in a map under the
@@ -148,36 +150,89 @@ type replies struct {
 var replyChans = sync.Pool{New: func() any { return make(chan *nats.Msg, 1) }}
 
 // expect returns a fresh reply token, its reply subject (built under the
-// lock, since a new subscription changes the prefix) and the channel its
-// answer comes on, subscribing on nc at the first call (again after the
-// connection dropped the subscription).
+// lock, as the first call sets the prefix) and the channel its answer
+// comes on, subscribing on nc at the first call. Once the subscription
+// has ended with its connection (closed, or drained), a write is refused
+// with the connection's error: a closed connection takes no new one.
 func (r *replies) expect(nc *nats.Conn) (token uint64, reply string, ch chan *nats.Msg, err error) {
 	ch = replyChans.Get().(chan *nats.Msg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		replyChans.Put(ch)
-		return 0, "", nil, ErrClosed
+	switch {
+	case r.closed:
+		err = ErrClosed
+	case r.sub == nil:
+		err = r.subscribe(nc)
+	case !r.sub.IsValid():
+		err = gone(nc)
 	}
-	if r.sub == nil || !r.sub.IsValid() {
-		inbox := nc.NewInbox() + "."
-		waiting := make(map[uint64]chan *nats.Msg)
-		sub, err := nc.Subscribe(inbox+"*", r.deliver)
-		if err != nil {
-			replyChans.Put(ch)
-			return 0, "", nil, err
-		}
-		// When it ends (Close, or the connection closed), the writes
-		// still waiting on it learn so at once, as nats.go's request
-		// path tells its requests, rather than at their deadline.
-		sub.SetClosedHandler(func(string) { r.ended(waiting) })
-		r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	if err != nil {
+		replyChans.Put(ch)
+		return 0, "", nil, err
 	}
 	r.next++
 	token = r.next
 	r.waiting[token] = ch
 	var buf [96]byte // the inbox prefix and the token, one string built
 	return token, string(strconv.AppendUint(append(buf[:0], r.prefix...), token, 36)), ch, nil
+}
+
+// subscribe makes the reply subscription on nc (r.mu held).
+func (r *replies) subscribe(nc *nats.Conn) error {
+	inbox := nc.NewInbox() + "."
+	sub, err := nc.Subscribe(inbox+"*", r.deliver)
+	if err != nil {
+		return err
+	}
+	return r.install(nc, sub, inbox)
+}
+
+// install makes sub, on inbox, the subscription writes are answered on
+// (r.mu held). When it ends (Close, or its connection's end), the writes
+// still waiting on it learn so at once (ended), as nats.go's request path
+// tells its requests, rather than at their deadline. nats.go runs the
+// handler as the subscription's goroutine ends, so one that ended before
+// the handler was set (its connection closed in between) runs none:
+// install refuses it, and no write waits on it.
+func (r *replies) install(nc *nats.Conn, sub *nats.Subscription, inbox string) error {
+	waiting := make(map[uint64]chan *nats.Msg)
+	sub.SetClosedHandler(func(string) { r.ended(waiting) })
+	if !sub.IsValid() {
+		return gone(nc)
+	}
+	r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	return nil
+}
+
+// gone is the error of a write refused because the subscription ended
+// with its connection: the connection's error (nats.ErrBadSubscription
+// if it has none).
+func gone(nc *nats.Conn) error {
+	return cmp.Or(connErr(nc), nats.ErrBadSubscription)
+}
+
+// connErr is the error of a connection that closed or drains, nil for
+// one that is usable.
+func connErr(nc *nats.Conn) error {
+	switch {
+	case nc.IsClosed():
+		return nats.ErrConnectionClosed
+	case nc.IsDraining():
+		return nats.ErrConnectionDraining
+	}
+	return nil
+}
+
+// refused is ErrClosed once the Bucket is closed, nil before: a write
+// of several messages (sendBatch) asks before its first, as only its
+// last goes through post.
+func (r *replies) refused() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	return nil
 }
 
 func (r *replies) forget(token uint64) {
@@ -221,13 +276,7 @@ func (r *replies) ended(waiting map[uint64]chan *nats.Msg) {
 // answer came: the connection closed or drains, or the Bucket closed.
 // Each is an outcome unknown (OutcomeUnknown).
 func (r *replies) endErr(nc *nats.Conn) error {
-	switch {
-	case nc.IsClosed():
-		return nats.ErrConnectionClosed
-	case nc.IsDraining():
-		return nats.ErrConnectionDraining
-	}
-	return ErrClosed
+	return cmp.Or(connErr(nc), ErrClosedUnanswered)
 }
 
 func (r *replies) close() {
@@ -236,6 +285,6 @@ func (r *replies) close() {
 	r.closed, r.sub = true, nil
 	r.mu.Unlock()
 	if sub != nil {
-		_ = sub.Unsubscribe() // its goroutine ends, and ended runs
+		_ = sub.Drain() // answers already on their way are delivered; then its goroutine ends, and ended runs
 	}
 }

@@ -52,17 +52,86 @@ func TestBucketCloseEndsReplies(t *testing.T) {
 	b.Close()
 	select {
 	case err = <-waited:
-		require.ErrorIs(t, err, ErrClosed)
+		require.ErrorIs(t, err, ErrClosedUnanswered)
 		require.True(t, OutcomeUnknown(err))
 	case <-ctx.Done():
 		t.Fatal("a write waiting at Close was not ended")
 	}
 	_, err = b.UpdateAs(ctx, "k", []byte("3"), rev+1, 0, "id-3", nil)
 	require.ErrorIs(t, err, ErrClosed)
+	require.False(t, OutcomeUnknown(err), "refused, never sent: %v", err)
 	require.NoError(t, silent.Unsubscribe())
 	natstest.VerifyNone(t, base)
 	require.Equal(t, subs, js.Conn().NumSubscriptions())
 	b.Close() // idempotent
+}
+
+// TestClosedBucketRefusalIsKnown: a write a closed Bucket refuses was
+// never sent, so nothing of it can land: ErrClosed, a known failure, for
+// an awaited write, a pipelined one and a batch alike. Only a write that
+// was waiting for its answer at Close (ErrClosedUnanswered, which wraps
+// ErrClosed) is an outcome unknown; both used to be, so the callers read
+// back and settled writes that had not left.
+func TestClosedBucketRefusalIsKnown(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, n.NewJS(t), Config{Bucket: "refused", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil)
+	require.NoError(t, err)
+	b.Close()
+
+	_, err = b.UpdateAs(ctx, "k", []byte("2"), rev, 0, "id-2", nil)
+	requireRefused(t, err, "awaited")
+	_, err = b.UpdateAsyncAs("k", []byte("2"), rev, 0, "id-2", nil)(ctx)
+	requireRefused(t, err, "pipelined")
+	_, err = b.CreateBatchAs(ctx, "batch", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
+	requireRefused(t, err, "batch")
+	e, err := b.Get(ctx, "k") // reads are not the reply subscription's
+	require.NoError(t, err)
+	require.Equal(t, rev, e.Revision, "nothing was stored")
+}
+
+func requireRefused(t *testing.T, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, ErrClosed, what)
+	require.NotErrorIs(t, err, ErrClosedUnanswered, what)
+	require.False(t, OutcomeUnknown(err), "%s: refused, never sent: %v", what, err)
+}
+
+// TestCloseDeliversAnswersOnTheirWay: an answer the server sent before
+// Bucket.Close still reaches its write (the subscription is drained, not
+// dropped), so a write that landed reports its revision rather than an
+// outcome unknown its caller must settle by reading.
+func TestCloseDeliversAnswersOnTheirWay(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	p, js := natstest.ThroughProxy(t, n)
+	b, err := Open(ctx, js, Config{Bucket: "drained", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	rev, err := b.UpdateAs(ctx, "k", []byte("1"), 0, 0, "id-1", nil) // subscribes
+	require.NoError(t, err)
+	reader, err := Open(ctx, n.NewJS(t), Config{Bucket: "drained", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+
+	p.Stall(true) // the write reaches the server; its answer is held back
+	t.Cleanup(func() { p.Stall(false) })
+	wrote := make(chan error, 1)
+	var got uint64
+	go func() {
+		var err error
+		got, err = b.UpdateAs(ctx, "k", []byte("2"), rev, 0, "id-2", nil)
+		wrote <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		e, err := reader.Get(ctx, "k")
+		return err == nil && e.Revision > rev
+	}, "the write landed")
+	b.Close()
+	p.Stall(false)
+	require.NoError(t, natstest.Recv(t, wrote, 10*time.Second, "the write's answer"))
+	require.Equal(t, rev+1, got)
 }
 
 // TestRepliesEndWithTheConnection: a write waiting when its connection
@@ -96,6 +165,30 @@ func TestRepliesEndWithTheConnection(t *testing.T) {
 	}
 }
 
+// TestRepliesRefuseASubscriptionEndedBeforeItsHandler: nats.go runs a
+// subscription's closed handler as its goroutine ends, so one that ended
+// between Subscribe and SetClosedHandler (its connection closed in
+// between) runs none: a write waiting on it would have waited for its
+// deadline. install refuses it, and the next write subscribes again.
+func TestRepliesRefuseASubscriptionEndedBeforeItsHandler(t *testing.T) {
+	n := natstest.WithServer(t)
+	nc := n.NewJS(t).Conn()
+	sub, err := nc.Subscribe("ended.*", func(*nats.Msg) {})
+	require.NoError(t, err)
+	exited := make(chan struct{})
+	sub.SetClosedHandler(func(string) { close(exited) })
+	require.NoError(t, sub.Unsubscribe())
+	natstest.WaitClosed(t, exited, 5*time.Second, "the subscription's goroutine ended")
+
+	var r replies
+	require.ErrorIs(t, r.install(nc, sub, "ended."), nats.ErrBadSubscription)
+	require.Nil(t, r.sub, "not installed")
+	_, _, ch, err := r.expect(nc) // subscribes anew
+	require.NoError(t, err)
+	r.close()
+	require.Nil(t, natstest.Recv(t, ch, 5*time.Second, "the waiter ended by close"))
+}
+
 // TestNoRespondersResentThenRefused: a write no stream listens for is
 // sent again on the noResponders policy (its pauses show in the time it
 // takes) and, once its ctx ends, reported as no stream response: a known
@@ -111,6 +204,29 @@ func TestNoRespondersResentThenRefused(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err = b.send(wctx, &nats.Msg{Subject: "no.stream.here"}, casCond(0, 0, "id"))
+	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+	require.False(t, OutcomeUnknown(err), "%v", err)
+	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
+}
+
+// TestBatchNoRespondersIsKnown: a batch whose commit no stream answers
+// (its stream gone) is sent again as a single write is (resend) and,
+// once its ctx ends during a pause, reported as no stream response, a
+// known failure, as a single write's is. It was ctx's error joined to
+// "no responders", which OutcomeUnknown took for a batch that may have
+// landed.
+func TestBatchNoRespondersIsKnown(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "gone", LimitMarkerTTL: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	require.NoError(t, js.DeleteStream(ctx, b.stream))
+	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.CreateBatchAs(wctx, "id", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
 	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
 	require.False(t, OutcomeUnknown(err), "%v", err)
 	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")

@@ -103,6 +103,22 @@ var noResponders = retry.Policy{
 	Transient: func(err error) bool { return errors.Is(err, nats.ErrNoResponders) },
 }
 
+// resend runs try (try n, from 0: the first at once, each later one after
+// its pause) on the noResponders policy within ctx while it answers "no
+// responders" (nats.ErrNoResponders), and returns its first other result.
+// When every try reached no stream, nothing was stored, whether the tries
+// ran out or ctx ended during a pause: that is ErrNoStreamResponse, a
+// known failure (ctx's error is not joined: not an outcome unknown). The
+// one resend loop of the writes: await's and CreateBatchAs's.
+func resend(ctx context.Context, try func(n int) error) error {
+	for l := noResponders.Start(ctx); l.Next(); {
+		if err := try(l.Try()); !errors.Is(err, nats.ErrNoResponders) {
+			return err
+		}
+	}
+	return jetstream.ErrNoStreamResponse
+}
+
 // SpuriousConflict is the pause schedule of every layer that writes again
 // after a spurious conflict (a CAS refused while the stream leader reads
 // the key at exactly the expected revision, seen under leader changes on
