@@ -171,27 +171,24 @@ func (m *Manager) shutdown(gs []*Guard) {
 
 // addCallback counts a With callback that is about to run, or refuses it
 // when the manager is closing.
-func (m *Manager) addCallback() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return ErrClosed
-	}
-	m.callbacks.Add(1)
-	return nil
-}
+func (m *Manager) addCallback() error { return m.count(&m.callbacks) }
 
 // begin counts an acquisition about to start (Manager.acquireKeys,
 // Adopt, Restore), or refuses it when the manager is closing. The caller
 // calls m.acquiring.Done when it has returned: its guard registered, or
 // its lease given back (abort), or nothing won.
-func (m *Manager) begin() error {
+func (m *Manager) begin() error { return m.count(&m.acquiring) }
+
+// count adds one to wg, which shutdown waits for, unless the manager is
+// closing: checked under m.mu, which Close holds when it sets closed,
+// so nothing is added once shutdown may be waiting.
+func (m *Manager) count(wg *sync.WaitGroup) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return ErrClosed
 	}
-	m.acquiring.Add(1)
+	wg.Add(1)
 	return nil
 }
 
