@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -25,14 +26,16 @@ var ErrClosedUnanswered = fmt.Errorf("%w before the write's answer came", ErrClo
 
 // Close ends the bucket's reply subscription, the one every write of the
 // bucket is answered on (replies): its owner (a lease manager, a locker,
-// a ledger store) calls it once it writes no more. It does not block: the
-// subscription is drained (nats.go's Subscription.Drain), so an answer
-// the server sent before the close reached it is still delivered (one
-// round trip, bounded by nats.go's flush timeout), and a write still
-// waiting after that fails with ErrClosedUnanswered. Later writes are
-// refused with ErrClosed; reads and watches are not affected. It is
-// idempotent.
-func (b *Bucket) Close() { b.replies.close() }
+// a ledger store) calls it once it writes no more. The subscription is
+// drained (nats.go's Subscription.Drain), so an answer the server sent
+// before the close reached it is still delivered, and a write still
+// waiting after that fails with ErrClosedUnanswered. Close returns once
+// the subscription has ended (one round trip to the server), bounded by
+// the bucket's op timeout, after which it is unsubscribed at once: when
+// Close returns the subscription is gone and its goroutine ending.
+// Later writes are refused with ErrClosed; reads and watches are not
+// affected. It is idempotent.
+func (b *Bucket) Close() { b.replies.close(OpTimeoutOf(b.js)) }
 
 // post publishes m, its headers already set (prepare), with a reply
 // subject of the bucket's reply subscription: the first half of every
@@ -134,8 +137,11 @@ func ctxErr(ctx context.Context) error {
 // connection's lock per request: the runtime's claim paid them on every
 // task.
 type replies struct {
-	mu      sync.Mutex
-	sub     *nats.Subscription
+	mu  sync.Mutex
+	sub *nats.Subscription
+	// ended is closed by sub's closed handler, once the writes waiting
+	// on it were told (close waits for it).
+	drained chan struct{}
 	closed  bool
 	prefix  string // the subscription's subject without its last token
 	next    uint64
@@ -196,11 +202,12 @@ func (r *replies) subscribe(nc *nats.Conn) error {
 // install refuses it, and no write waits on it.
 func (r *replies) install(nc *nats.Conn, sub *nats.Subscription, inbox string) error {
 	waiting := make(map[uint64]chan *nats.Msg)
-	sub.SetClosedHandler(func(string) { r.ended(waiting) })
+	done := make(chan struct{})
+	sub.SetClosedHandler(func(string) { r.ended(waiting); close(done) })
 	if !sub.IsValid() {
 		return gone(nc)
 	}
-	r.sub, r.prefix, r.waiting = sub, inbox, waiting
+	r.sub, r.prefix, r.waiting, r.drained = sub, inbox, waiting, done
 	return nil
 }
 
@@ -279,12 +286,27 @@ func (r *replies) endErr(nc *nats.Conn) error {
 	return cmp.Or(connErr(nc), ErrClosedUnanswered)
 }
 
-func (r *replies) close() {
+// close drains the subscription (answers already on their way are
+// delivered; then its goroutine ends, and its closed handler runs) and
+// waits for that for at most bound, then unsubscribes: a Close that
+// returned with the subscription still draining left it counted on the
+// connection and its goroutine running after its owner's Close.
+func (r *replies) close(bound time.Duration) {
 	r.mu.Lock()
-	sub := r.sub
+	sub, done := r.sub, r.drained
 	r.closed, r.sub = true, nil
 	r.mu.Unlock()
-	if sub != nil {
-		_ = sub.Drain() // answers already on their way are delivered; then its goroutine ends, and ended runs
+	if sub == nil {
+		return
 	}
+	if err := sub.Drain(); err == nil {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+	_ = sub.Unsubscribe() // a drain refused or not done in time; an error here means it has ended
 }

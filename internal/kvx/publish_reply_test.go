@@ -128,10 +128,17 @@ func TestCloseDeliversAnswersOnTheirWay(t *testing.T) {
 		e, err := reader.Get(ctx, "k")
 		return err == nil && e.Revision > rev
 	}, "the write landed")
-	b.Close()
+	b.replies.mu.Lock()
+	sub := b.replies.sub
+	b.replies.mu.Unlock()
+	closed := make(chan struct{})
+	go func() { defer close(closed); b.Close() }() // waits for the drain
+	natstest.Eventually(t, 5*time.Second, sub.IsDraining, "Close drains the subscription")
 	p.Stall(false)
 	require.NoError(t, natstest.Recv(t, wrote, 10*time.Second, "the write's answer"))
 	require.Equal(t, rev+1, got)
+	natstest.WaitClosed(t, closed, 10*time.Second, "Close returned once drained")
+	require.False(t, sub.IsValid(), "the subscription has ended when Close returns")
 }
 
 // TestRepliesEndWithTheConnection: a write waiting when its connection
@@ -185,7 +192,7 @@ func TestRepliesRefuseASubscriptionEndedBeforeItsHandler(t *testing.T) {
 	require.Nil(t, r.sub, "not installed")
 	_, _, ch, err := r.expect(nc) // subscribes anew
 	require.NoError(t, err)
-	r.close()
+	r.close(5 * time.Second)
 	require.Nil(t, natstest.Recv(t, ch, 5*time.Second, "the waiter ended by close"))
 }
 
