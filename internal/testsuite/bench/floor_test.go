@@ -282,6 +282,7 @@ func BenchmarkLedgerFloor(b *testing.B) {
 				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })
 			}
 			s.reportTasks(b, jobs)
+			s.reportStarted(b, q.tail)
 		})
 	}
 }

@@ -174,6 +174,19 @@ func (s *split) report(b *testing.B) {
 	b.ReportMetric(s.raw.Seconds()/s.prim.Seconds(), "x_raw")
 }
 
+// reportStarted adds x_raw_started: x_raw against the raw queue timed
+// until its handlers started every job, without the wait for their acks
+// to be stored (tail, rawQueue.tail), the comparison these benchmarks
+// made before 2026-12-02 (eighth session). x_raw itself times the raw
+// queue until its acks are stored, as the runtime is timed until its
+// outcomes are.
+func (s *split) reportStarted(b *testing.B, tail time.Duration) {
+	if s.n == 0 || s.prim == 0 || s.raw <= tail {
+		return
+	}
+	b.ReportMetric((s.raw-tail).Seconds()/s.prim.Seconds(), "x_raw_started")
+}
+
 // reportTasks is report for benchmarks whose rounds run perRound tasks
 // (primitive) and jobs (raw): rates per task instead of per round, and
 // the CPU time per task and per raw job (server included; the runs are
