@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -30,12 +32,25 @@ import (
 // idempotency records, no fence
 // checks beyond the revisions, no JSON and no liveness: it is a floor to
 // measure the runtime against, not a design.
+//
+// With shards > 1 the tasks' keys are spread by their hash over that many
+// buckets, each with its own watch feeding the same handlers: the
+// sharded ledger kvledger/doc.go describes, whose streams store (and, at
+// SyncAlways, fsync) in parallel where one bucket's stream stores its
+// writes one after the other.
 type ledgerFloor struct {
 	pub jetstream.JetStream
 	// hjs is the handlers' connection: claims, outcomes and their events.
-	hjs    jetstream.JetStream
-	kv     jetstream.KeyValue
-	bucket string
+	hjs jetstream.JetStream
+	// kvs and buckets are the shards' buckets, the i-th holding the keys
+	// whose shard is i.
+	kvs     []jetstream.KeyValue
+	buckets []string
+	// batches, when not nil, are the buckets' kvx handles on the
+	// admitting connection: the admission is one atomic batch of up to
+	// kvx.MaxBatch creates per bucket, as AdmitMany's, instead of one
+	// pipelined create per task.
+	batches []*kvx.Bucket
 	// events is the events stream's subject prefix, "" for none.
 	events string
 	// logged: the bucket has kvledger's event-log layout (History 64, a
@@ -56,49 +71,66 @@ type ledgerFloor struct {
 	done   atomic.Pointer[func()]
 }
 
-// newLedgerFloor creates the bucket (and, with events, a stream on
-// "floorev<id>.>") on n and starts the handlers on their own connection;
-// b.Cleanup stops them.
-func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logged, ids bool) *ledgerFloor {
+// newLedgerFloor creates the shards buckets (and, with events, a stream
+// on "floorev<id>.>") on n and starts the handlers on their own
+// connection; b.Cleanup stops them. batched: admissions by atomic batches.
+func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logged, ids bool, shards int, batched bool) *ledgerFloor {
 	b.Helper()
+	require.Positive(b, shards)
 	ctx := context.Background()
 	id := strconv.FormatInt(queueSeq.Add(1), 10)
-	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), bucket: "floor" + id, logged: logged, ids: ids,
+	f := &ledgerFloor{pub: n.JS, hjs: n.NewJS(b), logged: logged, ids: ids,
 		handle: make(chan jetstream.KeyValueEntry, 4096), stop: make(chan struct{})}
-	kvc := jetstream.KeyValueConfig{Bucket: f.bucket}
-	if logged {
-		kvc.History = kvledger.EventHistory
-		kvc.RePublish = &jetstream.RePublish{Source: "$KV." + f.bucket + ".>", Destination: "floorlive" + id + ".>"}
-	}
-	_, err := n.JS.CreateKeyValue(ctx, kvc)
-	require.NoError(b, err)
 	if withEvents {
 		f.events = "floorev" + id
 		_, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "FLOOREV" + id, Subjects: []string{f.events + ".>"}})
 		require.NoError(b, err)
 	}
-	f.kv, err = f.hjs.KeyValue(ctx, f.bucket)
-	require.NoError(b, err)
-	w, err := f.kv.WatchAll(ctx, jetstream.UpdatesOnly())
-	require.NoError(b, err)
 	stop := f.stop
-	var wg sync.WaitGroup
-	wg.Go(func() { // the watch: hands admissions to the handlers
-		for {
-			select {
-			case e := <-w.Updates():
-				if e != nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == "pending" {
-					select {
-					case f.handle <- e:
-					case <-stop:
-						return
-					}
-				}
-			case <-stop:
-				return
-			}
+	var (
+		wg       sync.WaitGroup
+		watchers []jetstream.KeyWatcher
+	)
+	for i := range shards {
+		bucket := "floor" + id
+		if shards > 1 {
+			bucket += "s" + strconv.Itoa(i)
 		}
-	})
+		kvc := jetstream.KeyValueConfig{Bucket: bucket}
+		if logged {
+			kvc.History = kvledger.EventHistory
+			kvc.RePublish = &jetstream.RePublish{Source: "$KV." + bucket + ".>", Destination: "floorlive" + id + ".>"}
+		}
+		_, err := n.JS.CreateKeyValue(ctx, kvc)
+		require.NoError(b, err)
+		if batched {
+			kb, err := kvx.Bind(ctx, n.JS, bucket, false)
+			require.NoError(b, err)
+			require.NoError(b, kb.EnableAtomicBatches(ctx))
+			f.batches = append(f.batches, kb)
+		}
+		kv, err := f.hjs.KeyValue(ctx, bucket)
+		require.NoError(b, err)
+		w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+		require.NoError(b, err)
+		f.kvs, f.buckets, watchers = append(f.kvs, kv), append(f.buckets, bucket), append(watchers, w)
+		wg.Go(func() { // the bucket's watch: hands admissions to the handlers
+			for {
+				select {
+				case e := <-w.Updates():
+					if e != nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == "pending" {
+						select {
+						case f.handle <- e:
+						case <-stop:
+							return
+						}
+					}
+				case <-stop:
+					return
+				}
+			}
+		})
+	}
 	if pipelined {
 		f.acks = make(chan jetstream.PubAckFuture, 4096)
 		wg.Go(func() { // counts the completions as their acks arrive
@@ -131,7 +163,9 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logge
 	}
 	b.Cleanup(func() {
 		close(stop)
-		_ = w.Stop()
+		for _, w := range watchers {
+			_ = w.Stop()
+		}
 		all := make(chan struct{})
 		go func() { wg.Wait(); close(all) }()
 		natstest.WaitClosed(b, all, 10*time.Second, "the floor's goroutines")
@@ -150,7 +184,7 @@ func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 			rev = a.Sequence
 		}
 	} else {
-		rev, err = f.kv.Update(ctx, e.Key(), []byte("claimed"), e.Revision())
+		rev, err = f.kvs[f.shard(e.Key())].Update(ctx, e.Key(), []byte("claimed"), e.Revision())
 	}
 	if err != nil {
 		b.Errorf("floor claim: %v", err)
@@ -173,7 +207,7 @@ func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 	if f.logged {
 		_, err = f.hjs.PublishMsg(ctx, f.write(e.Key(), "done", rev))
 	} else {
-		_, err = f.kv.Update(ctx, e.Key(), []byte("done"), rev)
+		_, err = f.kvs[f.shard(e.Key())].Update(ctx, e.Key(), []byte("done"), rev)
 	}
 	if err != nil {
 		b.Errorf("floor done: %v", err)
@@ -183,10 +217,21 @@ func (f *ledgerFloor) work(b *testing.B, e jetstream.KeyValueEntry) {
 	f.completed()
 }
 
-// write is the compare-and-set of key to value at revision rev, named by
-// its transition in kvledger's header when the floor is logged.
+// shard is the index of the bucket that holds key.
+func (f *ledgerFloor) shard(key string) int {
+	if len(f.buckets) == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(len(f.buckets)))
+}
+
+// write is the compare-and-set of key to value at revision rev in key's
+// bucket, named by its transition in kvledger's header when the floor is
+// logged.
 func (f *ledgerFloor) write(key, value string, rev uint64) *nats.Msg {
-	m := nats.NewMsg("$KV." + f.bucket + "." + key)
+	m := nats.NewMsg("$KV." + f.buckets[f.shard(key)] + "." + key)
 	m.Data = []byte(value)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	if f.logged {
@@ -225,17 +270,11 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	defer f.done.Store(nil)
 	round := strconv.FormatInt(roundSeq.Add(1), 10)
 	start := time.Now()
-	publishWindowed(b, f.pub, count, func(i int) error {
-		key := "f" + round + "-" + strconv.Itoa(i)
-		if _, err := f.pub.PublishMsgAsync(f.write(key, "pending", 0)); err != nil {
-			return err
-		}
-		if f.events == "" {
-			return nil
-		}
-		_, err := f.pub.PublishAsync(f.events+".admitted."+key, []byte("admitted"))
-		return err
-	})
+	if f.batches != nil {
+		f.admitBatched(b, round, count)
+	} else {
+		f.admitEach(b, round, count)
+	}
 	select {
 	case <-all:
 	case <-time.After(5 * time.Minute):
@@ -249,6 +288,51 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 	return time.Since(start)
 }
 
+// admitEach admits the round's count tasks with one pipelined create each.
+func (f *ledgerFloor) admitEach(b *testing.B, round string, count int) {
+	b.Helper()
+	publishWindowed(b, f.pub, count, func(i int) error {
+		key := "f" + round + "-" + strconv.Itoa(i)
+		if _, err := f.pub.PublishMsgAsync(f.write(key, "pending", 0)); err != nil {
+			return err
+		}
+		if f.events == "" {
+			return nil
+		}
+		_, err := f.pub.PublishAsync(f.events+".admitted."+key, []byte("admitted"))
+		return err
+	})
+}
+
+// admitBatched admits the round's count tasks in atomic batches of up to
+// kvx.MaxBatch creates, each of one bucket's keys, sent one after the
+// other (as AdmitMany sends its batches; events are not published).
+func (f *ledgerFloor) admitBatched(b *testing.B, round string, count int) {
+	b.Helper()
+	ctx := context.Background()
+	keys := make([][]string, len(f.buckets))
+	for i := range count {
+		key := "f" + round + "-" + strconv.Itoa(i)
+		keys[f.shard(key)] = append(keys[f.shard(key)], key)
+	}
+	value := []byte("pending")
+	var hdr nats.Header
+	if f.logged {
+		hdr = nats.Header{kvledger.EventHeader: []string{"ledger.pending"}}
+	}
+	for s, ks := range keys {
+		for i := 0; i < len(ks); i += kvx.MaxBatch {
+			part := ks[i:min(i+kvx.MaxBatch, len(ks))]
+			values, hdrs := make([][]byte, len(part)), make([]nats.Header, len(part))
+			for j := range part {
+				values[j], hdrs[j] = value, hdr
+			}
+			_, err := f.batches[s].CreateBatchAs(ctx, nuid.Next(), part, values, hdrs)
+			require.NoError(b, err, "floor admission batch")
+		}
+	}
+}
+
 // BenchmarkLedgerFloor measures ledgerFloor, without and with events,
 // against the raw work queue in the same run: how close to 0.2x the raw
 // queue the ledger's three stored writes per task (six with client
@@ -256,32 +340,55 @@ func (f *ledgerFloor) run(b *testing.B, count int) time.Duration {
 // ledger's design: three stored writes with their transition header in a
 // bucket that keeps and republishes them, no client events. x_raw = floor
 // tasks/s / raw jobs/s.
+//
+// The sync=always rows ask whether a sharded ledger would reach 0.5x the
+// raw queue at fsync-every-write (issue 22): the logged floor with
+// AdmitMany's atomic batches ("batch"), on one bucket and with its keys
+// spread over 2 and 4 buckets ("shardsN"), against the raw queue on the
+// same SyncAlways server, with a quarter of the tasks as
+// BenchmarkTaskRuntime's e2e-syncalways. The lazy shards2 rows say what
+// sharding costs when the run is CPU-bound.
 func BenchmarkLedgerFloor(b *testing.B) {
 	jobs := queueJobCount(b)
 	for _, c := range []struct {
 		name                       string
 		events, piped, logged, ids bool
+		always, batched            bool
+		shards                     int
 	}{
-		{"writes3", false, false, false, false},
-		{"writes3+events3", true, false, false, false},
-		{"writes3/pipelined", false, true, false, false},
-		{"writes3+events3/pipelined", true, true, false, false},
-		{"writes3+logged", false, false, true, false},
-		{"writes3+logged/pipelined", false, true, true, false},
+		{name: "writes3"},
+		{name: "writes3+events3", events: true},
+		{name: "writes3/pipelined", piped: true},
+		{name: "writes3+events3/pipelined", events: true, piped: true},
+		{name: "writes3+logged", logged: true},
+		{name: "writes3+logged/pipelined", piped: true, logged: true},
 		// The ledger's writes as the runtime must make them: each with
 		// its write id (a Nats-Msg-Id) too.
-		{"writes3+logged+ids", false, false, true, true},
-		{"writes3+logged+ids/pipelined", false, true, true, true},
+		{name: "writes3+logged+ids", logged: true, ids: true},
+		{name: "writes3+logged+ids/pipelined", piped: true, logged: true, ids: true},
+		{name: "writes3+logged+shards2", logged: true, shards: 2},
+		{name: "writes3+logged+shards2/pipelined", piped: true, logged: true, shards: 2},
+		{name: "sync=always/writes3+logged", logged: true, always: true},
+		{name: "sync=always/writes3+logged+batch", logged: true, always: true, batched: true},
+		{name: "sync=always/writes3+logged+batch/pipelined", piped: true, logged: true, always: true, batched: true},
+		{name: "sync=always/writes3+logged+batch+shards2", logged: true, always: true, batched: true, shards: 2},
+		{name: "sync=always/writes3+logged+batch+shards2/pipelined", piped: true, logged: true, always: true, batched: true, shards: 2},
+		{name: "sync=always/writes3+logged+batch+shards4", logged: true, always: true, batched: true, shards: 4},
+		{name: "sync=always/writes3+logged+batch+shards4/pipelined", piped: true, logged: true, always: true, batched: true, shards: 4},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			n := newServer(b, false)
+			count := jobs
+			if c.always {
+				count = jobs / 4 // every stored message waits for the disk
+			}
+			n := newServer(b, c.always)
 			q := newRawQueue(b, n, queueHandlers)
-			f := newLedgerFloor(b, n, c.events, c.piped, c.logged, c.ids)
+			f := newLedgerFloor(b, n, c.events, c.piped, c.logged, c.ids, max(c.shards, 1), c.batched)
 			var s split
 			for b.Loop() {
-				s.pair(func() { q.run(b, jobs) }, func() { f.run(b, jobs) })
+				s.pair(func() { q.run(b, count) }, func() { f.run(b, count) })
 			}
-			s.reportTasks(b, jobs)
+			s.reportTasks(b, count)
 			s.reportStarted(b, q.tail)
 		})
 	}
