@@ -314,7 +314,7 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 			return fmt.Errorf("%w: dependency %s -> %s: %w", ErrTooLarge, shortKey(dependent), shortKey(n), err)
 		}
 		if err != nil && !kvx.IsConflict(err) {
-			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), err)
+			return fmt.Errorf("kvledger: index %q needs %q: %w", string(dependent), string(n), closedErr(err))
 		}
 	}
 	return nil

@@ -50,5 +50,9 @@ func TestKVStoreCloseEndsItsSubscription(t *testing.T) {
 	require.ErrorIs(t, err, kvx.ErrClosed)
 	require.ErrorIs(t, err, kvledger.ErrClosed)
 	require.False(t, kvx.OutcomeUnknown(err), "refused, never sent: %v", err)
+	// The dependency index and a record's delete are the store's writes too.
+	require.ErrorIs(t, s.IndexNeeds(ctx, "dep", []kvledger.IdempotencyKey{"k"}), kvledger.ErrClosed)
+	_, _, err = s.DeleteRecord(ctx, "k", got)
+	require.ErrorIs(t, err, kvledger.ErrClosed)
 	s.Close() // idempotent
 }

@@ -29,7 +29,7 @@ func (s *KVStore) DeleteRecord(ctx context.Context, key IdempotencyKey, old Task
 	case kvx.IsConflict(err):
 		return 0, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("kvledger: delete %q: %w", string(key), err)
+		return 0, false, fmt.Errorf("kvledger: delete %q: %w", string(key), closedErr(err))
 	}
 	return rev, true, nil
 }
