@@ -254,12 +254,13 @@ func (m *Manager) opCtx(ctx context.Context) (context.Context, context.CancelFun
 	return m.opTimeout.Bound(ctx)
 }
 
-// cleanupCtx is a fresh context for work that must not depend on a
-// caller's cancellation (release, loss cleanup, outcome resolution). It
-// is the shared one when it has nothing to add; release paths that must
-// also stop when a waiter gives up derive their own from it.
+// cleanupCtx is the context of work that must not depend on a caller's
+// cancellation (release, loss cleanup, outcome resolution): kvx's one
+// rule for it (OpTimeout.DetachedShared), with no caller's values to
+// keep, which is the manager's shared op-bounded context. Release paths
+// that must also stop when a waiter gives up derive their own from it.
 func (m *Manager) cleanupCtx() (context.Context, context.CancelFunc) {
-	return m.opTimeout.Shared(), func() {}
+	return m.opTimeout.DetachedShared(context.Background())
 }
 
 // go runs f in a goroutine owned by the manager (Close waits for it).
