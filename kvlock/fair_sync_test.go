@@ -3,6 +3,7 @@ package kvlock_test
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,20 +17,19 @@ import (
 // "transient error, retrying" line.
 type retryHook struct {
 	fn    func()
+	once  sync.Once
 	fired chan struct{}
 }
 
 func (h *retryHook) Enabled(context.Context, slog.Level) bool { return true }
-func (h *retryHook) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *retryHook) WithGroup(string) slog.Handler           { return h }
+func (h *retryHook) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryHook) WithGroup(string) slog.Handler            { return h }
 func (h *retryHook) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "kvlock: transient error, retrying" {
-		select {
-		case <-h.fired:
-		default:
-			close(h.fired)
+		h.once.Do(func() {
 			h.fn()
-		}
+			close(h.fired)
+		})
 	}
 	return nil
 }
