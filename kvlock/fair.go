@@ -108,10 +108,7 @@ func (l *Locker) queued(ctx context.Context, s spec) (bool, error) {
 	if err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
-	octx, cancel := l.opt.Bound(ctx)
-	err = l.view.SyncTo(octx, last)
-	cancel()
-	if err != nil {
+	if err := l.syncView(ctx, last); err != nil {
 		return false, l.viewErr(ctx, s, err)
 	}
 	queued, err := l.inQueue(s)
@@ -151,6 +148,24 @@ func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
 		return nil, err
 	}
 	return l.newLock(s, g, true), nil
+}
+
+// syncView syncs the queue's view to rev, each try bounded by OpTimeout
+// and tried again on the Retry policy, within ctx, when it timed out. A
+// sync's first try starts the manager's watch: on a loaded replicated
+// bucket creating its consumer can take longer than one try's bound
+// (nats.go gives it 5 s of its own), which is transient, not a failure of
+// the acquisition (TestClusterR3CASPaths met it once in 90 runs at load
+// 9). A sync only reads, so trying again cannot change the bucket; the
+// consumer of a try that went unanswered has no subscriber and the
+// server removes it. The breaker counts the tries but does not gate them:
+// they are steps of an acquisition it has already let through.
+func (l *Locker) syncView(ctx context.Context, rev uint64) error {
+	return l.retryHeld(ctx, transientSync, func() error {
+		octx, cancel := l.opt.Bound(ctx)
+		defer cancel()
+		return l.view.SyncTo(octx, rev)
+	})
 }
 
 func (l *Locker) viewErr(ctx context.Context, s spec, err error) error {
@@ -462,10 +477,7 @@ func (l *Locker) predecessor(ctx context.Context, s spec, t uint64, entry *kvlea
 	if sync {
 		// Every entry created before ours has a smaller revision: once the
 		// view has applied our entry's, it holds them all.
-		octx, cancel := l.opt.Bound(ctx)
-		err := l.view.SyncTo(octx, entry.Revision())
-		cancel()
-		if err != nil {
+		if err := l.syncView(ctx, entry.Revision()); err != nil {
 			return "", 0, l.viewErr(ctx, s, err)
 		}
 	}

@@ -34,6 +34,13 @@ func transientAcquire(err error) bool {
 	return notSent(err) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// transientSync reports errors after which a view sync may be tried
+// again: those of notSent, and timeouts (its try's bound ran out while
+// the watch started or the view caught up). A sync writes nothing.
+func transientSync(err error) bool {
+	return notSent(err) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // retry runs op up to Retry.Attempts times while it fails with an error
 // transient reports, pausing a doubling backoff in between (RetryPolicy
 // on internal/retry). It stops at once when ctx ends (returning the last
@@ -43,8 +50,9 @@ func (l *Locker) retry(ctx context.Context, transient func(error) bool, op func(
 	return l.retryGated(ctx, transient, op, true)
 }
 
-// retryHeld is retry for operations on a lock already held (renewals):
-// the breaker counts their outcomes but never refuses them.
+// retryHeld is retry for operations on a lock already held (renewals)
+// and for the view syncs of an acquisition under way (syncView): the
+// breaker counts their outcomes but never refuses them.
 func (l *Locker) retryHeld(ctx context.Context, transient func(error) bool, op func() error) error {
 	return l.retryGated(ctx, transient, op, false)
 }
