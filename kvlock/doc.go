@@ -296,7 +296,8 @@
 // an outcome-unknown write. So TryAcquire, Release and Renew take at most
 // Config.CallCeiling: Attempts × 2 × OpTimeout plus the backoffs between
 // attempts (3 × 2 × 5 s + 150 ms with the defaults), whatever the caller's
-// deadline; Acquire and Hold wait on top of it for as long as their ctx
-// allows. TestStalledConnectionBoundedByCallCeiling checks it through a
+// deadline (three times that for a fair TryAcquire, whose queue read, view
+// sync and lease are each retried); Acquire and Hold wait on top of it for
+// as long as their ctx allows. TestStalledConnectionBoundedByCallCeiling checks it through a
 // stalled proxy.
 package kvlock
