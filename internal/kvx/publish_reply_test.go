@@ -196,47 +196,47 @@ func TestRepliesRefuseASubscriptionEndedBeforeItsHandler(t *testing.T) {
 	require.Nil(t, natstest.Recv(t, ch, 5*time.Second, "the waiter ended by close"))
 }
 
-// TestNoRespondersResentThenRefused: a write no stream listens for is
-// sent again on the noResponders policy (its pauses show in the time it
-// takes) and, once its ctx ends, reported as no stream response: a known
-// failure (nothing was stored), not an outcome unknown.
+// TestNoRespondersResentThenRefused: a write no stream listens for, a
+// single write or a batch (whose stream is gone), is sent again on the
+// noResponders policy (resend; its pauses show in the time it takes)
+// and, once its ctx ends during a pause, reported as no stream response:
+// a known failure (nothing was stored), not an outcome unknown. A batch's
+// was ctx's error joined to "no responders", which OutcomeUnknown took
+// for a batch that may have landed.
 func TestNoRespondersResentThenRefused(t *testing.T) {
-	n := natstest.WithServer(t)
-	js := n.NewJS(t)
-	ctx := natstest.Context(t, 30*time.Second)
-	b, err := Open(ctx, js, Config{Bucket: "nobody", LimitMarkerTTL: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
-	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err = b.send(wctx, &nats.Msg{Subject: "no.stream.here"}, casCond(0, 0, "id"))
-	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
-	require.False(t, OutcomeUnknown(err), "%v", err)
-	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
-}
-
-// TestBatchNoRespondersIsKnown: a batch whose commit no stream answers
-// (its stream gone) is sent again as a single write is (resend) and,
-// once its ctx ends during a pause, reported as no stream response, a
-// known failure, as a single write's is. It was ctx's error joined to
-// "no responders", which OutcomeUnknown took for a batch that may have
-// landed.
-func TestBatchNoRespondersIsKnown(t *testing.T) {
-	n := natstest.WithServer(t)
-	js := n.NewJS(t)
-	ctx := natstest.Context(t, 30*time.Second)
-	b, err := Open(ctx, js, Config{Bucket: "gone", LimitMarkerTTL: time.Second})
-	require.NoError(t, err)
-	t.Cleanup(b.Close)
-	require.NoError(t, js.DeleteStream(ctx, b.stream))
-	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err = b.CreateBatchAs(wctx, "id", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
-	require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
-	require.False(t, OutcomeUnknown(err), "%v", err)
-	require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
+	for _, c := range []struct {
+		name     string
+		noStream bool // the bucket's stream deleted first
+		write    func(ctx context.Context, b *Bucket) error
+	}{
+		{"write", false, func(ctx context.Context, b *Bucket) error {
+			_, err := b.send(ctx, &nats.Msg{Subject: "no.stream.here"}, casCond(0, 0, "id"))
+			return err
+		}},
+		{"batch", true, func(ctx context.Context, b *Bucket) error {
+			_, err := b.CreateBatchAs(ctx, "id", []string{"a", "b"}, [][]byte{[]byte("a"), []byte("b")}, nil)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := natstest.WithServer(t)
+			js := n.NewJS(t)
+			ctx := natstest.Context(t, 30*time.Second)
+			b, err := Open(ctx, js, Config{Bucket: "nobody", LimitMarkerTTL: time.Second})
+			require.NoError(t, err)
+			t.Cleanup(b.Close)
+			if c.noStream {
+				require.NoError(t, js.DeleteStream(ctx, b.stream))
+			}
+			wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err = c.write(wctx, b)
+			require.ErrorIs(t, err, jetstream.ErrNoStreamResponse)
+			require.False(t, OutcomeUnknown(err), "%v", err)
+			require.GreaterOrEqual(t, time.Since(start), 2*noResponders.Pause, "resent after its pauses")
+		})
+	}
 }
 
 // TestUnansweredWriteKeepsCtxErrAndCause: a write whose ctx ends before
