@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"regexp"
@@ -50,13 +51,10 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 	ctx := natstest.Context(t, 20*time.Second)
 	s := e.OpenSSE(t)
 
-	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@daily", Task: kvledger.ScheduleTask{Kind: "report"}})
-	require.NoError(t, err)
-	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
-	period := string(worker.PeriodKey("nightly", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
-	dashtest.Admit(t, e.Ledger, period, nil)
-	coded := string(worker.PeriodKey("coded", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
-	dashtest.Admit(t, e.Ledger, coded, nil)
+	sc := storeSchedule(t, ctx, store, s, "nightly", "@daily")
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	period := admitPeriod(t, e, "nightly", day)
+	coded := admitPeriod(t, e, "coded", day)
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
 
@@ -69,9 +67,7 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 	require.NotContains(t, body, "in code")
 
 	// Stored again, it is listed as stored.
-	_, err = store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@hourly", Task: kvledger.ScheduleTask{Kind: "report"}})
-	require.NoError(t, err)
-	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	storeSchedule(t, ctx, store, s, "nightly", "@hourly")
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@hourly</code></td>`, e.Page(t, "/workers"))
 }
 
@@ -86,23 +82,15 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	s := e.OpenSSE(t)
 
-	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@daily", Task: kvledger.ScheduleTask{Kind: "report"}})
-	require.NoError(t, err)
-	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
-	other, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "other", Spec: "@hourly", Task: kvledger.ScheduleTask{Kind: "report"}})
-	require.NoError(t, err)
-	s.WaitFor(t, "event: schedule", `"name":"other"`)
-	period := string(worker.PeriodKey("nightly", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
-	dashtest.Admit(t, e.Ledger, period, nil)
-	coded := string(worker.PeriodKey("coded", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
-	dashtest.Admit(t, e.Ledger, coded, nil)
+	sc := storeSchedule(t, ctx, store, s, "nightly", "@daily")
+	other := storeSchedule(t, ctx, store, s, "other", "@hourly")
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	period := admitPeriod(t, e, "nightly", day)
+	coded := admitPeriod(t, e, "coded", day)
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
 
-	e.Handler.RewatchRecords(func() {
-		err := store.DeleteSchedule(ctx, "nightly", sc.Rev)
-		require.NoError(t, err)
-	})
+	e.Handler.RewatchRecords(func() { require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev)) })
 	s.WaitFor(t, "event: schedule", `"name":"other"`) // the new watch delivers what is stored
 	removed := regexp.MustCompile(`<tr data-schedule="nightly"><td>nightly</td>\s*<td><span class="muted" title="[^"]+">removed</span></td>`)
 	var body string
@@ -121,8 +109,7 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	dashtest.RunTask(t, e.Ledger, period, "w", kvledger.StatusCompleted)
 	require.NoError(t, e.Ledger.Delete(ctx, "t", kvledger.IdempotencyKey(period), time.Now()))
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`, string(kvledger.DeletedEvent))
-	err = store.DeleteSchedule(ctx, "other", other.Rev)
-	require.NoError(t, err)
+	require.NoError(t, store.DeleteSchedule(ctx, "other", other.Rev))
 	s.WaitFor(t, "event: schedule", `"name":"other"`)
 	require.Equal(t, 2, e.Handler.RemovedSchedules())
 	e.Handler.RewatchRecords(func() {})
@@ -139,14 +126,30 @@ func TestWorkersPageLabelsPeriodAdmittedAfterItsScheduleRemoval(t *testing.T) {
 	ctx := natstest.Context(t, 20*time.Second)
 	s := e.OpenSSE(t)
 
-	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: "nightly", Spec: "@daily", Task: kvledger.ScheduleTask{Kind: "report"}})
-	require.NoError(t, err)
-	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
+	sc := storeSchedule(t, ctx, store, s, "nightly", "@daily")
 	require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev))
 	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
 
-	period := string(worker.PeriodKey("nightly", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)))
-	dashtest.Admit(t, e.Ledger, period, nil)
+	period := admitPeriod(t, e, "nightly", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
 	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(period)+`"`)
 	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><span class="muted" title="[^"]+">removed</span></td>`, e.Page(t, "/workers"))
+}
+
+// storeSchedule stores a schedule name with spec (task kind "report")
+// and waits until the dashboard's stream shows it.
+func storeSchedule(t *testing.T, ctx context.Context, store *kvledger.KVStore, s *dashtest.SSEStream, name, spec string) kvledger.Schedule {
+	t.Helper()
+	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: name, Spec: spec, Task: kvledger.ScheduleTask{Kind: "report"}})
+	require.NoError(t, err)
+	s.WaitFor(t, "event: schedule", `"name":"`+name+`"`)
+	return sc
+}
+
+// admitPeriod admits the task of schedule name's period at day and
+// returns its key.
+func admitPeriod(t *testing.T, e *dashtest.Env, name string, day time.Time) string {
+	t.Helper()
+	k := string(worker.PeriodKey(name, day))
+	dashtest.Admit(t, e.Ledger, k, nil)
+	return k
 }
