@@ -202,18 +202,9 @@ func TestFeedCloseEndsEach(t *testing.T) {
 			return true
 		})
 	}()
-	select {
-	case <-synced: // the reader now waits for a change that never comes
-	case <-ctx.Done():
-		t.Fatal("the feed never synced")
-	}
+	natstest.WaitClosed(t, synced, 5*time.Second, "the feed synced") // the reader now waits for a change that never comes
 	f.Close()
-	select {
-	case err := <-done:
-		require.NoError(t, err, "Close asked for the end")
-	case <-time.After(5 * time.Second):
-		t.Fatal("Each still waits after Close")
-	}
+	require.NoError(t, natstest.Recv(t, done, 5*time.Second, "Each still waits after Close"), "Close asked for the end")
 	_, err = f.Take()
 	require.ErrorIs(t, err, kvx.ErrHubClosed)
 	require.Zero(t, h.Feeds())
