@@ -204,7 +204,7 @@ func TestFeedCloseEndsEach(t *testing.T) {
 	}()
 	natstest.WaitClosed(t, synced, 5*time.Second, "the feed synced") // the reader now waits for a change that never comes
 	f.Close()
-	require.NoError(t, natstest.Recv(t, done, 5*time.Second, "Each still waits after Close"), "Close asked for the end")
+	require.NoError(t, natstest.Recv(t, done, 5*time.Second, "Each returning after Close"), "Close asked for the end")
 	_, err = f.Take()
 	require.ErrorIs(t, err, kvx.ErrHubClosed)
 	require.Zero(t, h.Feeds())
