@@ -399,10 +399,12 @@ func (v *leaseView) apply(e kvx.Entry, live bool) (leaseChange, bool) {
 	what := "acquired"
 	if had && old.owner == r.owner {
 		r.Fence, r.FenceKnown, what = old.Fence, old.FenceKnown, "renewed"
-	} else if live || !had {
-		// Seen from a marker or from nothing: this write is the acquisition
-		// when the watch is live; an initial value may have been renewed
-		// already, so its fence is only bounded by its revision.
+	} else {
+		// A new holder (seen from a marker, from nothing, or over another
+		// owner's row): this write is the acquisition when the watch is
+		// live; a current value (a feed started or restarted) may have
+		// been renewed already, so its fence is only bounded by its
+		// revision.
 		r.Fence, r.FenceKnown = e.Revision, live
 	}
 	v.set(r)
