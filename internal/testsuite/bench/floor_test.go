@@ -166,6 +166,9 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logge
 		for _, w := range watchers {
 			_ = w.Stop()
 		}
+		for _, kb := range f.batches {
+			kb.Close() // its reply subscription
+		}
 		all := make(chan struct{})
 		go func() { wg.Wait(); close(all) }()
 		natstest.WaitClosed(b, all, 10*time.Second, "the floor's goroutines")
@@ -313,7 +316,8 @@ func (f *ledgerFloor) admitBatched(b *testing.B, round string, count int) {
 	keys := make([][]string, len(f.buckets))
 	for i := range count {
 		key := "f" + round + "-" + strconv.Itoa(i)
-		keys[f.shard(key)] = append(keys[f.shard(key)], key)
+		s := f.shard(key)
+		keys[s] = append(keys[s], key)
 	}
 	value := []byte("pending")
 	var hdr nats.Header

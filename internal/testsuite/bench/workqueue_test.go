@@ -84,13 +84,13 @@ func newRawQueue(b *testing.B, n *natstest.Node, handlers int) *rawQueue {
 	return q
 }
 
-// run publishes jobs (publishAll) and returns the time from the first
-// publish until the handlers have started every job. It returns only once
-// every job's ack is stored too (the stream holds no message), the time
-// from the last start to then added to q.tail: a job is done when its ack
-// is stored, as a runtime's task is done when its outcome is, and acks
-// still in the server's queue would otherwise be paid for by whatever
-// runs next (at SyncAlways each one is an fsync).
+// run publishes jobs (publishAll) and returns once every job's ack is
+// stored (the stream holds no message), with the time from the first
+// publish until then: a job is done when its ack is stored, as a
+// runtime's task is done when its outcome is, and acks still in the
+// server's queue would otherwise be paid for by whatever runs next (at
+// SyncAlways each one is an fsync). The time from the last handler's start
+// to the last ack stored is added to q.tail (reportStarted).
 func (q *rawQueue) run(b *testing.B, jobs int) time.Duration {
 	b.Helper()
 	handled, done, count := countdown(jobs)
@@ -107,8 +107,9 @@ func (q *rawQueue) run(b *testing.B, jobs int) time.Duration {
 	}
 	started := time.Since(start)
 	q.awaitAcksStored(b)
-	q.tail += time.Since(start) - started
-	return started
+	all := time.Since(start)
+	q.tail += all - started
+	return all
 }
 
 // awaitAcksStored waits until the work-queue stream holds no message:
