@@ -25,8 +25,8 @@ type storedSchedules struct {
 	// at its removal: a worker that had not yet seen the removal may
 	// still admit a period, whose task must show it removed, not "not
 	// stored". So the set holds the names the task view listed at the last
-	// sync and those removed since; without the pruning it grew by one
-	// name per removed schedule for the dashboard's life.
+	// sync and those removed since: a dashboard whose watch never
+	// restarts keeps one short name per schedule an operator removed.
 	removed map[string]struct{}
 	// delivered names the schedules a new watch has delivered since
 	// reset; nil when no watch is syncing.
