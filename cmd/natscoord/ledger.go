@@ -77,6 +77,9 @@ func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, acces
 	if err != nil {
 		return err
 	}
+	if s, ok := l.Store().(*kvledger.KVStore); ok {
+		defer s.Close() // its reply subscription, before the connection closes
+	}
 	return fn(ctx, l)
 }
 

@@ -158,8 +158,8 @@ func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.I
 	return err
 }
 
-// leaseDetail is printClaim's detail after a claim or renewal: the fence
-// the call returned or used, and the lease it wrote.
+// leaseDetail is printClaim's detail after a claim: the fence the claim
+// returned, and the lease it wrote.
 func leaseDetail(fence kvledger.FenceToken) func(kvledger.TaskState) string {
 	return func(t kvledger.TaskState) string {
 		return fmt.Sprintf("fence %d, lease until %s", fence, timeOrDash(t.LeaseUntil))
