@@ -50,8 +50,10 @@ func (w *releaseWatch) take() []releaseSeen {
 // Release and Complete delete the lease of the claim they end after their
 // write, also when the caller's ctx ends right after it: the cleanup runs
 // under the caller's ctx without its cancellation (its values carried),
-// bounded by the store's bound on one operation, not under a context of
-// its own making.
+// bounded by the lease manager's bound on one operation (its OpTimeout,
+// which the ledger takes before the store's: see
+// TestClaimLeaseCleanupBoundByLeaseManager), not under a context of its
+// own making.
 func TestClaimLeaseCleanupOutlivesTheCallersCtx(t *testing.T) {
 	n := natstest.WithServer(t)
 	base := natstest.Context(t, 60*time.Second)
@@ -92,8 +94,8 @@ func TestClaimLeaseCleanupOutlivesTheCallersCtx(t *testing.T) {
 		require.NoError(t, seen[0].ended, name)
 		require.NoError(t, seen[0].err, name)
 		require.False(t, seen[0].deadline.IsZero(), name)
-		require.False(t, seen[0].deadline.After(time.Now().Add(store.OpTimeout())), "%s: bounded by the store's op bound", name)
-		require.False(t, seen[0].deadline.Before(start.Add(store.OpTimeout())), "%s: bounded by the store's op bound", name)
+		require.False(t, seen[0].deadline.After(time.Now().Add(m.OpTimeout())), "%s: bounded by the lease manager's op bound", name)
+		require.False(t, seen[0].deadline.Before(start.Add(m.OpTimeout())), "%s: bounded by the lease manager's op bound", name)
 	}
 }
 

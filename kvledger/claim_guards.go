@@ -145,8 +145,14 @@ func (l *Ledger) renewInPlace(ctx context.Context, key IdempotencyKey, fence Fen
 
 // dropHeld deletes the lease of the claim of key at fence, if this Ledger
 // took it: the claim ended (released, completed, replaced by a new lease,
-// or found fenced).
+// or found fenced). Without a lease taker no guard is ever filed (only
+// holdLease and adopt make one, each through the taker), so every outcome
+// of such a Ledger (the runtime's, in tasks) returns at once instead of
+// taking the Ledger-wide guards' mutex.
 func (l *Ledger) dropHeld(ctx context.Context, key IdempotencyKey, fence FenceToken) {
+	if l.taker == nil {
+		return
+	}
 	l.releaseHeld(ctx, l.guards.take(key, fence))
 }
 

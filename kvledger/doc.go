@@ -91,7 +91,8 @@
 //     claim is written so it lives exactly that long on the server, also
 //     after the process exits; Renew renews it in place when this Ledger
 //     took it (a Renew from another process names a new one), and a claim
-//     that fails, Release and Complete delete it. Workers then leave such a claim alone
+//     that fails, Release, Complete and the runtime's outcomes (awaited
+//     and pipelined) delete it. Workers then leave such a claim alone
 //     until the server expires it (natscoord ledger claim does this). A
 //     claim that names no lease (a Ledger without a lease taker) is
 //     judged by LeaseUntil against the caller's now, which its owner
@@ -301,8 +302,9 @@
 // update the stream, gets the one-by-one path. Claim and Takeover of a
 // claim that names a lease add one lease read, and with a lease taker
 // (WithLeases) Claim, Takeover, ClaimIfReady, ClaimNext and Renew add one
-// lease create; both are bounded by the lease manager's own operation
-// timeout, not T. A lost
+// lease create, and Release, Complete and the runtime's outcomes of a
+// claim whose lease this Ledger took add one lease delete; these are
+// bounded by the lease manager's own operation timeout, not T. A lost
 // compare-and-swap repeats the loop, which is contention, not a stall. On a stalled connection a call fails at its
 // first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
 // Range and Snapshot stream the whole bucket and are bounded by the

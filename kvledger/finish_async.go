@@ -14,9 +14,10 @@ import (
 type PendingFinish struct {
 	l    *Ledger
 	sent func(context.Context) (TaskState, bool, error) // nil: settled (rec, err)
-	// rec is a pointer: a TaskState in place would triple the size of
-	// every pending outcome for the rare one settled before its send.
-	rec   *TaskState
+	// rec is in place, not a pointer: every pipelined outcome settles
+	// (its Wait keeps the answer for a second call), and a pointer moved
+	// each answer to the heap on its own.
+	rec   TaskState
 	err   error
 	actor Actor
 	key   IdempotencyKey
@@ -33,11 +34,11 @@ type PendingFinish struct {
 // run concurrently.
 func (p *PendingFinish) Wait(ctx context.Context) (TaskState, error) {
 	if p.sent == nil {
-		return *p.rec, p.err
+		return p.rec, p.err
 	}
-	rec, err := p.wait(ctx)
-	p.rec, p.err, p.sent = &rec, err, nil // a second call's answer
-	return rec, err
+	p.rec, p.err = p.wait(ctx)
+	p.sent = nil // a second call's answer
+	return p.rec, p.err
 }
 
 func (p *PendingFinish) wait(ctx context.Context) (TaskState, error) {
@@ -81,7 +82,7 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	// cached, or finish itself on a store that cannot send without
 	// waiting) is bounded by the store, each operation by its OpTimeout.
 	done := func(rec TaskState, err error) *PendingFinish {
-		return &PendingFinish{rec: &rec, err: err}
+		return &PendingFinish{rec: rec, err: err}
 	}
 	// Through l.swap, not the store: a Ledger WithObserver wraps its
 	// swaps to report them, and then finishes the awaited way, so that

@@ -122,11 +122,9 @@ func (s Schedule) Location() (*time.Location, error) { return scheduleLocation(s
 type SchedulePeriods struct{ sp cronspec.Spec }
 
 // Next returns the first period start strictly after t: the zero time
-// for the zero SchedulePeriods, which has none.
+// for the zero SchedulePeriods, which has none (nor has the zero
+// cronspec.Spec it holds).
 func (p SchedulePeriods) Next(t time.Time) time.Time {
-	if p == (SchedulePeriods{}) {
-		return time.Time{}
-	}
 	return p.sp.Next(t)
 }
 
@@ -136,9 +134,6 @@ func (p SchedulePeriods) Next(t time.Time) time.Time {
 // zero SchedulePeriods, which has no period. For a from that is a period
 // start (a time Next returned) not after now, it is from or a later start.
 func (p SchedulePeriods) Latest(from, now time.Time) time.Time {
-	if p == (SchedulePeriods{}) {
-		return time.Time{}
-	}
 	return p.sp.Latest(from, now)
 }
 

@@ -160,10 +160,20 @@ func (l *Ledger) AdmitMany(ctx context.Context, actor Actor, subs []Submission) 
 // when a batch was refused for another reason (refused then says how
 // many submissions the batch held, which the caller submits one by one).
 func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, subs []Submission, out []bool) (decided, refused int, err error) {
+	// The run without needs bounds the batch; counted before allocating,
+	// since AdmitMany calls this for each submission with needs (which
+	// gets 0) and a batch of MaxBatch records is large.
+	run := 0
+	for run < min(len(subs), kvx.MaxBatch) && len(subs[run].Needs) == 0 {
+		run++
+	}
+	if run < 2 {
+		return 0, 0, nil
+	}
 	// Sized once: a TaskState is large, and growing the slice by
 	// appending copied every record admitted so far several times.
-	recs := make([]TaskState, 0, min(len(subs), kvx.MaxBatch))
-	seen := make(map[IdempotencyKey]bool, cap(recs))
+	recs := make([]TaskState, 0, run)
+	seen := make(map[IdempotencyKey]bool, run)
 	for _, sub := range subs {
 		if len(recs) == kvx.MaxBatch || len(sub.Needs) > 0 || seen[sub.Key] {
 			break
