@@ -150,7 +150,7 @@ func ctxErr(ctx context.Context) error {
 type replies struct {
 	mu  sync.Mutex
 	sub *nats.Subscription
-	// ended is closed by sub's closed handler, once the writes waiting
+	// drained is closed by sub's closed handler, once the writes waiting
 	// on it were told (close waits for it).
 	drained chan struct{}
 	closed  bool
