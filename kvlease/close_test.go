@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -135,4 +136,21 @@ func TestForceReleaseAfterCloseIsErrClosed(t *testing.T) {
 	_, err = l.ForceRelease(ctx, "kept")
 	require.ErrorIs(t, err, kvlease.ErrClosed)
 	require.NoError(t, g.Renew(ctx), "the refused delete was not sent")
+}
+
+// A ticket drawn after Close is refused with ErrClosed, as every other
+// write is: it used to surface as kvx's internal closed error, which
+// matched no kvlease sentinel.
+func TestTicketAfterCloseIsErrClosed(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 20*time.Second)
+	m, err := kvlease.NewManager(ctx, n.NewJS(t), kvlease.Config{Holder: "one"})
+	require.NoError(t, err)
+	_, err = m.Ticket(ctx, "queue.tickets")
+	require.NoError(t, err)
+	require.NoError(t, m.Close(ctx))
+
+	_, err = m.Ticket(ctx, "queue.tickets")
+	require.ErrorIs(t, err, kvlease.ErrClosed)
+	require.False(t, kvx.OutcomeUnknown(err), "refused, never sent: %v", err)
 }

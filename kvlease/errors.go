@@ -2,7 +2,6 @@ package kvlease
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
@@ -77,9 +76,4 @@ var ErrBusy = errors.New("kvlease: key kept changing")
 // package's ErrClosed, keeping kvx's error in the chain: a refused one
 // (nothing sent) stays a known failure, an unanswered one an outcome
 // unknown (kvx.OutcomeUnknown).
-func closedErr(err error) error {
-	if errors.Is(err, kvx.ErrClosed) && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
-}
+func closedErr(err error) error { return kvx.AsClosed(err, ErrClosed) }

@@ -194,7 +194,7 @@ func (m *Manager) Adopt(ctx context.Context, entry *Guard, key string, rev uint6
 		nrev, err := m.b.Update(octx, key, entry.value, rev, entry.sttl)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("kvlease: adopt %q: %w", key, mapRenewErr(err))
+			return nil, fmt.Errorf("kvlease: adopt %q: %w", key, closedErr(mapRenewErr(err)))
 		}
 		cur = nrev
 	}

@@ -62,7 +62,7 @@ func (m *Manager) Ticket(ctx context.Context, key string) (uint64, error) {
 	defer cancel()
 	t, err := m.b.Ticket(octx, key)
 	if err != nil {
-		return 0, fmt.Errorf("kvlease: ticket %q: %w", key, err)
+		return 0, fmt.Errorf("kvlease: ticket %q: %w", key, closedErr(err))
 	}
 	return t, nil
 }

@@ -255,12 +255,13 @@ func (m *Manager) opCtx(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // cleanupCtx is the context of work that must not depend on a caller's
-// cancellation (release, loss cleanup, outcome resolution): kvx's one
-// rule for it (OpTimeout.DetachedShared), with no caller's values to
-// keep, which is the manager's shared op-bounded context. Release paths
+// cancellation (release, loss cleanup, outcome resolution): the
+// manager's shared op-bounded context (OpTimeout.Shared), which no
+// caller can cancel and which has no caller's values to keep. Its cancel
+// func does nothing: the shared context is never cancelled. Release paths
 // that must also stop when a waiter gives up derive their own from it.
 func (m *Manager) cleanupCtx() (context.Context, context.CancelFunc) {
-	return m.opTimeout.DetachedShared(context.Background())
+	return m.opTimeout.Shared(), func() {}
 }
 
 // go runs f in a goroutine owned by the manager (Close waits for it).

@@ -165,7 +165,7 @@ func (g *Guard) abort() {
 // deleteOwn deletes the lease at the guard's revision, waiting for any
 // in-flight renewal first so the revision is the latest one. It sends the
 // delete once; a refusal or a lost answer is settled by settleDeleteAt,
-// the one place a release retries. When wait ends while the delete's
+// the one place a release's delete retries. When wait ends while the delete's
 // answer is outstanding it stops waiting and reports abandoned: the
 // delete may or may not have landed.
 func (g *Guard) deleteOwn(wait context.Context) (abandoned bool, err error) {

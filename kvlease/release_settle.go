@@ -24,9 +24,12 @@ const (
 	staleRefusals = 3
 )
 
-// settlePauses is settleDeleteAt's retry policy: kvx.SpuriousConflict's
-// 10 ms, doubling up to 160 ms, with no Tries of its own: its ctx (the
-// manager's cleanup context, at most OpTimeout) is its ceiling.
+// settlePauses is the retry policy of a release's settling loops:
+// settleDeleteAt's, and handOver's resend of a hand-over whose outcome is
+// unknown (handover.go), each under a cleanup context of its own.
+// kvx.SpuriousConflict's 10 ms, doubling up to 160 ms, with no Tries of
+// its own: its ctx (the manager's cleanup context, at most OpTimeout) is
+// its ceiling.
 var settlePauses = retry.Policy{Pause: kvx.SpuriousConflict.Pause, MaxPause: 160 * time.Millisecond}
 
 // releaseID is the Nats-Msg-Id of this guard's release delete: the same for
@@ -48,7 +51,8 @@ func (g *Guard) releaseID() string {
 
 // settleDeleteAt decides a release whose conditional delete at rev was
 // refused or unanswered (first is that error). It is the one loop in
-// which a release retries: it reads the key from the stream leader and
+// which a release's delete retries (a hand-over's resend is handOver's):
+// it reads the key from the stream leader and
 // sends the same delete again until an outcome is proven, for as long as
 // ctx allows. deleteOwn bounds it by the manager's shared cleanup
 // context, which ends at most Config.OpTimeout (and at least half of it)

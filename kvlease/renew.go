@@ -59,11 +59,11 @@ func (g *Guard) renewOnce(ctx context.Context) error {
 				return cause
 			}
 			if landed == 0 {
-				return fmt.Errorf("kvlease: renew %q: %w", g.key, err)
+				return fmt.Errorf("kvlease: renew %q: %w", g.key, closedErr(err))
 			}
 			nrev = landed
 		default:
-			return fmt.Errorf("kvlease: renew %q: %w", g.key, err)
+			return fmt.Errorf("kvlease: renew %q: %w", g.key, closedErr(err))
 		}
 	}
 	m.stats.renewals.Add(1)

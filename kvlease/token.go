@@ -249,5 +249,5 @@ func (l Leases[K]) restoreWrite(ctx context.Context, t Token[K], e kvx.Entry, ow
 			return cur.Revision, first, nil // the unanswered write landed
 		}
 	}
-	return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, err)
+	return 0, sent, fmt.Errorf("kvlease: restore %q: %w", t.key, closedErr(err))
 }

@@ -2,7 +2,6 @@ package kvledger
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
@@ -81,9 +80,4 @@ var (
 // closedErr names a write the store's bucket refused or left unanswered
 // because Close had closed it (kvx.ErrClosed) as ErrClosed, keeping kvx's
 // error in the chain (which tells the two apart: kvx.OutcomeUnknown).
-func closedErr(err error) error {
-	if errors.Is(err, kvx.ErrClosed) && !errors.Is(err, ErrClosed) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
-}
+func closedErr(err error) error { return kvx.AsClosed(err, ErrClosed) }

@@ -251,7 +251,7 @@ func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
 	case kvx.OutcomeUnknown(err):
-		if r, ok := s.landedWrite(ctx, taskKey(key), id); ok {
+		if r, ok := s.landedWrite(taskKey(key), id); ok {
 			rev, err = r, nil
 		}
 	}
@@ -262,7 +262,7 @@ func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), closedErr(err))
 	}
 	if ttl > 0 && len(new.Needs) > 0 {
-		s.unindexNeeds(ctx, key, new.Needs, rev)
+		s.unindexNeeds(key, new.Needs, rev)
 	}
 	stored := new.clone()
 	stored.Rev = rev
@@ -331,9 +331,12 @@ func (s *KVStore) IndexNeeds(ctx context.Context, dependent IdempotencyKey, need
 // It is best effort and reports nothing: the index tolerates stale entries
 // (the Ledger re-reads every dependent), so an entry left behind costs
 // only its space, as every entry did before this cleanup existed.
-func (s *KVStore) unindexNeeds(ctx context.Context, dependent IdempotencyKey, needs []IdempotencyKey, rev uint64) {
-	octx, cancel := s.ops.DetachedShared(ctx)
-	defer cancel()
+//
+// The deletes run under the shared op-bounded context (OpTimeout.Shared),
+// not the caller's: they follow a write that stands whatever the caller
+// does next.
+func (s *KVStore) unindexNeeds(dependent IdempotencyKey, needs []IdempotencyKey, rev uint64) {
+	octx := s.ops.Shared()
 	for _, n := range needs {
 		if _, err := s.b.DeleteGuarded(octx, rdepKey(n, dependent), taskKey(dependent), rev, s.retention); err != nil {
 			return

@@ -127,7 +127,7 @@ func (s *KVStore) insertBatch(ctx context.Context, recs []TaskState) ([]TaskStat
 	case errors.Is(err, kvx.ErrNoAtomic):
 		return nil, nil, false, nil
 	case kvx.OutcomeUnknown(err):
-		if _, ok := s.landedWrite(ctx, keys[0], kvx.BatchMsgID(id, 0)); !ok {
+		if _, ok := s.landedWrite(keys[0], kvx.BatchMsgID(id, 0)); !ok {
 			return nil, nil, false, fmt.Errorf("kvledger: batch of %d: %w", len(recs), closedErr(err))
 		}
 		// It landed; the revisions are not known without reading each key.

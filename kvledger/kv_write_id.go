@@ -1,8 +1,6 @@
 package kvledger
 
 import (
-	"context"
-
 	"github.com/nats-io/nuid"
 )
 
@@ -22,11 +20,11 @@ func writeID() string { return nuid.Next() }
 
 // landedWrite reads key back from the stream leader after an
 // outcome-unknown write whose Nats-Msg-Id was id: it landed when the key's
-// last message is that write.
-func (s *KVStore) landedWrite(ctx context.Context, key, id string) (uint64, bool) {
-	rctx, cancel := s.ops.DetachedShared(ctx)
-	defer cancel()
-	e, err := s.b.Get(rctx, key)
+// last message is that write. It reads under the shared op-bounded
+// context (OpTimeout.Shared), not the caller's: the write stands whatever
+// the caller does next, so a caller giving up must not hide its outcome.
+func (s *KVStore) landedWrite(key, id string) (uint64, bool) {
+	e, err := s.b.Get(s.ops.Shared(), key)
 	if err != nil || e.MsgID != id {
 		return 0, false
 	}

@@ -31,17 +31,17 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		require.NoError(t, e.Resign(ctx)) // removes its record: the Locker's own bucket
 		return l
 	}
-	close := func(l *kvlock.Locker) {
+	closeLocker := func(l *kvlock.Locker) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		require.NoError(t, l.Close(cctx))
 	}
 	// Warm up: the bucket's stream (server goroutines) and the
 	// connection's request inbox exist before the baseline is taken.
-	close(use())
+	closeLocker(use())
 	before := natstest.IgnoreCurrent()
 	subs := js.Conn().NumSubscriptions()
-	close(use())
+	closeLocker(use())
 	natstest.VerifyNone(t, before)
 	require.Equal(t, subs, js.Conn().NumSubscriptions())
 }

@@ -161,7 +161,7 @@ func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
 // server removes it. The breaker counts the tries but does not gate them:
 // they are steps of an acquisition it has already let through.
 func (l *Locker) syncView(ctx context.Context, rev uint64) error {
-	return l.retryHeld(ctx, transientSync, func() error {
+	return l.retryHeld(ctx, transientAcquire, func() error {
 		octx, cancel := l.opt.Bound(ctx)
 		defer cancel()
 		return l.view.SyncTo(octx, rev)

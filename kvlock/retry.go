@@ -30,14 +30,10 @@ func notSent(err error) bool {
 // orphan that expires by TTL) and can never remove another holder. A
 // TryAcquire whose retry finds the key held after such a timeout returns
 // the timeout, not contention: the key may be held by its own orphan.
+// A view sync (syncView) retries on the same errors (a timeout there is
+// its try's bound running out while the watch started or the view caught
+// up): a sync writes nothing, so retrying it can duplicate nothing.
 func transientAcquire(err error) bool {
-	return notSent(err) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// transientSync reports errors after which a view sync may be tried
-// again: those of notSent, and timeouts (its try's bound ran out while
-// the watch started or the view caught up). A sync writes nothing.
-func transientSync(err error) bool {
 	return notSent(err) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 

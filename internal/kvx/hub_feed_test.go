@@ -3,6 +3,7 @@ package kvx_test
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,11 +194,12 @@ func TestFeedCloseEndsEach(t *testing.T) {
 	t.Cleanup(f.Close)
 
 	synced := make(chan struct{})
+	var syncedOnce sync.Once // a second Synced item must not close it again
 	done := make(chan error, 1)
 	go func() {
 		done <- f.Each(nil, func(it kvx.FeedItem) bool {
 			if it.Synced {
-				close(synced)
+				syncedOnce.Do(func() { close(synced) })
 			}
 			return true
 		})

@@ -73,13 +73,3 @@ func (o *OpTimeout) Shared() context.Context {
 func Detached(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
-
-// DetachedShared is the shared context (see Bound) for cleanup work of
-// the kind Detached serves, when it is one I/O call of the bucket: it
-// ignores ctx's cancellation as Detached does but, unlike Detached, does
-// not carry ctx's values and may end before d (between d/2 and d), so
-// that it costs no timer per operation. Work that needs ctx's values, or
-// all of d, takes Detached. The cancel func must be called.
-func (o *OpTimeout) DetachedShared(ctx context.Context) (context.Context, context.CancelFunc) {
-	return o.Bound(context.WithoutCancel(ctx))
-}

@@ -75,7 +75,7 @@ func TestOpTimeoutReplacesShared(t *testing.T) {
 }
 
 // Detached keeps ctx's values, drops its cancellation and is bounded by
-// d; OpTimeout.DetachedShared is the shared context, for I/O only.
+// d.
 func TestDetached(t *testing.T) {
 	type key struct{}
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
@@ -91,10 +91,4 @@ func TestDetached(t *testing.T) {
 	require.False(t, dl.After(time.Now().Add(time.Second)))
 	cancel()
 	require.Error(t, ctx.Err())
-
-	o := kvx.NewOpTimeout(time.Second)
-	octx, ocancel := o.DetachedShared(parent)
-	defer ocancel()
-	require.NoError(t, octx.Err())
-	require.Equal(t, o.Shared(), octx)
 }

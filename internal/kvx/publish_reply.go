@@ -24,6 +24,17 @@ var ErrClosed = errors.New("kvx: bucket closed")
 // It wraps ErrClosed, so errors.Is(err, ErrClosed) holds for both.
 var ErrClosedUnanswered = fmt.Errorf("%w before the write's answer came", ErrClosed)
 
+// AsClosed names a write that a closed Bucket refused or left unanswered
+// (ErrClosed) as its owner's closed error, keeping ErrClosed's chain (which
+// tells the two apart: OutcomeUnknown): an owner's caller matches the
+// owner's sentinel, never kvx's. Any other error comes back as it is.
+func AsClosed(err, closed error) error {
+	if errors.Is(err, ErrClosed) && !errors.Is(err, closed) {
+		return fmt.Errorf("%w: %w", closed, err)
+	}
+	return err
+}
+
 // Close ends the bucket's reply subscription, the one every write of the
 // bucket is answered on (replies): its owner (a lease manager, a locker,
 // a ledger store) calls it once it writes no more. The subscription is
@@ -139,7 +150,7 @@ func ctxErr(ctx context.Context) error {
 type replies struct {
 	mu  sync.Mutex
 	sub *nats.Subscription
-	// ended is closed by sub's closed handler, once the writes waiting
+	// drained is closed by sub's closed handler, once the writes waiting
 	// on it were told (close waits for it).
 	drained chan struct{}
 	closed  bool

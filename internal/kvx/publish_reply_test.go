@@ -3,6 +3,7 @@ package kvx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -264,4 +265,23 @@ func TestUnansweredWriteKeepsCtxErrAndCause(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, err, draining)
 	require.True(t, OutcomeUnknown(err))
+}
+
+// TestAsClosed: a closed Bucket's refusal and its unanswered write both
+// come back as the owner's closed error, each keeping what tells them
+// apart (OutcomeUnknown); any other error, or one already named, is
+// returned as it is.
+func TestAsClosed(t *testing.T) {
+	owner := errors.New("owner: closed")
+	refused := AsClosed(fmt.Errorf("write: %w", ErrClosed), owner)
+	require.ErrorIs(t, refused, owner)
+	require.ErrorIs(t, refused, ErrClosed)
+	require.False(t, OutcomeUnknown(refused))
+	unanswered := AsClosed(ErrClosedUnanswered, owner)
+	require.ErrorIs(t, unanswered, owner)
+	require.ErrorIs(t, unanswered, ErrClosedUnanswered)
+	require.True(t, OutcomeUnknown(unanswered))
+	require.Same(t, ErrConflict, AsClosed(ErrConflict, owner))
+	require.Nil(t, AsClosed(nil, owner))
+	require.Same(t, refused, AsClosed(refused, owner), "named once")
 }
