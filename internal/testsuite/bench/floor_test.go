@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"hash/fnv"
 	"strconv"
@@ -61,6 +62,11 @@ type ledgerFloor struct {
 	// answer was lost is found on the key afterwards; the server keeps
 	// it in the stream's duplicate window).
 	ids bool
+	// sized: every write's value is as long as the ledger's record of
+	// that state in BenchmarkTaskRuntime's e2e (admitted 268 bytes,
+	// claimed 470, completed 341: the JSON record `nats kv get` shows),
+	// not the state's name alone.
+	sized bool
 	// acks, when not nil, receives the completions' ack futures: the
 	// handler sends its completion without waiting for its ack and goes
 	// on to the next task (the most a runtime could pipeline: the claim
@@ -118,7 +124,7 @@ func newLedgerFloor(b *testing.B, n *natstest.Node, withEvents, pipelined, logge
 			for {
 				select {
 				case e := <-w.Updates():
-					if e != nil && e.Operation() == jetstream.KeyValuePut && string(e.Value()) == "pending" {
+					if e != nil && e.Operation() == jetstream.KeyValuePut && bytes.HasPrefix(e.Value(), []byte("pending")) {
 						select {
 						case f.handle <- e:
 						case <-stop:
@@ -235,7 +241,7 @@ func (f *ledgerFloor) shard(key string) int {
 // logged.
 func (f *ledgerFloor) write(key, value string, rev uint64) *nats.Msg {
 	m := nats.NewMsg("$KV." + f.buckets[f.shard(key)] + "." + key)
-	m.Data = []byte(value)
+	m.Data = f.value(value)
 	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(rev, 10))
 	if f.logged {
 		m.Header.Set(kvledger.EventHeader, "ledger."+value)
@@ -244,6 +250,24 @@ func (f *ledgerFloor) write(key, value string, rev uint64) *nats.Msg {
 		m.Header.Set(jetstream.MsgIDHeader, nuid.Next())
 	}
 	return m
+}
+
+// recordSizes are the lengths of the ledger's stored records of a no-op
+// task in BenchmarkTaskRuntime's e2e, by the state the floor names.
+var recordSizes = map[string]int{"pending": 268, "claimed": 470, "done": 341}
+
+// value is what the floor stores for state: its name, padded to the
+// ledger's record size when the floor is sized.
+func (f *ledgerFloor) value(state string) []byte {
+	if !f.sized {
+		return []byte(state)
+	}
+	v := make([]byte, recordSizes[state])
+	copy(v, state)
+	for i := len(state); i < len(v); i++ {
+		v[i] = ' '
+	}
+	return v
 }
 
 func (f *ledgerFloor) completed() {
@@ -319,7 +343,7 @@ func (f *ledgerFloor) admitBatched(b *testing.B, round string, count int) {
 		s := f.shard(key)
 		keys[s] = append(keys[s], key)
 	}
-	value := []byte("pending")
+	value := f.value("pending")
 	var hdr nats.Header
 	if f.logged {
 		hdr = nats.Header{kvledger.EventHeader: []string{"ledger.pending"}}
@@ -330,6 +354,9 @@ func (f *ledgerFloor) admitBatched(b *testing.B, round string, count int) {
 			values, hdrs := make([][]byte, len(part)), make([]nats.Header, len(part))
 			for j := range part {
 				values[j], hdrs[j] = value, hdr
+				if f.ids {
+					hdrs[j] = nats.Header{kvledger.EventHeader: hdr[kvledger.EventHeader], jetstream.MsgIDHeader: []string{nuid.Next()}}
+				}
 			}
 			_, err := f.batches[s].CreateBatchAs(ctx, nuid.Next(), part, values, hdrs)
 			require.NoError(b, err, "floor admission batch")
@@ -357,7 +384,7 @@ func BenchmarkLedgerFloor(b *testing.B) {
 	for _, c := range []struct {
 		name                       string
 		events, piped, logged, ids bool
-		always, batched            bool
+		always, batched, sized     bool
 		shards                     int
 	}{
 		{name: "writes3"},
@@ -370,6 +397,12 @@ func BenchmarkLedgerFloor(b *testing.B) {
 		// its write id (a Nats-Msg-Id) too.
 		{name: "writes3+logged+ids", logged: true, ids: true},
 		{name: "writes3+logged+ids/pipelined", piped: true, logged: true, ids: true},
+		// And with values as long as the ledger's JSON records, admitted
+		// in atomic batches as AdmitMany does: the floor of the runtime's
+		// own design, its writes as the server stores them.
+		{name: "writes3+logged+ids+records", logged: true, ids: true, sized: true},
+		{name: "writes3+logged+ids+records/pipelined", piped: true, logged: true, ids: true, sized: true},
+		{name: "writes3+logged+ids+records+batch/pipelined", piped: true, logged: true, ids: true, sized: true, batched: true},
 		{name: "writes3+logged+shards2", logged: true, shards: 2},
 		{name: "writes3+logged+shards2/pipelined", piped: true, logged: true, shards: 2},
 		{name: "sync=always/writes3+logged", logged: true, always: true},
@@ -388,6 +421,7 @@ func BenchmarkLedgerFloor(b *testing.B) {
 			n := newServer(b, c.always)
 			q := newRawQueue(b, n, queueHandlers)
 			f := newLedgerFloor(b, n, c.events, c.piped, c.logged, c.ids, max(c.shards, 1), c.batched)
+			f.sized = c.sized
 			var s split
 			for b.Loop() {
 				s.pair(func() { q.run(b, count) }, func() { f.run(b, count) })
