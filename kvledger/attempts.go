@@ -56,7 +56,8 @@ type Attempt struct {
 	// Error is the error this attempt ended with; empty when it ended
 	// without one. A record keeps only its last error (LastError), which
 	// a later write carries along: each attempt shows the error of the
-	// write that ended it, never its predecessor's.
+	// write that ended it, never its predecessor's, also when it is the
+	// same text (a handler that gives back twice for one cause).
 	Error string `json:"error,omitempty"`
 	// StartRev and EndRev are the revisions of the claim's write and of
 	// the write that ended it (0 when not held or not ended).
@@ -80,10 +81,11 @@ func Attempts(history []TaskState) []Attempt {
 	var (
 		out  []Attempt
 		open = -1 // index in out of the attempt running, -1 when none
-		// claimErr is the LastError the running attempt's claim carried
-		// along (its predecessor's): a release that keeps it (Ledger.
-		// Release) ended the attempt with no error of its own.
+		// claimErr and claimN are the LastError the running attempt's
+		// claim carried along (its predecessor's) and the Attempts it
+		// wrote; see ownError.
 		claimErr string
+		claimN   int
 	)
 	for i, s := range history {
 		if s.Status == StatusClaimed {
@@ -98,13 +100,13 @@ func Attempts(history []TaskState) []Attempt {
 				a.Started, a.StartRev = s.UpdatedAt, s.Rev
 			}
 			out = append(out, a)
-			open, claimErr = len(out)-1, s.LastError
+			open, claimErr, claimN = len(out)-1, s.LastError, s.Attempts
 			continue
 		}
 		outcome, errText := endOf(s)
 		switch {
 		case open >= 0:
-			if outcome == AttemptReleased && errText == claimErr {
+			if outcome == AttemptReleased && !ownError(s, claimN, claimErr) {
 				errText = ""
 			}
 			end(&out[open], s, outcome, errText)
@@ -158,6 +160,28 @@ func endOf(s TaskState) (AttemptOutcome, string) {
 		return AttemptCancelled, s.LastError
 	}
 	return AttemptFailed, s.LastError
+}
+
+// ownError reports whether s, a release ending a claim that wrote
+// claimN attempts and carried claimErr along, stored an error of its
+// own. Two writes release a claim, and the record tells them apart:
+//
+//   - Ledger.Release keeps the record's LastError, the one the claim
+//     carried along (its predecessor's), and its Attempts;
+//   - the runtime (finishNext, Outcome.Uncount: a drain or a handler's
+//     worker.GiveBack) stores its own error, empty for a drain, and
+//     takes its attempt back: its Attempts is below the claim's, which
+//     counted it (every runtime claim counts one).
+//
+// So a release below its claim's count has its own error even when the
+// text is the claim's (a handler that gives back twice for the same
+// cause), and any other release whose error is the claim's has none. The
+// stored writes have always said so, old histories included, which is
+// why the writes themselves are left as they are: clearing LastError in
+// Ledger.Release would tell nothing that Attempts does not, and would
+// drop the record's last error, which operators read.
+func ownError(s TaskState, claimN int, claimErr string) bool {
+	return s.Attempts < claimN || s.LastError != claimErr
 }
 
 // endedAnAttempt reports whether s, read with nothing before it, is the

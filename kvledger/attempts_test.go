@@ -49,6 +49,17 @@ func TestAttemptsFromWrites(t *testing.T) {
 	givenBack := kvledger.Attempts([]kvledger.TaskState{history[0], history[1], history[2], history[3], history[4],
 		w(6, pending, kvledger.ReleasedEvent, "", 3, 1, "given back: no disk")})
 	require.Equal(t, "given back: no disk", givenBack[1].Error)
+	// A runtime release takes its attempt back (Attempts below its
+	// claim's): its error is its own even when the claim carried the
+	// same text along (the same cause given back twice).
+	again := w(7, claimed, kvledger.ClaimedEvent, "b", 4, 2, "given back: no disk")
+	givenBackTwice := kvledger.Attempts([]kvledger.TaskState{history[0], history[1], history[2], history[3], history[4],
+		w(6, pending, kvledger.ReleasedEvent, "", 3, 1, "given back: no disk"), again,
+		w(8, pending, kvledger.ReleasedEvent, "", 4, 1, "given back: no disk")})
+	require.Len(t, givenBackTwice, 3)
+	require.Equal(t, "given back: no disk", givenBackTwice[1].Error)
+	require.Equal(t, kvledger.AttemptReleased, givenBackTwice[2].Outcome)
+	require.Equal(t, "given back: no disk", givenBackTwice[2].Error, "its own error, though the claim carried the same")
 
 	// A cancel while claimed ends the attempt cancelled; a cancel of a
 	// pending record is no attempt.
@@ -172,4 +183,53 @@ func TestAttemptsOfEventsAgreesWithTheRecords(t *testing.T) {
 	require.Len(t, want, 1)
 	require.Equal(t, kvledger.AttemptCancelled, want[0].Outcome)
 	require.Equal(t, want, kvledger.AttemptsOf(kept))
+}
+
+// Both stores give a task's attempts alike from its events, and the
+// KVStore from its writes too: a release by the runtime (ClaimIfReady's
+// counted claim, a GiveBack's uncounted outcome) shows its own error
+// also when it repeats the one before it, and a Ledger.Release, which
+// keeps the record's LastError, shows none.
+func TestAttemptsOfReleasesOnBothStores(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "rel", History: 64})
+	require.NoError(t, err)
+	kv := newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "rel"})
+	const gave = "given back: disk full"
+	for name, store := range map[string]kvledger.Store{"mem": kvledger.NewMemStore(), "kv": kv} {
+		l, err := kvledger.New(store)
+		require.NoError(t, err)
+		now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+		tick := func() time.Time { now = now.Add(time.Second); return now }
+		_, err = l.Admit(ctx, "t", "k", 1, nil, tick())
+		require.NoError(t, err)
+		for range 2 {
+			rec, err := l.ClaimIfReady(ctx, "t", "k", "w", time.Minute, tick())
+			require.NoError(t, err, name)
+			_, err = l.Finish(ctx, "t", "k", "w", rec.Fence, kvledger.Outcome{Status: kvledger.StatusPending, Error: gave, Uncount: true, RunAt: now}, tick())
+			require.NoError(t, err, name)
+		}
+		f, err := l.Claim(ctx, "t", "k", "w", time.Minute, tick())
+		require.NoError(t, err, name)
+		require.NoError(t, l.Release(ctx, "t", "k", "w", f, tick()), name)
+		rec, err := l.ClaimIfReady(ctx, "t", "k", "w", time.Minute, tick())
+		require.NoError(t, err, name)
+		_, err = l.Finish(ctx, "t", "k", "w", rec.Fence, kvledger.Outcome{Status: kvledger.StatusCompleted}, tick())
+		require.NoError(t, err, name)
+
+		evs, err := l.KeyEvents(ctx, "k")
+		require.NoError(t, err, name)
+		atts := kvledger.AttemptsOf(evs)
+		var got [][2]string
+		for _, a := range atts {
+			got = append(got, [2]string{string(a.Outcome), a.Error})
+		}
+		require.Equal(t, [][2]string{{"released", gave}, {"released", gave}, {"released", ""}, {"completed", ""}}, got, name)
+		if name == "kv" {
+			h, err := l.History(ctx, "k")
+			require.NoError(t, err)
+			require.Equal(t, atts, kvledger.Attempts(h))
+		}
+	}
 }

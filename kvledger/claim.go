@@ -224,7 +224,8 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 
 // Release gives the caller's claim back: the record returns to pending
 // with no owner and no lease, keeping its fence (the next Claim outbids
-// it). The order of checks, as for Renew and Complete: ErrNoKey,
+// it), its Attempts and its LastError (Attempts reads such a release as
+// one with no error of its own, see ownError). The order of checks, as for Renew and Complete: ErrNoKey,
 // ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
 // while the record is still the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {

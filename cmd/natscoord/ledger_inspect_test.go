@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -59,6 +61,50 @@ func TestLedgerShowAttempts(t *testing.T) {
 	c.ok("ledger", "admit", "idle", "--kind", "nobody")
 	require.NotContains(t, c.ok("ledger", "show", "idle"), "ATTEMPT")
 	require.Contains(t, c.ok("--json", "ledger", "show", "idle"), `"attempt_history": []`)
+}
+
+// `ledger show` gives each given-back attempt its own error: a worker
+// whose command cannot start gives the task back and stops, twice with
+// the same error, before one that can runs it; both given-back attempts
+// show that error (the second once showed none, its text being the one
+// its claim carried along from the first).
+func TestLedgerShowGivenBackTwice(t *testing.T) {
+	c, n := newCLI(t)
+	ctx := natstest.Context(t, 60*time.Second)
+	_, err := n.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: defaultLedgerBucket, History: 64})
+	require.NoError(t, err)
+	// The command passes the worker's check (an executable file) but
+	// cannot start: its interpreter does not exist.
+	bin := filepath.Join(t.TempDir(), "send")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/nonexistent/natscoord-test-interpreter\n"), 0o755))
+	c.ok("ledger", "admit", "x", "--kind", "mail", "--max-attempts", "5")
+	for i := range 2 {
+		r := c.run("work", "--kind", "mail", "--backoff", "10ms", "--", bin)
+		require.Equal(t, 127, r.code, "worker %d: %s", i, r.stderr)
+		require.Contains(t, r.stderr, "its task was given back", "worker %d", i)
+	}
+	work := c.start("work", "--kind", "mail", "--backoff", "10ms", "--", "sh", "-c", "echo ok")
+	r := c.run("ledger", "wait", "x")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Equal(t, 0, work.stop(t).code)
+
+	gave := `given back: cannot start the command: "` + bin + `"`
+	shown := c.ok("ledger", "show", "x")
+	require.Len(t, regexp.MustCompile(`(?m)^1 of 5\s+released\s+.*`+regexp.QuoteMeta(gave)).FindAllString(shown, -1), 2, shown)
+	require.Regexp(t, `(?m)^1 of 5\s+completed\s+.*-$`, shown)
+
+	var rec struct {
+		History []kvledger.Attempt `json:"attempt_history"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
+	require.Len(t, rec.History, 3)
+	for _, a := range rec.History[:2] {
+		require.Equal(t, kvledger.AttemptReleased, a.Outcome)
+		require.Contains(t, a.Error, gave)
+	}
+	require.Equal(t, rec.History[0].Error, rec.History[1].Error, "the same cause, given back twice")
+	require.Equal(t, kvledger.AttemptCompleted, rec.History[2].Outcome)
+	require.Empty(t, rec.History[2].Error)
 }
 
 // `ledger workers` lists a live worker with its lease expiry and the
