@@ -402,12 +402,8 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				t, _, err := l.State(ctx, key)
-				if err != nil {
-					return err
-				}
 				if a.json {
-					return writeJSON(a.stdout, t)
+					return a.printRecordJSON(ctx, l, key)
 				}
 				// Print who acted, from the call that succeeded, never the
 				// record's owner as read afterwards.
