@@ -110,15 +110,6 @@ type lsFlags struct {
 	limit         int
 }
 
-// statusHelp lists the stored statuses, for help texts.
-func statusHelp() string {
-	names := make([]string, len(kvledger.Statuses))
-	for i, s := range kvledger.Statuses {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
-}
-
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
@@ -128,8 +119,8 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
 			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
 			"stored failed.\n" +
-			"  statuses: " + statusHelp() + "\n" +
-			"  phases:   " + phaseHelp() + "\n\n" +
+			"  statuses: " + nameList(kvledger.Statuses) + "\n" +
+			"  phases:   " + nameList(kvledger.Phases) + "\n\n" +
 			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
 			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
 			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
@@ -160,9 +151,9 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+"); "+
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+nameList(kvledger.Statuses)+"); "+
 		"reopen, cancel, rm and purge select by phase, as --phase does")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+phaseHelp()+")")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+nameList(kvledger.Phases)+")")
 	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
 	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
