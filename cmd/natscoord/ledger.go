@@ -77,10 +77,18 @@ func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, acces
 	if err != nil {
 		return err
 	}
-	if s, ok := l.Store().(*kvledger.KVStore); ok {
-		defer s.Close() // its reply subscription, before the connection closes
-	}
+	defer closeStore(l)
 	return fn(ctx, l)
+}
+
+// closeStore closes the store of l, a ledger openLedger opened (a
+// KVStore): its reply subscription, before the connection closes. Its
+// caller defers it once nothing writes through l any more (a worker
+// running on l closed first).
+func closeStore(l *kvledger.Ledger) {
+	if s, ok := l.Store().(*kvledger.KVStore); ok {
+		s.Close()
+	}
 }
 
 // openLedger opens the ledger in bucket for access (see ledgerAccess).

@@ -219,6 +219,7 @@ func (a *app) withClaimLeases(parent context.Context, lf *ledgerFlags, access le
 		if err != nil {
 			return err
 		}
+		defer closeStore(l)
 		return fn(ctx, l, lr)
 	})
 }
