@@ -61,7 +61,7 @@ func (h *Handler) families() []opstats.Family {
 
 	counts, _ := h.tasks.statusCounts()
 	tasks := opstats.Family{Name: "natscoord_ledger_tasks", Help: "Records of the ledger by status.", Kind: opstats.Gauge}
-	for _, s := range allStatuses {
+	for _, s := range kvledger.Statuses {
 		tasks.Samples = append(tasks.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "status", Value: string(s)}}, Value: float64(counts[s])})
 	}
 	claims := opstats.Family{Name: "natscoord_ledger_claims_in_flight", Help: "Records claimed now.", Kind: opstats.Gauge,
@@ -86,6 +86,3 @@ func (h *Handler) families() []opstats.Family {
 
 // leaseKinds is the order natscoord_lease_held lists the kinds in.
 var leaseKinds = []leaseKind{kindElection, kindLease, kindLock, kindSemaphore, kindWaiter}
-
-var allStatuses = []kvledger.Status{kvledger.StatusPending, kvledger.StatusClaimed,
-	kvledger.StatusCompleted, kvledger.StatusFailed, kvledger.StatusBlocked}

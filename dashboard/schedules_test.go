@@ -112,6 +112,11 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	require.NoError(t, store.DeleteSchedule(ctx, "other", other.Rev))
 	s.WaitFor(t, "event: schedule", `"name":"other"`)
 	require.Equal(t, 2, e.Handler.RemovedSchedules())
+	// The kept names label no row: the page lists neither schedule from
+	// the events that removed them, before any sync.
+	body = e.Page(t, "/workers")
+	require.NotContains(t, body, `data-schedule="nightly"`)
+	require.NotContains(t, body, `data-schedule="other"`)
 	e.Handler.RewatchRecords(func() {})
 	natstest.Eventually(t, 10*time.Second, func() bool { return e.Handler.RemovedSchedules() == 0 }, "the removed names without a listed task are dropped at the sync")
 }

@@ -117,15 +117,12 @@ func (v *taskView) claims() ([]kvledger.TaskState, map[kvledger.IdempotencyKey]t
 }
 
 // scheduleNames are the names of the schedules that tasks of their
-// periods in the view show.
+// periods in the view show: those schedules lists.
 func (v *taskView) scheduleNames() map[string]bool {
-	v.mu.RLock()
-	defer v.mu.RUnlock()
-	names := make(map[string]bool)
-	for _, e := range v.order {
-		if name, _, ok := worker.ParsePeriodKey(e.Key); ok {
-			names[name] = true
-		}
+	rows := v.schedules()
+	names := make(map[string]bool, len(rows))
+	for _, s := range rows {
+		names[s.Name] = true
 	}
 	return names
 }

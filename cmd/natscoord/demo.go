@@ -136,6 +136,7 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	if err != nil {
 		return err
 	}
+	defer store.Close() // after everything deferred below that writes through it, before nc closes
 	if remote && !o.keep {
 		defer run.cleanUp(context.WithoutCancel(parent), js) // after the workers closed: deferred first
 	}
@@ -349,6 +350,9 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 			}
 			if w.leases != nil {
 				_ = w.leases.Close(cctx)
+			}
+			if w.ledger != nil {
+				closeStore(w.ledger) // its runtime, which wrote through it, closed above
 			}
 			w.nc.Close()
 		}

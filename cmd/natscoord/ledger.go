@@ -77,10 +77,18 @@ func useLedger(ctx context.Context, js jetstream.JetStream, bucket string, acces
 	if err != nil {
 		return err
 	}
-	if s, ok := l.Store().(*kvledger.KVStore); ok {
-		defer s.Close() // its reply subscription, before the connection closes
-	}
+	defer closeStore(l)
 	return fn(ctx, l)
+}
+
+// closeStore closes the store of l, a ledger openLedger opened (a
+// KVStore): its reply subscription, before the connection closes. Its
+// caller defers it once nothing writes through l any more (a worker
+// running on l closed first).
+func closeStore(l *kvledger.Ledger) {
+	if s, ok := l.Store().(*kvledger.KVStore); ok {
+		s.Close()
+	}
 }
 
 // openLedger opens the ledger in bucket for access (see ledgerAccess).
@@ -110,15 +118,6 @@ type lsFlags struct {
 	limit         int
 }
 
-// statusHelp lists the stored statuses, for help texts.
-func statusHelp() string {
-	names := make([]string, len(kvledger.Statuses))
-	for i, s := range kvledger.Statuses {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
-}
-
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
@@ -128,8 +127,8 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
 			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
 			"stored failed.\n" +
-			"  statuses: " + statusHelp() + "\n" +
-			"  phases:   " + phaseHelp() + "\n\n" +
+			"  statuses: " + nameList(kvledger.Statuses) + "\n" +
+			"  phases:   " + nameList(kvledger.Phases) + "\n\n" +
 			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
 			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
 			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
@@ -160,9 +159,9 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+statusHelp()+"); "+
+	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+nameList(kvledger.Statuses)+"); "+
 		"reopen, cancel, rm and purge select by phase, as --phase does")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+phaseHelp()+")")
+	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+nameList(kvledger.Phases)+")")
 	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
 	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
@@ -402,12 +401,8 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
-				t, _, err := l.State(ctx, key)
-				if err != nil {
-					return err
-				}
 				if a.json {
-					return writeJSON(a.stdout, t)
+					return a.printRecordJSON(ctx, l, key)
 				}
 				// Print who acted, from the call that succeeded, never the
 				// record's owner as read afterwards.

@@ -143,19 +143,30 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 	return cmd
 }
 
-// printClaim prints key's record after an owner's claim, renewal or
+// printClaim prints key's record after an owner's claim or
 // release: the record with --json, else the line "KEY VERB OWNER: " and
 // what detail says of the record.
 func (a *app) printClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, verb, owner string, detail func(kvledger.TaskState) string) error {
+	if a.json {
+		return a.printRecordJSON(ctx, l, key)
+	}
 	t, _, err := l.State(ctx, key)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return writeJSON(a.stdout, t)
-	}
 	_, err = fmt.Fprintf(a.stdout, "%s %s %s: %s\n", escapeCell(string(key)), verb, escapeCell(owner), detail(t))
 	return err
+}
+
+// printRecordJSON prints key's record, as read now, as JSON: the --json
+// output of the commands that write an owner's claim (claim, renew,
+// release, complete).
+func (a *app) printRecordJSON(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error {
+	t, _, err := l.State(ctx, key)
+	if err != nil {
+		return err
+	}
+	return writeJSON(a.stdout, t)
 }
 
 // leaseDetail is printClaim's detail after a claim: the fence the claim
@@ -208,6 +219,7 @@ func (a *app) withClaimLeases(parent context.Context, lf *ledgerFlags, access le
 		if err != nil {
 			return err
 		}
+		defer closeStore(l)
 		return fn(ctx, l, lr)
 	})
 }

@@ -83,6 +83,7 @@ func (a *app) ledgerWorkers(lf *ledgerFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				defer closeStore(l)
 				lr := &claimLeases{js: js, bucket: lf.leaseBucket}
 				defer lr.close()
 				var ws []worker.LiveWorker

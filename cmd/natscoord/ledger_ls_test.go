@@ -103,6 +103,11 @@ func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
 	require.Contains(t, help, "--status picks tasks by their stored status, --phase by their phase")
 	require.NotContains(t, help, "--state")
 	require.Contains(t, help, "reopen, cancel, rm and purge select by phase, as --phase does")
+	// The help names every status and phase, in kvledger's order.
+	require.Contains(t, help, "  statuses: pending, claimed, completed, failed, blocked\n")
+	require.Contains(t, help, "  phases:   pending, scheduled, retrying, running, completed, failed, cancelled, blocked\n")
+	require.Contains(t, strings.Join(strings.Fields(c.ok("ledger", "reopen", "--help")), " "),
+		"(comma-separated: pending, scheduled, retrying, running, completed, failed, cancelled, blocked)")
 }
 
 // `ledger ls --limit` counts the stored values that are not records with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,7 @@ type opSelect struct {
 
 func (s *opSelect) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringSliceVar(&s.phases, "state", nil, "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status (comma-separated: "+phaseHelp()+")")
+	f.StringSliceVar(&s.phases, "state", nil, "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status (comma-separated: "+nameList(kvledger.Phases)+")")
 	f.StringVar(&s.kind, "kind", "", "select tasks of this kind")
 	f.StringVar(&s.prefix, "prefix", "", "select tasks whose key starts with this prefix")
 	f.BoolVar(&s.dryRun, "dry-run", false, "print what would change and change nothing")
@@ -52,14 +51,6 @@ type opResult struct {
 	Phase  string `json:"state"`
 	Action string `json:"action"` // the verb done, "would <verb>" in a dry run, or "error"
 	Error  string `json:"error,omitempty"`
-}
-
-func phaseHelp() string {
-	names := make([]string, len(kvledger.Phases))
-	for i, p := range kvledger.Phases {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
 }
 
 func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {

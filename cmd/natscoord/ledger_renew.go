@@ -47,19 +47,17 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 					return noTask(lf, args[0], err)
 				}
 				if a.json {
-					t, _, err := l.State(ctx, key)
-					if err != nil {
-						return err
-					}
-					return writeJSON(a.stdout, t)
+					return a.printRecordJSON(ctx, l, key)
 				}
 				// The renewal is written: a failed read below is said in
 				// its output, not made the command's error.
 				r := renewal{taken: lr.taken()}
 				if r.taken != "" {
-					r.old, r.known, r.readErr = replacedLease(ctx, l, key, r.taken)
+					var prev kvledger.TaskState
+					prev, r.known, r.readErr = replacedClaim(ctx, l, key, r.taken)
+					r.old = prev.Lease
 					if r.known {
-						r.live, r.readErr = liveClaimantLease(ctx, lr, lf.bucket, r.old)
+						r.live, r.readErr = liveClaimantLease(ctx, l, lf.bucket, prev)
 					}
 				}
 				return a.printRenewal(key, cf, now, r)
@@ -75,34 +73,34 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 type renewal struct {
 	taken string         // the lease this process took, "" for none
 	old   string         // the lease the record named before, "" for none
-	known bool           // whether old was read (replacedLease)
+	known bool           // whether old was read (replacedClaim)
 	live  *claimantLease // old, when it is a live claimant's lease
 	// readErr is why old, or whether it is live, could not be read.
 	readErr error
 }
 
-// replacedLease returns the lease the record named just before the
-// renewal that wrote taken into it: the record Renew wrote over, read
-// from the record's kept writes (Ledger.History). A State read before
-// Renew could name another lease: a concurrent renewal may write between
-// the two, and Renew then writes over that one. found is false when the
-// kept writes no longer hold the renewal.
-func replacedLease(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, taken string) (old string, found bool, err error) {
+// replacedClaim returns the record the renewal that wrote taken into
+// key's record wrote over, read from the record's kept writes
+// (Ledger.History): its Lease is the lease the claim named before. A State
+// read before Renew could name another lease: a concurrent renewal may
+// write between the two, and Renew then writes over that one. found is
+// false when the kept writes no longer hold the renewal.
+func replacedClaim(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, taken string) (prev kvledger.TaskState, found bool, err error) {
 	h, err := l.History(ctx, key)
 	if err != nil {
-		return "", false, err
+		return kvledger.TaskState{}, false, err
 	}
 	// taken is a fresh key (kvledger.NewClaimLeaseKey): the first write
 	// naming it is this renewal's.
 	for i, t := range h {
 		if t.Lease == taken && t.LastEvent == kvledger.RenewedEvent {
 			if i == 0 {
-				return "", false, nil
+				return kvledger.TaskState{}, false, nil
 			}
-			return h[i-1].Lease, true, nil
+			return h[i-1], true, nil
 		}
 	}
-	return "", false, nil
+	return kvledger.TaskState{}, false, nil
 }
 
 // claimantLease is a live claimant's lease (kvledger.ClaimLeaseOwner)
@@ -112,15 +110,15 @@ type claimantLease struct {
 	holder kvlease.Holder
 }
 
-// liveClaimantLease reads lease, when it is a claimant's lease of the
-// ledger in bucket, from the lease bucket's stream leader: nil when it is
-// not one or has ended.
-func liveClaimantLease(ctx context.Context, lr *claimLeases, bucket, lease string) (*claimantLease, error) {
-	owner, ok := kvledger.ClaimLeaseOwner(bucket, lease)
+// liveClaimantLease reads the lease prev, the claim a renewal replaced,
+// names (Ledger.ClaimLease), when it is a claimant's lease of the ledger
+// in bucket: nil when it is not one or has ended.
+func liveClaimantLease(ctx context.Context, l *kvledger.Ledger, bucket string, prev kvledger.TaskState) (*claimantLease, error) {
+	owner, ok := kvledger.ClaimLeaseOwner(bucket, prev.Lease)
 	if !ok {
 		return nil, nil
 	}
-	h, held, err := lr.HolderOfKey(ctx, lease)
+	h, held, _, err := l.ClaimLease(ctx, prev)
 	if err != nil || !held {
 		return nil, err
 	}

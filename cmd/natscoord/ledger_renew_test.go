@@ -119,3 +119,23 @@ func TestLedgerRenewNamesTheLeaseItReplaced(t *testing.T) {
 			"a: %s over %s, b: %s over %s, claim's lease %s", takenA, replA, takenB, replB, claimed.Lease)
 	}
 }
+
+// renew --json prints the record as read after the renewal, the same
+// record ledger show --json prints: the fence unchanged, the new lease
+// named, and nothing else (the lease lines are the text output's).
+func TestLedgerRenewJSONPrintsTheRenewedRecord(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "build")
+	claimed := jsonTask(t, c.ok("--json", "ledger", "claim", "build", "--owner", "w1", "--lease", "1m"))
+	require.NotEmpty(t, claimed.Lease)
+
+	out := c.ok("--json", "ledger", "renew", "build", "--owner", "w1", "--fence", fmt.Sprint(uint64(claimed.Fence)), "--lease", "2m")
+	renewed := jsonTask(t, out)
+	require.Equal(t, kvledger.StatusClaimed, renewed.Status)
+	require.Equal(t, claimed.Fence, renewed.Fence, "the same fence")
+	require.Equal(t, kvledger.RenewedEvent, renewed.LastEvent)
+	require.NotEmpty(t, renewed.Lease)
+	require.NotEqual(t, claimed.Lease, renewed.Lease, "the new lease")
+	require.Equal(t, jsonTask(t, c.ok("--json", "ledger", "show", "build")), renewed)
+	require.NotContains(t, out, "replaced")
+}

@@ -13,6 +13,16 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// nameList joins the names of a closed set (kvledger.Statuses,
+// kvledger.Phases) for a help text: "pending, claimed, ...".
+func nameList[T ~string](names []T) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ", ")
+}
+
 // maxCellWidth bounds, in display columns, every table cell but a row's
 // last: every row is padded to its column's widest cell, so one huge
 // cell (a task that needs 20,000 others) would otherwise make every row

@@ -126,8 +126,10 @@ func (a *app) uiCommand() *cobra.Command {
 // startUI starts the dashboard's HTTP server and says where it is. The
 // returned function stops it.
 func (a *app) startUI(ctx context.Context, js jetstream.JetStream, o uiOptions) (*dashboard.Handler, func() error, error) {
-	h, srv, ln, err := a.listenUI(ctx, js, o)
+	acts := uiTaskActions(js, o.ledger)
+	h, srv, ln, err := a.listenUI(ctx, js, o, acts)
 	if err != nil {
+		acts.close()
 		return nil, nil, err
 	}
 	served := make(chan error, 1)
@@ -140,12 +142,14 @@ func (a *app) startUI(ctx context.Context, js jetstream.JetStream, o uiOptions) 
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr) // Serve failed on its own
 		}
+		acts.close() // no request runs an action any more, unless Shutdown gave up on one: it is refused
 		return err
 	}, nil
 }
 
-// listenUI checks the options, makes the handler and opens the listener.
-func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions) (*dashboard.Handler, *http.Server, net.Listener, error) {
+// listenUI checks the options, makes the handler, whose task actions are
+// acts, and opens the listener.
+func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions, acts *operatorActions) (*dashboard.Handler, *http.Server, net.Listener, error) {
 	var err error
 	if o.token, err = o.secret(o.token, o.tokenFile, "auth-token", envUIToken); err != nil {
 		return nil, nil, nil, err
@@ -178,7 +182,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
 		Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
-		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: uiTaskActions(js, o.ledger)})
+		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: acts})
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Say what to run: a ledger appears with the first admission
 		// (natscoord ledger admit, or a worker's).

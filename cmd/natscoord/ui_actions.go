@@ -14,21 +14,28 @@ import (
 // uiTaskActions returns the dashboard's reopen, cancel and rm actions on the
 // ledger bucket (each write is its event, so it reaches the timeline). The
 // ledger handle is opened at the first action: by then the dashboard has
-// checked that the bucket exists, and looking creates nothing.
-func uiTaskActions(js jetstream.JetStream, bucket string) dashboard.TaskActions {
+// checked that the bucket exists, and looking creates nothing. Its owner
+// closes it (close) once the dashboard serves no more requests.
+func uiTaskActions(js jetstream.JetStream, bucket string) *operatorActions {
 	return &operatorActions{js: js, bucket: bucket}
 }
+
+var _ dashboard.TaskActions = (*operatorActions)(nil)
 
 type operatorActions struct {
 	js     jetstream.JetStream
 	bucket string
 	mu     sync.Mutex
 	l      *kvledger.Ledger
+	closed bool
 }
 
 func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return nil, kvledger.ErrClosed
+	}
 	if a.l != nil {
 		return a.l, nil
 	}
@@ -64,4 +71,15 @@ func (a *operatorActions) Delete(ctx context.Context, actor kvledger.Actor, key 
 		err = l.Delete(ctx, actor, key, time.Now())
 	}
 	return err
+}
+
+// close closes the ledger store the actions opened, if any: an action
+// after it is refused (kvledger.ErrClosed).
+func (a *operatorActions) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	if a.l != nil {
+		closeStore(a.l)
+	}
 }

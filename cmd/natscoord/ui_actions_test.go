@@ -69,3 +69,28 @@ func TestUITaskActionsRemove(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, found, "removed")
 }
+
+// The ui's task actions, closed (natscoord ui's stop, once its server
+// has shut down), close the ledger store their first action opened; an
+// action after that is refused, and opens no store again.
+func TestUITaskActionsCloseTheirStore(t *testing.T) {
+	var acts *operatorActions
+	dashtest.NewEnv(t, func(e *dashtest.Env) {
+		dashtest.Admit(t, e.Ledger, "a", nil)
+		dashtest.RunTask(t, e.Ledger, "a", "w1", kvledger.StatusFailed)
+	}, func(c *dashboard.Config) {
+		acts = uiTaskActions(c.JS, dashtest.LedgerBucket)
+		c.Tasks = acts
+	})
+	ctx := natstest.Context(t, 10*time.Second)
+	require.NoError(t, acts.Reopen(ctx, "ui", "a"))
+	store, ok := acts.l.Store().(*kvledger.KVStore)
+	require.True(t, ok)
+
+	acts.close()
+	rec := kvledger.TaskState{Key: "after-close", Status: kvledger.StatusPending, Sequence: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	_, _, _, _, err := store.Insert(ctx, rec.Key, rec)
+	require.ErrorIs(t, err, kvledger.ErrClosed, "the store is closed")
+	require.ErrorIs(t, acts.Cancel(ctx, "ui", "a"), kvledger.ErrClosed)
+	acts.close() // idempotent
+}

@@ -188,6 +188,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	if err != nil {
 		return err
 	}
+	defer closeStore(l) // after the worker's Close below: it writes through l until then
 	drain := o.drain
 	if drain == 0 {
 		drain = -1 // the worker's "do not wait"

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,7 +63,12 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = js.DeleteKeyValue(context.WithoutCancel(ctx), bucket) }()
+	defer store.Close() // its reply subscription, once nothing writes through it
+	defer func() {
+		dctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_ = js.DeleteKeyValue(dctx, bucket)
+	}()
 	ledger, err := kvledger.New(store)
 	if err != nil {
 		return err
@@ -100,11 +106,11 @@ func run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		defer wnc.Close()
-		w, err := startWorker(ctx, wjs, bucket, kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1)))
+		stopWorker, err := startWorker(ctx, wjs, bucket, kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1)))
 		if err != nil {
 			return err
 		}
-		defer func() { _ = w.Close(context.WithoutCancel(ctx)) }()
+		defer stopWorker() // before its connection closes
 	}
 
 	final := map[string]bool{}
@@ -140,22 +146,31 @@ func run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// startWorker starts a runtime worker on its own connection. Its handler
-// "runs" a step: lint fails for good (a permanent error is not retried),
-// every other step completes and leaves a result that the steps needing
-// it can read.
-func startWorker(ctx context.Context, js jetstream.JetStream, bucket string, owner kvledger.OwnerID) (*worker.Worker, error) {
+// startWorker starts a runtime worker on its own connection, and returns
+// what stops it: the worker, then its ledger store. Its handler "runs" a
+// step: lint fails for good (a permanent error is not retried), every
+// other step completes and leaves a result that the steps needing it can
+// read.
+func startWorker(ctx context.Context, js jetstream.JetStream, bucket string, owner kvledger.OwnerID) (stop func(), err error) {
 	store, err := kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 	if err != nil {
 		return nil, err
 	}
 	l, err := kvledger.New(store)
 	if err != nil {
+		store.Close()
 		return nil, err
 	}
 	w, err := worker.New(ctx, js, l, worker.Config{Owner: owner, Concurrency: 2, LeaseBucket: "taskqueue_claims_" + bucket})
 	if err != nil {
+		store.Close()
 		return nil, err
+	}
+	stop = func() {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_ = w.Close(cctx) // the worker writes through the store until it has closed
+		store.Close()
 	}
 	err = worker.HandleJSON(w, "step", func(ctx context.Context, t *worker.Task, p struct{ Step string }) error {
 		if p.Step == "lint" {
@@ -167,10 +182,16 @@ func startWorker(ctx context.Context, js jetstream.JetStream, bucket string, own
 		err = w.Start(ctx)
 	}
 	if err != nil {
-		_ = w.Close(context.WithoutCancel(ctx))
+		stop()
 		return nil, err
 	}
-	return w, nil
+	return stop, nil
+}
+
+// cleanupContext bounds a cleanup that runs as run returns: it runs also
+// when ctx has ended, for at most 10 seconds.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
 // open dials one connection (NATS_URL, or the embedded server) and its
