@@ -56,6 +56,9 @@ func TestClaimAheadStartsByPriority(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		return e.claimedBy("low", w.Owner()) && e.claimedBy("high", w.Owner())
 	}, "claimed ahead while a runs")
+	// The ledger shows a claim before its answer reaches the worker: wait
+	// for both to queue, or the slot may go to the only one queued yet.
+	natstest.Eventually(t, 10*time.Second, func() bool { return worker.Ahead(w) == 2 }, "both wait for the handler slot")
 	require.Equal(t, e.state("a").Lease, e.state("high").Lease, "claimed under the worker's one lease")
 	require.Equal(t, kvledger.StatusPending, e.state("beyond").Status, "beyond the window")
 	require.EqualValues(t, 1, w.Stats().Started)
