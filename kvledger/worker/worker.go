@@ -84,13 +84,14 @@ type Worker struct {
 
 	stats     counters
 	closeOnce sync.Once
-	done      chan struct{} // closed when the first Close has returned or given up waiting
-	// stopped is closed, and closeErr set, by windDown once every attempt
-	// goroutine and the collector have ended and the lease manager the
-	// worker made is closed: a handler that ignored its cancelled
-	// context past Close's ctx included.
-	stopped  chan struct{}
-	closeErr error
+	done      chan struct{} // closed by the first Close once it drained the worker (Done)
+	// attemptsEnded is closed by windDown once every attempt goroutine
+	// and the collector have ended: a handler that ignored its cancelled
+	// context past Close's ctx included. stopped is closed, and closeErr
+	// set, once the lease manager the worker made is closed too.
+	attemptsEnded chan struct{}
+	stopped       chan struct{}
+	closeErr      error
 }
 
 // New returns a worker for the ledger l, whose store must push changes
@@ -126,9 +127,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		outcomes:    make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
-		stopped:     make(chan struct{}),
 	}
 	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
+	w.attemptsEnded, w.stopped = make(chan struct{}), make(chan struct{})
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
@@ -274,10 +275,10 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 //
 // ctx bounds how long Close waits, not what it does: when ctx ends
 // first (a handler ignores its cancelled context), Close returns ctx's
-// cause and the worker finishes by itself, closing the lease manager
-// once the last handler has returned. Close is idempotent: a later call
-// waits, bounded by its own ctx, for that same end and returns the same
-// result.
+// cause with that handler still running, its claim released. Close is
+// idempotent: a later call waits, bounded by its own ctx, for the last
+// such handler to return and returns the same result as every call
+// that saw the worker stopped.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.mu.Lock()
@@ -309,9 +310,15 @@ func (w *Worker) Close(ctx context.Context) error {
 		collected := w.collected
 		w.mu.Unlock()
 		go w.windDown(collected)
-		select {
-		case <-w.stopped:
+		select { // the attempt goroutines, parked or finishing
+		case <-w.attemptsEnded:
 		case <-ctx.Done():
+		}
+		if w.ownsMgr {
+			// Its shutdown starts now even with handlers left running:
+			// the group slots they hold are released with it. windDown
+			// waits for its end and reports its error.
+			_ = w.leases.Close(ctx)
 		}
 		close(w.done)
 	})
@@ -331,13 +338,15 @@ func (w *Worker) Close(ctx context.Context) error {
 // windDown is the end of Close that waits for no ctx: once the attempt
 // goroutines (parked or finishing a handler that outlived Close's ctx)
 // and the collector (nil when it never started) have ended, it closes
-// the lease manager the worker made, whose shutdown its own operation
-// bounds limit, and closes stopped. Only Close starts it, once.
+// attemptsEnded, waits for the end of the lease manager the worker made
+// (whose shutdown Close started; its own operation bounds limit it),
+// and closes stopped. Only Close starts it, once.
 func (w *Worker) windDown(collected <-chan struct{}) {
 	w.pool.Wait()
 	if collected != nil {
 		<-collected
 	}
+	close(w.attemptsEnded)
 	var errs []error
 	if w.ownsMgr {
 		if err := w.leases.Close(context.Background()); err != nil {
