@@ -132,7 +132,7 @@ func TestClaimAheadGivenBackOnClose(t *testing.T) {
 func TestClaimAheadCancelledWhileWaiting(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	obs := &recordingObserver{next: worker.SlogObserver(slog.New(slog.DiscardHandler))}
+	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	started, gate := make(chan kvledger.IdempotencyKey, 4), make(chan struct{})
 	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, Observer: obs}, gatedHandler(t, "k", started, gate))
 	e.submit(kvledger.Submission{Key: "a", Kind: "k"})
