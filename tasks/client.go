@@ -25,6 +25,11 @@ type Client struct {
 	kinds   map[string]bool
 	started bool
 	closed  bool
+
+	// released is closed, and closeErr set, by release once the worker
+	// has stopped and the store is closed.
+	released chan struct{}
+	closeErr error
 }
 
 // NewClient opens the ledger named by cfg on js and provisions what it
@@ -47,7 +52,7 @@ func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, store: store, ledger: l, kinds: make(map[string]bool)}
+	c := &Client{cfg: cfg, store: store, ledger: l, kinds: make(map[string]bool), released: make(chan struct{})}
 	if c.worker, err = worker.New(ctx, js, l, cfg.workerConfig()); err != nil {
 		return nil, err
 	}
@@ -118,13 +123,15 @@ func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 // Close drains the workers (running handlers get Config.DrainTimeout),
 // then closes the store: every write of the client, and through Ledger(),
 // is refused from then on (ErrClosed, kvledger.ErrClosed). Every
-// goroutine the client started has ended when it returns. ctx bounds the
-// wait for handlers that ignore their cancelled context: when it ends
-// first, Close returns with those handlers still running and the store
-// open (their writes are still answered). A later Close waits for the
-// first one's drain, closes the store if it was left open (what such a
-// handler writes after that is refused) and returns nil, or ctx's error
-// when ctx ends first: the first Close returned the worker's result.
+// goroutine the client started has ended when it returns nil or the
+// worker's error (worker.Worker.Close).
+//
+// ctx bounds how long Close waits, not what it releases: when ctx ends
+// first (a handler ignores its cancelled context), Close returns ctx's
+// cause, and the client closes the store by itself once the last such
+// handler has returned (until then its writes are still answered).
+// Close is idempotent: a later call waits, bounded by its own ctx, for
+// that same end and returns the same result.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	first := !c.closed
@@ -132,19 +139,29 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	if first {
 		c.counter.stop()
+		// The drain, bounded by ctx; release waits for the rest.
+		_ = c.worker.Close(ctx)
+		go c.release()
 	}
-	err := c.worker.Close(ctx) // a later call waits for the first's drain
-	if ctx.Err() != nil {
-		// The worker may have been left to finish in the background:
-		// its handlers may still write through the store.
-		if !first {
-			return context.Cause(ctx)
-		}
-		return err
+	select {
+	case <-c.released: // preferred when ctx has ended too
+		return c.closeErr
+	default:
 	}
-	c.store.Close() // idempotent
-	if !first {
-		return nil
+	select {
+	case <-c.released:
+		return c.closeErr
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	return err
+}
+
+// release closes the store once the worker has stopped: a later
+// worker.Close waits, with no bound of its own, for the handlers the
+// first one left running, so this goroutine ends when the last of them
+// returns. Only the first Close starts it.
+func (c *Client) release() {
+	c.closeErr = c.worker.Close(context.Background())
+	c.store.Close()
+	close(c.released)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -268,25 +269,78 @@ func TestWritesAfterCloseAreErrClosed(t *testing.T) {
 	require.ErrorIs(t, err, kvledger.ErrClosed, "a write through Ledger()")
 }
 
-// A Close whose ctx ended before the worker was done leaves the store
-// open (a handler that ignores its cancelled context may still write);
-// a later Close closes it. It used to return nil at once, leaving the
-// store, and its reply subscription, until the connection closed.
-func TestCloseAgainClosesTheStore(t *testing.T) {
+// stuckClient is a started client whose one handler ignores its
+// cancelled context: it runs until the returned release is called
+// (idempotent, also called by t.Cleanup), and has started when
+// stuckClient returns.
+func stuckClient(t *testing.T) (*tasks.Client, func()) {
+	t.Helper()
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 20*time.Second)
-	c, err := tasks.NewClient(ctx, n.JS, tasks.Config{})
+	c, err := tasks.NewClient(ctx, n.JS, tasks.Config{DrainTimeout: -1})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	ended, cancel := context.WithCancel(ctx)
+	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(func() {
+		release()
+		require.NoError(t, c.Close(natstest.Context(t, 20*time.Second)))
+	})
+	require.NoError(t, tasks.AddWorker(c, func(context.Context, *tasks.Task[bigArgs]) error {
+		started <- struct{}{}
+		<-unblock // ignores its context
+		return nil
+	}))
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Submit(ctx, bigArgs{ID: 1}, nil)
+	require.NoError(t, err)
+	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+	return c, release
+}
+
+// ledgerClosed reports whether a write through c.Ledger() is refused
+// because the store is closed.
+func ledgerClosed(t *testing.T, c *tasks.Client) bool {
+	t.Helper()
+	ctx := natstest.Context(t, 10*time.Second)
+	_, err := c.Ledger().Submit(ctx, "someone", kvledger.Submission{Key: "probe", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)})
+	if err != nil && !errors.Is(err, kvledger.ErrClosed) {
+		require.NoError(t, err)
+	}
+	return errors.Is(err, kvledger.ErrClosed)
+}
+
+// A Close whose ctx ended while a handler ignored its cancelled context
+// returns ctx's error and leaves the store open to that handler; the
+// client closes the store by itself once the handler returns, with no
+// second Close. It used to stay open until a second Close, and with it
+// the store's reply subscription, until the connection closed.
+func TestCloseWithEndedCtxClosesTheStoreWhenTheHandlerReturns(t *testing.T) {
+	c, release := stuckClient(t)
+	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	require.ErrorIs(t, c.Close(ended), context.Canceled)
-	direct := kvledger.Submission{Key: "direct", Seq: 1, Kind: "big", Task: json.RawMessage(`{}`)}
-	_, err = c.Ledger().Submit(ctx, "someone", direct)
-	require.NoError(t, err, "the store stays open for a worker left to finish")
+	require.False(t, ledgerClosed(t, c), "the store stays open while the handler runs")
 
-	require.NoError(t, c.Close(ctx))
-	direct.Key = "after"
-	_, err = c.Ledger().Submit(ctx, "someone", direct)
-	require.ErrorIs(t, err, kvledger.ErrClosed, "closed by the second Close")
+	release()
+	natstest.Eventually(t, 10*time.Second, func() bool { return ledgerClosed(t, c) }, "the store closes once the handler returned")
+}
+
+// A later Close waits, bounded by its own ctx, for what the first one
+// left running, and then returns nil with the store closed.
+func TestCloseAgainWaitsForTheHandler(t *testing.T) {
+	c, release := stuckClient(t)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, c.Close(ended), context.Canceled)
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	require.ErrorIs(t, c.Close(short), context.DeadlineExceeded, "the handler still runs")
+	require.False(t, ledgerClosed(t, c))
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(natstest.Context(t, 20*time.Second)) }()
+	release()
+	require.NoError(t, natstest.Recv(t, closed, 20*time.Second, "Close returns once the handler returned"))
+	require.True(t, ledgerClosed(t, c), "closed when Close returned")
 }

@@ -56,6 +56,9 @@ func TestClaimAheadStartsByPriority(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		return e.claimedBy("low", w.Owner()) && e.claimedBy("high", w.Owner())
 	}, "claimed ahead while a runs")
+	// The ledger shows a claim before its answer reaches the worker: wait
+	// for both to queue, or the slot may go to the only one queued yet.
+	natstest.Eventually(t, 10*time.Second, func() bool { return worker.Ahead(w) == 2 }, "both wait for the handler slot")
 	require.Equal(t, e.state("a").Lease, e.state("high").Lease, "claimed under the worker's one lease")
 	require.Equal(t, kvledger.StatusPending, e.state("beyond").Status, "beyond the window")
 	require.EqualValues(t, 1, w.Stats().Started)
@@ -129,7 +132,7 @@ func TestClaimAheadGivenBackOnClose(t *testing.T) {
 func TestClaimAheadCancelledWhileWaiting(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	obs := &recordingObserver{next: worker.SlogObserver(slog.New(slog.DiscardHandler))}
+	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	started, gate := make(chan kvledger.IdempotencyKey, 4), make(chan struct{})
 	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, Observer: obs}, gatedHandler(t, "k", started, gate))
 	e.submit(kvledger.Submission{Key: "a", Kind: "k"})

@@ -40,7 +40,7 @@ func TestTakeoverAtLastAttemptFails(t *testing.T) {
 	fenceA := e.state("job").Fence
 
 	var ranB atomic.Int64
-	obs := &recordingObserver{next: worker.SlogObserver(slog.New(slog.DiscardHandler))}
+	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B", Observer: obs}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			ranB.Add(1)
@@ -71,7 +71,7 @@ func TestTakeoverAtLastAttemptFails(t *testing.T) {
 func TestObserverSeesDrainRelease(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
-	obs := &recordingObserver{next: worker.SlogObserver(slog.New(slog.DiscardHandler))}
+	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	started := make(chan struct{}, 1)
 	nc := natstest.Connect(t, n.Server)
 	js := natstest.JetStream(t, nc)

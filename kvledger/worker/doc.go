@@ -296,8 +296,9 @@
 // as many exist as attempts ran at once.) Close then stops the
 // watches; every goroutine of the worker has ended when it returns
 // (a handler that ignores its cancelled context is waited for as long
-// as Close's ctx allows). Another worker starts a released task as soon
-// as its watch delivers the release.
+// as Close's ctx allows: when ctx ends first, Close returns its cause,
+// and a later Close waits for that handler to return). Another worker
+// starts a released task as soon as its watch delivers the release.
 //
 // # Metrics
 //

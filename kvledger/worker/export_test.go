@@ -27,3 +27,12 @@ func GroupRoom(w *Worker, group string) int {
 	defer w.mu.Unlock()
 	return w.ix.room(w.ix.groups[group])
 }
+
+// Ahead is how many claimed attempts wait for a handler slot: a claim
+// the ledger shows may not have reached this queue yet (its answer is
+// still on its way to the worker).
+func Ahead(w *Worker) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ahead)
+}

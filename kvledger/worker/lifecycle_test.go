@@ -220,3 +220,44 @@ func TestScheduleRunsMissedPeriodsOnce(t *testing.T) {
 	}))
 	require.LessOrEqual(t, len(keys), 5, "the skipped minute was admitted once: %v", keys)
 }
+
+// A Close whose ctx ends while a handler ignores its cancelled context
+// returns ctx's cause with the worker drained (Done); a later Close
+// waits, bounded by its own ctx, for that handler, and returns nil once
+// it has returned. It used to return at once, with the handler's
+// goroutine still running.
+func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	w := e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
+			started <- struct{}{}
+			<-unblock // ignores its context
+			return nil
+		}))
+	})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the worker's Close
+	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
+	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, w.Close(ended), context.Canceled)
+	select {
+	case <-w.Done():
+	default:
+		t.Fatal("Done is not closed when the first Close has returned")
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	require.ErrorIs(t, w.Close(short), context.DeadlineExceeded, "the handler still runs")
+
+	closed := make(chan error, 1)
+	go func() { closed <- closeWorker(w) }()
+	release()
+	require.NoError(t, natstest.Recv(t, closed, 20*time.Second, "Close returns once the handler returned"))
+	require.Equal(t, kvledger.StatusPending, e.state("stuck").Status, "released by the drain")
+}

@@ -79,28 +79,43 @@ type Observer interface {
 	OnFinish(ctx context.Context, e Event)
 }
 
-// SlogObserver logs every attempt's finish at Info (Warn for failures,
-// losses and retries) and starts at Debug.
-func SlogObserver(l *slog.Logger) Observer { return slogObserver{l} }
-
-type slogObserver struct{ l *slog.Logger }
-
-func (o slogObserver) OnStart(ctx context.Context, e Event) {
-	o.l.DebugContext(ctx, "task started", "key", string(e.Key), "kind", e.Kind, "attempt", e.Attempt, "fence", uint64(e.Fence))
+// SlogObserver logs every attempt to Logger (default slog.Default()),
+// with the shape of kvlock.SlogObserver: starts at Debug, finishes at
+// Level (default Info), and failures, retries, losses and give-backs at
+// Warn. Its zero value is ready to use.
+type SlogObserver struct {
+	Logger *slog.Logger
+	Level  slog.Level
 }
 
-func (o slogObserver) OnFinish(ctx context.Context, e Event) {
-	level := slog.LevelInfo
-	if e.Result != ResultCompleted && e.Result != ResultReleased || isGiveBack(e.Err) {
-		level = slog.LevelWarn // a give-back is a fault of this worker's
+func (o SlogObserver) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
 	}
-	attrs := []any{"key", string(e.Key), "kind", e.Kind, "attempt", e.Attempt, "fence", uint64(e.Fence),
-		"result", string(e.Result), "duration", e.Duration}
+	return o.Logger
+}
+
+// OnStart logs e at Debug.
+func (o SlogObserver) OnStart(ctx context.Context, e Event) {
+	o.logger().LogAttrs(ctx, slog.LevelDebug, "worker: task started",
+		slog.String("key", string(e.Key)), slog.String("kind", e.Kind), slog.Int("attempt", e.Attempt), slog.Uint64("fence", uint64(e.Fence)))
+}
+
+// OnFinish logs e at Level, or at Warn when the attempt went wrong.
+func (o SlogObserver) OnFinish(ctx context.Context, e Event) {
+	lvl := o.Level
+	if e.Result != ResultCompleted && e.Result != ResultReleased || isGiveBack(e.Err) {
+		lvl = slog.LevelWarn // a give-back is a fault of this worker's
+	}
+	attrs := []slog.Attr{
+		slog.String("key", string(e.Key)), slog.String("kind", e.Kind), slog.Int("attempt", e.Attempt), slog.Uint64("fence", uint64(e.Fence)),
+		slog.String("result", string(e.Result)), slog.Duration("took", e.Duration),
+	}
 	if e.Err != nil {
-		attrs = append(attrs, "err", e.Err.Error())
+		attrs = append(attrs, slog.Any("err", e.Err))
 	}
 	if !e.RunAt.IsZero() {
-		attrs = append(attrs, "run_at", e.RunAt)
+		attrs = append(attrs, slog.Time("run_at", e.RunAt))
 	}
-	o.l.Log(ctx, level, "task finished", attrs...)
+	o.logger().LogAttrs(ctx, lvl, "worker: task finished", attrs...)
 }

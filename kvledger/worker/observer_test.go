@@ -43,7 +43,7 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
 	var logs natstest.SyncBuffer
-	obs := &recordingObserver{next: worker.SlogObserver(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}
+	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}}
 	w := e.worker(worker.Config{Observer: obs, MaxAttempts: 2}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("once-flaky", func(ctx context.Context, task *worker.Task) error {
 			if task.Attempt() == 1 {
@@ -70,4 +70,36 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	require.Contains(t, out, "task started")
 	require.Contains(t, out, "result=retried")
 	require.Contains(t, out, "result=completed")
+}
+
+// SlogObserver has kvlock.SlogObserver's shape: its zero value logs to
+// slog.Default() (it used to be a function whose nil logger panicked on
+// the first attempt), finishes at Level, starts at Debug, and what went
+// wrong at Warn.
+func TestSlogObserverLevels(t *testing.T) {
+	ctx := context.Background()
+	require.NotPanics(t, func() { worker.SlogObserver{}.OnStart(ctx, worker.Event{Key: "k", Kind: "job"}) })
+
+	var logs natstest.SyncBuffer
+	o := worker.SlogObserver{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Level: slog.LevelDebug}
+	var _ worker.Observer = o
+	line := func(f func()) string {
+		before := len(logs.String())
+		f()
+		return logs.String()[before:]
+	}
+	ev := worker.Event{Key: "k", Kind: "job", Attempt: 1, Fence: 7, Duration: time.Second}
+	require.Contains(t, line(func() { o.OnStart(ctx, ev) }), `level=DEBUG msg="worker: task started" key=k kind=job attempt=1 fence=7`)
+	done := ev
+	done.Result = worker.ResultCompleted
+	require.Contains(t, line(func() { o.OnFinish(ctx, done) }), `level=DEBUG msg="worker: task finished" key=k kind=job attempt=1 fence=7 result=completed took=1s`)
+	retried := ev
+	retried.Result, retried.Err, retried.RunAt = worker.ResultRetried, errors.New("boom"), time.Unix(0, 0).UTC()
+	require.Contains(t, line(func() { o.OnFinish(ctx, retried) }), `level=WARN msg="worker: task finished" key=k kind=job attempt=1 fence=7 result=retried took=1s err=boom run_at=1970-01-01T00:00:00.000Z`)
+	given := ev
+	given.Result, given.Err = worker.ResultReleased, worker.GiveBack(errors.New("no GPU"))
+	require.Contains(t, line(func() { o.OnFinish(ctx, given) }), "level=WARN")
+	released := ev
+	released.Result = worker.ResultReleased
+	require.Contains(t, line(func() { o.OnFinish(ctx, released) }), "level=DEBUG")
 }

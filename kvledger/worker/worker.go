@@ -84,8 +84,14 @@ type Worker struct {
 
 	stats     counters
 	closeOnce sync.Once
-	closeErr  error
-	done      chan struct{}
+	done      chan struct{} // closed by the first Close once it drained the worker (Done)
+	// attemptsEnded is closed by windDown once every attempt goroutine
+	// and the collector have ended: a handler that ignored its cancelled
+	// context past Close's ctx included. stopped is closed, and closeErr
+	// set, once the lease manager the worker made is closed too.
+	attemptsEnded chan struct{}
+	stopped       chan struct{}
+	closeErr      error
 }
 
 // New returns a worker for the ledger l, whose store must push changes
@@ -123,6 +129,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		done:        make(chan struct{}),
 	}
 	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
+	w.attemptsEnded, w.stopped = make(chan struct{}), make(chan struct{})
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
@@ -249,8 +256,10 @@ func (w *Worker) Stats() Stats {
 	}
 }
 
-// Done is closed when Close has finished, also the Close the worker
-// makes itself when its record or lease watch ends for good.
+// Done is closed when Close has drained the worker, also the Close the
+// worker makes itself when its record or lease watch ends for good: it
+// claims no more and has given back its claims. A handler that ignores
+// its cancelled context may still be running then; Close waits for it.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Close drains the worker: it stops claiming and gives back at once the
@@ -260,9 +269,16 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 // counted) so other workers start them at once; it waits for the
 // outcomes already sent to be settled; then it deletes the worker's
 // lease (a claim it could not release is free for takeover at once),
-// stops the watches and, if it made it, the lease manager. ctx bounds
-// the wait for handlers that ignore their cancelled context. Close is
-// idempotent.
+// stops the watches and, if it made it, the lease manager. Every
+// goroutine of the worker has ended when it returns nil or the error of
+// a watch that ended.
+//
+// ctx bounds how long Close waits, not what it does: when ctx ends
+// first (a handler ignores its cancelled context), Close returns ctx's
+// cause with that handler still running, its claim released. Close is
+// idempotent: a later call waits, bounded by its own ctx, for the last
+// such handler to return and returns the same result as every call
+// that saw the worker stopped.
 func (w *Worker) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
 		w.mu.Lock()
@@ -289,31 +305,61 @@ func (w *Worker) Close(ctx context.Context) error {
 				w.releaseWorkerLease(g)
 			}
 			w.stopWatches()
-			select { // the attempt goroutines, parked or finishing
-			case <-doneOf(&w.pool):
-			case <-ctx.Done():
-			}
-		}
-		var errs []error
-		if w.ownsMgr {
-			if err := w.leases.Close(ctx); err != nil {
-				errs = append(errs, err)
-			}
 		}
 		w.mu.Lock()
-		if w.fatal != nil {
-			errs = append(errs, w.fatal)
-		}
+		collected := w.collected
 		w.mu.Unlock()
-		w.closeErr = errors.Join(errs...)
+		go w.windDown(collected)
+		select { // the attempt goroutines, parked or finishing
+		case <-w.attemptsEnded:
+		case <-ctx.Done():
+		}
+		if w.ownsMgr {
+			// Its shutdown starts now even with handlers left running:
+			// the group slots they hold are released with it. windDown
+			// waits for its end and reports its error.
+			_ = w.leases.Close(ctx)
+		}
 		close(w.done)
 	})
 	select {
-	case <-w.done:
+	case <-w.stopped: // preferred when ctx has ended too
+		return w.closeErr
+	default:
+	}
+	select {
+	case <-w.stopped:
 		return w.closeErr
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// windDown is the end of Close that waits for no ctx: once the attempt
+// goroutines (parked or finishing a handler that outlived Close's ctx)
+// and the collector (nil when it never started) have ended, it closes
+// attemptsEnded, waits for the end of the lease manager the worker made
+// (whose shutdown Close started; its own operation bounds limit it),
+// and closes stopped. Only Close starts it, once.
+func (w *Worker) windDown(collected <-chan struct{}) {
+	w.pool.Wait()
+	if collected != nil {
+		<-collected
+	}
+	close(w.attemptsEnded)
+	var errs []error
+	if w.ownsMgr {
+		if err := w.leases.Close(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	w.mu.Lock()
+	if w.fatal != nil {
+		errs = append(errs, w.fatal)
+	}
+	w.mu.Unlock()
+	w.closeErr = errors.Join(errs...)
+	close(w.stopped)
 }
 
 // drain waits for running handlers up to DrainTimeout, then releases
