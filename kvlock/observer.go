@@ -60,7 +60,7 @@ type Observer interface {
 }
 
 // SlogObserver logs every event to Logger: acquisitions, renewals and
-// releases at Level (default Debug) and losses and failed operations at
+// releases at Level (the zero value, Info, by default) and losses and failed operations at
 // Warn.
 type SlogObserver struct {
 	Logger *slog.Logger
