@@ -59,9 +59,9 @@ type Observer interface {
 	OnLost(ctx context.Context, e Event)
 }
 
-// SlogObserver logs every event to Logger: acquisitions, renewals and
-// releases at Level (the zero value, Info, by default) and losses and failed operations at
-// Warn.
+// SlogObserver logs every event to Logger (nil: slog.Default()):
+// acquisitions, renewals and releases at Level (default Info, the zero
+// Level) and losses and failed operations at Warn.
 type SlogObserver struct {
 	Logger *slog.Logger
 	Level  slog.Level
