@@ -348,10 +348,9 @@ func (f *ledgerFloor) admitBatched(b *testing.B, round string, count int) {
 	if f.logged {
 		hdr = nats.Header{kvledger.EventHeader: []string{"ledger.pending"}}
 	}
-	size := envInt(b, "NATSCOORD_BENCH_FLOOR_BATCH", kvx.MaxBatch)
 	for s, ks := range keys {
-		for i := 0; i < len(ks); i += size {
-			part := ks[i:min(i+size, len(ks))]
+		for i := 0; i < len(ks); i += kvx.MaxBatch {
+			part := ks[i:min(i+kvx.MaxBatch, len(ks))]
 			values, hdrs := make([][]byte, len(part)), make([]nats.Header, len(part))
 			for j := range part {
 				values[j], hdrs[j] = value, hdr
