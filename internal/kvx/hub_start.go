@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,17 +92,11 @@ func (h *Hub) beginStartLocked(filter []string) *hubStart {
 // meanwhile, or stops when idle and nobody waits for it any more.
 func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withView bool, covered int, opts []jetstream.WatchOpt) {
 	d := OpTimeoutOf(h.b.js)
-	var overran atomic.Bool
-	t := time.AfterFunc(d, func() {
-		overran.Store(true)
-		st.cancel()
-	})
+	t := time.AfterFunc(d, st.cancel)
 	w, err := h.watchOpen(wctx, filter, opts...)
-	if !t.Stop() && err == nil {
-		// Started as the bound ran out: its context is cancelled, so
-		// nats.go ends it.
-		err = context.DeadlineExceeded
-	}
+	// Once the timer fired the watch's context is cancelled: nats.go
+	// ends a watch that started all the same.
+	overran := !t.Stop()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer close(st.done)
@@ -113,9 +106,9 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 		st.cancel() // nats.go ends a watch that started
 		st.err = ErrHubClosed
 		return
-	case err != nil:
+	case err != nil || overran:
 		st.cancel()
-		if overran.Load() {
+		if overran {
 			err = fmt.Errorf("not started within the op timeout (%v): %w", d, context.DeadlineExceeded)
 		}
 		st.err = fmt.Errorf("kvx: watch %q: %w", h.patterns, err)

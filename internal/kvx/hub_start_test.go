@@ -130,3 +130,21 @@ func TestHubCloseBoundedByOpTimeout(t *testing.T) {
 	_, open := <-s.C()
 	require.False(t, open, "Close released the subscriber")
 }
+
+// A hub that stops when idle keeps no watch whose every caller gave up
+// before it started: the start's consumer goes, and nothing runs.
+func TestHubStartNobodyWaitsForOnAnIdleHub(t *testing.T) {
+	n := natstest.WithServer(t)
+	h, p, b := stalledHub(t, n)
+	h.StopWhenIdle()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := h.Subscribe(ctx, "k")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, b.Name()) == 1 },
+		"the start's request reaches the server")
+	p.Stall(false)
+	natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, b.Name()) == 0 },
+		"the abandoned start's consumer is deleted")
+	require.False(t, h.Running())
+}
