@@ -17,15 +17,18 @@ import (
 // wait, which ignores the JetStream handle's timeout. Callers that need
 // the watch (Subscribe, Feed, FeedKeys, SyncTo) wait for the one start
 // in progress, each within its own ctx: a caller whose ctx ends first
-// gets ctx's error while the start goes on for the others, and the next
-// caller finds the watch running.
+// gets ctx's error while the start goes on for the others and for later
+// callers (a hub that stops when idle drops a watch that started with
+// nobody waiting for it).
 //
-// A start that fails is its callers' error, returned, never retried here
-// and never turned into anything else: kvlease (acquire's wait, View's
-// Subscribe, SyncTo, SyncLatest and Feed), kvlock's fair waits and
-// Observe, kvledger's record feeds and the worker's lease feed all return
-// it to their own callers, and kvlease's wait reports it as it is unless
-// the caller's wait had run out (wait.go's waitErr).
+// A start that fails is its callers' error, never retried here and never
+// turned into anything else. kvlease returns it (View's Subscribe,
+// SyncTo, SyncLatest, Feed and FeedKeys; an acquisition's wait as it is,
+// unless the caller's wait had run out: wait.go's waitErr); kvlock's fair
+// waits return it, their view syncs after trying again on the Retry
+// policy (syncView); Election.Observe logs it and closes its channel, its
+// documented end (call Observe again); kvledger's record watches and the
+// worker's lease feed return it.
 
 // hubStart is one start of the hub's watch in progress.
 type hubStart struct {
