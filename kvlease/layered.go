@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
 )
@@ -13,9 +14,8 @@ import (
 // lease go through its Proof. The one exception is kvlock's election
 // record (the leader's value beside the election's lease): kvlock reads
 // the two keys through a View's feed (Observe) and deletes an ended
-// election's record (a marker conditioned on the revision it read)
-// through its own kvx.Bucket of the same bucket, its only use of it, since
-// no live lease guards that delete.
+// election's record with DeleteKeyAt (a marker conditioned on the
+// revision it wrote), since no live lease guards that delete.
 
 // DecodeHolder decodes a stored lease value (as `nats kv get` shows it)
 // into its Holder; Revision is left 0. Any value a Manager writes decodes;
@@ -111,4 +111,26 @@ func (m *Manager) ReadKey(ctx context.Context, key string) (value []byte, revisi
 		return nil, 0, false, fmt.Errorf("kvlease: read %q: %w", key, err)
 	}
 	return e.Value, e.Revision, true, nil
+}
+
+// DeleteKeyAt deletes a data key of the bucket (a raw key outside every
+// lease family: a record a layer keeps next to a lease) only while its
+// last revision is rev, leaving a delete marker that expires after
+// markerTTL (0: it stays). deleted is false (err nil) when the key has
+// moved on from rev: a newer record is never removed. The write is
+// bounded by OpTimeout when ctx has no deadline.
+func (m *Manager) DeleteKeyAt(ctx context.Context, key string, rev uint64, markerTTL time.Duration) (deleted bool, err error) {
+	if err := m.checkDataKey(key); err != nil {
+		return false, err
+	}
+	octx, cancel := m.opCtx(ctx)
+	defer cancel()
+	_, err = m.b.DeleteTTL(octx, key, rev, markerTTL)
+	switch {
+	case err == nil:
+		return true, nil
+	case kvx.IsConflict(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("kvlease: delete %q: %w", key, closedErr(err))
 }

@@ -47,3 +47,23 @@ func TestStalledConnectionBoundedByOperationTimeout(t *testing.T) {
 		require.Less(t, took, bound, "%s must be bounded by OpTimeout", name)
 	}
 }
+
+// A view's first Subscribe starts the manager's watch: on a stalled
+// connection it returns when its ctx ends (or the bucket's op timeout
+// passes), not after nats.go's own request wait (5 s).
+func TestViewSubscribeOnAStalledConnectionEndsWithItsCtx(t *testing.T) {
+	n := natstest.WithServer(t)
+	p, js := natstest.ThroughProxy(t, n)
+	m := newManager(t, js, kvlease.Config{})
+	v, err := m.View("jobs")
+	require.NoError(t, err)
+	p.Stall(true)
+	t.Cleanup(func() { p.Stall(false) }) // before the manager's Close
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = v.Subscribe(ctx, "jobs.a")
+	took := time.Since(start)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, took, 3*time.Second, "Subscribe waited out nats.go's request wait")
+}

@@ -170,9 +170,7 @@ const recordMarkerTTL = time.Second
 // removed. Failure is logged, not returned: readers ignore a record whose
 // owner does not hold the lease, so a leftover is stale, never wrong.
 func (e *Election) dropRecord(ctx context.Context, rev uint64) {
-	octx, cancel := e.l.opt.Bound(ctx)
-	defer cancel()
-	if _, err := e.l.b.DeleteTTL(octx, e.value, rev, recordMarkerTTL); err != nil && !kvx.IsConflict(err) {
+	if _, err := e.l.m.DeleteKeyAt(ctx, e.value, rev, recordMarkerTTL); err != nil {
 		e.l.log.Debug("kvlock: removing election record", "election", e.name, "err", err)
 	}
 }

@@ -153,13 +153,15 @@ func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
 // syncView syncs the queue's view to rev, each try bounded by OpTimeout
 // and tried again on the Retry policy, within ctx, when it timed out. A
 // sync's first try starts the manager's watch: on a loaded replicated
-// bucket creating its consumer can take longer than one try's bound
-// (nats.go gives it 5 s of its own), which is transient, not a failure of
-// the acquisition (TestClusterR3CASPaths met it once in 90 runs at load
-// 9). A sync only reads, so trying again cannot change the bucket; the
-// consumer of a try that went unanswered has no subscriber and the
-// server removes it. The breaker counts the tries but does not gate them:
-// they are steps of an acquisition it has already let through.
+// bucket creating its consumer can take longer than one try's bound,
+// which is transient, not a failure of the acquisition
+// (TestClusterR3CASPaths met it once in 90 runs at load 9). A sync only
+// reads, so trying again cannot change the bucket; a try whose bound
+// ends leaves the start going on (the hub starts its watch in a
+// goroutine of its own, bounded by the JetStream handle's timeout), and
+// the next try waits for that same start. The breaker counts the tries
+// but does not gate them: they are steps of an acquisition it has
+// already let through.
 func (l *Locker) syncView(ctx context.Context, rev uint64) error {
 	return l.retryHeld(ctx, transientAcquire, func() error {
 		octx, cancel := l.opt.Bound(ctx)

@@ -31,9 +31,6 @@ type Locker struct {
 	// of the bucket (one consumer per Locker), which it turns into a view
 	// at the first fair wait or Observe only.
 	view *kvlease.View
-	// b serves the removal of election records, which are kvlock's own
-	// keys beside its leases.
-	b *kvx.Bucket
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -81,13 +78,6 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 		}
 		return nil, fmt.Errorf("kvlock: %w", err)
 	}
-	b, err := kvx.Bind(ctx, js, m.Bucket(), true)
-	if err != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
-		defer cancel()
-		_ = m.Close(cctx)
-		return nil, fmt.Errorf("kvlock: %w", err)
-	}
 	view, err := m.View(cfg.Name)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.OpTimeout)
@@ -97,7 +87,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Locker, erro
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	return &Locker{
-		cfg: cfg, m: m, b: b, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
+		cfg: cfg, m: m, log: cfg.Logger, opt: kvx.NewOpTimeout(cfg.OpTimeout),
 		view: view,
 		ctx:  lctx, cancel: cancel, done: make(chan struct{}), brk: newBreaker(cfg),
 	}, nil
@@ -141,7 +131,6 @@ func (l *Locker) Close(ctx context.Context) error {
 			l.wgShut = true
 			l.wgMu.Unlock()
 			l.wg.Wait()
-			l.b.Close() // nothing of the Locker writes any more
 			l.closeErr = mapErr(err)
 			close(l.done)
 		}()

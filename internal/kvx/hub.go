@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -32,6 +33,9 @@ type Hub struct {
 	done    chan struct{} // closed when the current watch goroutine ends
 	closed  bool
 	running bool
+	// starting is the watch start in progress, nil when none: its
+	// request runs without the hub's lock (hub_start.go).
+	starting *hubStart
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -145,18 +149,22 @@ func (h *Hub) Running() bool {
 var ErrHubClosed = fmt.Errorf("kvx: hub closed")
 
 // Subscribe registers interest in keys and returns once the hub's watch is
-// live.
+// live. Starting the watch takes a request (hub_start.go): Subscribe waits
+// for it at most until ctx ends, and then returns ctx's error.
 func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return nil, ErrHubClosed
-	}
-	if h.maxFilter > 0 {
-		return nil, errFiltering
-	}
-	if !h.running {
-		if err := h.startLocked(ctx); err != nil {
+	for {
+		if h.closed {
+			return nil, ErrHubClosed
+		}
+		if h.maxFilter > 0 {
+			return nil, errFiltering
+		}
+		if h.running {
+			break
+		}
+		if err := h.awaitStartLocked(ctx, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -174,36 +182,13 @@ func (h *Hub) Subscribe(ctx context.Context, keys ...string) (*Sub, error) {
 	return s, nil
 }
 
-func (h *Hub) startLocked(ctx context.Context) error {
-	// The watch outlives the subscriber's ctx: it belongs to the hub.
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var opts []jetstream.WatchOpt
-	if h.view == nil {
-		opts = append(opts, jetstream.UpdatesOnly())
-	} else {
-		h.view.reset() // a new watch rebuilds the view from its initial values
-		h.view.covered = len(h.view.prefixes)
-	}
-	w, err := h.watchOpen(wctx, opts...)
-	if err != nil {
-		cancel()
-		return fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
-	}
-	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
-	h.viewWatch = h.view != nil
-	h.seen = newSeenKeys()
-	h.done = make(chan struct{})
-	h.gen++
-	go h.run(w, h.done, cancel, h.gen)
-	return nil
-}
-
 // watchOpen starts a watch of the hub's patterns, or of the keys of
-// its filter. WatchFiltered rewrites the slice it is given into subjects
-// in place, so it gets a copy: the hub's own lists serve every restart.
-func (h *Hub) watchOpen(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
-	if h.filter != nil {
-		return h.b.kv.WatchFiltered(ctx, slices.Clone(h.filter), opts...)
+// filter (nil: the patterns). WatchFiltered rewrites the slice it is
+// given into subjects in place, so it gets a copy: the hub's own lists
+// serve every restart.
+func (h *Hub) watchOpen(ctx context.Context, filter []string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if filter != nil {
+		return h.b.kv.WatchFiltered(ctx, slices.Clone(filter), opts...)
 	}
 	if len(h.patterns) == 1 {
 		return h.b.kv.Watch(ctx, h.patterns[0], opts...)
@@ -230,11 +215,8 @@ func (h *Hub) stopLocked() (stop func()) {
 	if h.view != nil {
 		h.view.reset()
 	}
-	return func() {
-		_ = w.Stop()
-		cancel()
-		<-done
-	}
+	d := OpTimeoutOf(h.b.js)
+	return func() { _ = endWatch(w, cancel, done, d) }
 }
 
 // idleStopLocked takes the watch off a StopWhenIdle hub that no one
@@ -356,7 +338,10 @@ func (s *Sub) offer(e Entry) {
 }
 
 // Close stops the watch and waits for its goroutine. Subscribers' channels
-// are closed. It is idempotent.
+// are closed. A start in progress is abandoned (its request cancelled)
+// and waited for. Close waits at most the bucket's op timeout
+// (OpTimeoutOf) for the delete of the watch's consumer (endWatch). It
+// is idempotent.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -368,17 +353,46 @@ func (h *Hub) Close() error {
 		f.endLocked()
 	}
 	clear(h.feeds)
+	st := h.starting
+	if st != nil {
+		st.cancel() // the start finds the hub closed and keeps nothing
+	}
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running
+	h.mu.Unlock()
+	if st != nil {
+		<-st.done
+	}
 	if !running {
 		// A watch stopped for a successor may still be draining.
-		h.mu.Unlock()
 		if done != nil {
 			<-done
 		}
 		return nil
 	}
-	h.mu.Unlock()
-	err := w.Stop()
+	return endWatch(w, cancel, done, OpTimeoutOf(h.b.js))
+}
+
+// endWatch ends a watch the hub has let go of: it stops w (its
+// subscription ends at once, then its consumer is deleted by a request),
+// cancels its context and waits for its goroutine (done). nats.go's
+// KeyWatcher.Stop takes no context: its delete request is bounded by
+// nats.go's own request wait (5 s, whatever the JetStream handle's
+// timeout), so endWatch waits for it at most d, the bucket's op timeout,
+// and then reports the delete unanswered and returns. The subscription
+// has ended by then (the watch's goroutine is waited for); the Stop
+// goroutine ends with nats.go's wait, and the server removes an
+// ephemeral consumer whose subscriber left by itself.
+func endWatch(w jetstream.KeyWatcher, cancel context.CancelFunc, done <-chan struct{}, d time.Duration) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-stopped:
+	case <-t.C:
+		err = fmt.Errorf("kvx: deleting the watch's consumer: no answer within %v: %w", d, context.DeadlineExceeded)
+	}
 	cancel()
 	<-done
 	return err

@@ -135,8 +135,11 @@ func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, 
 		}
 		want := h.wantFilterLocked(keys)
 		if !h.running {
-			h.filter = want
-			break
+			// A failed start ends the feeds waiting for it (start).
+			if err := h.awaitStartLocked(ctx, want); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if h.viewCoveredLocked() && covers(h.filter, want) {
 			break
@@ -147,18 +150,6 @@ func (h *Hub) feed(ctx context.Context, prefix string, match func(string) bool, 
 		h.mu.Unlock()
 		stop()
 		h.mu.Lock()
-	}
-	if !h.running {
-		if err := h.startLocked(ctx); err != nil {
-			// The feeds of a watch this call stopped to widen it have
-			// no watch behind them now: they end, as when a watch ends
-			// by itself, rather than wait for changes that never come.
-			for o := range h.feeds {
-				o.endLocked()
-				delete(h.feeds, o)
-			}
-			return nil, err
-		}
 	}
 	f := &Feed{h: h, prefix: viewPrefix(prefix), match: match, keys: keys, max: max(limit, 1), lagged: true,
 		wake: make(chan struct{}, 1)}

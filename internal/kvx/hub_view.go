@@ -156,17 +156,19 @@ func (h *Hub) SyncTo(ctx context.Context, rev uint64) error {
 			// The watch was started without the view's keys: restart it
 			// with their current values.
 			// Stopping it deletes its consumer, a request bounded by
-			// the JetStream handle's timeout.
+			// the bucket's op timeout (endWatch).
 			stop := h.stopLocked()
 			h.mu.Unlock()
 			stop()
 			continue
 		}
 		if !h.running {
-			if err := h.startLocked(ctx); err != nil {
-				h.mu.Unlock()
+			err := h.awaitStartLocked(ctx, nil)
+			h.mu.Unlock()
+			if err != nil {
 				return err
 			}
+			continue
 		}
 		v := h.view
 		if v.ready && v.applied >= rev {

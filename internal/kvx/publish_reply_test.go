@@ -171,6 +171,9 @@ func TestRepliesEndWithTheConnection(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a write waiting when its connection closed was not ended")
 	}
+	// A write after the end is refused with the connection's error.
+	_, _, err = b.post(&nats.Msg{Subject: "silent"})
+	require.ErrorIs(t, err, nats.ErrConnectionClosed)
 }
 
 // TestRepliesRefuseASubscriptionEndedBeforeItsHandler: nats.go runs a

@@ -1,0 +1,141 @@
+package kvx
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Starting a hub's watch creates its ordered consumer: a request to the
+// server. It runs in a goroutine of the hub, without the hub's lock, so
+// that a slow start stalls no other caller of the hub (Running, a Sub's
+// Close, the view's reads, a running feed's Take), and it is bounded by
+// the bucket's op timeout (OpTimeoutOf), not by nats.go's own request
+// wait, which ignores the JetStream handle's timeout. Callers that need
+// the watch (Subscribe, Feed, FeedKeys, SyncTo) wait for the one start
+// in progress, each within its own ctx: a caller whose ctx ends first
+// gets ctx's error while the start goes on for the others and for later
+// callers (a hub that stops when idle drops a watch that started with
+// nobody waiting for it).
+//
+// A start that fails is its callers' error, never retried here and never
+// turned into anything else. kvlease returns it (View's Subscribe,
+// SyncTo, SyncLatest, Feed and FeedKeys; an acquisition's wait as it is,
+// unless the caller's wait had run out: wait.go's waitErr); kvlock's fair
+// waits return it, their view syncs after trying again on the Retry
+// policy (syncView); Election.Observe logs it and closes its channel, its
+// documented end (call Observe again); kvledger's record watches and the
+// worker's lease feed return it.
+
+// hubStart is one start of the hub's watch in progress.
+type hubStart struct {
+	done   chan struct{} // closed, under the hub's lock, when the start ended
+	err    error         // why it failed; set before done is closed
+	cancel context.CancelFunc
+	// waiters counts the callers waiting for the start: a hub that
+	// stops when idle keeps no watch that nobody waits for any more.
+	waiters int
+}
+
+// awaitStartLocked (h.mu held, the watch not running, the hub open)
+// starts the watch, with filter (nil: the patterns), unless a start is in
+// progress, and waits for the start within ctx, without the hub's lock.
+// It returns with h.mu held. nil means the start it waited for succeeded;
+// the caller looks at the hub again, since anything may have happened
+// while it did not hold the lock (a watch ended at once, a Close).
+func (h *Hub) awaitStartLocked(ctx context.Context, filter []string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
+	}
+	st := h.starting
+	if st == nil {
+		st = h.beginStartLocked(filter)
+	}
+	st.waiters++
+	h.mu.Unlock()
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+	}
+	h.mu.Lock()
+	st.waiters--
+	select {
+	case <-st.done:
+		return st.err
+	default:
+		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, ctx.Err())
+	}
+}
+
+// beginStartLocked starts the watch's start in a goroutine of the hub,
+// with what the hub keeps now: updates only, or, for a hub with a view,
+// the current values of its keys too.
+func (h *Hub) beginStartLocked(filter []string) *hubStart {
+	// The watch's context is its lifetime (nats.go unsubscribes when it
+	// ends), so the start's bound is a timer that cancels it, stopped
+	// once the watch has started.
+	wctx, cancel := context.WithCancel(context.Background())
+	st := &hubStart{done: make(chan struct{}), cancel: cancel}
+	h.starting = st
+	withView, covered := h.view != nil, 0
+	var opts []jetstream.WatchOpt
+	if withView {
+		covered = len(h.view.prefixes)
+	} else {
+		opts = append(opts, jetstream.UpdatesOnly())
+	}
+	go h.start(st, wctx, filter, withView, covered, opts)
+	return st
+}
+
+// start creates the watch and installs it, unless the hub was closed
+// meanwhile, or stops when idle and nobody waits for it any more.
+func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withView bool, covered int, opts []jetstream.WatchOpt) {
+	d := OpTimeoutOf(h.b.js)
+	t := time.AfterFunc(d, st.cancel)
+	w, err := h.watchOpen(wctx, filter, opts...)
+	// Once the timer fired the watch's context is cancelled: nats.go
+	// ends a watch that started all the same.
+	overran := !t.Stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	defer close(st.done)
+	h.starting = nil
+	switch {
+	case h.closed:
+		st.cancel() // nats.go ends a watch that started
+		st.err = ErrHubClosed
+		return
+	case err != nil || overran:
+		st.cancel()
+		if overran {
+			err = fmt.Errorf("not started within the op timeout (%v): %w", d, context.DeadlineExceeded)
+		}
+		st.err = fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
+		// The feeds waiting for this watch (a restart's) have none
+		// behind them: they end, as when a watch ends by itself,
+		// rather than wait for changes that never come.
+		for f := range h.feeds {
+			f.endLocked()
+		}
+		clear(h.feeds)
+		return
+	case h.idleStop && st.waiters == 0 && h.subCount == 0 && len(h.feeds) == 0:
+		st.cancel() // every caller gave up: an idle hub watches nothing
+		return
+	}
+	if withView {
+		h.view.reset() // a new watch rebuilds the view from its initial values
+		h.view.covered = covered
+	}
+	h.w, h.cancel, h.running, h.last = w, st.cancel, true, math.MaxUint64
+	h.filter = filter
+	h.viewWatch = withView
+	h.seen = newSeenKeys()
+	h.done = make(chan struct{})
+	h.gen++
+	go h.run(w, h.done, st.cancel, h.gen)
+}
