@@ -216,13 +216,17 @@ func (a *app) checkTailBucket(ctx context.Context, js jetstream.JetStream, bucke
 // eventColumns are the columns of `events tail`. A stream has no last
 // row to measure, so the widths are fixed: a longer value is truncated
 // (fitCell) so that every row keeps its columns in place, and --json
-// prints it whole. Numbers are right-aligned and never cut.
+// prints it whole. Numbers are right-aligned and never cut. OWNER holds
+// a worker's default id ("<host>:<pid>:<nuid>", the nuid 22 characters)
+// whole for a host name of up to 12 characters (a container's) and a
+// pid of up to 4 digits, so that it can be found in `ledger workers`:
+// cut after 15 characters it named only the host and pid.
 var eventColumns = []struct {
 	name  string
 	width int
 }{
 	{"TIME", len(eventTimeFormat) - len("Z07:00") + len("Z")}, // printed in UTC
-	{"EVENT", 18}, {"SOURCE", 20}, {"KEY", 24}, {"STATUS", 9}, {"OWNER", 16},
+	{"EVENT", 18}, {"SOURCE", 20}, {"KEY", 24}, {"STATUS", 9}, {"OWNER", 40},
 	{"FENCE", 6}, {"REV", 10}, {"BLOCKED-BY", maxCellWidth},
 }
 

@@ -72,3 +72,18 @@ func TestEventsTailGapSaid(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "natscoord: events tail: events: gap in "+defaultLedgerBucket+` key "k"`)
 }
+
+// `events tail` shows a worker's default owner id ("<host>:<pid>:<nuid>")
+// whole, as `ledger workers` and `ledger ls` do, so that the one can be
+// looked up in the other.
+func TestEventsTailOwnerWhole(t *testing.T) {
+	c, _ := newCLI(t)
+	const owner = "3f4e5d6c7b8a:1234:OcvkxNuBKALAo0SAWKKEv5" // a container's 12-character host name, a 4-digit pid
+	c.ok("ledger", "admit", "k", "--seq", "1")
+	c.ok("ledger", "claim", "k", "--owner", owner)
+	out := c.ok("events", "tail", "--durable", "owner", "--count", "2")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 3, out)
+	require.Contains(t, lines[2], " "+owner+" ")
+	requireColumn(t, []string{lines[0], lines[2]}, "OWNER", owner)
+}
