@@ -87,3 +87,17 @@ func TestEventsTailOwnerWhole(t *testing.T) {
 	require.Contains(t, lines[2], " "+owner+" ")
 	requireColumn(t, []string{lines[0], lines[2]}, "OWNER", owner)
 }
+
+// `ledger rm KEY --force` checks nothing, but its delete marker is a
+// ledger.deleted event on the feed like every removal's (its help and
+// README said "no event").
+func TestRmForceLeavesDeletedEvent(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "k", "--seq", "1")
+	require.Contains(t, c.ok("ledger", "rm", "k", "--help"), "it still leaves a ledger.deleted event")
+	c.ok("ledger", "rm", "k", "--force")
+	out := c.ok("--json", "events", "tail", "--durable", "rm", "--key", "k", "--count", "2")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	require.Contains(t, lines[1], `"name":"`+string(kvledger.DeletedEvent)+`"`)
+}
