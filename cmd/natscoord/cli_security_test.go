@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
@@ -173,4 +174,28 @@ func TestServeNonLoopbackNeedsAuth(t *testing.T) {
 	b.line(t, 10*time.Second, "natscoord: serving")
 	require.Empty(t, b.err.String())
 	require.Equal(t, 0, b.stop(t).code)
+}
+
+// A command whose user may not use a subject it needs ends with one line
+// that names the refusal, not nats.go's own lines and then "context
+// deadline exceeded" alone.
+func TestRefusedSubjectNamed(t *testing.T) {
+	srv, err := embedded.Start(context.Background(), embedded.Options{DataDir: t.TempDir(), Auth: embedded.Auth{Users: []embedded.User{
+		{Name: "admin", Password: "a"},
+		{Name: "nosub", Password: "n", Publish: []string{"$JS.API.>", "$KV.>"}, Subscribe: []string{"ledger.>"}},
+	}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+	})
+	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
+	admin := &cli{t: t, url: "nats://admin:a@" + host}
+	admin.ok("ledger", "admit", "k", "--seq", "1")
+
+	args := []string{"--server", "nats://nosub:n@" + host, "--timeout", "1s", "ledger", "ls"}
+	msg := requireFailure(t, runCLI(t, args...), args)
+	require.Contains(t, msg, "the server refused: nats: permissions violation: Permissions Violation for Subscription to")
+	require.NotContains(t, msg, ":n@")
 }

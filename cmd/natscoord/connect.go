@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -124,10 +125,43 @@ func (c *connFlags) opContext(ctx context.Context) (context.Context, context.Can
 func (a *app) withJS(parent context.Context, fn func(context.Context, jetstream.JetStream) error) error {
 	ctx, cancel := a.conn.opContext(parent)
 	defer cancel()
-	nc, js, err := a.conn.connect(ctx)
+	var refused refusals
+	nc, js, err := a.conn.connect(ctx, refused.option())
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	return fn(ctx, js)
+	return refused.explain(fn(ctx, js), a.conn.redactAll)
+}
+
+// refusals keeps what the server refused a one-shot command's connection.
+// A subject the user may not publish or subscribe to is refused
+// asynchronously (nats.go printed its own lines for it), and the request
+// it was for then times out: the command's one error line would say only
+// "context deadline exceeded". explain adds the first refusal to it.
+type refusals struct {
+	mu    sync.Mutex
+	first error
+}
+
+func (r *refusals) option() nats.Option {
+	return nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.first == nil {
+			r.first = err
+		}
+	})
+}
+
+// explain returns err with the first refusal, if there was one, passed
+// through redact.
+func (r *refusals) explain(err error, redact func(string) string) error {
+	r.mu.Lock()
+	first := r.first
+	r.mu.Unlock()
+	if err == nil || first == nil {
+		return err
+	}
+	return fmt.Errorf("%w; the server refused: %s", err, escapeCell(oneLineText(redact(first.Error()))))
 }

@@ -369,7 +369,7 @@ func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, run
 		last := &ws[len(ws)-1]
 		last.ledger, err = openLedger(ctx, js, run.bucket, ledgerCreate)
 		if err == nil {
-			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: demoClaimsBucket, Holder: string(name)})
+			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: run.claimsBucket(), Holder: string(name)})
 		}
 		if err == nil {
 			err = last.newRuntime(ctx)

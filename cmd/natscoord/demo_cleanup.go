@@ -12,8 +12,8 @@ import (
 
 // A demo run against someone's server (--server) leaves nothing behind:
 // its events are its own ledger bucket's writes (live on
-// "ledger.<bucket>.>"), and afterwards it deletes that bucket and its
-// election's records in the lease bucket. --keep keeps the bucket for
+// "ledger.<bucket>.>"), and afterwards it deletes that bucket, its
+// claims' lease bucket and its election's records in the lease bucket. --keep keeps the bucket for
 // inspection.
 
 // demoLockName is the kvlock Config.Name of the demo's election.
@@ -27,8 +27,10 @@ func demoElection(runID string) string { return "leader-" + runID }
 func (r *demoRun) cleanUp(ctx context.Context, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := js.DeleteKeyValue(ctx, r.bucket); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return
+	for _, b := range []string{r.bucket, r.claimsBucket()} {
+		if err := js.DeleteKeyValue(ctx, b); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return
+		}
 	}
 	// The election's lock and value record ("<name>.e.<election>",
 	// "<name>.ev.<election>") stay after a resignation as a delete marker

@@ -25,6 +25,11 @@ func requireDemoLeftNothing(t *testing.T, n *natstest.Node, bucket string) {
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter("$KV."+kvlease.DefaultBucket+".>"))
 	require.NoError(t, err)
 	require.Empty(t, info.State.Subjects, "no election record left in the lease bucket")
+	var left []string
+	for name := range n.JS.StreamNames(ctx).Name() {
+		left = append(left, name)
+	}
+	require.Equal(t, []string{"KV_" + kvlease.DefaultBucket}, left, "no bucket but the (empty) lease bucket is left")
 }
 
 // --keep keeps the ledger and its stream, for inspection.

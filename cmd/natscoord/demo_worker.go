@@ -26,9 +26,6 @@ const (
 	demoStallLease = time.Second
 	// demoWork is how long a task "runs".
 	demoWork = 40 * time.Millisecond
-	// demoClaimsBucket holds the leases of the demo workers' claims; the
-	// keys name the run's ledger bucket, so runs do not meet.
-	demoClaimsBucket = "natscoord_demo_claims"
 	// demoKind is the kind of every demo task.
 	demoKind = "demo"
 )
@@ -58,6 +55,12 @@ type demoRun struct {
 	term    uint64
 	leaders int
 }
+
+// claimsBucket holds the leases of the run's workers' claims. It is the
+// run's own, as its ledger bucket is, so that cleanUp can delete it: a
+// bucket shared by every run stayed on the server after a run against
+// --server.
+func (r *demoRun) claimsBucket() string { return "natscoord_demo_claims_" + r.runID }
 
 // stallReport records what happened to the paused worker.
 type stallReport struct {

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/natscoord/natscoord/events"
@@ -53,10 +55,11 @@ func (a *app) eventsCommand() *cobra.Command {
 			}
 			filter.Names = filter.Names[:0]
 			for _, n := range names {
-				if !events.Name(n).Valid() {
-					return fmt.Errorf("--event %q is not an event name (for example %s)", n, kvledger.CompletedEvent)
+				name, err := ledgerEventName(n)
+				if err != nil {
+					return err
 				}
-				filter.Names = append(filter.Names, events.Name(n))
+				filter.Names = append(filter.Names, name)
 			}
 			err := a.tailEvents(cmd.Context(), bucket, durable, count, filter)
 			if err != nil && cmd.Context().Err() != nil {
@@ -88,16 +91,6 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		return err
 	}
 	defer rc.close(nc)
-	// The bucket must have the events layout (an older one is migrated,
-	// or the error says what to run); nothing is created. A live tail
-	// may start before the bucket exists: it is created with the layout.
-	octx, ocancel := a.conn.opContext(ctx)
-	_, err = openStore(octx, js, bucket, false)
-	ocancel()
-	var missing noBucketError
-	if err != nil && (durable != "" || !errors.As(err, &missing)) {
-		return err
-	}
 	src := kvledger.EventSource(bucket)
 
 	var (
@@ -123,15 +116,20 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		}
 		return outErr == nil
 	}
-	onGap := func(g events.Gap) { fmt.Fprintf(a.stderr, "natscoord events tail: %s\n", g) }
+	onGap := func(g events.Gap) { fmt.Fprintf(a.stderr, "natscoord: events tail: %s\n", g) }
 	onErr := func(err error) {
 		if errors.Is(err, errNotPrinted) {
 			return // an event past --count, left for the next tail on purpose
 		}
-		fmt.Fprintf(a.stderr, "natscoord events tail: %v\n", err)
+		fmt.Fprintf(a.stderr, "natscoord: events tail: %s\n", escapeCell(oneLineText(a.conn.redactAll(err.Error()))))
 	}
 
 	if durable != "" {
+		// The bucket must have the events layout (an older one is
+		// migrated, or the error says what to run); nothing is created.
+		if err := a.checkTailBucket(ctx, js, bucket); err != nil {
+			return err
+		}
 		sctx, scancel := a.conn.opContext(ctx)
 		d, err := events.SubscribeDurable(sctx, js, src, events.DurableConfig{Durable: durable, Filter: filter, OnGap: onGap},
 			func(_ context.Context, e events.Event) error {
@@ -151,6 +149,25 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		if err != nil {
 			return err
 		}
+		// Subscribed first, so that nothing written while the bucket is
+		// checked is missed. The live feed needs only the subscription
+		// (README "Security and permissions"): a user allowed nothing
+		// else cannot read the bucket, and is told so but still gets the
+		// feed. A bucket that does not exist yet is no error (it is
+		// created with the layout); one of the older layout is, since
+		// it publishes no live feed.
+		if err := a.checkTailBucket(ctx, js, bucket); err != nil && ctx.Err() == nil {
+			var missing noBucketError
+			switch {
+			case errors.As(err, &missing):
+			case errors.Is(err, kvledger.ErrOldLayout):
+				_ = live.Close()
+				return err
+			default:
+				fmt.Fprintf(a.stderr, "natscoord: events tail: could not check the bucket (%s); printing the live feed on %s anyway\n",
+					escapeCell(oneLineText(a.conn.redactAll(err.Error()))), kvledger.LiveSubject(bucket))
+			}
+		}
 		select {
 		case <-ctx.Done():
 		case <-nc.StatusChanged(nats.CLOSED):
@@ -168,16 +185,48 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 	return nil
 }
 
+// ledgerEventName is the --event n of `events tail`: one of the names
+// the ledger writes (kvledger.EventNames). Another name, well formed or
+// not, would match no write, and the tail would wait for ever.
+func ledgerEventName(n string) (events.Name, error) {
+	if slices.Contains(kvledger.EventNames[:], events.Name(n)) {
+		return events.Name(n), nil
+	}
+	hint := ""
+	if full := "ledger." + n; slices.Contains(kvledger.EventNames[:], events.Name(full)) {
+		hint = fmt.Sprintf(" (did you mean %q?)", full)
+	}
+	return "", fmt.Errorf("--event %q is not an event name the ledger writes%s: one of %s", n, hint, nameList(kvledger.EventNames[:]))
+}
+
+// checkTailBucket binds bucket as `events tail` reads it: an existing
+// ledger bucket of the events layout (an older one is migrated when the
+// user may, or the error names `ledger migrate`); nothing is created.
+func (a *app) checkTailBucket(ctx context.Context, js jetstream.JetStream, bucket string) error {
+	octx, ocancel := a.conn.opContext(ctx)
+	defer ocancel()
+	st, err := openStore(octx, js, bucket, false)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	return nil
+}
+
 // eventColumns are the columns of `events tail`. A stream has no last
 // row to measure, so the widths are fixed: a longer value is truncated
 // (fitCell) so that every row keeps its columns in place, and --json
-// prints it whole. Numbers are right-aligned and never cut.
+// prints it whole. Numbers are right-aligned and never cut. OWNER holds
+// a worker's default id ("<host>:<pid>:<nuid>", the nuid 22 characters)
+// whole for a host name of up to 12 characters (a container's) and a
+// pid of up to 4 digits, so that it can be found in `ledger workers`:
+// cut after 15 characters it named only the host and pid.
 var eventColumns = []struct {
 	name  string
 	width int
 }{
 	{"TIME", len(eventTimeFormat) - len("Z07:00") + len("Z")}, // printed in UTC
-	{"EVENT", 18}, {"SOURCE", 20}, {"KEY", 24}, {"STATUS", 9}, {"OWNER", 16},
+	{"EVENT", 18}, {"SOURCE", 20}, {"KEY", 24}, {"STATUS", 9}, {"OWNER", 40},
 	{"FENCE", 6}, {"REV", 10}, {"BLOCKED-BY", maxCellWidth},
 }
 

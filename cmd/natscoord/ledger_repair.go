@@ -69,7 +69,8 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 chosen with filters, each by a compare-and-set that leaves an event; the
 key can then be admitted again. A task that has not ended is refused
 (cancel it first). rm KEY --force is the repair tool: it removes one stored
-value whatever it holds, a corrupt one included, with no check and no event.`,
+value whatever it holds, a corrupt one included, with no check; its delete
+marker is still a ledger.deleted event, as every removal's is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !force {
 				return a.runOp(cmd.Context(), lf, &sel, deleteAction(lf, "rm"), args)
@@ -78,7 +79,8 @@ value whatever it holds, a corrupt one included, with no check and no event.`,
 				return errors.New("ledger rm --force removes exactly one key, named, without filters")
 			}
 			// The store alone: rm --force removes a record beneath the
-			// ledger (no checks, no event).
+			// ledger (no checks; the store's delete marker is its
+			// ledger.deleted event).
 			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
 				store, err := openStore(ctx, js, lf.bucket, false)
 				if err != nil {
@@ -100,6 +102,6 @@ value whatever it holds, a corrupt one included, with no check and no event.`,
 		},
 	}
 	sel.flags(cmd)
-	cmd.Flags().BoolVar(&force, "force", false, "remove one record without any ledger check or event (repair)")
+	cmd.Flags().BoolVar(&force, "force", false, "remove one record without any ledger check (repair; it still leaves a ledger.deleted event)")
 	return cmd
 }

@@ -223,6 +223,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	var failed error
 	select {
 	case <-ctx.Done():
+		out.draining(o.drain, o.grace)
 	case failed = <-r.startFailed:
 		fmt.Fprintf(a.stderr, "natscoord work: stopping (running commands get --drain)\n")
 	case <-w.Done(): // a watch ended for good: the worker closed itself, Close says why
@@ -362,6 +363,18 @@ func (p *workPrinter) closed(s worker.Stats) {
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back\n",
 		s.Started, s.Completed, s.Retried, s.Failed, s.Released)
+}
+
+// draining says, on Ctrl-C, what the worker waits for before it exits,
+// when a command runs: with the default --drain of 30s it may print
+// nothing else for that long.
+func (p *workPrinter) draining(drain, grace time.Duration) {
+	p.mu.Lock()
+	running := len(p.starts)
+	p.mu.Unlock()
+	if running > 0 {
+		p.say("draining: %d running, given --drain %v to finish, then SIGTERM (SIGKILL --grace %v later); their tasks are given back", running, drain, grace)
+	}
 }
 
 // say prints one line of the worker's own on stderr.

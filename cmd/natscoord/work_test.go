@@ -104,6 +104,7 @@ func TestWorkDrainStopsCommand(t *testing.T) {
 				require.Equal(t, "term\n", string(b))
 			}
 			require.Contains(t, r.stdout, "1 given back")
+			require.Contains(t, r.stderr, "natscoord work: draining: 1 running, given --drain 0s to finish, then SIGTERM (SIGKILL --grace 300ms later)")
 			var rec kvledger.TaskState
 			require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "slow")), &rec))
 			require.Equal(t, kvledger.StatusPending, rec.Status, "given back")
