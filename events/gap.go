@@ -38,6 +38,9 @@ func (g Gap) String() string {
 	if g.Key == "" {
 		return fmt.Sprintf("events: gap in %s: revisions %d..%d left the stream before they were read", g.Source, g.After+1, g.Through)
 	}
+	if g.After == 0 { // none delivered here, or none known in this process
+		return fmt.Sprintf("events: gap in %s key %q: its writes up to revision %d were not delivered (next %d)", g.Source, g.Key, g.Through, g.Next)
+	}
 	return fmt.Sprintf("events: gap in %s key %q: writes after revision %d through %d were not delivered (next %d)", g.Source, g.Key, g.After, g.Through, g.Next)
 }
 

@@ -36,3 +36,14 @@ func TestGapTracker(t *testing.T) {
 	require.False(t, gap, "a server marker names no previous revision")
 	require.Contains(t, got.Error(), `key "new"`)
 }
+
+// TestGapString: a gap after a delivered revision names it; one with
+// nothing delivered before it (After 0) does not speak of "revision 0".
+func TestGapString(t *testing.T) {
+	require.Equal(t, `events: gap in b key "a": writes after revision 12 through 15 were not delivered (next 20)`,
+		Gap{Source: "b", Key: "a", After: 12, Through: 15, Next: 20}.String())
+	require.Equal(t, `events: gap in b key "a": its writes up to revision 45 were not delivered (next 46)`,
+		Gap{Source: "b", Key: "a", Through: 45, Next: 46}.String())
+	require.Equal(t, `events: gap in b: revisions 3..9 left the stream before they were read`,
+		Gap{Source: "b", After: 2, Through: 9}.String())
+}
