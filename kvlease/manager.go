@@ -75,7 +75,7 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 	}
 	b, err := kvx.Open(ctx, js, kvx.Config{
 		Bucket:         cfg.Bucket,
-		Description:    "natscoord kvlease leases, kvlock locks and elections: <family>.<key>, <name>.l.<key>, <name>.e.<election>",
+		Description:    "natscoord kvlease leases <family>.<key>; kvlock locks <name>.l.<key> and elections <name>.e.<election>; task runtime claims kvledger.<ledger>.w.<owner> and kvledger.<ledger>.g.<group>.<i>",
 		Replicas:       cfg.Replicas,
 		History:        1,
 		LimitMarkerTTL: markerTTL,

@@ -329,6 +329,7 @@ func TestStoredValues(t *testing.T) {
 	li, err := ls.Info(ctx)
 	require.NoError(t, err)
 	require.Contains(t, li.Config.Description, "natscoord kvlease")
+	require.Contains(t, li.Config.Description, "task runtime claims", "the claims bucket of natscoord work has this layout too")
 	// The ledger's stream is its event log: each key keeps its writes,
 	// republished live on ledger.<bucket>.>.
 	require.EqualValues(t, kvledger.EventHistory, si.Config.MaxMsgsPerSubject)
