@@ -131,7 +131,9 @@ func (c *Client) Stats() worker.Stats { return c.worker.Stats() }
 // cause, and the client closes the store by itself once the last such
 // handler has returned (until then its writes are still answered).
 // Close is idempotent: a later call waits, bounded by its own ctx, for
-// that same end and returns the same result.
+// that same end and returns the same result. Like worker.Worker.Close,
+// it must not be called from a handler with a ctx that never ends: it
+// waits for every running handler, the caller's too.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	first := !c.closed

@@ -27,11 +27,10 @@ type sentOutcome struct {
 	sent *kvledger.PendingFinish
 }
 
-// startCollector starts the collector goroutine; stopCollector ends it.
-func (w *Worker) startCollector() {
-	w.mu.Lock()
+// startCollectorLocked (w.mu held) starts the collector goroutine;
+// stopCollector ends it.
+func (w *Worker) startCollectorLocked() {
 	w.collecting, w.collected = true, make(chan struct{})
-	w.mu.Unlock()
 	go func() {
 		defer close(w.collected)
 		for so := range w.outcomes {

@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,4 +262,69 @@ func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 	release()
 	require.NoError(t, natstest.Recv(t, closed, 20*time.Second, "Close returns once the handler returned"))
 	require.Equal(t, kvledger.StatusPending, e.state("stuck").Status, "released by the drain")
+}
+
+// A Close that comes while another Close drains (Run's, whose ctx never
+// ends, held by a handler that ignores its context) returns when its own
+// ctx ends: only the first call drains, the others wait for the same end
+// within their own bound.
+func TestCloseDuringAnotherCloseIsBoundedByItsCtx(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	w := e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
+			started <- struct{}{}
+			<-unblock // ignores its context
+			return nil
+		}))
+	})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the worker's Close
+	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
+	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+
+	first := make(chan error, 1)
+	go func() { first <- w.Close(context.Background()) }() // as Run's Close
+	natstest.Eventually(t, 10*time.Second, func() bool { return e.state("stuck").Status == kvledger.StatusPending },
+		"the first Close's drain released the claim")
+	second := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		second <- w.Close(ctx)
+	}()
+	require.ErrorIs(t, natstest.Recv(t, second, 10*time.Second, "the second Close returns with its ctx"), context.DeadlineExceeded)
+	select {
+	case err := <-first:
+		t.Fatalf("the first Close returned (%v) with the handler still running", err)
+	default:
+	}
+	release()
+	require.NoError(t, natstest.Recv(t, first, 20*time.Second, "the first Close returns once the handler returned"))
+}
+
+// Close racing Start neither races on the worker's context nor leaves
+// anything Start made running: Start returns nil or ErrClosed, Close
+// returns, and the leak check finds no goroutine of the worker.
+func TestCloseRacingStart(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	for i := range 10 {
+		w := natstest.Open(t, "worker", func(ctx context.Context) (*worker.Worker, error) {
+			return worker.New(ctx, e.js, e.led, worker.Config{LeaseBucket: e.leases})
+		})
+		require.NoError(t, w.Handle("k", func(context.Context, *worker.Task) error { return nil }))
+		startErr := make(chan error, 1)
+		go func() { startErr <- w.Start(natstest.Context(t, 20*time.Second)) }()
+		if i%2 == 1 {
+			runtime.Gosched() // let some Starts get further before Close
+		}
+		require.NoError(t, closeWorker(w))
+		err := natstest.Recv(t, startErr, 20*time.Second, "Start returns")
+		if err != nil {
+			require.True(t, errors.Is(err, worker.ErrClosed) || errors.Is(err, worker.ErrStarted), "Start: %v", err)
+		}
+	}
 }

@@ -82,8 +82,10 @@ type Worker struct {
 	idle       *time.Timer    // guarded by mu: releases an idle worker's lease
 	idleWG     sync.WaitGroup // idle releases in flight
 
-	stats     counters
-	closeOnce sync.Once
+	stats counters
+	// startDone is closed when Start returns (Close waits for it before
+	// it stops what Start made).
+	startDone chan struct{}
 	done      chan struct{} // closed by the first Close once it drained the worker (Done)
 	// attemptsEnded is closed by windDown once every attempt goroutine
 	// and the collector have ended: a handler that ignored its cancelled
@@ -129,7 +131,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		done:        make(chan struct{}),
 	}
 	w.stored, w.schedWake = make(map[string]*schedule), make(chan struct{}, 1)
-	w.attemptsEnded, w.stopped = make(chan struct{}), make(chan struct{})
+	w.attemptsEnded, w.stopped, w.startDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
@@ -181,32 +183,44 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.mu.Unlock()
 		return ErrStarted
 	}
+	// Set under the lock with started: a Close racing this Start reads
+	// them, cancels the start's waits through w.ctx and waits for
+	// startDone before it stops what the start made.
 	w.started = true
-	w.mu.Unlock()
 	w.values = context.WithoutCancel(ctx)
 	w.ctx, w.cancel = context.WithCancel(w.values)
+	w.mu.Unlock()
+	defer close(w.startDone)
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	defer context.AfterFunc(w.ctx, scancel)()
 	leaseSynced := make(chan struct{})
-	if err := w.watchLeases(ctx, leaseSynced); err != nil {
-		return err
+	if err := w.watchLeases(sctx, leaseSynced); err != nil {
+		return w.startErr(err)
 	}
-	if err := waitSynced(ctx, leaseSynced, "lease"); err != nil {
+	if err := waitSynced(sctx, leaseSynced, "lease"); err != nil {
 		w.stopWatches()
-		return err
+		return w.startErr(err)
 	}
 	recSynced := make(chan struct{})
-	rw, err := w.watchRecords(ctx, func(c kvledger.Change) { w.onRecord(c, recSynced) })
+	rw, err := w.watchRecords(sctx, func(c kvledger.Change) { w.onRecord(c, recSynced) })
 	if err != nil {
 		w.stopWatches()
-		return fmt.Errorf("worker: %w", err)
+		return w.startErr(fmt.Errorf("worker: %w", err))
 	}
 	w.mu.Lock()
 	w.recWatch = rw
 	w.mu.Unlock()
-	if err := waitSynced(ctx, recSynced, "record"); err != nil {
+	if err := waitSynced(sctx, recSynced, "record"); err != nil {
 		w.stopWatches()
-		return err
+		return w.startErr(err)
 	}
-	w.startCollector()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed { // Close came while the watches started: it stops them
+		return ErrClosed
+	}
+	w.startCollectorLocked()
 	w.wg.Add(1)
 	go w.dispatch()
 	if len(w.schedules) > 0 || w.storedOn {
@@ -214,6 +228,17 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.scheduleLoop()
 	}
 	return nil
+}
+
+// startErr is err, or ErrClosed when a Close that came during Start
+// cut it short.
+func (w *Worker) startErr(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("%w (during Start: %w)", ErrClosed, err)
+	}
+	return err
 }
 
 func waitSynced(ctx context.Context, ch <-chan struct{}, what string) error {
@@ -279,14 +304,23 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 // idempotent: a later call waits, bounded by its own ctx, for the last
 // such handler to return and returns the same result as every call
 // that saw the worker stopped.
+//
+// Close must not be called from a handler or an Observer with a ctx that
+// never ends: it waits for every running handler (the caller's too) and
+// for the observers' goroutine. Cancel Run's ctx instead, or bound ctx.
 func (w *Worker) Close(ctx context.Context) error {
-	w.closeOnce.Do(func() {
-		w.mu.Lock()
-		w.draining, w.closed = true, true
-		started := w.started
-		w.mu.Unlock()
+	// Only the first call drains; a call that comes while it does waits
+	// for the same end below, bounded by its own ctx (a sync.Once would
+	// hold it until the first call's drain returned).
+	w.mu.Lock()
+	first := !w.closed
+	w.draining, w.closed = true, true
+	started := w.started
+	w.mu.Unlock()
+	if first {
 		if started {
-			w.cancel() // dispatcher and schedules stop; handlers keep their own contexts
+			w.cancel()    // dispatcher and schedules stop; handlers keep their own contexts
+			<-w.startDone // a Start in progress returns at once (w.ctx ended its waits)
 			w.wg.Wait()
 			w.releaseAhead()
 			w.drain(ctx)
@@ -321,7 +355,7 @@ func (w *Worker) Close(ctx context.Context) error {
 			_ = w.leases.Close(ctx)
 		}
 		close(w.done)
-	})
+	}
 	select {
 	case <-w.stopped: // preferred when ctx has ended too
 		return w.closeErr
