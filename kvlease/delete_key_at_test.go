@@ -11,7 +11,8 @@ import (
 )
 
 // DeleteKeyAt removes a data key only at the revision it names: a record
-// that moved on is left, and a key that is no data key is refused.
+// that moved on is left; a key that is no data key, revision 0 and a
+// negative marker TTL are refused.
 func TestDeleteKeyAt(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 20*time.Second)
@@ -41,4 +42,8 @@ func TestDeleteKeyAt(t *testing.T) {
 
 	_, err = m.DeleteKeyAt(ctx, "bad..key", cur, 0)
 	require.ErrorIs(t, err, kvlease.ErrInvalidKey)
+	_, err = m.DeleteKeyAt(ctx, "rec.other", 0, 0)
+	require.ErrorIs(t, err, kvlease.ErrInvalidKey, "revision 0 names no record")
+	_, err = m.DeleteKeyAt(ctx, "rec.other", cur, -time.Second)
+	require.ErrorIs(t, err, kvlease.ErrInvalidTTL)
 }

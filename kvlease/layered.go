@@ -115,13 +115,22 @@ func (m *Manager) ReadKey(ctx context.Context, key string) (value []byte, revisi
 
 // DeleteKeyAt deletes a data key of the bucket (a raw key outside every
 // lease family: a record a layer keeps next to a lease) only while its
-// last revision is rev, leaving a delete marker that expires after
-// markerTTL (0: it stays). deleted is false (err nil) when the key has
+// last revision is rev (not 0), leaving a delete marker that expires after
+// markerTTL (0: it stays; negative is refused). deleted is false (err nil) when the key has
 // moved on from rev: a newer record is never removed. The write is
 // bounded by OpTimeout when ctx has no deadline.
 func (m *Manager) DeleteKeyAt(ctx context.Context, key string, rev uint64, markerTTL time.Duration) (deleted bool, err error) {
 	if err := m.checkDataKey(key); err != nil {
 		return false, err
+	}
+	// A revision of 0 would be "delete only if absent" at the server,
+	// and a negative TTL is no marker lifetime: neither is a delete of
+	// a record the caller read.
+	if rev == 0 {
+		return false, fmt.Errorf("%w: delete %q at revision 0", ErrInvalidKey, key)
+	}
+	if markerTTL < 0 {
+		return false, fmt.Errorf("%w: delete marker TTL %v", ErrInvalidTTL, markerTTL)
 	}
 	octx, cancel := m.opCtx(ctx)
 	defer cancel()

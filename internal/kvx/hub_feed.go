@@ -413,10 +413,17 @@ func (f *Feed) restartLocked(v *view) {
 	f.wakeLocked()
 }
 
-func (f *Feed) endLocked() {
+func (f *Feed) endLocked() { f.endCausedLocked(nil) }
+
+// endCausedLocked ends the feed with ErrFeedEnded, carrying cause (why
+// the watch behind it could not go on) when it is not nil.
+func (f *Feed) endCausedLocked(cause error) {
 	f.ended, f.err, f.q = true, ErrFeedEnded, nil
-	if f.h.closed {
+	switch {
+	case f.h.closed:
 		f.err = ErrHubClosed
+	case cause != nil:
+		f.err = fmt.Errorf("%w: %w", ErrFeedEnded, cause)
 	}
 	f.wakeLocked()
 }

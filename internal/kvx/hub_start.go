@@ -47,12 +47,19 @@ type hubStart struct {
 // the caller looks at the hub again, since anything may have happened
 // while it did not hold the lock (a watch ended at once, a Close).
 func (h *Hub) awaitStartLocked(ctx context.Context, filter []string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
-	}
 	st := h.starting
 	if st == nil {
+		// Feeds waiting for a watch (a restart stopped theirs, to widen
+		// it or to take the view's values) have nobody else to start
+		// one: a caller whose ctx has ended starts it all the same,
+		// and only its own wait ends.
+		if err := ctx.Err(); err != nil && len(h.feeds) == 0 {
+			return fmt.Errorf("kvx: watch %q: %w", h.patterns, context.Cause(ctx))
+		}
 		st = h.beginStartLocked(filter)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, context.Cause(ctx))
 	}
 	st.waiters++
 	h.mu.Unlock()
@@ -66,7 +73,7 @@ func (h *Hub) awaitStartLocked(ctx context.Context, filter []string) error {
 	case <-st.done:
 		return st.err
 	default:
-		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, ctx.Err())
+		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, context.Cause(ctx))
 	}
 }
 
@@ -119,7 +126,7 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 		// behind them: they end, as when a watch ends by itself,
 		// rather than wait for changes that never come.
 		for f := range h.feeds {
-			f.endLocked()
+			f.endCausedLocked(st.err)
 		}
 		clear(h.feeds)
 		return
