@@ -140,6 +140,9 @@ func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, c
 		cfg.MaxAckPending = 1
 	}
 	cc := jetstream.ConsumerConfig{
+		// What `nats consumer ls` shows: whose it is, and that it stays
+		// until removed (a durable subscription never expires).
+		Description:   "natscoord events: durable subscription to " + src.Name + "'s events; stays until nats consumer rm",
 		MaxAckPending: cfg.MaxAckPending,
 		Durable:       cfg.Durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,

@@ -57,6 +57,9 @@ func TestWorkerEventsOncePerWriteInOrder(t *testing.T) {
 	}, func(err error) { t.Error(err) })
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	ci, err := n.JS.Consumer(ctx, "KV_"+bucket, "wevents")
+	require.NoError(t, err)
+	require.Contains(t, ci.CachedInfo().Config.Description, "natscoord events", "nats consumer ls says whose it is")
 
 	w, err := worker.New(ctx, n.NewJS(t), run, worker.Config{LeaseBucket: "l" + bucket, Concurrency: 4})
 	require.NoError(t, err)
