@@ -36,6 +36,11 @@ type Hub struct {
 	// starting is the watch start in progress, nil when none: its
 	// request runs without the hub's lock (hub_start.go).
 	starting *hubStart
+	// replacing are the replacements of the watch after the connection
+	// came back that are in progress (hub_reconnect.go); replacingGen is
+	// the generation of the watch the latest one replaces.
+	replacing    map[*hubReplace]struct{}
+	replacingGen uint64
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -255,46 +260,33 @@ func (h *Hub) releaseSubsLocked() {
 	}
 }
 
-func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64) {
+// run reads the watch w of generation gen until it ends. rc tells it
+// that the connection came back (hub_reconnect.go). A watch that
+// resumed its predecessor's (resumed) may deliver again revisions the
+// predecessor delivered before it was replaced: those are dropped.
+func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64, rc reconnects, resumed bool) {
 	defer close(done)
 	// The watch may end by itself (connection closed, consumer lost):
 	// cancel its context too, or nats.go's goroutine waiting on it
 	// outlives the hub.
 	defer cancel()
-	for e := range w.Updates() {
-		if e == nil {
-			h.mu.Lock()
-			if h.gen == gen && h.viewWatch {
-				h.view.markReady()
-				for f := range h.feeds {
-					f.wakeLocked()
-				}
+	defer rc.remove()
+	updates, back := w.Updates(), rc.ch
+loop:
+	for {
+		select {
+		case _, ok := <-back:
+			if !ok {
+				back = nil // no more reports
+				continue
 			}
-			h.mu.Unlock()
-			continue
-		}
-		ent := fromWatch(e)
-		h.mu.Lock()
-		if h.gen != gen {
-			h.mu.Unlock()
-			continue // stopped for a successor: drain
-		}
-		if h.viewWatch {
-			h.view.apply(ent)
-			for f := range h.feeds {
-				f.pushLocked(ent)
+			h.reconnected(gen)
+		case e, ok := <-updates:
+			if !ok {
+				break loop
 			}
+			h.deliver(e, gen, resumed)
 		}
-		if h.last == math.MaxUint64 || ent.Revision > h.last {
-			h.last = ent.Revision
-		}
-		if h.maxFilter == 0 { // a hub that filters has no Subs to tell (errFiltering)
-			h.seen.note(ent)
-			for s := range h.subs[ent.Key] {
-				s.offer(ent)
-			}
-		}
-		h.mu.Unlock()
 	}
 	// The watch ended (Close, or the subscription was closed under us):
 	// release every waiter so it re-checks; the next Subscribe restarts.
@@ -312,6 +304,44 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.Can
 	h.running, h.viewWatch = false, false
 	if h.view != nil {
 		h.view.reset() // invalid without its watch; Sync restarts it
+	}
+}
+
+// deliver hands one update of the watch of generation gen to the view,
+// the feeds and the Subs; nil is the end of the initial values.
+func (h *Hub) deliver(e jetstream.KeyValueEntry, gen uint64, resumed bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gen != gen {
+		return // stopped or replaced for a successor: drain
+	}
+	if e == nil {
+		if h.viewWatch {
+			h.view.markReady()
+			for f := range h.feeds {
+				f.wakeLocked()
+			}
+		}
+		return
+	}
+	ent := fromWatch(e)
+	if resumed && ent.Revision <= h.last {
+		return // its predecessor delivered it
+	}
+	if h.viewWatch {
+		h.view.apply(ent)
+		for f := range h.feeds {
+			f.pushLocked(ent)
+		}
+	}
+	if h.last == math.MaxUint64 || ent.Revision > h.last {
+		h.last = ent.Revision
+	}
+	if h.maxFilter == 0 { // a hub that filters has no Subs to tell (errFiltering)
+		h.seen.note(ent)
+		for s := range h.subs[ent.Key] {
+			s.offer(ent)
+		}
 	}
 }
 
@@ -357,10 +387,20 @@ func (h *Hub) Close() error {
 	if st != nil {
 		st.cancel() // the start finds the hub closed and keeps nothing
 	}
+	var replacing []chan struct{}
+	for rp := range h.replacing {
+		if rp.abort != nil {
+			rp.abort() // the replacement finds the hub closed and keeps nothing
+		}
+		replacing = append(replacing, rp.done)
+	}
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running
 	h.mu.Unlock()
 	if st != nil {
 		<-st.done
+	}
+	for _, done := range replacing {
+		<-done // it has ended the watch it replaced, or its own
 	}
 	if !running {
 		// A watch stopped for a successor may still be draining.

@@ -96,10 +96,19 @@ func (h *Hub) beginStartLocked(filter []string) *hubStart {
 func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withView bool, covered int, opts []jetstream.WatchOpt) {
 	d := OpTimeoutOf(h.b.js)
 	t := time.AfterFunc(d, st.cancel)
+	// Listening before the request: a watch made just before the
+	// connection went away is replaced as soon as it is back.
+	rc := h.listenReconnects()
 	w, err := h.watchOpen(wctx, filter, opts...)
 	// Once the timer fired the watch's context is cancelled: nats.go
 	// ends a watch that started all the same.
 	overran := !t.Stop()
+	installed := false
+	defer func() {
+		if !installed {
+			rc.remove() // no watch to replace
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer close(st.done)
@@ -137,5 +146,6 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
 	h.gen++
-	go h.run(w, h.done, st.cancel, h.gen)
+	installed = true
+	go h.run(w, h.done, st.cancel, h.gen, rc, false)
 }
