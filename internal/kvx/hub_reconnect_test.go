@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -175,4 +176,52 @@ func TestHubReplacesWatchAfterBlip(t *testing.T) {
 	require.Equal(t, want, revs)
 	natstest.Eventually(t, prompt, func() bool { return natstest.BucketConsumers(t, js, b.Name()) == 1 },
 		"the replaced watch's consumer deleted")
+}
+
+// A hub that has delivered no change since its watch started does not
+// know where to resume: after a server restart it restarts its watch at
+// once. Its Subs are released (they subscribe again) and its feeds catch
+// up; a change made after the restart reaches both promptly.
+func TestHubRestartsAfterServerRestartWithNothingDelivered(t *testing.T) {
+	r := startRestartable(t)
+	js := natstest.JetStream(t, r.nc)
+	b := openBucket(t, js, 1)
+	ctx := natstest.Context(t, 60*time.Second)
+
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { _ = h.Close() })
+	f, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer f.Close()
+	items := natstest.TakeFeed[kvx.FeedItem](t, f, prompt)
+	require.Len(t, items, 1)
+	require.True(t, items[0].Synced, "an empty bucket")
+	sub, err := h.Subscribe(ctx, "b")
+	require.NoError(t, err)
+	defer sub.Close()
+
+	r.restart()
+	start := time.Now()
+	select {
+	case _, ok := <-sub.C():
+		require.False(t, ok, "released, not sent a change")
+	case <-time.After(prompt):
+		t.Fatalf("the Sub was not released within %v of the reconnect", prompt)
+	}
+	sub, err = h.Subscribe(ctx, "b")
+	require.NoError(t, err)
+	defer sub.Close()
+	rev := create(t, b, "b", "2")
+	e := natstest.Recv(t, sub.C(), prompt-time.Since(start), "the change made after the restart, on the Sub")
+	require.Equal(t, rev, e.Revision)
+	var keys []string
+	for !slices.Contains(keys, "b") {
+		for _, it := range natstest.TakeFeed[kvx.FeedItem](t, f, prompt-time.Since(start)) {
+			if it.Key != "" {
+				keys = append(keys, it.Key)
+			}
+		}
+	}
+	require.Equal(t, []string{"b"}, keys, "the new key once")
 }
