@@ -37,10 +37,8 @@ type Hub struct {
 	// request runs without the hub's lock (hub_start.go).
 	starting *hubStart
 	// replacing are the replacements of the watch after the connection
-	// came back that are in progress (hub_reconnect.go); replacingGen is
-	// the generation of the watch the latest one replaces.
-	replacing    map[*hubReplace]struct{}
-	replacingGen uint64
+	// came back that are in progress (hub_reconnect.go).
+	replacing map[*hubReplace]struct{}
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -389,9 +387,7 @@ func (h *Hub) Close() error {
 	}
 	var replacing []chan struct{}
 	for rp := range h.replacing {
-		if rp.abort != nil {
-			rp.abort() // the replacement finds the hub closed and keeps nothing
-		}
+		rp.abort() // the replacement finds the hub closed and keeps nothing
 		replacing = append(replacing, rp.done)
 	}
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // A hub's watch is an ordered consumer of the server it was made on.
@@ -19,28 +21,33 @@ import (
 // the reconnect. So each running watch listens for its connection's
 // CONNECTED status (registered before the watch's request, so that a
 // watch made while the connection went away is replaced too), and the
-// hub replaces the watch at once:
+// hub makes a new watch at once and swaps it for the old one:
 //
 //   - resuming, when it knows the revision of the last change it
 //     delivered: the new watch starts at the revision after it
-//     (ResumeFromRevision: every change of the watched keys from there,
-//     in stream order, then an end-of-initial-values marker, which a view
-//     that is whole already ignores). The view, the feeds and the Subs go
-//     on as if nothing happened: nothing is read again, missed, or
-//     delivered twice. A watch whose consumer survived (a short blip)
-//     delivers until it is replaced; the new one drops the revisions its
-//     predecessor delivered meanwhile (run). Like nats.go's own reset, it
-//     resumes at the revision, so a server that lost its store delivers
-//     nothing until its stream reaches it again.
-//   - restarting (stopLocked and a start, as SyncTo's restart does) when
-//     it does not: no change delivered since the watch started, or a view
-//     still taking its initial values (those come one per key, not every
-//     change), or a resume that could not be made. Subs are released and
-//     subscribe again; feeds catch up from the view once it has refilled.
+//     (ResumeFromRevision: every change of the watched keys still in the
+//     stream from there, in stream order, then an end-of-initial-values
+//     marker, which a view that is whole already ignores). The view, the
+//     feeds and the Subs go on as if nothing happened: nothing is read
+//     again, missed, or delivered twice. A watch whose consumer survived
+//     (a short blip) delivers until it is swapped out; the new one drops
+//     the revisions its predecessor delivered meanwhile (deliver). Like
+//     nats.go's own reset, it resumes at the revision, so a server that
+//     lost its store delivers nothing until its stream reaches it again.
+//   - afresh, as a start would, when it does not know where to resume
+//     (no change delivered since the watch started, or a view still
+//     taking its initial values, which come one per key, not every
+//     change): the old watch is stopped as SyncTo's restart does (Subs are
+//     released and subscribe again; feeds catch up from the view once the
+//     new watch has refilled it).
 //
+// The new watch is made before the old one is let go: a replacement that
+// cannot be made (the restarted server's JetStream not answering yet) is
+// tried again on replaceRetry, the old watch serving meanwhile, and once
+// its tries run out the old watch stays, for nats.go's own reset to mend.
 // The replaced watch is ended (endWatch: its consumer deleted, bounded)
 // outside the hub's lock by the goroutine that replaced it, which Close
-// waits for.
+// stops and waits for.
 
 // reconnects is a watch's listener for its connection coming back; its
 // run removes it when the watch ends.
@@ -58,78 +65,109 @@ func (r reconnects) remove() { r.nc.RemoveStatusListener(r.ch) }
 
 // hubReplace is one replacement of the watch in progress.
 type hubReplace struct {
-	done chan struct{} // closed once the replaced watch has been ended
-	// abort cancels the replacement's request; nil once its watch is
-	// the hub's (its context is then the watch's lifetime).
+	gen   uint64        // the generation of the watch it replaces
+	done  chan struct{} // closed once it ended (and the watch it replaced)
 	abort context.CancelFunc
 }
 
+// replacePlan is what a replacement makes: a watch of filter (nil: the
+// patterns) with opts, resuming the old one's deliveries (resume), or
+// afresh (withView and covered as for a start).
+type replacePlan struct {
+	filter   []string
+	opts     []jetstream.WatchOpt
+	resume   bool
+	withView bool
+	covered  int
+}
+
+// replaceRetry is a replacement's retry policy: a restarted server may
+// accept connections a moment before its JetStream answers. Its ceiling
+// (ten tries over some 11 s of pauses) reaches into nats.go's own
+// heartbeat-based reset, which mends a watch whose replacement could not
+// be made.
+var replaceRetry = retry.Policy{Tries: 10, Pause: 100 * time.Millisecond, MaxPause: 2 * time.Second}
+
 // reconnected is run's report that the connection of the watch of
-// generation gen came back: unless the watch was replaced or stopped
-// since, or is being replaced, it starts the replacement.
+// generation gen came back: unless that watch was replaced or stopped
+// since, or is being replaced, it starts its replacement.
 func (h *Hub) reconnected(gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || h.gen != gen || !h.running || h.replacingGen == gen {
+	if h.closed || h.gen != gen || !h.running {
 		return
 	}
+	for rp := range h.replacing {
+		if rp.gen == gen {
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rp := &hubReplace{done: make(chan struct{}), abort: cancel}
+	rp := &hubReplace{gen: gen, done: make(chan struct{}), abort: cancel}
 	if h.replacing == nil {
 		h.replacing = make(map[*hubReplace]struct{})
 	}
 	h.replacing[rp] = struct{}{}
-	h.replacingGen = gen
-	resume := h.last != math.MaxUint64 && !(h.viewWatch && !h.view.ready)
-	go h.replace(rp, ctx, cancel, gen, resume, h.last+1, h.filter)
+	p := replacePlan{filter: h.filter}
+	if h.last != math.MaxUint64 && (!h.viewWatch || h.view.ready) {
+		p.resume, p.opts = true, []jetstream.WatchOpt{jetstream.ResumeFromRevision(h.last + 1)}
+	} else {
+		p.withView, p.covered, p.opts = h.watchOptsLocked()
+	}
+	go h.replace(ctx, rp, p)
 }
 
-// replace replaces the watch of generation gen: by one that resumes at
-// revision from, or else by a restart.
-func (h *Hub) replace(rp *hubReplace, ctx context.Context, cancel context.CancelFunc, gen uint64, resume bool, from uint64, filter []string) {
+// replace makes the new watch and swaps it for the hub's watch, unless
+// that was stopped or replaced meanwhile, or the hub closed (ctx ends).
+func (h *Hub) replace(ctx context.Context, rp *hubReplace, p replacePlan) {
 	defer h.replaced(rp)
+	defer rp.abort()
 	d := OpTimeoutOf(h.b.js)
-	var (
-		w       jetstream.KeyWatcher
-		err     error
-		overran bool
-		rc      reconnects
-	)
-	if resume {
-		t := time.AfterFunc(d, cancel)
-		rc = h.listenReconnects()
-		w, err = h.watchOpen(ctx, filter, jetstream.ResumeFromRevision(from))
-		overran = !t.Stop()
-	}
-	h.mu.Lock()
-	current := !h.closed && h.gen == gen && h.running
-	if current && resume && err == nil && !overran {
-		old, oldCancel, oldDone := h.w, h.cancel, h.done
-		h.w, h.cancel, h.done = w, cancel, make(chan struct{})
-		rp.abort = nil
-		h.gen++
-		go h.run(w, h.done, cancel, h.gen, rc, true)
+	l := replaceRetry.Start(ctx)
+	for l.Next() {
+		// The watch's context is its lifetime: the replacement's ctx
+		// (Close) and the op timeout end only its request.
+		wctx, wcancel := context.WithCancel(context.Background())
+		detach := context.AfterFunc(ctx, wcancel)
+		t := time.AfterFunc(d, wcancel)
+		rc := h.listenReconnects()
+		w, err := h.watchOpen(wctx, p.filter, p.opts...)
+		overran := !t.Stop()
+		aborted := !detach()
+		h.mu.Lock()
+		current := !h.closed && h.gen == rp.gen && h.running
+		if current && err == nil && !overran && !aborted {
+			stop := h.swapLocked(w, wcancel, rc, p)
+			h.mu.Unlock()
+			stop()
+			return
+		}
 		h.mu.Unlock()
-		_ = endWatch(old, oldCancel, oldDone, d)
-		return
-	}
-	var stop func()
-	if current && h.starting == nil {
-		stop = h.stopLocked()
-		h.beginStartLocked(filter) // the feeds wait for it; an idle hub drops it
-	}
-	rp.abort = nil
-	h.mu.Unlock()
-	if resume {
 		rc.remove()
 		if err == nil {
-			discardWatch(w, cancel, d)
+			discardWatch(w, wcancel, d)
+		}
+		wcancel()
+		if !current || aborted {
+			return
 		}
 	}
-	cancel()
-	if stop != nil {
-		stop()
+}
+
+// swapLocked makes w the hub's watch in place of the running one, and
+// returns the end of the old one, to run after unlocking.
+func (h *Hub) swapLocked(w jetstream.KeyWatcher, cancel context.CancelFunc, rc reconnects, p replacePlan) (stop func()) {
+	if !p.resume {
+		stop = h.stopLocked()
+		h.installLocked(w, cancel, p.filter, p.withView, p.covered, rc)
+		return stop
 	}
+	old, oldCancel, oldDone := h.w, h.cancel, h.done
+	h.w, h.cancel, h.done = w, cancel, make(chan struct{})
+	h.gen++ // the old watch's goroutine drains
+	go h.run(w, h.done, cancel, h.gen, rc, true)
+	d := OpTimeoutOf(h.b.js)
+	return func() { _ = endWatch(old, oldCancel, oldDone, d) }
 }
 
 // replaced forgets a replacement that has ended.
