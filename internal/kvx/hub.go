@@ -210,6 +210,9 @@ func (h *Hub) watchOpen(ctx context.Context, filter []string, opts ...jetstream.
 func (h *Hub) stopLocked() (stop func()) {
 	w, cancel, done := h.w, h.cancel, h.done
 	h.gen++
+	for rp := range h.replacing {
+		rp.abort() // it would replace the watch being stopped
+	}
 	h.running, h.viewWatch = false, false
 	h.releaseSubsLocked()
 	for f := range h.feeds {
