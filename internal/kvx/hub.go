@@ -17,7 +17,8 @@ import (
 // thousand. The watch starts on the first Subscribe (or Feed, or SyncTo)
 // and runs until Close, or, for a hub told to StopWhenIdle, until its
 // last subscriber leaves. Feeds (hub_feed.go) take every change in order
-// from the same watch.
+// from the same watch. When the connection comes back after a
+// disconnect, the watch is replaced at once (hub_reconnect.go).
 //
 // Waiters must subscribe BEFORE they try the operation they may wait on:
 // a change that lands between a failed try and a later Subscribe would
@@ -104,8 +105,10 @@ func (s *Sub) Missed() bool { return s.missed.Swap(false) }
 
 // C delivers the latest change of any subscribed key. It holds at most
 // one entry (newer changes replace an unread one: waiters re-read the key
-// anyway) and is closed when the hub's watch ends (Close, or a watch
-// failure): a waiter that sees it closed re-checks and subscribes again.
+// anyway) and is closed when the hub's watch ends (Close, a watch
+// failure, or a restart: SyncTo's, or a reconnect's that could not
+// resume, hub_reconnect.go): a waiter that sees it closed re-checks and
+// subscribes again.
 func (s *Sub) C() <-chan Entry { return s.c }
 
 // Close unsubscribes. It is idempotent.

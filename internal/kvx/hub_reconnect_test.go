@@ -225,3 +225,37 @@ func TestHubRestartsAfterServerRestartWithNothingDelivered(t *testing.T) {
 	}
 	require.Equal(t, []string{"b"}, keys, "the new key once")
 }
+
+// A reconnect while the hub's watch is starting (or just started) is
+// not missed, and leaves one watch: each round's feed gets a change made
+// after the reconnect promptly, the bucket has one consumer while the
+// hub runs and none after its Close.
+func TestHubReconnectDuringStart(t *testing.T) {
+	r := startRestartable(t)
+	js := natstest.JetStream(t, r.nc)
+	b := openBucket(t, js, 1)
+	for i := range 4 {
+		h := b.NewHub(">")
+		h.KeepView("")
+		back := r.nc.StatusChanged(nats.CONNECTED)
+		require.NoError(t, r.nc.ForceReconnect())
+		// A start whose request the reconnect cut off fails: the
+		// caller's error, tried again here.
+		f := natstest.Open(t, "feed", func(ctx context.Context) (*kvx.Feed, error) { return h.Feed(ctx, "", nil, 64) })
+		natstest.Recv(t, back, 30*time.Second, "the client to reconnect")
+		r.nc.RemoveStatusListener(back)
+		key := "r" + strconv.Itoa(i)
+		start := time.Now()
+		create(t, b, key, "v")
+		var keys []string
+		for !slices.Contains(keys, key) {
+			for _, it := range natstest.TakeFeed[kvx.FeedItem](t, f, prompt-time.Since(start)) {
+				keys = append(keys, it.Key)
+			}
+		}
+		natstest.Eventually(t, prompt, func() bool { return natstest.BucketConsumers(t, js, b.Name()) == 1 }, "one watch")
+		f.Close()
+		require.NoError(t, h.Close())
+		natstest.Eventually(t, prompt, func() bool { return natstest.BucketConsumers(t, js, b.Name()) == 0 }, "no watch after Close")
+	}
+}
