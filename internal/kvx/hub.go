@@ -374,8 +374,11 @@ func (s *Sub) offer(e Entry) {
 // Close stops the watch and waits for its goroutine. Subscribers' channels
 // are closed. A start in progress is abandoned (its request cancelled)
 // and waited for. Close waits at most the bucket's op timeout
-// (OpTimeoutOf) for the delete of the watch's consumer (endWatch). It
-// is idempotent.
+// (OpTimeoutOf) for the delete of the watch's consumer (endWatch), and,
+// while the watch is being replaced after a reconnect, up to twice that
+// before, for the replacement (its request in flight, then the delete
+// of the consumer it made or replaced: hub_reconnect.go). It is
+// idempotent.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {

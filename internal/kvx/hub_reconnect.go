@@ -125,15 +125,16 @@ func (h *Hub) replace(ctx context.Context, rp *hubReplace, p replacePlan) {
 	d := OpTimeoutOf(h.b.js)
 	l := replaceRetry.Start(ctx)
 	for l.Next() {
-		// The watch's context is its lifetime: the replacement's ctx
-		// (Close) and the op timeout end only its request.
+		// The watch's context is its lifetime: the op timeout ends
+		// only its request. Close (ctx) lets a request in flight finish,
+		// so that a consumer it made is deleted (discardWatch), not left
+		// for the server to remove once it finds no subscriber.
 		wctx, wcancel := context.WithCancel(context.Background())
-		detach := context.AfterFunc(ctx, wcancel)
 		t := time.AfterFunc(d, wcancel)
 		rc := h.listenReconnects()
 		w, err := h.watchOpen(wctx, p.filter, p.opts...)
 		overran := !t.Stop()
-		aborted := !detach()
+		aborted := ctx.Err() != nil
 		h.mu.Lock()
 		current := !h.closed && h.gen == rp.gen && h.running
 		if current && err == nil && !overran && !aborted {

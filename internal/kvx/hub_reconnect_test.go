@@ -259,3 +259,28 @@ func TestHubReconnectDuringStart(t *testing.T) {
 		natstest.Eventually(t, prompt, func() bool { return natstest.BucketConsumers(t, js, b.Name()) == 0 }, "no watch after Close")
 	}
 }
+
+// A hub closed while it replaces its watch after a reconnect ends the
+// replacement: no watch, consumer or goroutine outlives its Close (the
+// package's leak check).
+func TestHubCloseDuringReplacement(t *testing.T) {
+	r := startRestartable(t)
+	js := natstest.JetStream(t, r.nc)
+	b := openBucket(t, js, 1)
+	ctx := natstest.Context(t, 60*time.Second)
+	create(t, b, "a", "1")
+	for range 4 {
+		h := b.NewHub(">")
+		h.KeepView("")
+		f, err := h.Feed(ctx, "", nil, 64)
+		require.NoError(t, err)
+		natstest.TakeFeed[kvx.FeedItem](t, f, prompt)
+		back := r.nc.StatusChanged(nats.CONNECTED)
+		require.NoError(t, r.nc.ForceReconnect())
+		natstest.Recv(t, back, 30*time.Second, "the client to reconnect")
+		r.nc.RemoveStatusListener(back)
+		f.Close()
+		require.NoError(t, h.Close())
+		natstest.Eventually(t, prompt, func() bool { return natstest.BucketConsumers(t, js, b.Name()) == 0 }, "no watch after Close")
+	}
+}
