@@ -180,9 +180,13 @@ func TestLedgerWaitResumesAfterRestart(t *testing.T) {
 	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate)
 	require.NoError(t, err)
 	finish(t, l, "x", kvledger.StatusCompleted)
+	finished := time.Now()
 
 	r := w.result(t)
 	require.Equal(t, waitCompleted, r.code, r.stderr)
+	// Its record watch (a kvx hub) replaced its consumer on the
+	// reconnect, rather than waiting for nats.go's heartbeat check.
+	require.Less(t, time.Since(finished), 6*time.Second, "the end seen promptly after the restart")
 	require.Contains(t, r.stderr, "connection to the server lost")
 	require.Contains(t, r.stderr, "reconnected")
 	require.Regexp(t, `(?m)^x\s+completed\s`, r.stdout)

@@ -90,11 +90,10 @@ func (w *taskWait) allFinal() bool {
 }
 
 // watchOnce runs one watch of the keys until they are all final (nil),
-// a key is gone (see gone), the watch ends or the connection reconnects
-// (kvledger.ErrWatchEnded: the watch's consumer may not have survived
-// the server going away, and a watch that lost it may take many
-// heartbeats to notice) or ctx ends.
-func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher, reconnected <-chan nats.Status) error {
+// a key is gone (see gone), the watch ends (kvledger.ErrWatchEnded) or
+// ctx ends. A reconnect does not end it: the store's record watch (a
+// kvx hub) replaces its consumer as soon as the connection is back.
+func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher) error {
 	want := make(map[kvledger.IdempotencyKey]bool, len(w.keys))
 	for _, k := range w.keys {
 		want[k] = true
@@ -166,8 +165,6 @@ func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher, rec
 	defer watch.Stop()
 	select {
 	case <-done:
-	case <-reconnected:
-		return kvledger.ErrWatchEnded
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -182,12 +179,10 @@ func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher, rec
 // cannot start while the server comes back; it gives up on a watch that
 // cannot start for --timeout while connected.
 func (a *app) watchUntilFinal(ctx context.Context, nc *nats.Conn, rw kvledger.RecordWatcher, w *taskWait) error {
-	reconnected := nc.StatusChanged(nats.CONNECTED)
-	defer nc.RemoveStatusListener(reconnected)
 	var failingSince time.Time
 	l := rewatchWait.Start(ctx)
 	for l.Next() {
-		err := w.watchOnce(ctx, rw, reconnected)
+		err := w.watchOnce(ctx, rw)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}

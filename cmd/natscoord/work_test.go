@@ -386,9 +386,14 @@ func TestWorkServerRestart(t *testing.T) {
 	s.restart()
 	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(w.err.String(), "natscoord work: reconnected to ") },
 		"the worker says it reconnected: %q", &w.err)
+	// The worker's watches are replaced as soon as it is back (kvx's
+	// hub), not when nats.go's heartbeat check finds their consumers
+	// gone 10–20 s later: the task is picked up at once.
+	admitted := time.Now()
 	c.ok("ledger", "admit", "after", "--seq", "1", "--kind", "k")
 	r = c.run("ledger", "wait", "after")
 	require.Equal(t, waitCompleted, r.code, r.stderr)
+	require.Less(t, time.Since(admitted), 6*time.Second, "a task admitted after the restart is run promptly")
 
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGINT))
 	natstest.WaitClosed(t, w.done, 30*time.Second, "the worker to drain and stop")

@@ -17,7 +17,8 @@ import (
 // thousand. The watch starts on the first Subscribe (or Feed, or SyncTo)
 // and runs until Close, or, for a hub told to StopWhenIdle, until its
 // last subscriber leaves. Feeds (hub_feed.go) take every change in order
-// from the same watch.
+// from the same watch. When the connection comes back after a
+// disconnect, the watch is replaced at once (hub_reconnect.go).
 //
 // Waiters must subscribe BEFORE they try the operation they may wait on:
 // a change that lands between a failed try and a later Subscribe would
@@ -36,6 +37,9 @@ type Hub struct {
 	// starting is the watch start in progress, nil when none: its
 	// request runs without the hub's lock (hub_start.go).
 	starting *hubStart
+	// replacing are the replacements of the watch after the connection
+	// came back that are in progress (hub_reconnect.go).
+	replacing map[*hubReplace]struct{}
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -101,8 +105,10 @@ func (s *Sub) Missed() bool { return s.missed.Swap(false) }
 
 // C delivers the latest change of any subscribed key. It holds at most
 // one entry (newer changes replace an unread one: waiters re-read the key
-// anyway) and is closed when the hub's watch ends (Close, or a watch
-// failure): a waiter that sees it closed re-checks and subscribes again.
+// anyway) and is closed when the hub's watch ends (Close, a watch
+// failure, or a restart: SyncTo's, or a reconnect's that could not
+// resume, hub_reconnect.go): a waiter that sees it closed re-checks and
+// subscribes again.
 func (s *Sub) C() <-chan Entry { return s.c }
 
 // Close unsubscribes. It is idempotent.
@@ -207,6 +213,9 @@ func (h *Hub) watchOpen(ctx context.Context, filter []string, opts ...jetstream.
 func (h *Hub) stopLocked() (stop func()) {
 	w, cancel, done := h.w, h.cancel, h.done
 	h.gen++
+	for rp := range h.replacing {
+		rp.abort() // it would replace the watch being stopped
+	}
 	h.running, h.viewWatch = false, false
 	h.releaseSubsLocked()
 	for f := range h.feeds {
@@ -255,46 +264,33 @@ func (h *Hub) releaseSubsLocked() {
 	}
 }
 
-func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64) {
+// run reads the watch w of generation gen until it ends. rc tells it
+// that the connection came back (hub_reconnect.go). A watch that
+// resumed its predecessor's (resumed) may deliver again revisions the
+// predecessor delivered before it was replaced: those are dropped.
+func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.CancelFunc, gen uint64, rc reconnects, resumed bool) {
 	defer close(done)
 	// The watch may end by itself (connection closed, consumer lost):
 	// cancel its context too, or nats.go's goroutine waiting on it
 	// outlives the hub.
 	defer cancel()
-	for e := range w.Updates() {
-		if e == nil {
-			h.mu.Lock()
-			if h.gen == gen && h.viewWatch {
-				h.view.markReady()
-				for f := range h.feeds {
-					f.wakeLocked()
-				}
+	defer rc.remove()
+	updates, back := w.Updates(), rc.ch
+loop:
+	for {
+		select {
+		case _, ok := <-back:
+			if !ok {
+				back = nil // no more reports
+				continue
 			}
-			h.mu.Unlock()
-			continue
-		}
-		ent := fromWatch(e)
-		h.mu.Lock()
-		if h.gen != gen {
-			h.mu.Unlock()
-			continue // stopped for a successor: drain
-		}
-		if h.viewWatch {
-			h.view.apply(ent)
-			for f := range h.feeds {
-				f.pushLocked(ent)
+			h.reconnected(gen)
+		case e, ok := <-updates:
+			if !ok {
+				break loop
 			}
+			h.deliver(e, gen, resumed)
 		}
-		if h.last == math.MaxUint64 || ent.Revision > h.last {
-			h.last = ent.Revision
-		}
-		if h.maxFilter == 0 { // a hub that filters has no Subs to tell (errFiltering)
-			h.seen.note(ent)
-			for s := range h.subs[ent.Key] {
-				s.offer(ent)
-			}
-		}
-		h.mu.Unlock()
 	}
 	// The watch ended (Close, or the subscription was closed under us):
 	// release every waiter so it re-checks; the next Subscribe restarts.
@@ -312,6 +308,44 @@ func (h *Hub) run(w jetstream.KeyWatcher, done chan struct{}, cancel context.Can
 	h.running, h.viewWatch = false, false
 	if h.view != nil {
 		h.view.reset() // invalid without its watch; Sync restarts it
+	}
+}
+
+// deliver hands one update of the watch of generation gen to the view,
+// the feeds and the Subs; nil is the end of the initial values.
+func (h *Hub) deliver(e jetstream.KeyValueEntry, gen uint64, resumed bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gen != gen {
+		return // stopped or replaced for a successor: drain
+	}
+	if e == nil {
+		if h.viewWatch {
+			h.view.markReady()
+			for f := range h.feeds {
+				f.wakeLocked()
+			}
+		}
+		return
+	}
+	ent := fromWatch(e)
+	if resumed && ent.Revision <= h.last {
+		return // its predecessor delivered it
+	}
+	if h.viewWatch {
+		h.view.apply(ent)
+		for f := range h.feeds {
+			f.pushLocked(ent)
+		}
+	}
+	if h.last == math.MaxUint64 || ent.Revision > h.last {
+		h.last = ent.Revision
+	}
+	if h.maxFilter == 0 { // a hub that filters has no Subs to tell (errFiltering)
+		h.seen.note(ent)
+		for s := range h.subs[ent.Key] {
+			s.offer(ent)
+		}
 	}
 }
 
@@ -340,8 +374,11 @@ func (s *Sub) offer(e Entry) {
 // Close stops the watch and waits for its goroutine. Subscribers' channels
 // are closed. A start in progress is abandoned (its request cancelled)
 // and waited for. Close waits at most the bucket's op timeout
-// (OpTimeoutOf) for the delete of the watch's consumer (endWatch). It
-// is idempotent.
+// (OpTimeoutOf) for the delete of the watch's consumer (endWatch), and,
+// while the watch is being replaced after a reconnect, up to twice that
+// before, for the replacement (its request in flight, then the delete
+// of the consumer it made or replaced: hub_reconnect.go). It is
+// idempotent.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -357,10 +394,18 @@ func (h *Hub) Close() error {
 	if st != nil {
 		st.cancel() // the start finds the hub closed and keeps nothing
 	}
+	var replacing []chan struct{}
+	for rp := range h.replacing {
+		rp.abort() // the replacement finds the hub closed and keeps nothing
+		replacing = append(replacing, rp.done)
+	}
 	w, cancel, done, running := h.w, h.cancel, h.done, h.running
 	h.mu.Unlock()
 	if st != nil {
 		<-st.done
+	}
+	for _, done := range replacing {
+		<-done // it has ended the watch it replaced, or its own
 	}
 	if !running {
 		// A watch stopped for a successor may still be draining.

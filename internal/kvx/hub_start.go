@@ -87,15 +87,19 @@ func (h *Hub) beginStartLocked(filter []string) *hubStart {
 	wctx, cancel := context.WithCancel(context.Background())
 	st := &hubStart{done: make(chan struct{}), cancel: cancel}
 	h.starting = st
-	withView, covered := h.view != nil, 0
-	var opts []jetstream.WatchOpt
-	if withView {
-		covered = len(h.view.prefixes)
-	} else {
-		opts = append(opts, jetstream.UpdatesOnly())
-	}
+	withView, covered, opts := h.watchOptsLocked()
 	go h.start(st, wctx, filter, withView, covered, opts)
 	return st
+}
+
+// watchOptsLocked is what a new watch reads: updates only, or, for a hub
+// with a view, the current values of its keys too (covering the view's
+// first covered prefixes).
+func (h *Hub) watchOptsLocked() (withView bool, covered int, opts []jetstream.WatchOpt) {
+	if h.view != nil {
+		return true, len(h.view.prefixes), nil
+	}
+	return false, 0, []jetstream.WatchOpt{jetstream.UpdatesOnly()}
 }
 
 // start creates the watch and installs it, unless the hub was closed
@@ -103,10 +107,19 @@ func (h *Hub) beginStartLocked(filter []string) *hubStart {
 func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withView bool, covered int, opts []jetstream.WatchOpt) {
 	d := OpTimeoutOf(h.b.js)
 	t := time.AfterFunc(d, st.cancel)
+	// Listening before the request: a watch made just before the
+	// connection went away is replaced as soon as it is back.
+	rc := h.listenReconnects()
 	w, err := h.watchOpen(wctx, filter, opts...)
 	// Once the timer fired the watch's context is cancelled: nats.go
 	// ends a watch that started all the same.
 	overran := !t.Stop()
+	installed := false
+	defer func() {
+		if !installed {
+			rc.remove() // no watch to replace
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer close(st.done)
@@ -134,15 +147,22 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 		st.cancel() // every caller gave up: an idle hub watches nothing
 		return
 	}
+	installed = true
+	h.installLocked(w, st.cancel, filter, withView, covered, rc)
+}
+
+// installLocked makes w, a new watch (cancel ends its context), the
+// hub's running watch, read by a goroutine of the hub.
+func (h *Hub) installLocked(w jetstream.KeyWatcher, cancel context.CancelFunc, filter []string, withView bool, covered int, rc reconnects) {
 	if withView {
 		h.view.reset() // a new watch rebuilds the view from its initial values
 		h.view.covered = covered
 	}
-	h.w, h.cancel, h.running, h.last = w, st.cancel, true, math.MaxUint64
+	h.w, h.cancel, h.running, h.last = w, cancel, true, math.MaxUint64
 	h.filter = filter
 	h.viewWatch = withView
 	h.seen = newSeenKeys()
 	h.done = make(chan struct{})
 	h.gen++
-	go h.run(w, h.done, st.cancel, h.gen)
+	go h.run(w, h.done, cancel, h.gen, rc, false)
 }
