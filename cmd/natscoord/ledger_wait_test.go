@@ -167,14 +167,14 @@ func TestLedgerWaitEndsOnDelete(t *testing.T) {
 // says so on stderr, watches again once the server is back, and sees
 // the task end.
 func TestLedgerWaitResumesAfterRestart(t *testing.T) {
-	s := startRestartable(t)
+	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "x", "--seq", "1")
 	js, err := s.JetStream()
 	require.NoError(t, err)
 
 	w := startWatching(t, js, func() *background { return c.start("ledger", "wait", "x") })
-	s.restart()
+	s.Restart()
 	js, err = s.JetStream()
 	require.NoError(t, err)
 	l, err := openLedger(natstest.Context(t, 10*time.Second), js, defaultLedgerBucket, ledgerUpdate)

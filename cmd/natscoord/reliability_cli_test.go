@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,49 +129,12 @@ func TestLedgerRestoreFailsWhole(t *testing.T) {
 	require.False(t, bucketExists(t, n, "fresh"), "no bucket left behind")
 }
 
-// restartable is an embedded server on a data dir of its own that a test
-// stops and starts again on the same port: to a client, the server going
-// away and coming back. The current server is shut down when the test
-// ends.
-type restartable struct {
-	*embedded.Server
-	t    *testing.T
-	dir  string
-	port int
-}
-
-func startRestartable(t *testing.T) *restartable {
-	t.Helper()
-	r := &restartable{t: t, dir: t.TempDir()}
-	r.start()
-	u, err := neturl.Parse(r.ClientURL())
-	require.NoError(t, err)
-	r.port, err = strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
-	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	s, err := embedded.Start(natstest.Context(r.t, 30*time.Second), embedded.Options{DataDir: r.dir, Port: r.port})
-	require.NoError(r.t, err)
-	r.Server = s
-}
-
-// restart shuts the server down and starts it again.
-func (r *restartable) restart() {
-	r.t.Helper()
-	require.NoError(r.t, r.Shutdown(natstest.Context(r.t, 30*time.Second)))
-	r.start()
-}
-
 // `events tail --durable` says when the server goes away, and resumes
 // once it is back on the same data dir: the event published after the
 // restart is printed and the tail ends normally.
 func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	ctx := natstest.Context(t, 60*time.Second)
-	s := startRestartable(t)
+	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "x", "--seq", "1")
 
@@ -189,7 +150,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 		return err == nil && ci.AckFloor.Consumer == 1 && ci.NumWaiting > 0
 	}, "the tail printed the first event and waits for more")
 
-	s.restart()
+	s.Restart()
 	c.ok("ledger", "admit", "y", "--seq", "1")
 
 	r := tail.result(t)
@@ -220,14 +181,14 @@ func liveTailSubscribed(s func() *server.Server, bucket string) func() bool {
 // A live `events tail` that loses its server says so, reconnects when the
 // server is back, and prints what is published then.
 func TestEventsTailLiveReconnects(t *testing.T) {
-	s := startRestartable(t)
+	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
 
 	tail := c.start("--json", "events", "tail", "--count", "1")
 	subscribed := liveTailSubscribed(func() *server.Server { return s.NATS() }, defaultLedgerBucket)
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
-	s.restart()
+	s.Restart()
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
 	c.ok("ledger", "admit", "after", "--seq", "1")
 

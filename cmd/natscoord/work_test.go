@@ -376,14 +376,14 @@ func (c *cli) startProcess(args ...string) *process {
 // asynchronous errors (a consumer that missed its heartbeats: "consumer
 // not active") formatted as its own instead of raw, every time.
 func TestWorkServerRestart(t *testing.T) {
-	s := startRestartable(t)
+	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
 	c.ok("ledger", "admit", "before", "--seq", "1", "--kind", "k")
 	w := c.startProcess("work", "--kind", "k", "--", "sh", "-c", "echo ok")
 	r := c.run("ledger", "wait", "before")
 	require.Equal(t, waitCompleted, r.code, r.stderr)
 
-	s.restart()
+	s.Restart()
 	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(w.err.String(), "natscoord work: reconnected to ") },
 		"the worker says it reconnected: %q", &w.err)
 	// The worker's watches are replaced as soon as it is back (kvx's

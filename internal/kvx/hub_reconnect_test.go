@@ -3,7 +3,6 @@ package kvx_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
@@ -22,39 +20,22 @@ import (
 // (missed heartbeats, 10–20 s).
 const prompt = 5 * time.Second
 
-// restartable is an embedded server that the test stops and starts
-// again on the same port and data dir, and a client connection that
-// reconnects to it.
+// restartable is a server the test stops and starts again, and a client
+// connection that reconnects to it.
 type restartable struct {
-	t    *testing.T
-	dir  string
-	port int
-	s    *embedded.Server
-	nc   *nats.Conn
+	*natstest.Restartable
+	t  *testing.T
+	nc *nats.Conn
 }
 
 func startRestartable(t *testing.T) *restartable {
 	t.Helper()
-	r := &restartable{t: t, dir: t.TempDir()}
-	r.start()
-	u, err := url.Parse(r.s.ClientURL())
+	r := &restartable{Restartable: natstest.StartRestartable(t), t: t}
+	var err error
+	r.nc, err = nats.Connect(r.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	require.NoError(t, err)
-	r.port, err = strconv.Atoi(u.Port())
-	require.NoError(t, err)
-	r.nc, err = nats.Connect(r.s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		r.nc.Close()
-		_ = r.s.Shutdown(context.Background())
-	})
+	t.Cleanup(r.nc.Close)
 	return r
-}
-
-func (r *restartable) start() {
-	r.t.Helper()
-	s, err := embedded.Start(natstest.Context(r.t, 30*time.Second), embedded.Options{DataDir: r.dir, Port: r.port})
-	require.NoError(r.t, err)
-	r.s = s
 }
 
 // restart shuts the server down, starts it again and returns once the
@@ -63,8 +44,7 @@ func (r *restartable) restart() {
 	r.t.Helper()
 	back := r.nc.StatusChanged(nats.CONNECTED)
 	defer r.nc.RemoveStatusListener(back)
-	require.NoError(r.t, r.s.Shutdown(natstest.Context(r.t, 30*time.Second)))
-	r.start()
+	r.Restart()
 	natstest.Recv(r.t, back, 30*time.Second, "the client to reconnect")
 }
 
@@ -147,7 +127,7 @@ func TestHubReplacesWatchAfterBlip(t *testing.T) {
 	require.Len(t, items, 2)
 	last := items[0].Revision
 
-	w := natstest.JetStream(t, natstest.Connect(t, r.s)) // a writer on a connection of its own
+	w := natstest.JetStream(t, natstest.Connect(t, r.Server)) // a writer on a connection of its own
 	wb := openBucket(t, w, 1)
 	back := r.nc.StatusChanged(nats.CONNECTED)
 	defer r.nc.RemoveStatusListener(back)

@@ -229,21 +229,7 @@ func TestScheduleRunsMissedPeriodsOnce(t *testing.T) {
 // it has returned. It used to return at once, with the handler's
 // goroutine still running.
 func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
-	n := natstest.WithServer(t)
-	e := newEnv(t, n.JS, 1)
-	started, unblock := make(chan struct{}, 1), make(chan struct{})
-	w := e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
-			started <- struct{}{}
-			<-unblock // ignores its context
-			return nil
-		}))
-	})
-	var once sync.Once
-	release := func() { once.Do(func() { close(unblock) }) }
-	t.Cleanup(release) // before the worker's Close
-	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
-	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+	e, w, release := stuckWorker(t)
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -269,21 +255,7 @@ func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 // ctx ends: only the first call drains, the others wait for the same end
 // within their own bound.
 func TestCloseDuringAnotherCloseIsBoundedByItsCtx(t *testing.T) {
-	n := natstest.WithServer(t)
-	e := newEnv(t, n.JS, 1)
-	started, unblock := make(chan struct{}, 1), make(chan struct{})
-	w := e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
-			started <- struct{}{}
-			<-unblock // ignores its context
-			return nil
-		}))
-	})
-	var once sync.Once
-	release := func() { once.Do(func() { close(unblock) }) }
-	t.Cleanup(release) // before the worker's Close
-	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
-	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+	e, w, release := stuckWorker(t)
 
 	first := make(chan error, 1)
 	go func() { first <- w.Close(context.Background()) }() // as Run's Close
@@ -327,4 +299,27 @@ func TestCloseRacingStart(t *testing.T) {
 			require.True(t, errors.Is(err, worker.ErrClosed) || errors.Is(err, worker.ErrStarted), "Start: %v", err)
 		}
 	}
+}
+
+// stuckWorker is a worker (no drain timeout) running the task "stuck",
+// whose handler ignores its context until release is called (also at
+// the test's end, before the worker's Close).
+func stuckWorker(t *testing.T) (e *env, w *worker.Worker, release func()) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	e = newEnv(t, n.JS, 1)
+	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	w = e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
+			started <- struct{}{}
+			<-unblock // ignores its context
+			return nil
+		}))
+	})
+	var once sync.Once
+	release = func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // registered after the worker's Close: runs before it
+	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
+	natstest.Recv(t, started, 10*time.Second, "the handler starts")
+	return e, w, release
 }
