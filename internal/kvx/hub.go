@@ -38,8 +38,11 @@ type Hub struct {
 	// request runs without the hub's lock (hub_start.go).
 	starting *hubStart
 	// replacing are the replacements of the watch after the connection
-	// came back that are in progress (hub_reconnect.go).
+	// came back that are in progress (hub_reconnect.go). endedGen is the
+	// generation of a watch that ended by itself while one of them was
+	// being made: the replacement ends the hub's state if it cannot swap.
 	replacing map[*hubReplace]struct{}
+	endedGen  uint64
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -300,6 +303,21 @@ loop:
 	if h.gen != gen {
 		return // replaced: the successor owns the hub's state
 	}
+	if !h.closed && h.replacingLocked(gen) {
+		// A replacement is being made (the connection came back, and
+		// nats.go ended this watch when it could not make its own new
+		// consumer): it takes the hub's state over, or ends it as
+		// below if it cannot (replaced).
+		h.endedGen = gen
+		return
+	}
+	h.endRunLocked()
+}
+
+// endRunLocked is the end of the running watch that ended by itself:
+// every waiter is released so it re-checks (the next Subscribe restarts
+// the watch) and the feeds end, their owners told the watch ended.
+func (h *Hub) endRunLocked() {
 	h.releaseSubsLocked()
 	for f := range h.feeds {
 		f.endLocked()

@@ -14,8 +14,9 @@ import (
 // A hub's watch is an ordered consumer of the server it was made on.
 // When the connection comes back after a disconnect (the server
 // restarted, or the network dropped), that consumer may be gone, and
-// nats.go notices only by missed idle heartbeats (one every 5 s, checked
-// every two: 10–20 s) before it makes a new one: every user of the hub
+// nats.go notices by missed idle heartbeats (one every 5 s, checked
+// every two: 10–20 s) before it makes a new one, unless a gap in the
+// sequences it receives tells it sooner: every user of the hub
 // (the worker's record index, kvlease's waiters, kvlock's fair waits,
 // the dashboards) would wait that long for the first change made after
 // the reconnect. So each running watch listens for its connection's
@@ -33,7 +34,14 @@ import (
 //     (a short blip) delivers until it is swapped out; the new one drops
 //     the revisions its predecessor delivered meanwhile (deliver). Like
 //     nats.go's own reset, it resumes at the revision, so a server that
-//     lost its store delivers nothing until its stream reaches it again.
+//     lost its store delivers nothing until its stream reaches it again,
+//     and a client cut off for longer than a key's TTL and its delete
+//     marker's lifetime does not learn of that expiry (the marker is
+//     gone from the stream; nats.go's reset misses it the same way).
+//   - When the watch being replaced ends by itself meanwhile (nats.go
+//     drains an ordered consumer whose own new consumer could not be
+//     made), its goroutine leaves the hub's state to the replacement
+//     (endedGen), which ends it as run would if it cannot swap.
 //   - afresh, as a start would, when it does not know where to resume
 //     (no change delivered since the watch started, or a view still
 //     taking its initial values, which come one per key, not every
@@ -94,13 +102,8 @@ var replaceRetry = retry.Policy{Tries: 10, Pause: 100 * time.Millisecond, MaxPau
 func (h *Hub) reconnected(gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || h.gen != gen || !h.running {
+	if h.closed || h.gen != gen || !h.running || h.replacingLocked(gen) {
 		return
-	}
-	for rp := range h.replacing {
-		if rp.gen == gen {
-			return
-		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rp := &hubReplace{gen: gen, done: make(chan struct{}), abort: cancel}
@@ -171,12 +174,28 @@ func (h *Hub) swapLocked(w jetstream.KeyWatcher, cancel context.CancelFunc, rc r
 	return func() { _ = endWatch(old, oldCancel, oldDone, d) }
 }
 
-// replaced forgets a replacement that has ended.
+// replaced forgets a replacement that has ended. If it could not swap
+// and the watch it was to replace has ended by itself meanwhile (run left
+// the hub's state to it), it ends that state as run would have.
 func (h *Hub) replaced(rp *hubReplace) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.replacing, rp)
+	if !h.closed && h.gen == rp.gen && h.endedGen == rp.gen && h.running {
+		h.endRunLocked()
+	}
 	close(rp.done)
+}
+
+// replacingLocked reports whether a replacement of the watch of
+// generation gen is being made.
+func (h *Hub) replacingLocked(gen uint64) bool {
+	for rp := range h.replacing {
+		if rp.gen == gen {
+			return true
+		}
+	}
+	return false
 }
 
 // discardWatch ends a watch the hub did not take: its updates are

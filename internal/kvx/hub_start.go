@@ -32,7 +32,7 @@ import (
 
 // hubStart is one start of the hub's watch in progress.
 type hubStart struct {
-	done   chan struct{} // closed, under the hub's lock, when the start ended
+	done   chan struct{} // closed when the start ended (a watch it did not keep ended too)
 	err    error         // why it failed; set before done is closed
 	cancel context.CancelFunc
 	// waiters counts the callers waiting for the start: a hub that
@@ -114,23 +114,34 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 	// Once the timer fired the watch's context is cancelled: nats.go
 	// ends a watch that started all the same.
 	overran := !t.Stop()
-	installed := false
-	defer func() {
-		if !installed {
-			rc.remove() // no watch to replace
-		}
-	}()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	defer close(st.done)
+	installed := h.settleStartLocked(st, w, err, overran, d, filter, withView, covered, rc)
+	h.mu.Unlock()
+	if !installed {
+		rc.remove() // no watch to replace
+		if err == nil {
+			// A watch made and not kept: drained while it ends, or
+			// nats.go's delivery stays blocked on its full channel.
+			discardWatch(w, st.cancel, d)
+		}
+		st.cancel()
+	}
+	close(st.done) // after the discard: Close waits for it here
+}
+
+// settleStartLocked decides what becomes of the watch a start made (w,
+// or err; overran when the op timeout d ended its request): it is
+// installed, unless the hub was closed meanwhile, or stops when idle and
+// nobody waits for it any more, or the start failed, which ends the
+// feeds waiting for it. It reports whether w was installed.
+func (h *Hub) settleStartLocked(st *hubStart, w jetstream.KeyWatcher, err error, overran bool, d time.Duration,
+	filter []string, withView bool, covered int, rc reconnects) bool {
 	h.starting = nil
 	switch {
 	case h.closed:
-		st.cancel() // nats.go ends a watch that started
 		st.err = ErrHubClosed
-		return
+		return false
 	case err != nil || overran:
-		st.cancel()
 		if overran {
 			err = fmt.Errorf("not started within the op timeout (%v): %w", d, context.DeadlineExceeded)
 		}
@@ -142,13 +153,12 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 			f.endCausedLocked(st.err)
 		}
 		clear(h.feeds)
-		return
+		return false
 	case h.idleStop && st.waiters == 0 && h.subCount == 0 && len(h.feeds) == 0:
-		st.cancel() // every caller gave up: an idle hub watches nothing
-		return
+		return false // every caller gave up: an idle hub watches nothing
 	}
-	installed = true
 	h.installLocked(w, st.cancel, filter, withView, covered, rc)
+	return true
 }
 
 // installLocked makes w, a new watch (cancel ends its context), the

@@ -1,0 +1,105 @@
+package kvx
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
+)
+
+// blockedWatchDeliveries counts nats.go watch callbacks blocked sending
+// on a watch's full updates channel.
+func blockedWatchDeliveries() int {
+	buf := make([]byte, 1<<22)
+	n := runtime.Stack(buf, true)
+	c := 0
+	for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+		if strings.Contains(g, "chan send") && strings.Contains(g, "jetstream.(*kvs).WatchFiltered.func") {
+			c++
+		}
+	}
+	return c
+}
+
+// A watch a start made but does not keep (its only caller gave up, on a
+// hub that stops when idle) is drained as it ends: with more initial
+// values than its channel holds, nats.go's delivery was left blocked on
+// it for good.
+func TestStartDropsAWatchItDoesNotKeepWhole(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, n.JS, Config{Bucket: "drop"})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	for i := range 1000 {
+		_, err := b.Create(ctx, "k"+strconv.Itoa(i), []byte("v"), 0)
+		require.NoError(t, err)
+	}
+	before := blockedWatchDeliveries()
+	h := b.NewHub(">")
+	h.KeepView("")
+	h.StopWhenIdle()
+	h.mu.Lock()
+	st := h.beginStartLocked(nil) // as if its only caller's ctx ended at once
+	// The hub's lock stays busy until nats.go is blocked on the new
+	// watch's full channel.
+	natstest.Eventually(t, 10*time.Second, func() bool { return blockedWatchDeliveries() > before },
+		"the watch's delivery fills its channel")
+	h.mu.Unlock()
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		select {
+		case <-st.done:
+			return true
+		default:
+			return false
+		}
+	}, "the start ends")
+	require.False(t, h.Running(), "nobody waited: not kept")
+	require.NoError(t, h.Close())
+	natstest.Eventually(t, 10*time.Second, func() bool { return blockedWatchDeliveries() <= before },
+		"the dropped watch's delivery is not left blocked")
+}
+
+// The old watch ends by itself (nats.go drains an ordered consumer whose
+// own new consumer could not be made) while the hub's replacement of it
+// is being made: the feeds go on with the replacement instead of ending.
+func TestWatchEndingDuringItsReplacementLeavesFeedsToIt(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, n.JS, Config{Bucket: "rvend"})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	r1, err := b.Create(ctx, "a", []byte("1"), 0)
+	require.NoError(t, err)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { _ = h.Close() })
+	f, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer f.Close()
+	items := natstest.TakeFeed[FeedItem](t, f, 5*time.Second)
+	require.Equal(t, r1, items[0].Revision)
+
+	h.mu.Lock()
+	gen, w := h.gen, h.w
+	h.mu.Unlock()
+	h.reconnected(gen)           // the connection came back: a replacement is being made
+	require.NoError(t, w.Stop()) // and the old watch ends under it
+	r2, err := b.Create(ctx, "b", []byte("2"), 0)
+	require.NoError(t, err)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		its, err := f.Take()
+		require.NoError(t, err, "the feed ended although a replacement watch was being made")
+		for _, it := range its {
+			if it.Revision == r2 {
+				return true
+			}
+		}
+		return false
+	}, "change b reaches the feed through the replacement")
+}
