@@ -186,12 +186,7 @@ func TestFeedCloseEndsEach(t *testing.T) {
 	ctx := natstest.Context(t, 10*time.Second)
 	_, err := b.Create(ctx, "c.1", []byte("v"), 0)
 	require.NoError(t, err)
-	h := b.NewHub(">")
-	h.KeepView("")
-	t.Cleanup(func() { require.NoError(t, h.Close()) })
-	f, err := h.Feed(ctx, "", nil, 16)
-	require.NoError(t, err)
-	t.Cleanup(f.Close)
+	h, f := viewFeed(t, ctx, b, "", 16)
 
 	synced := make(chan struct{})
 	var syncedOnce sync.Once // a second Synced item must not close it again

@@ -70,12 +70,7 @@ func TestSyncToWithEndedCtxLeavesFeedsWatched(t *testing.T) {
 	ctx := natstest.Context(t, 20*time.Second)
 	_, err := b.Create(ctx, "x.a", []byte("a1"), 0)
 	require.NoError(t, err)
-	h := b.NewHub(">")
-	h.KeepView("x")
-	t.Cleanup(func() { _ = h.Close() })
-	fa, err := h.Feed(ctx, "x", nil, 16)
-	require.NoError(t, err)
-	defer fa.Close()
+	h, fa := viewFeed(t, ctx, b, "x", 16)
 	natstest.TakeFeed[kvx.FeedItem](t, fa, 5*time.Second)
 	h.KeepView("y")
 
@@ -100,12 +95,7 @@ func TestFeedEndedByAFailedRestartSaysWhy(t *testing.T) {
 	ctx := natstest.Context(t, 20*time.Second)
 	_, err := b.Create(ctx, "x.a", []byte("a1"), 0)
 	require.NoError(t, err)
-	h := b.NewHub(">")
-	h.KeepView("x")
-	t.Cleanup(func() { _ = h.Close() })
-	fa, err := h.Feed(ctx, "x", nil, 16)
-	require.NoError(t, err)
-	defer fa.Close()
+	h, fa := viewFeed(t, ctx, b, "x", 16)
 	natstest.TakeFeed[kvx.FeedItem](t, fa, 5*time.Second)
 
 	h.KeepView("y") // the next SyncTo restarts the watch with y's values

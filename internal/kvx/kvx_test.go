@@ -262,3 +262,16 @@ func TestDeleteTTLMarkerLeavesTheBucket(t *testing.T) {
 	_, _, err = b.Acquire(ctx, "gone", []byte("again"), 0, m)
 	require.NoError(t, err, "a stale hint still acquires")
 }
+
+// viewFeed is a hub of b keeping the view of prefix, closed when the test
+// ends, and a feed of that prefix holding up to limit changes.
+func viewFeed(t *testing.T, ctx context.Context, b *kvx.Bucket, prefix string, limit int) (*kvx.Hub, *kvx.Feed) {
+	t.Helper()
+	h := b.NewHub(">")
+	h.KeepView(prefix)
+	t.Cleanup(func() { require.NoError(t, h.Close()) })
+	f, err := h.Feed(ctx, prefix, nil, limit)
+	require.NoError(t, err)
+	t.Cleanup(f.Close)
+	return h, f
+}
