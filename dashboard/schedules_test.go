@@ -51,12 +51,7 @@ func TestWorkersPageLabelsRemovedStoredSchedule(t *testing.T) {
 	ctx := natstest.Context(t, 20*time.Second)
 	s := e.OpenSSE(t)
 
-	sc := storeSchedule(t, ctx, store, s, "nightly", "@daily")
-	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	period := admitPeriod(t, e, "nightly", day)
-	coded := admitPeriod(t, e, "coded", day)
-	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
-	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
+	sc, period, _ := nightlyAndCoded(t, ctx, e, store, s)
 
 	require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev))
 	s.WaitFor(t, "event: schedule", `"name":"nightly"`)
@@ -82,13 +77,8 @@ func TestWorkersPageLabelsScheduleRemovedWhileTheWatchWasDown(t *testing.T) {
 	ctx := natstest.Context(t, 30*time.Second)
 	s := e.OpenSSE(t)
 
-	sc := storeSchedule(t, ctx, store, s, "nightly", "@daily")
+	sc, period, _ := nightlyAndCoded(t, ctx, e, store, s)
 	other := storeSchedule(t, ctx, store, s, "other", "@hourly")
-	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	period := admitPeriod(t, e, "nightly", day)
-	coded := admitPeriod(t, e, "coded", day)
-	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
-	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
 
 	e.Handler.RewatchRecords(func() { require.NoError(t, store.DeleteSchedule(ctx, "nightly", sc.Rev)) })
 	s.WaitFor(t, "event: schedule", `"name":"other"`) // the new watch delivers what is stored
@@ -142,6 +132,20 @@ func TestWorkersPageLabelsPeriodAdmittedAfterItsScheduleRemoval(t *testing.T) {
 
 // storeSchedule stores a schedule name with spec (task kind "report")
 // and waits until the dashboard's stream shows it.
+// nightlyAndCoded stores the schedule "nightly" (@daily) and admits a
+// task of its period of 2026-12-01 and one of "coded" (a schedule only a
+// worker's code names), once the dashboard lists nightly as stored.
+func nightlyAndCoded(t *testing.T, ctx context.Context, e *dashtest.Env, store *kvledger.KVStore, s *dashtest.SSEStream) (sc kvledger.Schedule, period, coded string) {
+	t.Helper()
+	sc = storeSchedule(t, ctx, store, s, "nightly", "@daily")
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	period = admitPeriod(t, e, "nightly", day)
+	coded = admitPeriod(t, e, "coded", day)
+	s.WaitFor(t, "event: ledger", `"ref":"`+url.QueryEscape(coded)+`"`)
+	require.Regexp(t, `<tr data-schedule="nightly"><td>nightly</td>\s*<td><code>@daily</code></td>`, e.Page(t, "/workers"))
+	return sc, period, coded
+}
+
 func storeSchedule(t *testing.T, ctx context.Context, store *kvledger.KVStore, s *dashtest.SSEStream, name, spec string) kvledger.Schedule {
 	t.Helper()
 	sc, err := store.CreateSchedule(ctx, kvledger.Schedule{Name: name, Spec: spec, Task: kvledger.ScheduleTask{Kind: "report"}})
