@@ -17,9 +17,11 @@ import (
 // through Ledger.WaitFinal, for two things WaitFinal leaves to its
 // caller: a key without a record is waited for there (it may be admitted
 // later), so a record deleted during the wait would be waited for for
-// ever, while here it ends the wait; and a watch that ends with the
-// connection is an error there, while here it is watched again once the
-// connection is back.
+// ever, while here it ends the wait; and a watch that ends is an error
+// there, while here it is watched again. A reconnect does not end the
+// watch (the store's record hub replaces its consumer as soon as the
+// connection is back); a watch ends when that replacement could not be
+// made, or the connection closed.
 
 // taskWait is what the watches of one `ledger wait` have learnt; it
 // outlives each watch.
@@ -175,7 +177,7 @@ func (w *taskWait) watchOnce(ctx context.Context, rw kvledger.RecordWatcher) err
 }
 
 // watchUntilFinal watches the keys until they are final, watching again
-// when a watch ends with the connection (once nc is connected again) or
+// when a watch ends (its hub could not replace it after a reconnect) or
 // cannot start while the server comes back; it gives up on a watch that
 // cannot start for --timeout while connected.
 func (a *app) watchUntilFinal(ctx context.Context, nc *nats.Conn, rw kvledger.RecordWatcher, w *taskWait) error {
