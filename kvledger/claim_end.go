@@ -16,7 +16,7 @@ func (l *Ledger) endClaim(ctx context.Context, key IdempotencyKey, owner OwnerID
 		if err != nil {
 			return TaskState{}, err
 		}
-		rec, ok, err := l.commit(ctx, cur, end(cur), fence, label, after)
+		rec, ok, err := l.commit(ctx, cur, end(cur), label, after)
 		if err != nil || ok {
 			return rec, err
 		}

@@ -229,3 +229,17 @@ func TestEveryClaimEndDeletesItsLease(t *testing.T) {
 		require.Empty(t, liveLeaseKeys(t, n.JS, leases), "%+v: the claim's lease goes with it", o)
 	}
 }
+
+// An operator's Cancel of a task claimed through this Ledger deletes the
+// claim's lease with the write that ends the claim, as its owner's
+// outcome would: no record names the lease any more.
+func TestCancelOfAHeldClaimDeletesItsLease(t *testing.T) {
+	const leases = "cancel_leases"
+	n, ctx, _, l := leaseFixture(t, leases, "k")
+	_, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Hour, time.Now())
+	require.NoError(t, err)
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
+	_, err = l.Cancel(ctx, "ops", "k", "not needed", time.Now())
+	require.NoError(t, err)
+	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "the cancelled claim's lease goes with it")
+}

@@ -241,7 +241,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusFailed, owner, fence, time.Time{}, ""
 	next.LastError = TruncateError(msg)
 	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, FailedEvent
-	rec, ok, err := l.commit(ctx, cur, next, 0, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
+	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
 	if !ok {
 		return rec, ok, err
 	}

@@ -96,17 +96,23 @@ func (l *Ledger) finishAfter(ctx context.Context, actor Actor, key IdempotencyKe
 }
 
 // commit validates next and writes it over cur; when the write lands,
-// ended runs its tail (see ended): the claim at ends, when ends is not
-// zero, loses its lease, then after (a dependency walk) runs, its error
-// returned with the written record, labelled with what the walk was
-// doing. ok false means the compare-and-swap lost and nothing ran.
-func (l *Ledger) commit(ctx context.Context, cur, next TaskState, ends FenceToken, label string, after func() error) (TaskState, bool, error) {
+// ended runs its tail (see ended): a claim cur held loses its lease, if
+// this Ledger took it, whoever ends it (its owner's Complete or Release,
+// an operator's Cancel, an exhausted takeover), then after (a dependency
+// walk) runs, its error returned with the written record, labelled with
+// what the walk was doing. ok false means the compare-and-swap lost and
+// nothing ran.
+func (l *Ledger) commit(ctx context.Context, cur, next TaskState, label string, after func() error) (TaskState, bool, error) {
 	if err := next.Validate(); err != nil {
 		return TaskState{}, false, err
 	}
 	rec, ok, err := l.write(ctx, cur, true, next)
 	if err != nil || !ok {
 		return TaskState{}, false, err
+	}
+	var ends FenceToken
+	if cur.Status == StatusClaimed {
+		ends = cur.Fence
 	}
 	return rec, true, l.ended(ctx, rec, ends, label, after)
 }

@@ -42,7 +42,7 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
-		if rec, ok, err := l.commit(ctx, cur, next, 0, "reopened, unblocking its dependents", after); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after); err != nil || ok {
 			return rec, err
 		}
 	}
@@ -117,7 +117,7 @@ func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, re
 		next.LastError = TruncateError(reason)
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
 		after := func() error { return l.blockDependents(ctx, actor, key, now) }
-		if rec, ok, err := l.commit(ctx, cur, next, 0, "cancelled, blocking its dependents", after); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, "cancelled, blocking its dependents", after); err != nil || ok {
 			return rec, err
 		}
 	}
