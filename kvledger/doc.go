@@ -302,11 +302,14 @@
 // update the stream, gets the one-by-one path. Claim and Takeover of a
 // claim that names a lease add one lease read, and with a lease taker
 // (WithLeases) Claim, Takeover, ClaimIfReady, ClaimNext and Renew add one
-// lease create, and Release, Complete and the runtime's outcomes of a
-// claim whose lease this Ledger took add one lease delete; these are
-// bounded by the lease manager's own operation timeout, not T. A lost
-// compare-and-swap repeats the loop, which is contention, not a stall. On a stalled connection a call fails at its
-// first operation, within 2T (TestStalledConnectionBoundedByOperationTimeout).
+// lease create, and every write that ends a claim whose lease this
+// Ledger took (Release, Complete, Cancel, the runtime's outcomes) adds
+// its lease's delete (one more write, a renewal, when the lease is past
+// half its TTL: kvlease's Adopt); these are bounded by the lease
+// manager's own operation timeout, not T. A lost compare-and-swap repeats
+// the loop, which is contention, not a stall. On a stalled connection a
+// call fails at its first operation, within 2T
+// (TestStalledConnectionBoundedByOperationTimeout).
 // Range and Snapshot stream the whole bucket and are bounded by the
 // caller's ctx only.
 package kvledger

@@ -96,8 +96,9 @@ func (c *Client) Run(ctx context.Context) error {
 	return c.Close(context.WithoutCancel(ctx))
 }
 
-// writing refuses a write once Close has begun (ErrClosed): Close closes
-// the store, whose bucket then refuses writes.
+// writing refuses a write, or a read that would start a watch (Counts),
+// once Close has begun (ErrClosed): Close closes the store, whose bucket
+// then refuses writes.
 func (c *Client) writing() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -26,11 +26,8 @@ type counter struct {
 // which keeps a kvledger.Tally current until Close; later calls read the
 // tally and send nothing. ctx bounds the first call's wait for the watch.
 func (c *Client) Counts(ctx context.Context) (kvledger.Counts, error) {
-	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
-		return kvledger.Counts{}, ErrClosed
+	if err := c.writing(); err != nil {
+		return kvledger.Counts{}, err
 	}
 	k := &c.counter
 	k.mu.Lock()

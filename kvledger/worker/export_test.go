@@ -36,3 +36,10 @@ func Ahead(w *Worker) int {
 	defer w.mu.Unlock()
 	return len(w.ahead)
 }
+
+// Starting reports whether Start has begun (started is set).
+func Starting(w *Worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started
+}

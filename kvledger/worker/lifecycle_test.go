@@ -2,8 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,8 +276,10 @@ func TestCloseDuringAnotherCloseIsBoundedByItsCtx(t *testing.T) {
 }
 
 // Close racing Start neither races on the worker's context nor leaves
-// anything Start made running: Start returns nil or ErrClosed, Close
-// returns, and the leak check finds no goroutine of the worker.
+// anything Start made running: a Close that comes once Start has begun
+// cuts it short (Start returns ErrClosed) or follows it (nil), a Close
+// before it makes Start return ErrClosed, and the leak check finds no
+// goroutine of the worker.
 func TestCloseRacingStart(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
@@ -290,15 +290,16 @@ func TestCloseRacingStart(t *testing.T) {
 		require.NoError(t, w.Handle("k", func(context.Context, *worker.Task) error { return nil }))
 		startErr := make(chan error, 1)
 		go func() { startErr <- w.Start(natstest.Context(t, 20*time.Second)) }()
-		if i%2 == 1 {
-			runtime.Gosched() // let some Starts get further before Close
+		if i%2 == 0 { // Close during Start; the odd rounds let Close race its beginning
+			natstest.Eventually(t, 10*time.Second, func() bool { return worker.Starting(w) }, "Start has begun")
 		}
 		require.NoError(t, closeWorker(w))
-		err := natstest.Recv(t, startErr, 20*time.Second, "Start returns")
-		if err != nil {
-			require.True(t, errors.Is(err, worker.ErrClosed) || errors.Is(err, worker.ErrStarted), "Start: %v", err)
+		if err := natstest.Recv(t, startErr, 20*time.Second, "Start returns"); err != nil {
+			require.ErrorIs(t, err, worker.ErrClosed)
 		}
 	}
+	started := e.worker(worker.Config{}, nil)
+	require.ErrorIs(t, started.Start(natstest.Context(t, 5*time.Second)), worker.ErrStarted, "a second Start")
 }
 
 // stuckWorker is a worker (no drain timeout) running the task "stuck",

@@ -179,7 +179,11 @@ func (w *Worker) Handle(kind string, h Handler) error {
 // the worker's life to a context.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
-	if w.started || w.closed {
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	if w.started {
 		w.mu.Unlock()
 		return ErrStarted
 	}
@@ -295,8 +299,8 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 // outcomes already sent to be settled; then it deletes the worker's
 // lease (a claim it could not release is free for takeover at once),
 // stops the watches and, if it made it, the lease manager. Every
-// goroutine of the worker has ended when it returns nil or the error of
-// a watch that ended.
+// goroutine of the worker has ended when it returns nil, or the error of
+// a watch that ended or of closing the lease manager it made.
 //
 // ctx bounds how long Close waits, not what it does: when ctx ends
 // first (a handler ignores its cancelled context), Close returns ctx's
