@@ -118,7 +118,8 @@ func (m *Manager) ReadKey(ctx context.Context, key string) (value []byte, revisi
 // last revision is rev (not 0), leaving a delete marker that expires
 // after markerTTL (0: it stays; negative is refused). deleted is false
 // (err nil) when the key has moved on from rev: a newer record is never
-// removed. The write is bounded by OpTimeout when ctx has no deadline.
+// removed. The write is bounded by OpTimeout (a later deadline of ctx
+// does not lift it).
 func (m *Manager) DeleteKeyAt(ctx context.Context, key string, rev uint64, markerTTL time.Duration) (deleted bool, err error) {
 	if err := m.checkDataKey(key); err != nil {
 		return false, err

@@ -26,7 +26,7 @@ const (
 
 // settlePauses is the retry policy of a release's settling loops:
 // settleDeleteAt's, and handOver's resend of a hand-over whose outcome is
-// unknown (handover.go), each under a cleanup context of its own.
+// unknown (handover.go), each under the manager's shared cleanup context.
 // kvx.SpuriousConflict's 10 ms, doubling up to 160 ms, with no Tries of
 // its own: its ctx (the manager's cleanup context, at most OpTimeout) is
 // its ceiling.

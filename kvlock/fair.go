@@ -159,11 +159,11 @@ func (l *Locker) tryFair(ctx context.Context, s spec) (*Lock, error) {
 // reads, so trying again cannot change the bucket; a try whose bound
 // ends leaves the start going on (the hub starts its watch in a
 // goroutine of its own, bounded by the JetStream handle's timeout), and
-// the next try waits for that same start. The breaker counts the tries
-// but does not gate them: they are steps of an acquisition it has
-// already let through.
+// the next try waits for that same start. The breaker neither gates nor
+// counts the tries (retryRead): they are reads, steps of an acquisition
+// it has already let through.
 func (l *Locker) syncView(ctx context.Context, rev uint64) error {
-	return l.retryHeld(ctx, transientAcquire, func() error {
+	return l.retryRead(ctx, transientAcquire, func() error {
 		octx, cancel := l.opt.Bound(ctx)
 		defer cancel()
 		return l.view.SyncTo(octx, rev)

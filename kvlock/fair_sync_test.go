@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,12 +20,17 @@ type retryHook struct {
 	fn    func()
 	once  sync.Once
 	fired chan struct{}
+	// breaker counts the circuit breaker's moves.
+	breaker atomic.Int32
 }
 
 func (h *retryHook) Enabled(context.Context, slog.Level) bool { return true }
 func (h *retryHook) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *retryHook) WithGroup(string) slog.Handler            { return h }
 func (h *retryHook) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "kvlock: circuit breaker" {
+		h.breaker.Add(1)
+	}
 	if r.Message == "kvlock: transient error, retrying" {
 		h.once.Do(func() {
 			h.fn()
@@ -35,8 +41,9 @@ func (h *retryHook) Handle(_ context.Context, r slog.Record) error {
 }
 
 // A fair Acquire's first view sync starts the manager's watch. When
-// creating its consumer outlasts the try's bound (nats.go gives it 5 s;
-// on a loaded R3 cluster it once did, in TestClusterR3CASPaths), the sync
+// creating its consumer outlasts the try's bound (the hub's start bound,
+// the handle's DefaultTimeout, 5 s; on a loaded R3 cluster it once did,
+// in TestClusterR3CASPaths), the sync
 // is tried again within the caller's ctx instead of failing the Acquire
 // with "queue of ...: kvx: watch: context deadline exceeded".
 func TestFairAcquireRetriesSlowViewStart(t *testing.T) {
@@ -49,7 +56,10 @@ func TestFairAcquireRetriesSlowViewStart(t *testing.T) {
 	// (the queue's last ticket) still answers within OpTimeout, the watch's
 	// consumer create does not (5 s). The first retry lifts the delay.
 	hook := &retryHook{fn: func() { p.SetDelay(0) }, fired: make(chan struct{})}
-	cfg := kvlock.Config{Fair: true, OpTimeout: 8 * time.Second, Logger: slog.New(hook)}
+	// One counted failure would open the breaker: the sync's tries are
+	// reads, which it must not count.
+	cfg := kvlock.Config{Fair: true, OpTimeout: 8 * time.Second, Logger: slog.New(hook),
+		Breaker: kvlock.BreakerPolicy{Failures: 1, CoolDown: time.Minute}}
 	l := newLocker(t, js, cfg)
 	ctx := natstest.Context(t, 40*time.Second)
 
@@ -58,5 +68,6 @@ func TestFairAcquireRetriesSlowViewStart(t *testing.T) {
 	k, err := l.Acquire(ctx, "slow-view")
 	require.NoError(t, err)
 	natstest.WaitClosed(t, hook.fired, time.Second, "the view's sync was retried")
+	require.Zero(t, hook.breaker.Load(), "the sync's timed-out try opened the breaker: it counted a read as a failure")
 	require.NoError(t, k.Release(ctx))
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
@@ -21,11 +22,13 @@ func TestLockerWritesThroughOneBucketHandle(t *testing.T) {
 	l := newLocker(t, natstest.JetStream(t, nc), kvlock.Config{TTL: 2 * time.Second})
 	e := newElection(t, l, "one")
 	require.NoError(t, e.Campaign(ctx, "v"))
-	before := nc.NumSubscriptions()
-	require.NoError(t, e.Resign(ctx))
-	require.Equal(t, before, nc.NumSubscriptions(), "the record's removal used a handle of its own")
 	kv, err := n.JS.KeyValue(ctx, "natscoord_leases")
 	require.NoError(t, err)
 	_, err = kv.Get(ctx, "lock.ev.one")
-	require.Error(t, err, "the record was removed")
+	require.NoError(t, err, "the election's record is stored while it leads")
+	before := nc.NumSubscriptions()
+	require.NoError(t, e.Resign(ctx))
+	require.Equal(t, before, nc.NumSubscriptions(), "the record's removal used a handle of its own")
+	_, err = kv.Get(ctx, "lock.ev.one")
+	require.ErrorIs(t, err, jetstream.ErrKeyNotFound, "the record was removed")
 }

@@ -43,21 +43,37 @@ func transientAcquire(err error) bool {
 // error). Every attempt asks the
 // circuit breaker first and reports its outcome to it.
 func (l *Locker) retry(ctx context.Context, transient func(error) bool, op func() error) error {
-	return l.retryGated(ctx, transient, op, true)
+	return l.retryBy(ctx, transient, op, breakerGates)
 }
 
-// retryHeld is retry for operations on a lock already held (renewals)
-// and for the view syncs of an acquisition under way (syncView): the
-// breaker counts their outcomes but never refuses them.
+// retryHeld is retry for operations on a lock already held (renewals):
+// the breaker counts their outcomes but never refuses them.
 func (l *Locker) retryHeld(ctx context.Context, transient func(error) bool, op func() error) error {
-	return l.retryGated(ctx, transient, op, false)
+	return l.retryBy(ctx, transient, op, breakerCounts)
 }
 
-func (l *Locker) retryGated(ctx context.Context, transient func(error) bool, op func() error, gated bool) error {
+// retryRead is retry for the view syncs of an acquisition under way
+// (syncView): reads, which the breaker neither gates nor counts, so that
+// one slow watch start waited for by several acquirers does not open it
+// for every write of the Locker.
+func (l *Locker) retryRead(ctx context.Context, transient func(error) bool, op func() error) error {
+	return l.retryBy(ctx, transient, op, breakerIgnores)
+}
+
+// breakerUse is what a retry loop's tries are to the circuit breaker.
+type breakerUse int
+
+const (
+	breakerGates   breakerUse = iota // asked before each try, told its outcome
+	breakerCounts                    // told each try's outcome only
+	breakerIgnores                   // neither
+)
+
+func (l *Locker) retryBy(ctx context.Context, transient func(error) bool, op func() error, use breakerUse) error {
 	var err error
 	for r := l.cfg.Retry.policy(l.cfg.OpTimeout).Start(ctx); r.Next(); {
 		probe := false
-		if gated {
+		if use == breakerGates {
 			var berr error
 			if probe, berr = l.brk.allow(); berr != nil {
 				return berr
@@ -65,7 +81,9 @@ func (l *Locker) retryGated(ctx context.Context, transient func(error) bool, op 
 		}
 		err = op()
 		failed := err != nil && transient(err)
-		l.brk.done(probe, failed, err != nil && ctx.Err() != nil, err)
+		if use != breakerIgnores {
+			l.brk.done(probe, failed, err != nil && ctx.Err() != nil, err)
+		}
 		if err == nil || r.Last() || ctx.Err() != nil || !failed {
 			return err
 		}

@@ -59,8 +59,9 @@ type Hub struct {
 	// feeds are the ordered subscriptions (Feed), fed from the view.
 	feeds map[*Feed]struct{}
 	// gen counts the watches started: a watch that was stopped to be
-	// replaced (SyncTo's restart, an idle stop) finds gen moved on and
-	// leaves the hub's state to its successor.
+	// replaced (SyncTo's or a Feed's restart, an idle stop, a reconnect's
+	// swap) finds gen moved on and leaves the hub's state to its
+	// successor.
 	gen uint64
 	// idleStop: the watch stops when its last subscriber leaves (a hub
 	// whose owner has no Close; see StopWhenIdle).
@@ -109,8 +110,9 @@ func (s *Sub) Missed() bool { return s.missed.Swap(false) }
 // C delivers the latest change of any subscribed key. It holds at most
 // one entry (newer changes replace an unread one: waiters re-read the key
 // anyway) and is closed when the hub's watch ends (Close, a watch
-// failure, or a restart: SyncTo's, or a reconnect's that could not
-// resume, hub_reconnect.go): a waiter that sees it closed re-checks and
+// failure, or a restart: SyncTo's, a Feed's that needs the view's
+// values or wider keys, or a reconnect's that could not resume,
+// hub_reconnect.go): a waiter that sees it closed re-checks and
 // subscribes again.
 func (s *Sub) C() <-chan Entry { return s.c }
 

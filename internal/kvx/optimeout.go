@@ -65,8 +65,8 @@ func (o *OpTimeout) Shared() context.Context {
 }
 
 // Detached is the context of cleanup work that follows a write which
-// stands whatever its caller does next (a read-back of the write, an
-// index entry's delete, the release of a lease no record names): ctx's
+// stands whatever its caller does next (the release of a lease no record
+// names, kvledger's claim guards; the worker's operations): ctx's
 // values without its cancellation, so that a caller giving up right
 // after the write does not stop it, bounded by d, the bound of one
 // operation, so that it ends. The cancel func must be called.
