@@ -67,11 +67,14 @@ func TestStartDropsAWatchItDoesNotKeepWhole(t *testing.T) {
 
 // The old watch ends by itself (nats.go drains an ordered consumer whose
 // own new consumer could not be made) while the hub's replacement of it
-// is being made: the feeds go on with the replacement instead of ending.
+// is being made (held up here by a stalled connection): the watch's end
+// leaves the hub's state to the replacement, and the feeds go on with it
+// instead of ending.
 func TestWatchEndingDuringItsReplacementLeavesFeedsToIt(t *testing.T) {
 	n := natstest.WithServer(t)
-	ctx := natstest.Context(t, 30*time.Second)
-	b, err := Open(ctx, n.JS, Config{Bucket: "rvend"})
+	p, js := natstest.ThroughProxy(t, n)
+	ctx := natstest.Context(t, 60*time.Second)
+	b, err := Open(ctx, js, Config{Bucket: "rvend"})
 	require.NoError(t, err)
 	t.Cleanup(b.Close)
 	r1, err := b.Create(ctx, "a", []byte("1"), 0)
@@ -88,11 +91,25 @@ func TestWatchEndingDuringItsReplacementLeavesFeedsToIt(t *testing.T) {
 	h.mu.Lock()
 	gen, w := h.gen, h.w
 	h.mu.Unlock()
-	h.reconnected(gen)           // the connection came back: a replacement is being made
-	require.NoError(t, w.Stop()) // and the old watch ends under it
-	r2, err := b.Create(ctx, "b", []byte("2"), 0)
-	require.NoError(t, err)
+	p.Stall(true)
+	t.Cleanup(func() { p.Stall(false) })
+	h.reconnected(gen) // the connection came back: a replacement is being made
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop() }() // the old watch ends under it (its consumer delete waits)
 	natstest.Eventually(t, 10*time.Second, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.endedGen == gen
+	}, "the old watch ended and left the hub's state to its replacement")
+	p.Stall(false)
+	<-stopped // answered or timed out: the subscription ended either way
+
+	other := natstest.JetStream(t, natstest.Connect(t, n.Server))
+	kv, err := other.KeyValue(ctx, "rvend")
+	require.NoError(t, err)
+	r2, err := kv.Create(ctx, "b", []byte("2"))
+	require.NoError(t, err)
+	natstest.Eventually(t, 20*time.Second, func() bool {
 		its, err := f.Take()
 		require.NoError(t, err, "the feed ended although a replacement watch was being made")
 		for _, it := range its {
