@@ -163,5 +163,5 @@ func (r *refusals) explain(err error, redact func(string) string) error {
 	if err == nil || first == nil {
 		return err
 	}
-	return fmt.Errorf("%w; the server refused: %s", err, escapeCell(oneLineText(redact(first.Error()))))
+	return fmt.Errorf("%w; the server refused: %s", err, errLine(first, redact))
 }

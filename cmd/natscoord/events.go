@@ -121,7 +121,7 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 		if errors.Is(err, errNotPrinted) {
 			return // an event past --count, left for the next tail on purpose
 		}
-		fmt.Fprintf(a.stderr, "natscoord: events tail: %s\n", escapeCell(oneLineText(a.conn.redactAll(err.Error()))))
+		fmt.Fprintf(a.stderr, "natscoord: events tail: %s\n", errLine(err, a.conn.redactAll))
 	}
 
 	if durable != "" {
@@ -165,7 +165,7 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 				return err
 			default:
 				fmt.Fprintf(a.stderr, "natscoord: events tail: could not check the bucket (%s); printing the live feed on %s anyway\n",
-					escapeCell(oneLineText(a.conn.redactAll(err.Error()))), kvledger.LiveSubject(bucket))
+					errLine(err, a.conn.redactAll), kvledger.LiveSubject(bucket))
 			}
 		}
 		select {

@@ -51,7 +51,7 @@ func newReconnector(say func(format string, args ...any), redact func(string) st
 			case nc.IsClosed():
 				// the command's own Close at its end: nothing was lost.
 			case err != nil:
-				say("connection to the server lost (%s); %s", escapeCell(oneLineText(redact(err.Error()))), meanwhile)
+				say("connection to the server lost (%s); %s", errLine(err, redact), meanwhile)
 			default:
 				say("connection to the server lost; %s", meanwhile)
 			}
@@ -63,7 +63,7 @@ func newReconnector(say func(format string, args ...any), redact func(string) st
 			say("reconnected to %s; %s", nc.ConnectedUrlRedacted(), resumes)
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			msg := escapeCell(oneLineText(redact(err.Error())))
+			msg := errLine(err, redact)
 			r.mu.Lock()
 			seen := r.said[msg]
 			if r.said == nil {

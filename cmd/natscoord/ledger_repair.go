@@ -86,6 +86,7 @@ marker is still a ledger.deleted event, as every removal's is.`,
 				if err != nil {
 					return err
 				}
+				defer store.Close()
 				removed, err := store.ForceDelete(ctx, kvledger.IdempotencyKey(args[0]))
 				if err != nil {
 					return err

@@ -262,6 +262,7 @@ func (a *app) withScheduleStore(parent context.Context, lf *ledgerFlags, access 
 		if err != nil {
 			return err
 		}
+		defer s.Close() // after fn's writes
 		return fn(ctx, s)
 	})
 }

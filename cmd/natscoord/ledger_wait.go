@@ -254,3 +254,9 @@ func (a *app) printWaited(keys []kvledger.IdempotencyKey, final map[kvledger.Ide
 
 // oneLineText folds whitespace (newlines included) into single spaces.
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// errLine is err's text for one line of output: passed through redact
+// (secrets in URLs), folded onto one line and escaped as a table cell.
+func errLine(err error, redact func(string) string) string {
+	return escapeCell(oneLineText(redact(err.Error())))
+}
