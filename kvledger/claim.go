@@ -175,8 +175,8 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		return err
 	}
 	var (
-		h                *claimHold // a new lease, when the claim's is not renewed in place
-		decided, inPlace bool
+		h       *claimHold // a new lease, when the claim's is not renewed in place
+		inPlace bool       // the claim's lease was renewed in place
 	)
 	defer func() { h.end(ctx) }()
 	for {
@@ -187,7 +187,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 		if err != nil {
 			return err
 		}
-		if !decided {
+		if h == nil && !inPlace { // decided once: on the first record read
 			if cur.Lease != "" && l.taker == nil {
 				return fmt.Errorf("%w: %q's claim names lease %q, which only a new lease renews (WithLeases with a LeaseTaker)", ErrNoLease, string(key), cur.Lease)
 			}
@@ -199,7 +199,6 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 			if !inPlace {
 				h = l.hold(owner, lease)
 			}
-			decided = true
 		}
 		next := cur.clone()
 		next.LeaseUntil = now.Add(lease)

@@ -174,8 +174,8 @@ func (l *Ledger) admitBatch(ctx context.Context, actor Actor, bi batchInserter, 
 	// appending copied every record admitted so far several times.
 	recs := make([]TaskState, 0, run)
 	seen := make(map[IdempotencyKey]bool, run)
-	for _, sub := range subs {
-		if len(recs) == kvx.MaxBatch || len(sub.Needs) > 0 || seen[sub.Key] {
+	for _, sub := range subs[:run] { // run has bounded the batch's length and its needs
+		if seen[sub.Key] {
 			break
 		}
 		sub, rt, err := sub.resolve()
