@@ -38,11 +38,8 @@ type Hub struct {
 	// request runs without the hub's lock (hub_start.go).
 	starting *hubStart
 	// replacing are the replacements of the watch after the connection
-	// came back that are in progress (hub_reconnect.go). endedGen is the
-	// generation of a watch that ended by itself while one of them was
-	// being made: the replacement ends the hub's state if it cannot swap.
+	// came back that are in progress (hub_reconnect.go).
 	replacing map[*hubReplace]struct{}
-	endedGen  uint64
 	// last is the revision of the newest change the watch has delivered,
 	// math.MaxUint64 until the first one after the watch (re)started:
 	// changes from before the watch are never delivered.
@@ -305,12 +302,12 @@ loop:
 	if h.gen != gen {
 		return // replaced: the successor owns the hub's state
 	}
-	if !h.closed && h.replacingLocked(gen) {
+	if rp := h.replacingLocked(gen); rp != nil && !h.closed {
 		// A replacement is being made (the connection came back, and
 		// nats.go ended this watch when it could not make its own new
 		// consumer): it takes the hub's state over, or ends it as
 		// below if it cannot (replaced).
-		h.endedGen = gen
+		rp.orphaned = true
 		return
 	}
 	h.endRunLocked()

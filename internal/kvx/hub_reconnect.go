@@ -41,7 +41,8 @@ import (
 //   - When the watch being replaced ends by itself meanwhile (nats.go
 //     drains an ordered consumer whose own new consumer could not be
 //     made), its goroutine leaves the hub's state to the replacement
-//     (endedGen), which ends it as run would if it cannot swap.
+//     (hubReplace.orphaned), which ends it as run would if it cannot
+//     swap.
 //   - afresh, as a start would, when it does not know where to resume
 //     (no change delivered since the watch started, or a view still
 //     taking its initial values, which come one per key, not every
@@ -73,9 +74,12 @@ func (r reconnects) remove() { r.nc.RemoveStatusListener(r.ch) }
 
 // hubReplace is one replacement of the watch in progress.
 type hubReplace struct {
-	gen   uint64        // the generation of the watch it replaces
-	done  chan struct{} // closed once it ended (and the watch it replaced)
-	abort context.CancelFunc
+	gen uint64 // the generation of the watch it replaces
+	// orphaned: that watch ended by itself while this was being made,
+	// and left the hub's state to it (guarded by the hub's mu).
+	orphaned bool
+	done     chan struct{} // closed once it ended (and the watch it replaced)
+	abort    context.CancelFunc
 }
 
 // replacePlan is what a replacement makes: a watch of filter (nil: the
@@ -102,7 +106,7 @@ var replaceRetry = retry.Policy{Tries: 10, Pause: 100 * time.Millisecond, MaxPau
 func (h *Hub) reconnected(gen uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || h.gen != gen || !h.running || h.replacingLocked(gen) {
+	if h.closed || h.gen != gen || !h.running || h.replacingLocked(gen) != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -181,21 +185,21 @@ func (h *Hub) replaced(rp *hubReplace) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.replacing, rp)
-	if !h.closed && h.gen == rp.gen && h.endedGen == rp.gen && h.running {
+	if rp.orphaned && !h.closed && h.gen == rp.gen && h.running {
 		h.endRunLocked()
 	}
 	close(rp.done)
 }
 
-// replacingLocked reports whether a replacement of the watch of
-// generation gen is being made.
-func (h *Hub) replacingLocked(gen uint64) bool {
+// replacingLocked returns the replacement of the watch of generation gen
+// being made, nil when none is.
+func (h *Hub) replacingLocked(gen uint64) *hubReplace {
 	for rp := range h.replacing {
 		if rp.gen == gen {
-			return true
+			return rp
 		}
 	}
-	return false
+	return nil
 }
 
 // discardWatch ends a watch the hub did not take: its updates are

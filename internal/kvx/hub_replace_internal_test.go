@@ -99,7 +99,8 @@ func TestWatchEndingDuringItsReplacementLeavesFeedsToIt(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return h.endedGen == gen
+		rp := h.replacingLocked(gen)
+		return rp != nil && rp.orphaned
 	}, "the old watch ended and left the hub's state to its replacement")
 	p.Stall(false)
 	<-stopped // answered or timed out: the subscription ended either way
