@@ -47,19 +47,22 @@ type hubStart struct {
 // the caller looks at the hub again, since anything may have happened
 // while it did not hold the lock (a watch ended at once, a Close).
 func (h *Hub) awaitStartLocked(ctx context.Context, filter []string) error {
+	notStarted := func() error {
+		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, context.Cause(ctx))
+	}
 	st := h.starting
 	if st == nil {
 		// Feeds waiting for a watch (a restart stopped theirs, to widen
 		// it or to take the view's values) have nobody else to start
 		// one: a caller whose ctx has ended starts it all the same,
 		// and only its own wait ends.
-		if err := ctx.Err(); err != nil && len(h.feeds) == 0 {
-			return fmt.Errorf("kvx: watch %q: %w", h.patterns, context.Cause(ctx))
+		if ctx.Err() != nil && len(h.feeds) == 0 {
+			return notStarted()
 		}
 		st = h.beginStartLocked(filter)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, context.Cause(ctx))
+	if ctx.Err() != nil {
+		return notStarted()
 	}
 	st.waiters++
 	h.mu.Unlock()
@@ -73,7 +76,7 @@ func (h *Hub) awaitStartLocked(ctx context.Context, filter []string) error {
 	case <-st.done:
 		return st.err
 	default:
-		return fmt.Errorf("kvx: watch %q: not started when the caller's wait ended: %w", h.patterns, context.Cause(ctx))
+		return notStarted()
 	}
 }
 
