@@ -99,13 +99,17 @@ func ParsePhase(s string) (Phase, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %q (one of %s; %q is accepted for %s)", ErrInvalidPhase, s, phaseNames(), StatusClaimed, PhaseRunning)
+	return "", fmt.Errorf("%w: %q (one of %s; %q is accepted for %s)", ErrInvalidPhase, s, joinNames(Phases), StatusClaimed, PhaseRunning)
 }
 
-func phaseNames() string {
-	names := make([]string, len(Phases))
-	for i, p := range Phases {
-		names[i] = string(p)
+// joinNames lists names for an error message: "a, b, c".
+func joinNames[T ~string](names []T) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(n))
 	}
-	return strings.Join(names, ", ")
+	return b.String()
 }

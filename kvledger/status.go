@@ -38,11 +38,7 @@ func ParseStatus(s string) (Status, error) {
 	if st.Valid() {
 		return st, nil
 	}
-	names := make([]string, len(Statuses))
-	for i, v := range Statuses {
-		names[i] = string(v)
-	}
-	return "", fmt.Errorf("%w: %q (one of %s)", ErrInvalidStatus, s, strings.Join(names, ", "))
+	return "", fmt.Errorf("%w: %q (one of %s)", ErrInvalidStatus, s, joinNames(Statuses))
 }
 
 // Valid reports whether s is one of the five statuses.
