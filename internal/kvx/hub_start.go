@@ -7,28 +7,31 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/natscoord/natscoord/internal/retry"
 )
 
 // Starting a hub's watch creates its ordered consumer: a request to the
 // server. It runs in a goroutine of the hub, without the hub's lock, so
 // that a slow start stalls no other caller of the hub (Running, a Sub's
-// Close, the view's reads, a running feed's Take), and it is bounded by
-// the bucket's op timeout (OpTimeoutOf), not by nats.go's own request
-// wait, which ignores the JetStream handle's timeout. Callers that need
-// the watch (Subscribe, Feed, FeedKeys, SyncTo) wait for the one start
-// in progress, each within its own ctx: a caller whose ctx ends first
-// gets ctx's error while the start goes on for the others and for later
-// callers (a hub that stops when idle drops a watch that started with
-// nobody waiting for it).
+// Close, the view's reads, a running feed's Take), and each of its tries
+// (startRetry) is bounded by the bucket's op timeout (OpTimeoutOf), not
+// by nats.go's own request wait, which ignores the JetStream handle's
+// timeout. Callers that need the watch (Subscribe, Feed, FeedKeys,
+// SyncTo) wait for the one start in progress, each within its own ctx:
+// a caller whose ctx ends first gets ctx's error while the start goes on
+// for the others and for later callers (a hub that stops when idle drops
+// a watch that started with nobody waiting for it).
 //
-// A start that fails is its callers' error, never retried here and never
-// turned into anything else. kvlease returns it (View's Subscribe,
-// SyncTo, SyncLatest, Feed and FeedKeys; an acquisition's wait as it is,
-// unless the caller's wait had run out: wait.go's waitErr); kvlock's fair
-// waits return it, their view syncs after trying again on the Retry
-// policy (syncView); Election.Observe logs it and closes its channel, its
-// documented end (call Observe again); kvledger's record watches and the
-// worker's lease feed return it.
+// A start that fails is its callers' error, never turned into anything
+// else; only a try that overran the op timeout is made again. kvlease
+// returns it (View's Subscribe, SyncTo, SyncLatest, Feed and FeedKeys;
+// an acquisition's wait as it is, unless the caller's wait had run out:
+// wait.go's waitErr); kvlock's fair waits return it, their view syncs
+// after trying again on the Retry policy (syncView); Election.Observe
+// logs it and closes its channel, its documented end (call Observe
+// again); kvledger's record watches and the worker's lease feed return
+// it.
 
 // hubStart is one start of the hub's watch in progress.
 type hubStart struct {
@@ -105,29 +108,53 @@ func (h *Hub) watchOptsLocked() (withView bool, covered int, opts []jetstream.Wa
 	return false, 0, []jetstream.WatchOpt{jetstream.UpdatesOnly()}
 }
 
+// startRetry is the ceiling of one start's tries. A consumer creation
+// that overran the op timeout is tried again, at once (the overrun was
+// the pause), while anyone still waits for the watch: a caller, or feeds
+// a restart left waiting. On a loaded cluster the creation of an ordered
+// consumer, which the meta leader assigns, has taken over 5 s (CI: two
+// cores, -race, R3 buckets) and the next try found the cluster caught
+// up. A start takes at most three op timeouts; each caller's wait stays
+// bounded by its own ctx. Any other failure is not tried again.
+var startRetry = retry.Policy{Tries: 3}
+
 // start creates the watch and installs it, unless the hub was closed
 // meanwhile, or stops when idle and nobody waits for it any more.
 func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withView bool, covered int, opts []jetstream.WatchOpt) {
 	d := OpTimeoutOf(h.b.js)
-	t := time.AfterFunc(d, st.cancel)
-	// Listening before the request: a watch made just before the
-	// connection went away is replaced as soon as it is back.
-	rc := h.listenReconnects()
-	w, err := h.watchOpen(wctx, filter, opts...)
-	// Once the timer fired the watch's context is cancelled: nats.go
-	// ends a watch that started all the same.
-	overran := !t.Stop()
-	h.mu.Lock()
-	installed := h.settleStartLocked(st, w, err, overran, d, filter, withView, covered, rc)
-	h.mu.Unlock()
-	if !installed {
-		rc.remove() // no watch to replace
-		if err == nil {
-			// A watch made and not kept: drained while it ends, or
-			// nats.go's delivery stays blocked on its full channel.
-			discardWatch(w, st.cancel, d)
+	// st.cancel is this try's: only this goroutine replaces it (under
+	// h.mu, which Close reads it under).
+	for l := startRetry.Start(context.Background()); l.Next(); {
+		cancel := st.cancel
+		t := time.AfterFunc(d, cancel)
+		// Listening before the request: a watch made just before the
+		// connection went away is replaced as soon as it is back.
+		rc := h.listenReconnects()
+		w, err := h.watchOpen(wctx, filter, opts...)
+		// Once the timer fired the watch's context is cancelled: nats.go
+		// ends a watch that started all the same.
+		overran := !t.Stop()
+		h.mu.Lock()
+		again := overran && !l.Last() && !h.closed && (st.waiters > 0 || len(h.feeds) > 0)
+		installed := false
+		if again {
+			wctx, st.cancel = context.WithCancel(context.Background())
+		} else {
+			installed = h.settleStartLocked(st, w, err, overran, d, filter, withView, covered, rc)
 		}
-		st.cancel()
+		h.mu.Unlock()
+		if !installed {
+			rc.remove() // no watch to replace
+			if err == nil {
+				// A watch made and not kept: drained while it ends, or
+				// nats.go's delivery stays blocked on its full channel.
+				discardWatch(w, cancel, d)
+			}
+			cancel()
+		}
+		if !again {
+			break
+		}
 	}
 	close(st.done) // after the discard: Close waits for it here
 }

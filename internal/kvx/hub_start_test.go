@@ -148,3 +148,32 @@ func TestHubStartNobodyWaitsForOnAnIdleHub(t *testing.T) {
 		"the abandoned start's consumer is deleted")
 	require.False(t, h.Running())
 }
+
+// A start whose consumer creation overran the op timeout is tried again
+// while its caller waits, within the caller's ctx: a loaded cluster's
+// slow consumer assignment is not the caller's failure (CI saw a worker's
+// Start fail after one 5 s try with 15 s of its ctx left).
+func TestHubStartTriesAgainAfterAnOverrun(t *testing.T) {
+	n := natstest.WithServer(t)
+	h, p, b := stalledHub(t, n, jetstream.WithDefaultTimeout(300*time.Millisecond))
+	errc := make(chan error, 1)
+	go func() {
+		s, err := h.Subscribe(natstest.Context(t, 20*time.Second), "k")
+		if err == nil {
+			s.Close()
+		}
+		errc <- err
+	}()
+	// Each try's request reaches the server and makes a consumer of its
+	// own name: a second name is the second try.
+	seen := map[string]bool{}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		for _, name := range natstest.BucketConsumerNames(t, n.JS, b.Name()) {
+			seen[name] = true
+		}
+		return len(seen) >= 2
+	}, "the start tries again after its first try overran")
+	p.Stall(false)
+	require.NoError(t, natstest.Recv(t, errc, 10*time.Second, "the waiting Subscribe"))
+	require.True(t, h.Running())
+}

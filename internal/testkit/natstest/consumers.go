@@ -19,3 +19,19 @@ func BucketConsumers(t testing.TB, js jetstream.JetStream, bucket string) int {
 	require.NoError(t, err)
 	return info.State.Consumers
 }
+
+// BucketConsumerNames lists the names of the consumers of a KV bucket's
+// stream.
+func BucketConsumerNames(t testing.TB, js jetstream.JetStream, bucket string) []string {
+	t.Helper()
+	ctx := Context(t, 5*time.Second)
+	s, err := js.Stream(ctx, "KV_"+bucket)
+	require.NoError(t, err)
+	lister := s.ConsumerNames(ctx)
+	var names []string
+	for name := range lister.Name() {
+		names = append(names, name)
+	}
+	require.NoError(t, lister.Err())
+	return names
+}
