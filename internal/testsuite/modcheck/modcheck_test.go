@@ -192,6 +192,10 @@ func TestOutsideUserBuildsNestedModuleWithoutReplace(t *testing.T) {
 	// cache, which this download fills the way any build of it would.
 	run(t, obsDir, []string{"GOWORK=off", "GOFLAGS=-mod=mod"}, "go", "mod", "download")
 	modcache := strings.TrimSpace(run(t, root, nil, "go", "env", "GOMODCACHE"))
+	// Tidy also wants the modules of the dependencies' tests (go-cmp for
+	// OpenTelemetry's), which no build downloads: those come from the
+	// proxy the machine uses, after the cache.
+	goproxy := strings.TrimSpace(run(t, root, nil, "go", "env", "GOPROXY"))
 
 	p := proxy{dir: t.TempDir()}
 	coreFiles := coreAt(t, root, commit)
@@ -236,7 +240,7 @@ func main() {
 	env := []string{
 		"GOMODCACHE=" + t.TempDir(),
 		"GOWORK=off", "GOFLAGS=-mod=mod -modcacherw", "GOSUMDB=off", "GOTOOLCHAIN=local", "GONOSUMDB=", "GOPRIVATE=",
-		"GOPROXY=file://" + filepath.ToSlash(p.dir) + ",file://" + path.Join(filepath.ToSlash(modcache), "cache", "download"),
+		"GOPROXY=file://" + filepath.ToSlash(p.dir) + ",file://" + path.Join(filepath.ToSlash(modcache), "cache", "download") + "," + goproxy,
 	}
 	run(t, user, env, "go", "mod", "tidy")
 	run(t, user, env, "go", "build", "-o", filepath.Join(t.TempDir(), "user"), ".")
