@@ -28,6 +28,20 @@ func stalledHub(t *testing.T, n *natstest.Node, jsOpts ...jetstream.JetStreamOpt
 	return h, p, b
 }
 
+// subscribeInBackground subscribes to "k" in a goroutine, within 20 s,
+// and sends Subscribe's error (the Sub it got closed at once).
+func subscribeInBackground(t *testing.T, h *kvx.Hub) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		s, err := h.Subscribe(natstest.Context(t, 20*time.Second), "k")
+		if err == nil {
+			s.Close()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
 // elapsed runs f and returns how long it took.
 func elapsed(f func()) time.Duration {
 	start := time.Now()
@@ -69,11 +83,7 @@ func TestHubStartBoundedByOpTimeout(t *testing.T) {
 func TestHubStartHoldsNoLock(t *testing.T) {
 	n := natstest.WithServer(t)
 	h, _, b := stalledHub(t, n)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := h.Subscribe(natstest.Context(t, 20*time.Second), "k")
-		errc <- err
-	}()
+	errc := subscribeInBackground(t, h)
 	// The consumer's creation reached the server: the start is under way.
 	natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, b.Name()) == 1 },
 		"the start's request reaches the server")
@@ -92,14 +102,7 @@ func TestHubStartHoldsNoLock(t *testing.T) {
 func TestHubStartSharedByItsWaiters(t *testing.T) {
 	n := natstest.WithServer(t)
 	h, p, b := stalledHub(t, n)
-	errc := make(chan error, 1)
-	go func() {
-		s, err := h.Subscribe(natstest.Context(t, 20*time.Second), "k")
-		if err == nil {
-			s.Close()
-		}
-		errc <- err
-	}()
+	errc := subscribeInBackground(t, h)
 	natstest.Eventually(t, 10*time.Second, func() bool { return natstest.BucketConsumers(t, n.JS, b.Name()) == 1 },
 		"the start's request reaches the server")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -156,14 +159,7 @@ func TestHubStartNobodyWaitsForOnAnIdleHub(t *testing.T) {
 func TestHubStartTriesAgainAfterAnOverrun(t *testing.T) {
 	n := natstest.WithServer(t)
 	h, p, b := stalledHub(t, n, jetstream.WithDefaultTimeout(300*time.Millisecond))
-	errc := make(chan error, 1)
-	go func() {
-		s, err := h.Subscribe(natstest.Context(t, 20*time.Second), "k")
-		if err == nil {
-			s.Close()
-		}
-		errc <- err
-	}()
+	errc := subscribeInBackground(t, h)
 	// Each try's request reaches the server and makes a consumer of its
 	// own name: a second name is the second try.
 	seen := map[string]bool{}
