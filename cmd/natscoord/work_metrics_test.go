@@ -40,8 +40,10 @@ func TestWorkMetricsListen(t *testing.T) {
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		code, b := get(t, url)
 		body = b
-		// The Observer hears of the outcome last, after Stats counted it.
-		return code == http.StatusOK && strings.Contains(b, `op="attempt",outcome="completed"} 1`)
+		// Stats counts the outcome after the Observer heard of it, and
+		// the attempt leaves the running ones after that.
+		return code == http.StatusOK && strings.Contains(b, `natscoord_worker_attempts_total{result="completed"} 1`+"\n") &&
+			strings.Contains(b, "natscoord_worker_running 0\n")
 	}, "the completed attempt in the metrics")
 	claims := worker.DefaultLeaseBucket
 	for _, line := range []string{
