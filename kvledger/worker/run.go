@@ -220,9 +220,9 @@ func (r *run) attempt() {
 	if errors.Is(err, kvledger.ErrAttemptsExhausted) && rec.Status == kvledger.StatusFailed {
 		// The last allowed attempt was lost with its claimant: the task
 		// failed instead of running again.
-		w.stats.failed.Add(1)
 		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
 			Attempt: rec.Attempts, Result: ResultFailed, Err: err})
+		w.stats.failed.Add(1)
 		return
 	}
 	if err != nil {
@@ -321,13 +321,13 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	switch {
 	case errors.Is(cause, ErrCancelled):
 		ev.Result = ResultCancelled
-		w.stats.cancelled.Add(1)
 		w.observe(hctx, ev)
+		w.stats.cancelled.Add(1)
 		return false
 	case errors.Is(cause, ErrClaimLost) || g.Err() != nil:
 		ev.Result = ResultLost
-		w.stats.lost.Add(1)
 		w.observe(hctx, ev)
+		w.stats.lost.Add(1)
 		return false
 	}
 	var o kvledger.Outcome
@@ -385,8 +385,8 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.lost.Add(1)
 		return
 	}
-	// Observed before counted: whoever sees the count (Stats) finds
-	// the Observer called.
+	// Observed before counted, as on every path of an attempt's end:
+	// whoever sees the count (Stats) finds the Observer called.
 	w.observe(hctx, ev)
 	switch ev.Result {
 	case ResultCompleted:
@@ -466,11 +466,13 @@ func (w *Worker) release(r *run) {
 		}
 		if err != nil {
 			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
+		}
+		w.observe(hctx, ev)
+		if err != nil {
 			w.stats.lost.Add(1)
 		} else {
 			w.stats.released.Add(1)
 		}
-		w.observe(hctx, ev)
 	})
 }
 

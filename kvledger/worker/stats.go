@@ -10,8 +10,10 @@ type Stats struct {
 	Running int
 	Ready   int
 	// Started counts attempts started; Completed, Retried, Failed,
-	// Released, Cancelled and Lost count how they ended; Panics counts
-	// handler panics (also counted as Retried or Failed).
+	// Released, Cancelled and Lost count how they ended, each once the
+	// Observer's OnFinish for it has returned (a reader that sees the
+	// count finds the Observer called); Panics counts handler panics
+	// (also counted as Retried or Failed).
 	Started, Completed, Retried, Failed, Released, Cancelled, Lost, Panics uint64
 	// Contended counts claims that another worker was first to: the
 	// record was claimed since this worker saw it, or is no longer
