@@ -331,7 +331,7 @@ func TestGraphNamesPhases(t *testing.T) {
 func TestRunAtPassingIsPushed(t *testing.T) {
 	e := dashtest.NewEnv(t, nil, nil)
 	s := e.OpenSSE(t)
-	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 1500 * time.Millisecond})
+	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "soon", Delay: 3 * time.Second}) // long enough for the first page on a loaded machine
 	s.WaitFor(t, "event: ledger", `"ref":"soon"`, `"phase":"scheduled"`)
 	require.Contains(t, e.Page(t, "/"), `data-count="scheduled">1<`)
 	s.WaitFor(t, "event: ledger", `"ref":"soon"`, `"phase":"pending"`)

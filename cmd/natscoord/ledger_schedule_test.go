@@ -83,20 +83,15 @@ func TestLedgerScheduleFromCLI(t *testing.T) {
 	}
 
 	require.Contains(t, c.ok("ledger", "schedule", "rm", "tick"), "schedule tick removed")
+	removed := time.Now()
 	require.Contains(t, c.fail("ledger", "schedule", "rm", "tick"), "no such schedule")
-	// A schedule added after the removal: the workers' one ordered watch
-	// delivered the removal first, so no tick period starts at or after
-	// tock's first.
+	// Each worker applies the removal as its watch delivers it and
+	// admits due periods on its own timer: one a few milliseconds behind
+	// at a boundary may still admit that period of tick, never a later one.
 	c.ok("ledger", "schedule", "add", "tock", "--spec", "@every 1s", "--kind", "tick")
 	natstest.Eventually(t, 30*time.Second, func() bool { return len(periods("tock")) >= 2 }, "two periods of tock ran")
-	var first time.Time
-	for p := range periods("tock") {
-		if first.IsZero() || p.Before(first) {
-			first = p
-		}
-	}
 	for p := range periods("tick") {
-		require.True(t, p.Before(first), "tick ran at %s after its removal", p)
+		require.False(t, p.After(removed.Add(time.Second)), "tick ran at %s, over a period after its removal at %s", p, removed)
 	}
 	require.True(t, strings.HasPrefix(c.ok("ledger", "schedule", "ls"), "NAME"))
 }

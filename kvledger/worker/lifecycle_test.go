@@ -26,7 +26,9 @@ func TestDrainLeavesNoClaimedTask(t *testing.T) {
 	jsA := natstest.JetStream(t, ncA)
 	started := make(chan kvledger.IdempotencyKey, 2)
 	var slowCause atomic.Value
-	a := e.startOn(jsA, e.ledgerOn(jsA), worker.Config{Owner: "A", DrainTimeout: 300 * time.Millisecond}, func(w *worker.Worker) {
+	a := e.startOn(jsA, e.ledgerOn(jsA), worker.Config{Owner: "A", DrainTimeout: 2 * time.Second}, func(w *worker.Worker) {
+		// Well within DrainTimeout, also on a loaded machine (its
+		// outcome must land before the drain ends).
 		require.NoError(t, w.Handle("quick", func(ctx context.Context, task *worker.Task) error {
 			started <- task.Key()
 			time.Sleep(100 * time.Millisecond)
@@ -121,8 +123,9 @@ func TestScheduleAdmitsEachPeriodOnce(t *testing.T) {
 	start := time.Now()
 	natstest.Eventually(t, 20*time.Second, func() bool { return admitted() >= 3 }, "three periods admitted")
 	// The workers go on admitting while the ledger is listed: the
-	// listing holds at least the admissions counted before it and at most
-	// those counted after it, one key per admission.
+	// listing holds at least the admissions counted before it, one key
+	// per admission, and each key it holds gets counted (a worker counts
+	// an admission once its write is answered, so after the listing).
 	before := admitted()
 	var keys []kvledger.IdempotencyKey
 	require.NoError(t, e.led.Store().Range(natstest.Context(t, 5*time.Second), func(s kvledger.TaskState) bool {
@@ -131,12 +134,11 @@ func TestScheduleAdmitsEachPeriodOnce(t *testing.T) {
 		}
 		return true
 	}))
-	after := admitted()
 	e.waitFinal(5*time.Second, keys...)
 	t.Logf("%d periods in %v: %v", len(keys), time.Since(start), keys)
 	require.GreaterOrEqual(t, len(keys), 3)
 	require.GreaterOrEqual(t, uint64(len(keys)), before, "every counted admission is a key")
-	require.LessOrEqual(t, uint64(len(keys)), after, "one admission counted per period across the three workers")
+	natstest.Eventually(t, 5*time.Second, func() bool { return admitted() >= uint64(len(keys)) }, "every listed period counted")
 	mu.Lock()
 	defer mu.Unlock()
 	for _, k := range keys {

@@ -61,20 +61,17 @@ func TestStoredScheduleLive(t *testing.T) {
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(periods("tick")) >= 3 }, "three periods of the stored schedule ran")
 
 	require.NoError(t, store.DeleteSchedule(ctx, "tick", sc.Rev))
+	removed := time.Now()
 	_, err = store.CreateSchedule(ctx, kvledger.Schedule{Name: "tock", Spec: "@every 1s", Task: kvledger.ScheduleTask{Kind: "tick"}})
 	require.NoError(t, err)
 	natstest.Eventually(t, 20*time.Second, func() bool { return len(periods("tock")) >= 2 }, "two periods of the later schedule ran")
 
-	// The workers saw the removal before "tock" (one ordered watch): in
-	// the loop that admitted tock's first period, tick was gone.
-	var first time.Time
-	for _, p := range periods("tock") {
-		if first.IsZero() || p.Before(first) {
-			first = p
-		}
-	}
+	// Each worker applies the removal as its own watch delivers it, and
+	// admits due periods on its own timer: a worker a few milliseconds
+	// behind at a period's boundary may still admit that one period of
+	// tick, never a later one.
 	for _, p := range periods("tick") {
-		require.True(t, p.Before(first), "tick ran at %s after its removal (tock's first period %s)", p, first)
+		require.False(t, p.After(removed.Add(time.Second)), "tick ran at %s, over a period after its removal at %s", p, removed)
 	}
 	// Once per period, whatever the number of workers; the payload as stored.
 	var keys []kvledger.IdempotencyKey
