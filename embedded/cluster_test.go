@@ -34,15 +34,9 @@ func createR3Bucket(t *testing.T, js jetstream.JetStream, bucket string) jetstre
 // new revision.
 func putEventually(t *testing.T, kv jetstream.KeyValue, key, value string, within time.Duration) uint64 {
 	t.Helper()
-	var rev uint64
-	natstest.Eventually(t, within, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		r, err := kv.Put(ctx, key, []byte(value))
-		rev = r
-		return err == nil
-	}, "put %s not accepted within %s", key, within)
-	return rev
+	return writeEventually(t, "put "+key, within, func(ctx context.Context) (uint64, error) {
+		return kv.Put(ctx, key, []byte(value))
+	})
 }
 
 // createEventually is putEventually for a compare-and-set (kv.Create):
@@ -50,19 +44,29 @@ func putEventually(t *testing.T, kv jetstream.KeyValue, key, value string, withi
 // the key holding the value.
 func createEventually(t *testing.T, kv jetstream.KeyValue, key, value string, within time.Duration) uint64 {
 	t.Helper()
+	return writeEventually(t, "create "+key, within, func(ctx context.Context) (uint64, error) {
+		r, err := kv.Create(ctx, key, []byte(value))
+		if err != nil {
+			if e, gerr := kv.Get(ctx, key); gerr == nil && string(e.Value()) == value {
+				return e.Revision(), nil
+			}
+		}
+		return r, err
+	})
+}
+
+// writeEventually tries write, each try bounded by a second, until it
+// succeeds within within, and returns the revision it wrote.
+func writeEventually(t *testing.T, what string, within time.Duration, write func(ctx context.Context) (uint64, error)) uint64 {
+	t.Helper()
 	var rev uint64
 	natstest.Eventually(t, within, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		r, err := kv.Create(ctx, key, []byte(value))
-		if err != nil {
-			if e, gerr := kv.Get(ctx, key); gerr == nil && string(e.Value()) == value {
-				r, err = e.Revision(), nil
-			}
-		}
+		r, err := write(ctx)
 		rev = r
 		return err == nil
-	}, "create %s not accepted within %s", key, within)
+	}, "%s not accepted within %s", what, within)
 	return rev
 }
 
