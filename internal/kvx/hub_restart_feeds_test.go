@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -89,10 +88,7 @@ func TestSyncToWithEndedCtxLeavesFeedsWatched(t *testing.T) {
 // the op timeout) ends the feeds waiting for it with the reason, not a
 // bare ErrFeedEnded: their owner (a worker's lease feed) reports why.
 func TestFeedEndedByAFailedRestartSaysWhy(t *testing.T) {
-	n := natstest.WithServer(t)
-	p, js := natstest.ThroughProxy(t, n, jetstream.WithDefaultTimeout(300*time.Millisecond))
-	b := openBucket(t, js, 1)
-	ctx := natstest.Context(t, 20*time.Second)
+	_, p, b, ctx := proxiedBucket(t, 300*time.Millisecond)
 	_, err := b.Create(ctx, "x.a", []byte("a1"), 0)
 	require.NoError(t, err)
 	h, fa := viewFeed(t, ctx, b, "x", 16)

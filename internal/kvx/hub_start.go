@@ -116,7 +116,26 @@ func (h *Hub) watchOptsLocked() (withView bool, covered int, opts []jetstream.Wa
 // cores, -race, R3 buckets) and the next try found the cluster caught
 // up. A start takes at most three op timeouts; each caller's wait stays
 // bounded by its own ctx. Any other failure is not tried again.
+// ScanLatest's watch tries on it too, within its caller's ctx.
 var startRetry = retry.Policy{Tries: 3}
+
+// watchWithin runs open, which starts a watch whose context cancel ends
+// (the watch's lifetime), and cancels that context if open has not
+// returned within d: overran then reports that the try ran out, and a
+// watch open made all the same has its context ended (nats.go ends it;
+// its caller drains it). The bound of one try of a watch's start, for
+// the hub's start and ScanLatest, each trying again on startRetry.
+func watchWithin(d time.Duration, cancel context.CancelFunc, open func() (jetstream.KeyWatcher, error)) (w jetstream.KeyWatcher, overran bool, err error) {
+	t := time.AfterFunc(d, cancel)
+	w, err = open()
+	return w, !t.Stop(), err
+}
+
+// overrunErr is the error of a watch's start whose every try ran out of
+// the op timeout d.
+func overrunErr(d time.Duration) error {
+	return fmt.Errorf("not started within the op timeout (%v): %w", d, context.DeadlineExceeded)
+}
 
 // start creates the watch and installs it, unless the hub was closed
 // meanwhile, or stops when idle and nobody waits for it any more.
@@ -126,14 +145,12 @@ func (h *Hub) start(st *hubStart, wctx context.Context, filter []string, withVie
 	// h.mu, which Close reads it under).
 	for l := startRetry.Start(context.Background()); l.Next(); {
 		cancel := st.cancel
-		t := time.AfterFunc(d, cancel)
 		// Listening before the request: a watch made just before the
 		// connection went away is replaced as soon as it is back.
 		rc := h.listenReconnects()
-		w, err := h.watchOpen(wctx, filter, opts...)
-		// Once the timer fired the watch's context is cancelled: nats.go
-		// ends a watch that started all the same.
-		overran := !t.Stop()
+		w, overran, err := watchWithin(d, cancel, func() (jetstream.KeyWatcher, error) {
+			return h.watchOpen(wctx, filter, opts...)
+		})
 		h.mu.Lock()
 		again := overran && !l.Last() && !h.closed && (st.waiters > 0 || len(h.feeds) > 0)
 		installed := false
@@ -173,7 +190,7 @@ func (h *Hub) settleStartLocked(st *hubStart, w jetstream.KeyWatcher, err error,
 		return false
 	case err != nil || overran:
 		if overran {
-			err = fmt.Errorf("not started within the op timeout (%v): %w", d, context.DeadlineExceeded)
+			err = overrunErr(d)
 		}
 		st.err = fmt.Errorf("kvx: watch %q: %w", h.patterns, err)
 		// The feeds waiting for this watch (a restart's) have none

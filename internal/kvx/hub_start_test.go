@@ -160,15 +160,9 @@ func TestHubStartTriesAgainAfterAnOverrun(t *testing.T) {
 	n := natstest.WithServer(t)
 	h, p, b := stalledHub(t, n, jetstream.WithDefaultTimeout(300*time.Millisecond))
 	errc := subscribeInBackground(t, h)
-	// Each try's request reaches the server and makes a consumer of its
-	// own name: a second name is the second try.
-	seen := map[string]bool{}
-	natstest.Eventually(t, 10*time.Second, func() bool {
-		for _, name := range natstest.BucketConsumerNames(t, n.JS, b.Name()) {
-			seen[name] = true
-		}
-		return len(seen) >= 2
-	}, "the start tries again after its first try overran")
+	// Each try's request reaches the server and makes a consumer.
+	consumers := natstest.ConsumersSeen(t, n.JS, b.Name())
+	natstest.Eventually(t, 10*time.Second, func() bool { return consumers() >= 2 }, "the start tries again after its first try overran")
 	p.Stall(false)
 	require.NoError(t, natstest.Recv(t, errc, 10*time.Second, "the waiting Subscribe"))
 	require.True(t, h.Running())

@@ -23,6 +23,16 @@ func openBucket(t *testing.T, js jetstream.JetStream, replicas int) *kvx.Bucket 
 	})
 }
 
+// proxiedBucket opens a bucket of a new server through a proxy, its
+// JetStream handle's timeout (the op timeout) opTimeout, with a ctx of
+// 30 s for the test.
+func proxiedBucket(t *testing.T, opTimeout time.Duration) (*natstest.Node, *natstest.DelayProxy, *kvx.Bucket, context.Context) {
+	t.Helper()
+	n := natstest.WithServer(t)
+	p, js := natstest.ThroughProxy(t, n, jetstream.WithDefaultTimeout(opTimeout))
+	return n, p, openBucket(t, js, 1), natstest.Context(t, 30*time.Second)
+}
+
 // casSuite runs the CAS paths; it is shared by the single-node and the
 // 3-node (R3) runs because replicated streams report conflicts with a
 // different error code.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ScanLatest is Scan with read-your-writes on replicated buckets. Scan's
@@ -15,7 +17,9 @@ import (
 // consumer has delivered at least that revision (waiting for the replica
 // up to catchUp; 0 means 5 s, after which it fails rather than return a
 // stale view). It buffers the live entries meanwhile and then calls fn
-// with them in revision order; markers are never passed to fn.
+// with them in revision order; markers are never passed to fn. Starting
+// its watch is bounded by the op timeout per try, tried again when a try
+// ran out (startRetry), all within ctx.
 func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Duration, fn func(Entry) bool) error {
 	if catchUp <= 0 {
 		catchUp = 5 * time.Second
@@ -29,12 +33,11 @@ func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Du
 	default:
 		target = last.Revision
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := b.kv.Watch(wctx, pattern)
+	w, cancel, err := b.scanWatch(ctx, pattern)
 	if err != nil {
 		return fmt.Errorf("kvx: scan %q: %w", pattern, err)
 	}
+	defer cancel()
 	defer func() { _ = w.Stop() }()
 	live := make(map[string]Entry)
 	var seen uint64
@@ -83,4 +86,31 @@ func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Du
 		}
 	}
 	return nil
+}
+
+// scanWatch starts ScanLatest's watch of pattern within ctx, each try
+// bounded by the op timeout and tried again on startRetry when it ran
+// out (a consumer creation a loaded cluster left unanswered held a scan
+// for its caller's whole ctx). cancel ends the watch's context.
+func (b *Bucket) scanWatch(ctx context.Context, pattern string) (jetstream.KeyWatcher, context.CancelFunc, error) {
+	d := OpTimeoutOf(b.js)
+	var err error
+	for l := startRetry.Start(ctx); l.Next(); {
+		wctx, cancel := context.WithCancel(ctx)
+		w, overran, werr := watchWithin(d, cancel, func() (jetstream.KeyWatcher, error) { return b.kv.Watch(wctx, pattern) })
+		switch {
+		case !overran && werr == nil:
+			return w, cancel, nil
+		case !overran:
+			cancel()
+			return nil, nil, werr
+		case werr == nil:
+			discardWatch(w, cancel, d) // made after its try ran out
+		}
+		cancel()
+		if err = overrunErr(d); ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+	}
+	return nil, nil, err
 }

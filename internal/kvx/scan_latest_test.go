@@ -48,3 +48,31 @@ func TestScanLatest(t *testing.T) {
 func TestScanLatestR3(t *testing.T) {
 	scanLatestSuite(t, openBucket(t, natstest.WithCluster(t, 3).JS, 3))
 }
+
+// A scan whose watch's consumer creation goes unanswered tries again
+// after the op timeout instead of waiting for the caller's whole ctx (a
+// loaded cluster left one unanswered for 30 s in CI).
+func TestScanLatestTriesAgainAfterAnOverrun(t *testing.T) {
+	n, p, b, ctx := proxiedBucket(t, 500*time.Millisecond)
+	_, err := b.Create(ctx, "s.a", []byte("v"), 0)
+	require.NoError(t, err)
+	// Answers reach the client a second late: time enough to see the
+	// first try's consumer on the server and hold its answer back.
+	p.SetDelay(time.Second)
+	t.Cleanup(func() { p.Stall(false) })
+	var got []string
+	errc := make(chan error, 1)
+	go func() {
+		errc <- b.ScanLatest(ctx, "s.>", 0, func(e kvx.Entry) bool { got = append(got, e.Key); return true })
+	}()
+	consumers := natstest.ConsumersSeen(t, n.JS, b.Name())
+	natstest.Eventually(t, 10*time.Second, func() bool { return consumers() >= 1 }, "the scan's first try reaches the server")
+	// Its answer never comes; later ones are not delayed (once the
+	// stall ends, they follow the first try's, a second late).
+	p.Stall(true)
+	p.SetDelay(0)
+	natstest.Eventually(t, 10*time.Second, func() bool { return consumers() >= 2 }, "the scan tries again")
+	p.Stall(false)
+	require.NoError(t, natstest.Recv(t, errc, 10*time.Second, "the scan"))
+	require.Equal(t, []string{"s.a"}, got)
+}

@@ -13,8 +13,8 @@
 // Its users, each with the policy stated where it lives: kvx's
 // no-responder resends (Bucket.send and CreateBatchAs), kvx.Idempotent,
 // the wait for a new bucket's stream leader (statusWithLeader), a kvx
-// hub's watch start that overran its op timeout (startRetry) and its
-// replacement after a reconnect (replaceRetry), the
+// hub's or ScanLatest's watch start that overran its op timeout
+// (startRetry), a hub's replacement after a reconnect (replaceRetry), the
 // spurious-conflict pauses (kvx.SpuriousConflict: AcquireAs, kvlease's
 // owned writes), kvlease's release settling (settleDeleteAt) and its
 // hand-over's resend of a write of unknown outcome (handOver), kvlock's

@@ -20,18 +20,22 @@ func BucketConsumers(t testing.TB, js jetstream.JetStream, bucket string) int {
 	return info.State.Consumers
 }
 
-// BucketConsumerNames lists the names of the consumers of a KV bucket's
-// stream.
-func BucketConsumerNames(t testing.TB, js jetstream.JetStream, bucket string) []string {
-	t.Helper()
-	ctx := Context(t, 5*time.Second)
-	s, err := js.Stream(ctx, "KV_"+bucket)
-	require.NoError(t, err)
-	lister := s.ConsumerNames(ctx)
-	var names []string
-	for name := range lister.Name() {
-		names = append(names, name)
+// ConsumersSeen returns a count of the distinct consumers of a KV
+// bucket's stream seen so far: each call lists them again and adds the
+// new names (a watch's every try makes a consumer of its own name, so a
+// second name is a second try, even if the first is gone).
+func ConsumersSeen(t testing.TB, js jetstream.JetStream, bucket string) func() int {
+	seen := map[string]bool{}
+	return func() int {
+		t.Helper()
+		ctx := Context(t, 5*time.Second)
+		s, err := js.Stream(ctx, "KV_"+bucket)
+		require.NoError(t, err)
+		lister := s.ConsumerNames(ctx)
+		for name := range lister.Name() {
+			seen[name] = true
+		}
+		require.NoError(t, lister.Err())
+		return len(seen)
 	}
-	require.NoError(t, lister.Err())
-	return names
 }
