@@ -134,7 +134,10 @@ func TestClaimAheadCancelledWhileWaiting(t *testing.T) {
 	e := newEnv(t, n.JS, 1)
 	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	started, gate := make(chan kvledger.IdempotencyKey, 4), make(chan struct{})
-	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, Observer: obs}, gatedHandler(t, "k", started, gate))
+	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, Observer: obs}, func(w *worker.Worker) {
+		obs.watch(w)
+		gatedHandler(t, "k", started, gate)(w)
+	})
 	e.submit(kvledger.Submission{Key: "a", Kind: "k"})
 	natstest.Recv(t, started, 10*time.Second, "a starts")
 	e.submit(kvledger.Submission{Key: "b", Kind: "k"})
@@ -151,6 +154,7 @@ func TestClaimAheadCancelledWhileWaiting(t *testing.T) {
 	require.Equal(t, kvledger.StatusCompleted, final["c"].Status)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
+	require.Empty(t, obs.countedFirst, "counted before observed")
 	for _, s := range obs.starts {
 		require.NotEqual(t, kvledger.IdempotencyKey("b"), s.Key, "b never started")
 	}

@@ -42,6 +42,7 @@ func TestTakeoverAtLastAttemptFails(t *testing.T) {
 	var ranB atomic.Int64
 	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.DiscardHandler)}}
 	b := e.worker(worker.Config{ClaimTTL: ttl, Owner: "B", Observer: obs}, func(w *worker.Worker) {
+		obs.watch(w)
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			ranB.Add(1)
 			return nil
@@ -58,6 +59,7 @@ func TestTakeoverAtLastAttemptFails(t *testing.T) {
 	require.Zero(t, ranB.Load(), "no attempt beyond MaxAttempts")
 	natstest.Eventually(t, 5*time.Second, func() bool { return b.Stats().Failed == 1 }, "B counts the failure")
 	obs.mu.Lock()
+	require.Empty(t, obs.countedFirst, "counted before observed")
 	require.Empty(t, obs.starts)
 	require.Len(t, obs.finishes, 1)
 	require.Equal(t, worker.ResultFailed, obs.finishes[0].Result)
@@ -76,6 +78,7 @@ func TestObserverSeesDrainRelease(t *testing.T) {
 	nc := natstest.Connect(t, n.Server)
 	js := natstest.JetStream(t, nc)
 	w := e.startOn(js, e.ledgerOn(js), worker.Config{Observer: obs, DrainTimeout: 50 * time.Millisecond}, func(w *worker.Worker) {
+		obs.watch(w)
 		require.NoError(t, w.Handle("slow", func(ctx context.Context, task *worker.Task) error {
 			started <- struct{}{}
 			<-ctx.Done()
@@ -88,6 +91,7 @@ func TestObserverSeesDrainRelease(t *testing.T) {
 	require.Equal(t, kvledger.StatusPending, e.state("slow").Status)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
+	require.Empty(t, obs.countedFirst, "counted before observed")
 	require.Len(t, obs.finishes, 1)
 	require.Equal(t, worker.ResultReleased, obs.finishes[0].Result)
 	require.ErrorIs(t, obs.finishes[0].Err, worker.ErrDraining)

@@ -20,6 +20,27 @@ type recordingObserver struct {
 	starts   []worker.Event
 	finishes []worker.Event
 	next     worker.Observer
+	// stats, once watch set it, is read at each OnFinish: an end its
+	// Stats had counted already goes to countedFirst (the worker
+	// observes an end before it counts it, on every path).
+	stats        func() worker.Stats
+	seen         map[worker.Result]uint64
+	countedFirst []worker.Event
+}
+
+// watch makes o check, at each OnFinish, that w had not counted the end
+// yet.
+func (o *recordingObserver) watch(w *worker.Worker) {
+	o.mu.Lock()
+	o.stats, o.seen = w.Stats, map[worker.Result]uint64{}
+	o.mu.Unlock()
+}
+
+// counted is the count of r in s.
+func counted(s worker.Stats, r worker.Result) uint64 {
+	return map[worker.Result]uint64{worker.ResultCompleted: s.Completed, worker.ResultRetried: s.Retried,
+		worker.ResultFailed: s.Failed, worker.ResultReleased: s.Released, worker.ResultCancelled: s.Cancelled,
+		worker.ResultLost: s.Lost}[r]
 }
 
 func (o *recordingObserver) OnStart(ctx context.Context, e worker.Event) {
@@ -32,6 +53,13 @@ func (o *recordingObserver) OnStart(ctx context.Context, e worker.Event) {
 func (o *recordingObserver) OnFinish(ctx context.Context, e worker.Event) {
 	o.mu.Lock()
 	o.finishes = append(o.finishes, e)
+	if o.stats != nil {
+		// The n-th end of a result observed: at most n-1 counted.
+		o.seen[e.Result]++
+		if counted(o.stats(), e.Result) >= o.seen[e.Result] {
+			o.countedFirst = append(o.countedFirst, e)
+		}
+	}
 	o.mu.Unlock()
 	o.next.OnFinish(ctx, e)
 }
@@ -45,6 +73,7 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	var logs natstest.SyncBuffer
 	obs := &recordingObserver{next: worker.SlogObserver{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}}
 	w := e.worker(worker.Config{Observer: obs, MaxAttempts: 2}, func(w *worker.Worker) {
+		obs.watch(w)
 		require.NoError(t, w.Handle("once-flaky", func(ctx context.Context, task *worker.Task) error {
 			if task.Attempt() == 1 {
 				return errors.New("first try fails")
@@ -57,6 +86,7 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Completed == 1 }, "recorded")
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
+	require.Empty(t, obs.countedFirst, "counted before observed")
 	require.Len(t, obs.starts, 2)
 	require.Len(t, obs.finishes, 2)
 	require.Equal(t, worker.ResultRetried, obs.finishes[0].Result)
