@@ -65,8 +65,9 @@ func TestHubStartWaitsWithinTheCallersContext(t *testing.T) {
 	require.False(t, h.Running())
 }
 
-// The start is bounded by the bucket's op timeout (the JetStream handle's
-// DefaultTimeout), not by nats.go's request wait, which ignores it.
+// Each try of the start is bounded by the bucket's op timeout (the
+// JetStream handle's DefaultTimeout), not by nats.go's request wait,
+// which ignores it: three tries of 300 ms end well within nats.go's 5 s.
 func TestHubStartBoundedByOpTimeout(t *testing.T) {
 	n := natstest.WithServer(t)
 	h, _, _ := stalledHub(t, n, jetstream.WithDefaultTimeout(300*time.Millisecond))

@@ -94,23 +94,22 @@ func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Du
 // for its caller's whole ctx). cancel ends the watch's context.
 func (b *Bucket) scanWatch(ctx context.Context, pattern string) (jetstream.KeyWatcher, context.CancelFunc, error) {
 	d := OpTimeoutOf(b.js)
-	var err error
 	for l := startRetry.Start(ctx); l.Next(); {
 		wctx, cancel := context.WithCancel(ctx)
-		w, overran, werr := watchWithin(d, cancel, func() (jetstream.KeyWatcher, error) { return b.kv.Watch(wctx, pattern) })
+		w, overran, err := watchWithin(d, cancel, func() (jetstream.KeyWatcher, error) { return b.kv.Watch(wctx, pattern) })
 		switch {
-		case !overran && werr == nil:
+		case !overran && err == nil:
 			return w, cancel, nil
 		case !overran:
 			cancel()
-			return nil, nil, werr
-		case werr == nil:
+			return nil, nil, err
+		case err == nil:
 			discardWatch(w, cancel, d) // made after its try ran out
 		}
 		cancel()
-		if err = overrunErr(d); ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
 	}
-	return nil, nil, err
+	return nil, nil, overrunErr(d)
 }

@@ -120,12 +120,12 @@ func resend(ctx context.Context, try func(n int) error) error {
 }
 
 // SpuriousConflict is the pause schedule of every layer that writes again
-// after a spurious conflict (a CAS refused while the stream leader reads
-// the key at exactly the expected revision, seen under leader changes on
-// R3, and on a loaded R3 stream for a write sent right after the key's
-// previous one was acknowledged: nats-server 2.15 acknowledges a write
-// before it clears the key's in-process mark, and a CAS on a key so
-// marked is refused with 10164): 10 ms, doubling. Each user states its own Tries (AcquireAs 4,
-// kvlease's owned writes 4; its release settling none, bounded by its
-// ctx) and, where the loop is longer, its MaxPause.
+// after a spurious conflict: a CAS refused while the stream leader reads
+// the key at exactly the expected revision. It is seen under leader
+// changes on R3, and on a loaded R3 stream for a write sent right after
+// the key's previous one was acknowledged (nats-server 2.15 acknowledges
+// a write before it clears the key's in-process mark, and refuses a CAS
+// on a key so marked with 10164). 10 ms, doubling. Each user states its
+// own Tries (AcquireAs 4, kvlease's owned writes 4; its release settling
+// none, bounded by its ctx) and, where the loop is longer, its MaxPause.
 var SpuriousConflict = retry.Policy{Pause: 10 * time.Millisecond, MaxPause: 40 * time.Millisecond}
