@@ -114,18 +114,25 @@ func (l *Ledger) Admit(ctx context.Context, actor Actor, key IdempotencyKey, seq
 	return ok, err
 }
 
+// checkAdmission is the check of an admission before any write: the
+// record it would write validates, and its key and needs hold no control
+// character.
+func checkAdmission(key IdempotencyKey, seq Sequence, needs []IdempotencyKey, rt runtimeFields) error {
+	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
+	rt.apply(&probe)
+	if err := probe.Validate(); err != nil {
+		return err
+	}
+	return checkNewKeys(key, needs)
+}
+
 // admit is Admit with the runtime fields of a Submission. It also returns
 // the record the admission decided on: the one it wrote (blocked by its
 // recheck when that blocked it), or, when it admitted nothing, the stored
 // record that made it a no-op.
 func (l *Ledger) admit(ctx context.Context, actor Actor, key IdempotencyKey, seq Sequence, task any, now time.Time, needs []IdempotencyKey, rt runtimeFields) (TaskState, bool, error) {
 	needs = slices.Clone(needs)
-	probe := TaskState{Key: key, Status: StatusPending, Sequence: seq, Needs: needs}
-	rt.apply(&probe)
-	if err := probe.Validate(); err != nil {
-		return TaskState{}, false, err
-	}
-	if err := checkNewKeys(key, needs); err != nil {
+	if err := checkAdmission(key, seq, needs, rt); err != nil {
 		return TaskState{}, false, err
 	}
 	if l.index != nil && len(needs) > 0 {

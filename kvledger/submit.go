@@ -54,7 +54,22 @@ func (rt runtimeFields) apply(s *TaskState) {
 	s.Group, s.Priority = rt.group, rt.priority
 }
 
-// resolve checks sub and fills its defaults.
+// Validate checks sub as its admission would before any write: every
+// option on its own (a valid key and needs, none the key itself, no
+// control character, a kind and group within their bounds, no negative
+// Delay or MaxAttempts) and together (RunAt and Delay not both). Its
+// errors are ErrInvalidState. Admission checks the same, so a caller
+// that validates first (the tasks package) refuses exactly what
+// admission would.
+func (sub Submission) Validate() error {
+	sub, rt, err := sub.resolve()
+	if err != nil {
+		return err
+	}
+	return checkAdmission(sub.Key, sub.Seq, sub.Needs, rt)
+}
+
+// resolve checks sub's timing and attempt options and fills its defaults.
 func (sub Submission) resolve() (Submission, runtimeFields, error) {
 	if sub.Now.IsZero() {
 		sub.Now = time.Now()

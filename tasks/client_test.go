@@ -344,3 +344,37 @@ func TestCloseAgainWaitsForTheHandler(t *testing.T) {
 	require.NoError(t, natstest.Recv(t, closed, 20*time.Second, "Close returns once the handler returned"))
 	require.True(t, ledgerClosed(t, c), "closed when Close returned")
 }
+
+// Every option Submit and SubmitMany refuse, on its own or against
+// another, is ErrInvalidArgs (as the ledger's ErrInvalidState too), and
+// nothing is written.
+func TestSubmitOptionsRefusedAsErrInvalidArgs(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ctx := natstest.Context(t, 10*time.Second)
+	for name, o := range map[string]tasks.SubmitOpts{
+		"run-at and delay":     {RunAt: time.Now().Add(time.Hour), Delay: time.Second},
+		"negative delay":       {Delay: -time.Second},
+		"negative attempts":    {MaxAttempts: -1},
+		"group too long":       {Group: strings.Repeat("g", kvledger.MaxGroupBytes+1)},
+		"group not utf-8":      {Group: "\xff"},
+		"needs itself":         {Needs: []kvledger.IdempotencyKey{"opt"}},
+		"empty need":           {Needs: []kvledger.IdempotencyKey{""}},
+		"need with a newline":  {Needs: []kvledger.IdempotencyKey{"a\nb"}},
+		"key with a control":   {Key: "opt\x00"},
+		"key that is not utf8": {Key: "opt\xff"},
+	} {
+		if o.Key == "" {
+			o.Key = "opt"
+		}
+		_, err := c.Submit(ctx, bigArgs{}, &o)
+		require.ErrorIs(t, err, tasks.ErrInvalidArgs, name)
+		require.ErrorIs(t, err, kvledger.ErrInvalidState, name)
+		_, err = c.SubmitMany(ctx, []tasks.Submission{{Args: bigArgs{}, Opts: &tasks.SubmitOpts{Key: "fine"}}, {Args: bigArgs{}, Opts: &o}})
+		require.ErrorIs(t, err, tasks.ErrInvalidArgs, name)
+		for _, k := range []kvledger.IdempotencyKey{o.Key, "fine"} {
+			_, found, err := c.Get(ctx, k)
+			require.NoError(t, err)
+			require.False(t, found, "%s: nothing written", name)
+		}
+	}
+}

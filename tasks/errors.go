@@ -6,8 +6,13 @@ import "errors"
 var (
 	// ErrInvalidConfig: NewClient got a Config it cannot use.
 	ErrInvalidConfig = errors.New("tasks: invalid configuration")
-	// ErrInvalidArgs: Submit got arguments without a kind, or that do not
-	// encode as JSON, or options that contradict each other.
+	// ErrInvalidArgs: Submit or SubmitMany got arguments without a kind,
+	// or that do not encode as JSON, or options that are invalid on their
+	// own (a negative Delay or MaxAttempts, a key or need that is not
+	// printable UTF-8, a task that needs itself, a Group above
+	// kvledger.MaxGroupBytes) or contradict each other (RunAt and Delay).
+	// Nothing was written. An option's error also matches
+	// kvledger.ErrInvalidState, the ledger's name for the same rule.
 	ErrInvalidArgs = errors.New("tasks: invalid task arguments")
 	// ErrDuplicateKind: AddWorker was called twice for one kind.
 	ErrDuplicateKind = errors.New("tasks: kind already has a worker")

@@ -139,9 +139,21 @@ func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
 	if o.Seq == 0 {
 		o.Seq = 1
 	}
-	return kvledger.Submission{
+	sub := kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
 		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
 		Priority: o.Priority, Group: o.Group,
-	}, nil
+	}
+	return sub, validate(sub)
+}
+
+// validate is the one check of a submission's options, each on its own
+// and together (RunAt and Delay), before anything is written: the
+// ledger's rules (kvledger.Submission.Validate), reported as
+// ErrInvalidArgs.
+func validate(sub kvledger.Submission) error {
+	if err := sub.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgs, err)
+	}
+	return nil
 }
