@@ -293,6 +293,23 @@ func (l *Ledger) State(ctx context.Context, key IdempotencyKey) (TaskState, bool
 	return l.store.Load(ctx, key)
 }
 
+// Absent returns those of keys that have no record, in their order: one
+// read each, as State. It is how a caller learns that a key it waits for,
+// or a need it named, is not admitted (yet); admission takes such a need.
+func (l *Ledger) Absent(ctx context.Context, keys ...IdempotencyKey) ([]IdempotencyKey, error) {
+	var absent []IdempotencyKey
+	for _, k := range keys {
+		_, found, err := l.store.Load(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			absent = append(absent, k)
+		}
+	}
+	return absent, nil
+}
+
 // Blocked returns the key that blocks key, and true, when key's record is
 // blocked. It returns false both for a key without a record and for a
 // record that is not blocked; use State to tell them apart.

@@ -378,3 +378,46 @@ func TestSubmitOptionsRefusedAsErrInvalidArgs(t *testing.T) {
 		}
 	}
 }
+
+// Wait for a key that has no record is ErrNotFound at once, naming it,
+// as `natscoord ledger wait` exits 1; a submission naming needs that
+// have no record stands and says which (Submitted.MissingNeeds), and
+// the task runs once they are submitted and complete.
+func TestWaitForAMissingKeyAndMissingNeeds(t *testing.T) {
+	c := newClient(t, tasks.Config{})
+	ran := make(chan kvledger.IdempotencyKey, 4)
+	require.NoError(t, tasks.AddWorker(c, func(_ context.Context, tk *tasks.Task[bigArgs]) error {
+		ran <- tk.Key
+		return nil
+	}))
+	ctx := natstest.Context(t, 20*time.Second)
+	require.NoError(t, c.Start(ctx))
+
+	_, err := c.Wait(ctx, "no-such-key")
+	require.ErrorIs(t, err, tasks.ErrNotFound)
+	require.ErrorIs(t, err, kvledger.ErrNoKey)
+	require.Contains(t, err.Error(), "no-such-key")
+	require.NoError(t, ctx.Err(), "refused at once, not at the end of ctx")
+
+	later, err := c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "later", Needs: []kvledger.IdempotencyKey{"first", "second"}})
+	require.NoError(t, err)
+	require.True(t, later.Admitted)
+	require.Equal(t, []kvledger.IdempotencyKey{"first", "second"}, later.MissingNeeds)
+	subs, err := c.SubmitMany(ctx, []tasks.Submission{
+		{Args: bigArgs{}, Opts: &tasks.SubmitOpts{Key: "first"}},
+		{Args: bigArgs{}, Opts: &tasks.SubmitOpts{Key: "second", Needs: []kvledger.IdempotencyKey{"first", "third"}}},
+	})
+	require.NoError(t, err)
+	require.Empty(t, subs[0].MissingNeeds)
+	require.Equal(t, []kvledger.IdempotencyKey{"third"}, subs[1].MissingNeeds)
+	_, err = c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "third"})
+	require.NoError(t, err)
+	again, err := c.Submit(ctx, bigArgs{}, &tasks.SubmitOpts{Key: "later", Needs: []kvledger.IdempotencyKey{"nope"}})
+	require.NoError(t, err)
+	require.False(t, again.Admitted)
+	require.Empty(t, again.MissingNeeds, "nothing admitted, nothing to say")
+
+	final, err := c.Wait(ctx, "later")
+	require.NoError(t, err)
+	require.Equal(t, kvledger.StatusCompleted, final["later"].Status, "submitted before its needs, it ran after them")
+}

@@ -1,6 +1,11 @@
 package tasks
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/natscoord/natscoord/kvledger"
+)
 
 // Sentinel errors. Match them with errors.Is; the text may carry detail.
 var (
@@ -14,6 +19,9 @@ var (
 	// Nothing was written. An option's error also matches
 	// kvledger.ErrInvalidState, the ledger's name for the same rule.
 	ErrInvalidArgs = errors.New("tasks: invalid task arguments")
+	// ErrNotFound: Wait was given a key that has no record. It also
+	// matches kvledger.ErrNoKey.
+	ErrNotFound = fmt.Errorf("tasks: task not found: %w", kvledger.ErrNoKey)
 	// ErrDuplicateKind: AddWorker was called twice for one kind.
 	ErrDuplicateKind = errors.New("tasks: kind already has a worker")
 	// ErrStarted: AddWorker after Start, or Start twice.

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -16,8 +17,17 @@ func (c *Client) Get(ctx context.Context, key kvledger.IdempotencyKey) (rec kvle
 
 // Wait blocks until every key has ended (completed, failed, cancelled or
 // blocked), woken by the ledger's watch, and returns the final records.
+// A key that has no record when Wait starts is ErrNotFound, naming it,
+// at once (as `natscoord ledger wait` exits 1): submit before waiting.
 // ctx bounds the wait.
 func (c *Client) Wait(ctx context.Context, keys ...kvledger.IdempotencyKey) (map[kvledger.IdempotencyKey]kvledger.TaskState, error) {
+	absent, err := c.ledger.Absent(ctx, keys...)
+	if err != nil {
+		return nil, err
+	}
+	if len(absent) > 0 {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, absent)
+	}
 	return c.ledger.WaitFinal(ctx, keys...)
 }
 

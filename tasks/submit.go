@@ -58,6 +58,11 @@ type Submitted struct {
 	// Admitted is false when the key already had a record, which is
 	// then unchanged unless the submission rebased it.
 	Admitted bool
+	// MissingNeeds are the needs (SubmitOpts.Needs) that had no record
+	// when the task was admitted. The submission stands: a need may be
+	// submitted later, and the task waits until it is and completes (as
+	// `natscoord ledger admit` notes). Empty when not Admitted.
+	MissingNeeds []kvledger.IdempotencyKey
 }
 
 // Submission pairs arguments with their options, for SubmitMany.
@@ -66,7 +71,9 @@ type Submission struct {
 	Opts *SubmitOpts
 }
 
-// Submit admits one task. After Close it is ErrClosed.
+// Submit admits one task. After Close it is ErrClosed. A task with
+// needs is followed by a read of each need (Submitted.MissingNeeds); an
+// error of those reads comes with Admitted as the admission left it.
 func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
 	sub, err := submission(args, opts)
 	if err != nil {
@@ -79,7 +86,18 @@ func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submi
 	if err != nil {
 		return Submitted{Key: sub.Key}, closedErr(err)
 	}
-	return Submitted{Key: sub.Key, Admitted: ok}, nil
+	out := Submitted{Key: sub.Key, Admitted: ok}
+	return out, c.missingNeeds(ctx, &out, sub.Needs)
+}
+
+// missingNeeds sets out.MissingNeeds for an admitted task with needs.
+func (c *Client) missingNeeds(ctx context.Context, out *Submitted, needs []kvledger.IdempotencyKey) error {
+	if !out.Admitted || len(needs) == 0 {
+		return nil
+	}
+	absent, err := c.ledger.Absent(ctx, needs...)
+	out.MissingNeeds = absent
+	return closedErr(err)
 }
 
 // SubmitMany admits tasks in batches (one round trip for up to 1000 new
@@ -102,7 +120,15 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 	for i := range ok {
 		out[i].Admitted = ok[i]
 	}
-	return out, closedErr(err)
+	if err != nil {
+		return out, closedErr(err)
+	}
+	for i := range out {
+		if err := c.missingNeeds(ctx, &out[i], ks[i].Needs); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // payloadOf returns args' kind and its JSON, the task's payload: what a

@@ -342,7 +342,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 				// later), but said: the task cannot run until it is.
 				var missing []kvledger.IdempotencyKey
 				if ok {
-					if missing, err = missingNeeds(ctx, l, t); err != nil {
+					if missing, err = l.Absent(ctx, t.Needs...); err != nil {
 						return err
 					}
 				}

@@ -9,23 +9,6 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// missingNeeds returns the needs of t that have no record. Admission
-// takes them (a need may be admitted later), but the task cannot run
-// until they exist and complete, which `ledger admit` points out.
-func missingNeeds(ctx context.Context, l *kvledger.Ledger, t kvledger.TaskState) ([]kvledger.IdempotencyKey, error) {
-	var missing []kvledger.IdempotencyKey
-	for _, n := range t.Needs {
-		_, found, err := l.State(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			missing = append(missing, n)
-		}
-	}
-	return missing, nil
-}
-
 // missingNote is the note `ledger admit` prints for needs without a
 // record.
 func missingNote(key kvledger.IdempotencyKey, missing []kvledger.IdempotencyKey) string {

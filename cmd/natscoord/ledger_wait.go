@@ -119,7 +119,7 @@ func (a *app) waitTasks(ctx context.Context, lf *ledgerFlags, keys []kvledger.Id
 		t, found, err := l.State(octx, k)
 		var missing []kvledger.IdempotencyKey
 		if err == nil && found && t.Status == kvledger.StatusPending {
-			missing, err = missingNeeds(octx, l, t)
+			missing, err = l.Absent(octx, t.Needs...)
 		}
 		cancel()
 		if err != nil {
