@@ -20,7 +20,9 @@ import (
 // `elect NAME VALUE -- CMD`) follows etcdctl and the shell:
 //
 //   - the command gets natscoord's stdin, stdout, stderr and environment,
-//     plus variables naming the lock or election and its fencing token;
+//     less its secrets (NATS_* and NATSCOORD_*: commandEnv, as for work;
+//     --pass-secrets keeps them), plus variables naming the lock or
+//     election and its fencing token;
 //   - the signals a supervisor sends (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
 //     SIGUSR1, SIGUSR2) are forwarded to it, and natscoord keeps the lock
 //     until the command has exited, whatever it was sent;
@@ -70,11 +72,12 @@ func commandAfterDash(cmd *cobra.Command, args []string, want int) (words, argv 
 	return args[:want], args[want:], nil
 }
 
-// runUnder runs argv while held is not done and returns the exit status
-// natscoord should end with (nil for 0). See the rules above.
+// runUnder runs argv with the environment env while held is not done and
+// returns the exit status natscoord should end with (nil for 0). See the
+// rules above.
 func runUnder(held context.Context, what string, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	c := exec.Command(argv[0], argv[1:]...)
-	c.Env = append(os.Environ(), env...)
+	c.Env = env
 	c.Stdin, c.Stdout, c.Stderr = stdin, stdout, stderr
 	c.SysProcAttr = childProcAttr()
 	// The parent-death signal follows the thread that started c.

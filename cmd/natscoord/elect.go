@@ -38,7 +38,9 @@ func (a *app) electCommand() *cobra.Command {
 			"publishes VALUE (an address, say). With a command after --, it runs the command\n" +
 			"while leading: the command finds the term (the leadership's fencing token) in\n" +
 			"NATSCOORD_ELECTION_TERM, the name in NATSCOORD_ELECTION and the value in\n" +
-			"NATSCOORD_ELECTION_VALUE. Signals are forwarded to the command; natscoord exits with\n" +
+			"NATSCOORD_ELECTION_VALUE; natscoord's secrets (the NATS_* and NATSCOORD_* variables:\n" +
+			"server URL, password, credentials, dashboard token) are removed from its environment\n" +
+			"unless --pass-secrets. Signals are forwarded to the command; natscoord exits with\n" +
 			"its exit code and resigns after it ends. If leadership is lost meanwhile, the\n" +
 			"command is sent SIGTERM at once and natscoord exits non-zero. Without a command,\n" +
 			"elect holds the leadership until interrupted (then resigns, exit 0) or lost (exit 1).\n\n" +
@@ -103,7 +105,7 @@ func (a *app) campaign(ctx context.Context, bucket string, hf *holdFlags, existi
 		return fmt.Errorf("elect %q: leadership ended at once: %w", name, kvlock.ErrLost)
 	}
 	term := e.Term()
-	return a.holdOrRun(ctx, held, fmt.Sprintf("leadership of %q", name), argv,
+	return a.holdOrRun(ctx, held, fmt.Sprintf("leadership of %q", name), argv, hf.passSecrets,
 		[]string{"NATSCOORD_ELECTION=" + name, "NATSCOORD_ELECTION_TERM=" + strconv.FormatUint(term, 10),
 			"NATSCOORD_ELECTION_VALUE=" + value},
 		map[string]any{"election": name, "value": value, "term": term},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -22,6 +23,8 @@ type holdFlags struct {
 	wait   time.Duration
 	holder string
 	create bool
+	// passSecrets gives the command natscoord's secrets (commandEnv).
+	passSecrets bool
 }
 
 func (hf *holdFlags) register(f *pflag.FlagSet) {
@@ -30,6 +33,7 @@ func (hf *holdFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&hf.wait, "wait", 0, "give up if not acquired within this long (0: wait until acquired or interrupted)")
 	f.StringVar(&hf.holder, "holder", "", "holder id stored with the lock (default <host>:<pid>:<random>)")
 	f.BoolVar(&hf.create, "create", false, "create the --bucket when it does not exist (the default bucket is always created)")
+	f.BoolVar(&hf.passSecrets, "pass-secrets", false, passSecretsUsage)
 }
 
 // existingOnly says whether a holding command must find its bucket: a
@@ -122,7 +126,9 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 		"command after --, runs the command while holding it. The command finds the lock's\n" +
 		"fencing token in NATSCOORD_LOCK_TOKEN (pass it with every write to the resource the\n" +
 		"lock protects), the key in NATSCOORD_LOCK_KEY and the bucket key in\n" +
-		"NATSCOORD_LOCK_LEASE_KEY. Signals are forwarded to the command; natscoord exits with\n" +
+		"NATSCOORD_LOCK_LEASE_KEY; natscoord's secrets (the NATS_* and NATSCOORD_* variables:\n" +
+		"server URL, password, credentials, dashboard token) are removed from its environment\n" +
+		"unless --pass-secrets. Signals are forwarded to the command; natscoord exits with\n" +
 		"its exit code (128+N when killed by signal N) and releases the lock after it ends.\n" +
 		"If the lock is lost meanwhile, the command is sent SIGTERM at once and natscoord\n" +
 		"exits non-zero. Without a command, lock prints the token and holds the lock until\n" +
@@ -165,7 +171,7 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 		if err != nil {
 			return err
 		}
-		return a.holdOrRun(ctx, held, fmt.Sprintf("lock %q", key), argv,
+		return a.holdOrRun(ctx, held, fmt.Sprintf("lock %q", key), argv, hf.passSecrets,
 			[]string{"NATSCOORD_LOCK_KEY=" + key, "NATSCOORD_LOCK_TOKEN=" + strconv.FormatUint(token, 10),
 				"NATSCOORD_LOCK_LEASE_KEY=" + leaseKey},
 			map[string]any{"key": key, "token": token, "lease_key": leaseKey},
@@ -175,12 +181,13 @@ func (a *app) addLockRun(cmd *cobra.Command, bucket *string) {
 }
 
 // holdOrRun is the end of `lock KEY` and `elect NAME VALUE` once held:
-// with argv, run that command under held with env added to its
-// environment; else print doc (--json) or line, and wait until ctx ends
-// or held is lost.
-func (a *app) holdOrRun(ctx, held context.Context, what string, argv, env []string, doc map[string]any, line string) error {
+// with argv, run that command under held with natscoord's environment
+// (its secrets removed unless passSecrets: commandEnv, as work does) and
+// env added; else print doc (--json) or line, and wait until ctx ends or
+// held is lost.
+func (a *app) holdOrRun(ctx, held context.Context, what string, argv []string, passSecrets bool, env []string, doc map[string]any, line string) error {
 	if argv != nil {
-		return runUnder(held, what, argv, env, a.stdin, a.stdout, a.stderr)
+		return runUnder(held, what, argv, append(commandEnv(os.Environ(), passSecrets), env...), a.stdin, a.stdout, a.stderr)
 	}
 	var err error
 	if a.json {

@@ -139,3 +139,35 @@ func TestLockAndElectRefuseAMissingBucket(t *testing.T) {
 	require.Empty(t, c.ok("lock", "k", "--bucket", "made", "--create", "--", "true"))
 	require.True(t, bucketExists(t, n, "made"))
 }
+
+// The command of lock and elect does not inherit natscoord's secrets
+// (NATS_PASSWORD, a NATS_URL with its password, NATSCOORD_UI_TOKEN)
+// unless --pass-secrets, as work's commands; the rest of the environment
+// and the lock's or election's variables it gets.
+func TestLockAndElectCommandEnvironment(t *testing.T) {
+	c, _ := newCLI(t)
+	// natscoord connects with them (a server without auth takes any).
+	t.Setenv("NATS_USER", "tester")
+	t.Setenv("NATS_PASSWORD", "pw-s3cret")
+	t.Setenv("NATS_URL", "nats://user:url-s3cret@127.0.0.1:1")
+	t.Setenv("NATSCOORD_UI_TOKEN", "ui-t0ken")
+	t.Setenv("LOCK_TEST_KEPT", "kept")
+	secrets := []string{"NATS_PASSWORD=pw-s3cret", "NATS_URL=nats://user:url-s3cret@127.0.0.1:1", "NATSCOORD_UI_TOKEN=ui-t0ken"}
+	for _, run := range [][]string{
+		{"lock", "envlock"},
+		{"elect", "envelection", "me"},
+	} {
+		out := c.ok(append(run, "--", "env")...)
+		require.Contains(t, out, "LOCK_TEST_KEPT=kept", run)
+		require.Regexp(t, `NATSCOORD_(LOCK_TOKEN|ELECTION_TERM)=\d+`, out, run)
+		for _, s := range []string{"pw-s3cret", "url-s3cret", "ui-t0ken"} {
+			require.NotContains(t, out, s, run)
+		}
+		out = c.ok(append(run, "--pass-secrets", "--", "env")...)
+		for _, s := range secrets {
+			require.Contains(t, out, s, run)
+		}
+		require.Regexp(t, `NATSCOORD_(LOCK_TOKEN|ELECTION_TERM)=\d+`, out, run)
+		require.Contains(t, c.ok(run[0], "--help"), "--pass-secrets")
+	}
+}

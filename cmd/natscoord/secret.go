@@ -49,3 +49,29 @@ func (s *secretFlag) resolve() (string, error) {
 	}
 	return os.Getenv(s.env), nil
 }
+
+// passSecretsUsage is the usage of --pass-secrets, the one opt-in of
+// every command that runs a child (work, lock, elect) to commandEnv's
+// secrets.
+const passSecretsUsage = "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed"
+
+// commandEnv is the environment natscoord passes on to a command it runs
+// (work's task commands, the command of lock and elect): env without
+// natscoord's and NATS's own variables (NATS_URL may hold a password,
+// NATS_PASSWORD is one, NATS_CREDS names credentials, NATSCOORD_UI_TOKEN
+// is the dashboard's token), unless pass (--pass-secrets). The command's
+// own variables (the task's, the lock's) are added after.
+func commandEnv(env []string, pass bool) []string {
+	if pass {
+		return env
+	}
+	kept := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "NATS_") || strings.HasPrefix(name, "NATSCOORD_") {
+			continue
+		}
+		kept = append(kept, kv)
+	}
+	return kept
+}

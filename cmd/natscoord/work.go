@@ -138,7 +138,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
 	f.BoolVar(&o.noSchedules, "no-schedules", false, "do not admit the periods of the ledger's stored schedules (natscoord ledger schedule)")
 	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
-	f.BoolVar(&o.passSecrets, "pass-secrets", false, "pass the NATS_* and NATSCOORD_* variables (server URL, credentials, dashboard token) on to CMD; by default they are removed")
+	f.BoolVar(&o.passSecrets, "pass-secrets", false, passSecretsUsage)
 	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
 	return cmd

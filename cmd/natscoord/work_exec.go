@@ -264,22 +264,3 @@ func (t *tailWriter) String() string {
 	}
 	return strings.Join(strings.Fields(string(b)), " ")
 }
-
-// commandEnv is the environment the worker passes on to its commands:
-// env without natscoord's and NATS's own variables (NATS_URL may hold a
-// password, NATS_CREDS names credentials, NATSCOORD_UI_TOKEN is the
-// dashboard's token), unless pass. The task's variables are added later.
-func commandEnv(env []string, pass bool) []string {
-	if pass {
-		return env
-	}
-	kept := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "NATS_") || strings.HasPrefix(name, "NATSCOORD_") {
-			continue
-		}
-		kept = append(kept, kv)
-	}
-	return kept
-}
