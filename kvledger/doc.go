@@ -251,8 +251,12 @@
 //     takes both changes on a live stream). A caller that may not update
 //     the stream gets ErrOldLayout, which names `natscoord ledger migrate
 //     --bucket B` (TestMigrateOldLayout). The LEDGER stream of the layout
-//     before is no longer written; `natscoord ledger migrate` deletes it
-//     when asked (--delete-old-stream).
+//     before (every bucket's events on ledger.<event>, captured as
+//     ledger.>) would record a migrated bucket's live feed too; NewKVStore
+//     leaves other streams alone, and `natscoord ledger migrate` narrows
+//     it to ledger.* (old events only), and deletes it when asked
+//     (--delete-old-stream --yes) once no ledger bucket is left
+//     unmigrated (TestLedgerMigrateOldStream).
 //   - MemStore keeps the same log in memory (mem_store_log.go): every
 //     write with its name and previous revision, EventHistory per key
 //     (KeyEvents), and Follow for a follower in write order; storetest
