@@ -6,6 +6,8 @@
 // of the raw speed in the "x_raw" metric (1.0 = as fast as raw).
 //
 // Run them with `make bench`; results and targets are in BENCHMARKS.md.
-// Nothing here runs under `go test` without -bench: the large set-ups
-// (10k held leases, 100k ledger records) live in benchmarks only.
+// Nothing here runs under `go test` without -bench (the large set-ups, 10k
+// held leases and 100k ledger records, live in benchmarks only) except
+// TestReadmeFiguresAreBenchmarkRows, which reads README.md and
+// BENCHMARKS.md: every figure the README gives is one of BENCHMARKS.md's.
 package bench
