@@ -62,10 +62,13 @@
 //     token of that key, also after the record was deleted and admitted
 //     again; Renew, Release and Complete refuse an older token, and the
 //     right token presented under another owner's name (ErrFenced: an
-//     owner that does not hold the claim holds no valid fence); on a
-//     record that is not claimed they return ErrNotClaimed whatever the
-//     token, as the reference ledger does. A lease is at most MaxLease
-//     (24h). Fences
+//     owner that does not hold the claim holds no valid fence). The order
+//     is the seed ledger's: Release and Complete check ErrNoKey, then
+//     ErrFenced (the token is not the record's, whatever its status: the
+//     losers of a race to Complete are fenced), then ErrNotClaimed (the
+//     record's own token on a record that is not claimed); Renew checks
+//     ErrNoKey, ErrNotClaimed, ErrFenced. The runtime's outcome is
+//     checked as Complete. A lease is at most MaxLease (24h). Fences
 //     never wrap: a record at MaxFence cannot be claimed again
 //     (ErrFenceExhausted), and a record above it is refused wherever it
 //     enters (Load, Decode, Restore).

@@ -30,7 +30,7 @@ type Outcome struct {
 }
 
 // finish ends the caller's claim with o, checked like Complete
-// (ErrNoKey, ErrNotClaimed, ErrFenced). StatusCompleted and StatusFailed
+// (ErrNoKey, ErrFenced, ErrNotClaimed). StatusCompleted and StatusFailed
 // finish the record as Complete does, with o.Result and o.Error stored;
 // a failure blocks its dependents. StatusPending writes the record
 // pending again with no owner, keeping its fence (the next claim

@@ -37,6 +37,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Fencing", testFencing},
 		{"TakeoverOnlyWhenStale", testTakeover},
 		{"ErrorPrecedence", testPrecedence},
+		{"SeedErrorOrder", testSeedErrorOrder},
+		{"SeedCompleteRace", testSeedCompleteRace},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"Events", testEvents},
 		{"ConcurrentClaims", testConcurrentClaims},
