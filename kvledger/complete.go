@@ -20,7 +20,9 @@ import (
 //  5. ErrFenced: owner is not the claim's.
 //
 // This is the seed ledger's order (Release's too; Renew checks 4 before
-// 3).
+// 3). A successful Complete writes CompletedEvent whatever status is, as
+// the seed's CompletedEvent: the event's Status and the write's
+// StatusHeader tell a failure apart.
 //
 // The record keeps its Owner and Fence (who finished it) and loses its
 // LeaseUntil. On StatusFailed, Complete then blocks every pending or
@@ -41,7 +43,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
-		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, outcomeEvent(status)
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
 		return next
 	}, finishLabel, after)
 	return err

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ErrorPrecedence", testPrecedence},
 		{"SeedErrorOrder", testSeedErrorOrder},
 		{"SeedCompleteRace", testSeedCompleteRace},
+		{"SeedEvents", testSeedEvents},
 		{"SnapshotRoundTrip", testSnapshotRoundTrip},
 		{"Events", testEvents},
 		{"ConcurrentClaims", testConcurrentClaims},
