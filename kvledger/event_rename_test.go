@@ -82,3 +82,35 @@ func TestOldFailedWritesReadAsCompleted(t *testing.T) {
 	require.ErrorIs(t, err, events.ErrInvalidConfig)
 	require.ErrorContains(t, err, `"ledger.completed"`)
 }
+
+// FuzzDecodeEvent: whatever a stored write holds (its name and status
+// headers, its value), DecodeEvent returns the event of the write's key
+// and revision, or skips it, or fails, and never panics; no decoded event
+// carries a name this version no longer writes.
+func FuzzDecodeEvent(f *testing.F) {
+	rec := []byte(`{"key":"k","status":"failed","sequence":1,"owner":"w","fence":2,"last_event":"ledger.failed"}`)
+	f.Add("ledger.failed", "", rec)
+	f.Add("ledger.completed", "failed", rec)
+	f.Add("", "", rec)
+	f.Add("", "", []byte(`{"key":"k","status":"pending","sequence":1}`))
+	f.Add("ledger.admitted", "pending", []byte(`not json`))
+	f.Fuzz(func(t *testing.T, name, status string, data []byte) {
+		h := nats.Header{}
+		if name != "" {
+			h.Set(kvledger.EventHeader, name)
+		}
+		if status != "" {
+			h.Set(kvledger.StatusHeader, status)
+		}
+		e, ok, err := kvledger.DecodeEvent(events.Msg{Subject: "$KV.b.task.k", Header: h, Data: data, Revision: 3})
+		if err != nil || !ok {
+			return
+		}
+		if e.Name == "ledger.failed" {
+			t.Fatalf("decoded the old name: %+v", e)
+		}
+		if e.Key != "k" || e.Source != "b" || e.Revision != 3 {
+			t.Fatalf("decoded %+v", e)
+		}
+	})
+}
