@@ -123,7 +123,7 @@ func TestTaskActionsCancelAndReopen(t *testing.T) {
 	require.Contains(t, body, `data-field="status">failed<`)
 	require.Contains(t, body, "<b>ui.cancel</b>", "the action is in the timeline")
 	require.Contains(t, body, "by natscoord-ui")
-	require.Less(t, strings.Index(body, "<b>ui.cancel</b>"), strings.LastIndex(body, "<b>ledger.failed</b>"))
+	require.Less(t, strings.Index(body, "<b>ui.cancel</b>"), strings.LastIndex(body, "<b>ledger.completed</b>"))
 	require.Contains(t, body, "Reopen…")
 
 	confirm = e.Page(t, "/confirm?do=reopen&key=c1")

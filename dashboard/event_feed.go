@@ -105,12 +105,15 @@ func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLa
 	if md.Sequence.Stream <= startLast {
 		return
 	}
-	name := otherEvent
+	name, status := otherEvent, ""
 	if knownEvents[ev.Name] {
 		name = string(ev.Name)
 	}
+	if st := kvledger.Status(ev.Status); st.Valid() {
+		status = ev.Status // a ledger.completed's outcome; a marker has none
+	}
 	h.metrics.eventLag.Set(max(0, h.cfg.Clock.Now().Sub(ev.Time).Seconds()))
-	h.metrics.events.Inc(name)
+	h.metrics.events.Inc(name, status)
 	h.broker.publish(push{Type: "event", Data: eventJSON(ev)})
 }
 

@@ -116,9 +116,9 @@ func TestTaskPageAttemptsAndTimelineOutcomes(t *testing.T) {
 	require.Equal(t, []string{"failed", "2", "permanent: boom two"}, rows[1][1:])
 
 	tl := body[strings.Index(body, `<ol class="timeline">`):]
-	require.Equal(t, 1, strings.Count(tl, "<b>ledger.failed</b>"), "each event once: %s", tl)
+	require.Equal(t, 1, strings.Count(tl, "<b>ledger.completed</b>"), "each event once: %s", tl)
 	require.Equal(t, 1, strings.Count(tl, "boom one"), "the first attempt's error is not repeated under the next claim: %s", tl)
-	require.Regexp(t, `<li class="ev-failed outcome-bad">[^\n]*<b>ledger.failed</b> finished failed`, tl, "a failed completion is drawn as a failure")
+	require.Regexp(t, `<li class="ev-completed outcome-bad">[^\n]*<b>ledger.completed</b> finished failed`, tl, "a failed completion is drawn as a failure")
 	require.Regexp(t, `<li class="ev-retried outcome-warn">`, tl)
 
 	require.NotContains(t, body, `id="attempts-partial"`)

@@ -26,7 +26,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		events: opstats.NewCounterVec("natscoord_ledger_events_total",
-			"Ledger events seen on the event stream, by name (ledger.renewed counts renewals, ledger.taken_over takeovers).", "event"),
+			"Ledger events seen on the event stream, by name and the record's status after the write (ledger.renewed counts renewals, ledger.taken_over takeovers, ledger.completed with status failed failed completions).", "event", "status"),
 		leaseEnds: opstats.NewCounterVec("natscoord_lease_ends_total",
 			"Leases that ended, by how: released (a delete: the holder or a force release) or expired (the server's TTL: the holder lost it).", "kind", "how"),
 		leaseRenew: opstats.NewCounterVec("natscoord_lease_renewals_total",

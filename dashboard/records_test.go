@@ -47,7 +47,7 @@ func TestForgedEventsChangeNeitherStateNorSeries(t *testing.T) {
 	require.Contains(t, m, `natscoord_ledger_tasks{status="failed"} 1`)
 	require.Contains(t, m, `natscoord_ledger_tasks{status="completed"} 0`)
 	require.NotContains(t, m, "invented")
-	require.Contains(t, m, `natscoord_ledger_events_total{event="ledger.admitted"} 1`)
+	require.Contains(t, m, `natscoord_ledger_events_total{event="ledger.admitted",status="pending"} 1`)
 }
 
 // Records a ledger's Retention expires leave the view (they produce no

@@ -61,7 +61,7 @@ func eventEntry(ev events.Event) timelineEntry {
 	e := timelineEntry{Time: ev.Time, Name: string(ev.Name), Actor: ev.Actor, Rev: ev.Revision,
 		Attempts: ev.Attempts, RunAt: ev.RunAt}
 	switch ev.Name {
-	case kvledger.CompletedEvent, kvledger.FailedEvent:
+	case kvledger.CompletedEvent:
 		e.Outcome = "ok"
 		if ev.Status != string(kvledger.StatusCompleted) {
 			e.Outcome, e.Error = "bad", ev.LastError
@@ -87,7 +87,7 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = fmt.Sprintf("taken over by %s with fence %d: the previous owner is fenced out", displayKey(ev.Owner), ev.Fence)
 	case kvledger.ReleasedEvent:
 		e.Detail = "released back to pending"
-	case kvledger.CompletedEvent, kvledger.FailedEvent:
+	case kvledger.CompletedEvent:
 		e.Detail = fmt.Sprintf("finished %s by %s (fence %d)", ev.Status, displayKey(ev.Owner), ev.Fence)
 	case kvledger.BlockedEvent:
 		e.Detail = "blocked by " + displayKey(ev.BlockedBy)

@@ -198,16 +198,22 @@ func TestPrefixMount(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
 		dashtest.BuildGraph(t, e.Ledger)
+		dashtest.Admit(t, e.Ledger, "lone", nil)
 		_, ok, err := e.Leases.TryAcquireKey(dashtest.HoldCtx, "jobs.j1", 10*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}, nil)
 	dashtest.RunTask(t, e.Ledger, "fetch", "w1", kvledger.StatusCompleted)
+	dashtest.RunTask(t, e.Ledger, "lone", "w1", kvledger.StatusFailed)
 	// The event counts and the task counts come from two feeds (the
 	// event consumer and the record view), each in step with the stream
 	// on its own: wait for both rather than read one after the other.
 	wants := []string{
-		`natscoord_ledger_events_total{event="ledger.completed"} 1`,
+		`natscoord_ledger_events_total{event="ledger.completed",status="completed"} 1`,
+		// A failed completion is ledger.completed too; its status
+		// tells it apart.
+		`natscoord_ledger_events_total{event="ledger.completed",status="failed"} 1`,
+		`natscoord_ledger_tasks{status="failed"} 1`,
 		`natscoord_ledger_tasks{status="pending"} 4`,
 		`natscoord_ledger_tasks{status="completed"} 1`,
 		`natscoord_ledger_claims_in_flight 0`,

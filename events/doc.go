@@ -22,7 +22,7 @@
 //	src := kvledger.EventSource("tasks")
 //	d, _ := events.SubscribeDurable(ctx, js, src, events.DurableConfig{
 //		Durable: "audit",
-//		Filter:  events.Filter{Names: []events.Name{kvledger.FailedEvent}},
+//		Filter:  events.Filter{Names: []events.Name{kvledger.CompletedEvent}, Statuses: []string{"failed"}},
 //		OnGap:   func(g events.Gap) { log.Print(g) },
 //	}, func(ctx context.Context, e events.Event) error {
 //		fmt.Println(e.Name, e.Key, e.Status, e.Fence)
@@ -32,7 +32,7 @@
 //
 // SubscribeLive reads the live feed instead. On the command line:
 // `nats sub 'ledger.>'` or `natscoord events tail [--durable NAME] [--key
-// K] [--event NAME]`.
+// K] [--event NAME] [--status S]`.
 //
 // # What a consumer sees
 //
@@ -41,8 +41,10 @@
 //     it resumes after its last acknowledgement, also in another process,
 //     after a server restart or a stream leader change. Filter.Keys become
 //     the consumer's filter subjects (the server sends nothing else);
-//     Filter.Names is checked on the header before the body is decoded,
-//     and the writes it skips are acknowledged.
+//     Filter.Names and Filter.Statuses are checked on the headers before
+//     the body is decoded (a name the writer once wrote is read as its
+//     name today, Source.Renamed), and the writes they skip are
+//     acknowledged.
 //   - Live (SubscribeLive): a core subscription to the server's republish
 //     of each write. At most once: the leader publishes it once, nothing
 //     retries, a slow subscriber drops messages, nothing is kept while it

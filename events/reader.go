@@ -4,8 +4,8 @@ import "fmt"
 
 // reader takes one stored write of a Source to the event its handler is
 // given: the write's key, its gap (reported before the write), the name
-// filter (a header, before the body is decoded), the decoder and the
-// event filter. SubscribeLive and SubscribeDurable read every write
+// and status filter (headers, before the body is decoded), the decoder and
+// the event filter. SubscribeLive and SubscribeDurable read every write
 // through it, so both consumers apply the same steps in the same order.
 type reader struct {
 	src    Source
@@ -53,7 +53,7 @@ func (r *reader) read(m Msg) (Event, readOutcome) {
 	if g, ok := r.gaps.see(r.src.Name, key, m.Revision, m.Header); ok {
 		r.onGap(g)
 	}
-	if !r.filter.wantName(m.Header, r.src.NameHeader) {
+	if !r.filter.wantHeader(m.Header, r.src) {
 		return Event{}, readSkipped
 	}
 	e, ok, err := r.src.Decode(m)

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,6 +52,15 @@ type Source struct {
 	// before any body is decoded (a filter by transition costs no
 	// decoding).
 	NameHeader string
+	// StatusHeader is the header holding the record's status after the
+	// write, read before the body is decoded for Filter.Statuses
+	// (optional: without it the status is judged on the decoded event).
+	StatusHeader string
+	// Renamed maps names the writer once wrote to the names the same
+	// transitions have now (optional). A name header is read through it
+	// before the filter judges it, so a filter on today's name also picks
+	// the writes stored under the old one; Decode names them the same.
+	Renamed map[Name]Name
 	// PrevHeader is the header holding the key's previous revision.
 	PrevHeader string
 	// KeyOf returns the key a stream subject belongs to; ok false for a
@@ -66,33 +77,61 @@ func (s Source) valid() bool {
 }
 
 // Filter selects events: by key (a subject filter, so the server sends
-// only that key's writes) and by name (the NameHeader, read before the
-// body is decoded). Empty: everything.
+// only that key's writes), by name (the NameHeader) and by the record's
+// status after the write (the StatusHeader), both read before the body
+// is decoded. An event must pass each one that is set. Empty: everything.
+//
+// Names and Statuses together pick one outcome of a transition: a
+// ledger's failed completions are Names kvledger.CompletedEvent with
+// Statuses "failed"; Statuses "failed" alone is every write that leaves
+// a record failed (a failed completion, a cancellation).
 type Filter struct {
-	Keys  []string
-	Names []Name
+	Keys     []string
+	Names    []Name
+	Statuses []string
 }
 
-// wantName judges a write by its name header before its body is
-// decoded. A write without the header (the server's own markers: an
-// expiry, a purge) is let through to be judged by its decoded name
-// (wantEvent).
-func (f Filter) wantName(h nats.Header, header string) bool {
-	n := Name(h.Get(header))
-	return n == "" || f.wants(n)
-}
-
-// wantEvent judges a decoded event by its name.
-func (f Filter) wantEvent(e Event) bool { return f.wants(e.Name) }
-
-func (f Filter) wants(n Name) bool {
-	if len(f.Names) == 0 {
+// wantHeader judges a write by its name and status headers before its
+// body is decoded. A header the write lacks (the server's own markers: an
+// expiry, a purge; a write stored before its writer set the status
+// header) lets it through to be judged on the decoded event (wantEvent).
+func (f Filter) wantHeader(h nats.Header, src Source) bool {
+	if n := Name(h.Get(src.NameHeader)); n != "" && !f.wantsName(src.rename(n)) {
+		return false
+	}
+	if src.StatusHeader == "" {
 		return true
 	}
-	for _, w := range f.Names {
-		if w == n {
-			return true
+	st := h.Get(src.StatusHeader)
+	return st == "" || f.wantsStatus(st)
+}
+
+// wantEvent judges a decoded event by its name and status.
+func (f Filter) wantEvent(e Event) bool { return f.wantsName(e.Name) && f.wantsStatus(e.Status) }
+
+func (f Filter) wantsName(n Name) bool { return len(f.Names) == 0 || slices.Contains(f.Names, n) }
+
+func (f Filter) wantsStatus(st string) bool {
+	return len(f.Statuses) == 0 || slices.Contains(f.Statuses, st)
+}
+
+// checkFilter refuses a filter naming a name the source no longer writes
+// (a key of Renamed): its writes are read under their name of today, so
+// such a filter would match nothing, silently.
+func (s Source) checkFilter(f Filter) error {
+	for _, n := range f.Names {
+		if c, ok := s.Renamed[n]; ok {
+			return fmt.Errorf("%w: %s writes no %q any more: those writes are %q now (filter on the status as well to pick an outcome)",
+				ErrInvalidConfig, s.Name, string(n), string(c))
 		}
 	}
-	return false
+	return nil
+}
+
+// rename is n as the source names it now (Renamed).
+func (s Source) rename(n Name) Name {
+	if c, ok := s.Renamed[n]; ok {
+		return c
+	}
+	return n
 }

@@ -40,6 +40,9 @@ func SubscribeLive(nc *nats.Conn, src Source, cfg LiveConfig, fn func(Event), on
 	if nc == nil || fn == nil || !src.valid() {
 		return nil, fmt.Errorf("%w: SubscribeLive needs a connection, a complete Source and a handler", ErrInvalidConfig)
 	}
+	if err := src.checkFilter(cfg.Filter); err != nil {
+		return nil, err
+	}
 	report := reporter(onErr)
 	rd := newReader(src, cfg.Filter, 0, gapHandler(cfg.OnGap, report), report)
 	handle := func(m *nats.Msg) {
@@ -132,6 +135,9 @@ type Durable struct {
 func SubscribeDurable(ctx context.Context, js jetstream.JetStream, src Source, cfg DurableConfig, fn func(context.Context, Event) error, onErr func(error)) (*Durable, error) {
 	if js == nil || fn == nil || cfg.Durable == "" || !src.valid() {
 		return nil, fmt.Errorf("%w: SubscribeDurable needs JetStream, a complete Source, a durable name and a handler", ErrInvalidConfig)
+	}
+	if err := src.checkFilter(cfg.Filter); err != nil {
+		return nil, err
 	}
 	if cfg.AckWait == 0 {
 		cfg.AckWait = 30 * time.Second

@@ -193,7 +193,7 @@ func endedAnAttempt(s TaskState) bool {
 	case s.Status == StatusPending:
 		return s.LastEvent == RetriedEvent
 	case s.Status == StatusCompleted || s.Status == StatusFailed:
-		return s.Owner != "" && (s.LastEvent == CompletedEvent || s.LastEvent == FailedEvent || s.LastEvent == CancelledEvent)
+		return s.Owner != "" && (s.LastEvent == CompletedEvent || s.LastEvent == CancelledEvent)
 	}
 	return false
 }

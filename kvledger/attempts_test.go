@@ -76,9 +76,10 @@ func TestAttemptsFromWrites(t *testing.T) {
 	// With only the last write kept, the attempt it ended is still shown,
 	// without a start; a running claim first seen at a renewal has none
 	// either.
-	// A failed outcome is named ledger.failed (Finish); records written
-	// before that name carry ledger.completed with status failed.
-	for _, ev := range []events.Name{kvledger.FailedEvent, kvledger.CompletedEvent} {
+	// A failed outcome is named ledger.completed with status failed
+	// (records an earlier version wrote as ledger.failed are read so:
+	// TestOldFailedWritesReadAsCompleted).
+	for _, ev := range []events.Name{kvledger.CompletedEvent} {
 		got = kvledger.Attempts([]kvledger.TaskState{w(9, kvledger.StatusFailed, ev, "a", 2, 4, "last")})
 		require.Equal(t, []kvledger.Attempt{{N: 4, Max: 4, Owner: "a", Fence: 2, Ended: at(9), Outcome: kvledger.AttemptFailed, Error: "last", EndRev: 9}}, got, string(ev))
 	}

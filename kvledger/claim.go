@@ -180,7 +180,7 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 	)
 	defer func() { h.end(ctx) }()
 	for {
-		cur, err := l.loadClaim(ctx, key, owner, fence)
+		cur, err := l.loadClaim(ctx, key, owner, fence, statusFirst)
 		if errors.Is(err, ErrNoKey) || errors.Is(err, ErrNotClaimed) || errors.Is(err, ErrFenced) {
 			l.dropHeld(ctx, key, fence) // the claim is over
 		}
@@ -224,9 +224,11 @@ func (l *Ledger) Renew(ctx context.Context, actor Actor, key IdempotencyKey, own
 // Release gives the caller's claim back: the record returns to pending
 // with no owner and no lease, keeping its fence (the next Claim outbids
 // it), its Attempts and its LastError (Attempts reads such a release as
-// one with no error of its own, see ownError). The order of checks, as for Renew and Complete: ErrNoKey,
-// ErrNotClaimed, ErrFenced. A lost compare-and-swap reloads and retries
-// while the record is still the caller's claim.
+// one with no error of its own, see ownError). The order of checks is
+// Complete's, the seed ledger's: ErrNoKey, ErrFenced (the token is not
+// the record's), ErrNotClaimed, then ErrFenced for another owner's name.
+// A lost compare-and-swap reloads and retries while the record is still
+// the caller's claim.
 func (l *Ledger) Release(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, now time.Time) error {
 	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
@@ -256,21 +258,47 @@ func (l *Ledger) load(ctx context.Context, key IdempotencyKey) (TaskState, error
 	return cur, nil
 }
 
-// checkFence refuses a caller that does not hold cur, a claimed record:
-// its token is not the record's, or the record names another owner. An
-// owner that does not hold the claim holds no valid fence, so both are
-// ErrFenced. loadClaim calls it only after the status check, so a record
-// that is not claimed is ErrNotClaimed whatever the fence and owner.
-func checkFence(cur TaskState, owner OwnerID, fence FenceToken) error {
+// claimOrder is the order in which a call that presents a fence finds
+// the record not claimed (ErrNotClaimed) and the caller's token not the
+// record's (ErrFenced), as the seed ledger states it per call.
+type claimOrder uint8
+
+const (
+	// fenceFirst: Release, Complete and the runtime's outcome. A stale
+	// token is ErrFenced whatever the record's status; the record's own
+	// token on a record that is not claimed is ErrNotClaimed.
+	fenceFirst claimOrder = iota
+	// statusFirst: Renew. A record that is not claimed is ErrNotClaimed
+	// whatever the token.
+	statusFirst
+)
+
+// checkClaim refuses a caller that does not hold cur's claim, in order:
+// with fenceFirst, ErrFenced when fence is not cur's; then ErrNotClaimed
+// when cur is not claimed; then ErrFenced when fence is not cur's, or cur
+// names another owner (an owner that does not hold the claim holds no
+// valid fence). Only a claimed record's owner is compared: a record that
+// is not claimed has no claim to be fenced from.
+func checkClaim(cur TaskState, owner OwnerID, fence FenceToken, order claimOrder) error {
+	if order == fenceFirst && cur.Fence != fence {
+		return staleFence(cur, owner, fence)
+	}
+	if cur.Status != StatusClaimed {
+		return fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(cur.Key), cur.Status)
+	}
 	if cur.Fence != fence {
-		return fmt.Errorf("%w: %q is at fence %d owned by %q, caller has %d as %q",
-			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), fence, string(owner))
+		return staleFence(cur, owner, fence)
 	}
 	if cur.Owner != "" && cur.Owner != owner {
 		return fmt.Errorf("%w: %q at fence %d is owned by %q, not by the caller %q",
 			ErrFenced, string(cur.Key), cur.Fence, string(cur.Owner), string(owner))
 	}
 	return nil
+}
+
+func staleFence(cur TaskState, owner OwnerID, fence FenceToken) error {
+	return fmt.Errorf("%w: %q is at fence %d (%s, owned by %q), caller has %d as %q",
+		ErrFenced, string(cur.Key), cur.Fence, cur.Status, string(cur.Owner), fence, string(owner))
 }
 
 // MaxLease is the longest lease Claim, Renew, Takeover, ClaimIfReady and

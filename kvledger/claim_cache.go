@@ -2,7 +2,6 @@ package kvledger
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -73,18 +72,16 @@ func (c *claims) owned(key IdempotencyKey, owner OwnerID, fence FenceToken) (Tas
 	return r.clone(), true
 }
 
-// loadClaim is the start of Renew, Release and Complete: the caller's
-// claim of key, checked in a fixed order so that every store reports the
-// same error for the same record: ErrNoKey, then ErrNotClaimed (the
-// record is not claimed, whoever finished or released it and whatever
-// fence the caller has), then ErrFenced. This is the reference ledger's
-// contract; a record that is not claimed has no claim to be fenced from.
+// loadClaim is the start of Renew, Release and Complete (and the
+// runtime's outcome): the caller's claim of key, checked in the seed
+// ledger's order for the call (see checkClaim) on the stored record, so
+// every store reports the same error for the same record.
 //
 // The remembered claim is used only when it passes every check (it is
 // the caller's, at the caller's fence); any error is decided on the
 // stored record, which another Ledger may have finished since: the
 // remembered one would call that ErrFenced for another owner.
-func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken) (TaskState, error) {
+func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerID, fence FenceToken, order claimOrder) (TaskState, error) {
 	if l.remember {
 		if r, ok := l.claims.owned(key, owner, fence); ok {
 			return r, nil
@@ -94,10 +91,7 @@ func (l *Ledger) loadClaim(ctx context.Context, key IdempotencyKey, owner OwnerI
 	if err != nil {
 		return TaskState{}, err
 	}
-	if cur.Status != StatusClaimed {
-		return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotClaimed, string(key), cur.Status)
-	}
-	if err := checkFence(cur, owner, fence); err != nil {
+	if err := checkClaim(cur, owner, fence, order); err != nil {
 		return TaskState{}, err
 	}
 	return cur, nil

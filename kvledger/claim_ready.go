@@ -222,7 +222,8 @@ func claimTransition(cur TaskState, v Verdict) (events.Name, error) {
 
 // exhaust writes cur, which used its last allowed attempt, failed instead
 // of claiming it again, with a new fence for owner, and blocks its
-// dependents. ok false means the compare-and-swap lost; a write that
+// dependents. The write is CompletedEvent: it ends the lost last attempt
+// as its claimant's failed Complete would have (see "Events" in doc.go). ok false means the compare-and-swap lost; a write that
 // landed returns ErrAttemptsExhausted (joined with any error of the
 // dependency walk).
 func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, limit int, now time.Time) (TaskState, bool, error) {
@@ -240,7 +241,7 @@ func (l *Ledger) exhaust(ctx context.Context, actor Actor, cur TaskState, owner 
 	}
 	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusFailed, owner, fence, time.Time{}, ""
 	next.LastError = TruncateError(msg)
-	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, FailedEvent
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
 	rec, ok, err := l.commit(ctx, cur, next, "failed, blocking its dependents", func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
 	if !ok {
 		return rec, ok, err

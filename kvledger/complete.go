@@ -12,10 +12,17 @@ import (
 //
 //  1. ErrUnknownStatus: status is neither (no store access).
 //  2. ErrNoKey.
-//  3. ErrNotClaimed: the record is not claimed, which includes a record
-//     this call or another owner already finished, whatever the fence: a
-//     repeated Complete never rewrites it.
-//  4. ErrFenced: fence or owner is not the claim's.
+//  3. ErrFenced: fence is not the record's (a newer claim took it, even
+//     if that claim has ended since).
+//  4. ErrNotClaimed: the record is not claimed, which includes a record
+//     this call already finished: a repeated Complete with the token
+//     that finished it never rewrites it.
+//  5. ErrFenced: owner is not the claim's.
+//
+// This is the seed ledger's order (Release's too; Renew checks 4 before
+// 3). A successful Complete writes CompletedEvent whatever status is, as
+// the seed's CompletedEvent: the event's Status and the write's
+// StatusHeader tell a failure apart.
 //
 // The record keeps its Owner and Fence (who finished it) and loses its
 // LeaseUntil. On StatusFailed, Complete then blocks every pending or
@@ -36,7 +43,7 @@ func (l *Ledger) Complete(ctx context.Context, actor Actor, key IdempotencyKey, 
 	_, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		next := cur.clone()
 		next.Status, next.LeaseUntil, next.Lease = status, time.Time{}, ""
-		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, outcomeEvent(status)
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CompletedEvent
 		return next
 	}, finishLabel, after)
 	return err

@@ -62,10 +62,13 @@
 //     token of that key, also after the record was deleted and admitted
 //     again; Renew, Release and Complete refuse an older token, and the
 //     right token presented under another owner's name (ErrFenced: an
-//     owner that does not hold the claim holds no valid fence); on a
-//     record that is not claimed they return ErrNotClaimed whatever the
-//     token, as the reference ledger does. A lease is at most MaxLease
-//     (24h). Fences
+//     owner that does not hold the claim holds no valid fence). The order
+//     is the seed ledger's: Release and Complete check ErrNoKey, then
+//     ErrFenced (the token is not the record's, whatever its status: the
+//     losers of a race to Complete are fenced), then ErrNotClaimed (the
+//     record's own token on a record that is not claimed); Renew checks
+//     ErrNoKey, ErrNotClaimed, ErrFenced. The runtime's outcome is
+//     checked as Complete. A lease is at most MaxLease (24h). Fences
 //     never wrap: a record at MaxFence cannot be claimed again
 //     (ErrFenceExhausted), and a record above it is refused wherever it
 //     enters (Load, Decode, Restore).
@@ -199,10 +202,13 @@
 //   - What carries what: the key is a subject token
 //     ($KV.<bucket>.task.<key>, live ledger.<bucket>.<key>), so following
 //     one key is a consumer's filter subject; the transition is the header
-//     Ledger-Event (EventHeader: one of EventNames), so following one kind
-//     of transition (ledger.failed, ledger.cancelled, ...) reads a header
-//     and decodes no body; the body is the stored record (JSON naming
-//     status and last_event), so `nats sub 'ledger.>'` is legible as it is.
+//     Ledger-Event (EventHeader: one of EventNames) and the record's
+//     status after it the header Ledger-Status (StatusHeader), so
+//     following one kind of transition or one outcome (ledger.cancelled;
+//     ledger.completed with status failed: events.Filter Names and
+//     Statuses) reads headers and decodes no body; the body is the stored
+//     record (JSON naming status and last_event), so `nats sub 'ledger.>'`
+//     is legible as it is.
 //     Its format is defined once, by TaskState's json tags: snapshots
 //     (Encode) and json.Marshal of a TaskState write the same fields, and
 //     the stored record's encoder and decoder are generated from the tags
@@ -211,12 +217,38 @@
 //     Nats-Time-Stamp to the live copies; every write keeps the
 //     Nats-Expected-Last-Subject-Sequence it was made with, the key's
 //     previous revision, also in atomic batches (AdmitMany).
-//   - Names: a transition has one name, also those a person tells apart:
-//     ScheduledEvent (admitted with RunAt ahead), RetriedEvent (an outcome
-//     that schedules a retry), CancelledEvent (never FailedEvent),
-//     FailedEvent and CompletedEvent (never one name for both),
-//     DeletedEvent (the delete marker), RestoredEvent (Restore's writes)
-//     and ExpiredEvent (the server's marker at the end of a Retention).
+//   - Names: the seed ledger's operations keep the seed's names
+//     (AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent,
+//     TakenOverEvent, CompletedEvent, BlockedEvent), so a consumer written
+//     against the seed sees what it expects: CompletedEvent fires once per
+//     successful Complete whatever its outcome, the record's status
+//     (completed or failed, in the event and in StatusHeader) telling
+//     them apart. The runtime's own transitions and the operators' have
+//     names of their own, also those a person tells apart: ScheduledEvent
+//     (admitted with RunAt ahead), RetriedEvent (an outcome that
+//     schedules a retry), CancelledEvent (status failed, never
+//     CompletedEvent), ReopenedEvent, UnblockedEvent, DeletedEvent (the
+//     delete marker), RestoredEvent (Restore's writes) and ExpiredEvent
+//     (the server's marker at the end of a Retention).
+//   - The runtime's final outcome is the seed's Complete. A worker ends
+//     its claim with the outcome of the attempt: a retry (RetriedEvent)
+//     or a release (ReleasedEvent) gives the claim back, but a final
+//     success or failure ends it exactly as its owner's Complete would,
+//     through the same checks (ErrFenced first), the same record (final,
+//     keeping Owner and Fence) and the same dependency walk; a consumer
+//     that counts Completes must count it, or every task a worker fails
+//     would be missing. So it is CompletedEvent, success or failure, and
+//     so is a claim that finds the last allowed attempt lost with its
+//     claimant (its failure ends that attempt on the claimant's behalf).
+//     Only an operator's Cancel, which ends a task no claim finished, is
+//     a failure under a name of its own.
+//   - Earlier names: a build before this one wrote a failed completion as
+//     "ledger.failed". Such writes read as the transition is named now
+//     (CompletedEvent, status failed) wherever a write is decoded (the
+//     record's last_event, DecodeEvent, KeyEvents, Attempts, AttemptsOf),
+//     and EventSource's Renamed lets the events package's name filter
+//     match them before decoding; a filter that asks for "ledger.failed"
+//     is refused rather than left to match nothing.
 //   - Durable: events.SubscribeDurable on EventSource is a durable consumer
 //     of the bucket's stream: each write once, in stream (so per-key)
 //     order, resumed after the last acknowledgement also across a server

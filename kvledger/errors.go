@@ -35,7 +35,9 @@ var (
 	// ErrNoKey: the key has no admitted record.
 	ErrNoKey = errors.New("kvledger: key has no record")
 	// ErrNotClaimed: the record is not in a state the caller may hold:
-	// Renew/Release/Complete on a record that is not claimed, Claim on a
+	// Renew on a record that is not claimed, Release/Complete on one
+	// that is not claimed presenting the record's own token (a stale
+	// token is ErrFenced first), Claim on a
 	// completed, failed or blocked record, Takeover on a pending,
 	// completed, failed or blocked record, and Claim/Takeover when a key
 	// in the record's transitive needs failed or is blocked.

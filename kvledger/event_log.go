@@ -3,6 +3,7 @@ package kvledger
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,13 @@ import (
 // ($KV.<bucket>.task.<key>; ledger.<bucket>.<key> on the live feed), so
 // following one key is a subject filter. See "Events" in doc.go.
 const EventHeader = "Ledger-Event"
+
+// StatusHeader is the header every record write carries beside
+// EventHeader: the record's status after the write, so a consumer picks
+// failures (a CompletedEvent whose record failed, a CancelledEvent) by
+// header too, without decoding the record (events.Filter.Statuses). A
+// delete marker carries none.
+const StatusHeader = "Ledger-Status"
 
 // EventHistory is how many writes of one key a ledger bucket keeps: the
 // most the KV API allows. A consumer that falls further behind on a key
@@ -41,32 +49,40 @@ func rePublish(bucket string) *jetstream.RePublish {
 
 // writeHeaders returns the headers of a record write: its transition's
 // name (RestoredEvent for a record that names none: Restore's writes),
-// and with rollup a subject rollup (a final write under a retention: see
-// "Retention" in doc.go).
+// the record's status, and with rollup a subject rollup (a final write
+// under a retention: see "Retention" in doc.go).
 //
 // The headers of a write without rollup are one shared map per event
-// name, built once (eventHeaders): every kvx write path copies the
-// headers it is given before adding its own (withHeaders, and newOutMsg
-// for the compare-and-sets), so none writes to them, and a write costs no
-// map of its own here.
+// name and status, built once (eventHeaders): every kvx write path copies
+// the headers it is given before adding its own (withHeaders, and
+// newOutMsg for the compare-and-sets), so none writes to them, and a
+// write costs no map of its own here.
 func writeHeaders(rec TaskState, rollup bool) nats.Header {
 	name := eventName(rec)
-	if h, ok := eventHeaders[name]; ok && !rollup {
+	if h, ok := eventHeaders[eventKind{name, rec.Status}]; ok && !rollup {
 		return h
 	}
-	h := nats.Header{EventHeader: []string{string(name)}}
+	h := nats.Header{EventHeader: []string{string(name)}, StatusHeader: []string{string(rec.Status)}}
 	if rollup {
 		h[jetstream.MsgRollup] = []string{jetstream.MsgRollupSubject}
 	}
 	return h
 }
 
+// eventKind is a write's event name and the status it leaves.
+type eventKind struct {
+	name   events.Name
+	status Status
+}
+
 // eventHeaders is writeHeaders' shared, read-only header of each of
-// EventNames.
-var eventHeaders = func() map[events.Name]nats.Header {
-	m := make(map[events.Name]nats.Header, len(EventNames))
+// EventNames with each of Statuses.
+var eventHeaders = func() map[eventKind]nats.Header {
+	m := make(map[eventKind]nats.Header, len(EventNames)*len(Statuses))
 	for _, n := range EventNames {
-		m[n] = nats.Header{EventHeader: []string{string(n)}}
+		for _, st := range Statuses {
+			m[eventKind{n, st}] = nats.Header{EventHeader: []string{string(n)}, StatusHeader: []string{string(st)}}
+		}
 	}
 	return m
 }()
@@ -83,6 +99,8 @@ func EventSource(bucket string) events.Source {
 		Live:           LiveSubject(bucket),
 		LiveKeySubject: func(k string) string { return liveRoot + bucket + "." + kvx.EncodeToken(k) },
 		NameHeader:     EventHeader,
+		StatusHeader:   StatusHeader,
+		Renamed:        maps.Clone(renamedEvents),
 		PrevHeader:     jetstream.ExpectedLastSubjSeqHeader,
 		KeyOf: func(subject string) (string, bool) {
 			_, key, err := parseEventSubject(subject)
@@ -107,7 +125,9 @@ func parseEventSubject(subject string) (string, IdempotencyKey, error) {
 // DecodeEvent turns one stored write of a ledger bucket (m.Subject its
 // stream subject) into its event: the record's fields after the write,
 // the transition named by EventHeader (the record's last_event when the
-// header is missing), PrevRevision from the write's
+// header is missing; a name an earlier version wrote reads as the
+// transition's name today, so an old failed Complete, "ledger.failed", is
+// CompletedEvent with status failed), PrevRevision from the write's
 // Nats-Expected-Last-Subject-Sequence. A delete marker is DeletedEvent,
 // a marker the server wrote (a retention's expiry) ExpiredEvent; neither
 // carries a status. ok is false for a write that names no transition.
@@ -117,7 +137,7 @@ func DecodeEvent(m events.Msg) (events.Event, bool, error) {
 		return events.Event{}, false, err
 	}
 	prev, _ := strconv.ParseUint(m.Header.Get(jetstream.ExpectedLastSubjSeqHeader), 10, 64)
-	name := events.Name(m.Header.Get(EventHeader))
+	name := currentEvent(events.Name(m.Header.Get(EventHeader)))
 	if op := kvx.OpOf(m.Header); op != kvx.OpPut {
 		if name == "" {
 			name = DeletedEvent

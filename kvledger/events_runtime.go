@@ -35,17 +35,8 @@ const (
 // readers that must tell the ledger's names from anything else written
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
-	FailedEvent, BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
+	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
 	RestoredEvent, ExpiredEvent}
-
-// outcomeEvent names a final write of status: FailedEvent for a failure,
-// CompletedEvent otherwise.
-func outcomeEvent(status Status) events.Name {
-	if status == StatusFailed {
-		return FailedEvent
-	}
-	return CompletedEvent
-}
 
 // admissionEvent names the admission of rec: ScheduledEvent when its RunAt
 // is ahead of the admission (it waits for its time), AdmittedEvent

@@ -110,7 +110,7 @@ func TestEventsAreTheBucketsWrites(t *testing.T) {
 		natstest.Recv(t, log.c, 10*time.Second, "event")
 	}
 	require.NoError(t, d.Close())
-	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.FailedEvent}, log.byKey("a"))
+	require.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.CompletedEvent}, log.byKey("a"))
 	require.Equal(t, []events.Name{kvledger.ScheduledEvent, kvledger.CancelledEvent}, log.byKey("later"))
 	prev := map[string]uint64{}
 	for _, e := range log.evs {
@@ -130,26 +130,38 @@ func TestEventsAreTheBucketsWrites(t *testing.T) {
 	require.Equal(t, prev["a"], e.PrevRevision)
 	require.NoError(t, d.Close())
 
-	// Only failures, by the header; one key, by the subject.
+	// Only failed completions, by the headers (name and status).
 	fails := newEventLog()
 	d, err = events.SubscribeDurable(ctx, n.JS, store.EventSource(), events.DurableConfig{Durable: "fails",
-		Filter: events.Filter{Names: []events.Name{kvledger.FailedEvent, kvledger.CancelledEvent}, Keys: []string{"later"}}}, fails.handle, func(err error) { t.Error(err) })
+		Filter: events.Filter{Names: []events.Name{kvledger.CompletedEvent}, Statuses: []string{"failed"}}}, fails.handle, func(err error) { t.Error(err) })
+	require.NoError(t, err)
+	e = natstest.Recv(t, fails.c, 10*time.Second, "failed completion")
+	require.Equal(t, kvledger.CompletedEvent, e.Name)
+	require.Equal(t, "a", e.Key)
+	require.Equal(t, "failed", e.Status)
+	require.NoError(t, d.Close())
+	// Every failure of one key: the status header, the key's subject.
+	fails = newEventLog()
+	d, err = events.SubscribeDurable(ctx, n.JS, store.EventSource(), events.DurableConfig{Durable: "fails-later",
+		Filter: events.Filter{Statuses: []string{"failed"}, Keys: []string{"later"}}}, fails.handle, func(err error) { t.Error(err) })
 	require.NoError(t, err)
 	e = natstest.Recv(t, fails.c, 10*time.Second, "cancel")
 	require.Equal(t, kvledger.CancelledEvent, e.Name)
 	require.Equal(t, "failed", e.Status)
 	require.NoError(t, d.Close())
 
-	// The live feed: every write, legible.
-	for _, want := range []string{"admitted", "scheduled", "claimed", "failed", "cancelled", "deleted"} {
+	// The live feed: every write, legible, its status in a header too.
+	for _, want := range []struct{ name, status string }{{"admitted", "pending"}, {"scheduled", "pending"},
+		{"claimed", "claimed"}, {"completed", "failed"}, {"cancelled", "failed"}, {"deleted", ""}} {
 		m, err := raw.NextMsg(5 * time.Second)
 		require.NoError(t, err)
-		require.Equal(t, "ledger."+want, m.Header.Get(kvledger.EventHeader), m.Subject)
-		if want != "deleted" {
+		require.Equal(t, "ledger."+want.name, m.Header.Get(kvledger.EventHeader), m.Subject)
+		require.Equal(t, want.status, m.Header.Get(kvledger.StatusHeader), m.Subject)
+		if want.name != "deleted" {
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(m.Data, &body), "%s", m.Data)
-			require.Equal(t, "ledger."+want, body["last_event"])
-			require.NotEmpty(t, body["status"])
+			require.Equal(t, "ledger."+want.name, body["last_event"])
+			require.Equal(t, want.status, body["status"])
 		}
 	}
 }

@@ -39,7 +39,7 @@ func Example() {
 	// ledger.admitted    build   pending
 	// ledger.admitted    test    pending
 	// ledger.claimed     build   claimed
-	// ledger.failed      build   failed
+	// ledger.completed   build   failed
 	// ledger.blocked     test    blocked
 	// ledger.admitted    deploy  blocked
 	// deploy blocked: true by test

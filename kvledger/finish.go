@@ -30,9 +30,10 @@ type Outcome struct {
 }
 
 // finish ends the caller's claim with o, checked like Complete
-// (ErrNoKey, ErrNotClaimed, ErrFenced). StatusCompleted and StatusFailed
-// finish the record as Complete does, with o.Result and o.Error stored;
-// a failure blocks its dependents. StatusPending writes the record
+// (ErrNoKey, ErrFenced, ErrNotClaimed). StatusCompleted and StatusFailed
+// finish the record as Complete does, with o.Result and o.Error stored,
+// named CompletedEvent as Complete's write; a failure blocks its
+// dependents. StatusPending writes the record
 // pending again with no owner, keeping its fence (the next claim
 // outbids this one), with RunAt = o.RunAt and LastError = o.Error, named
 // RetriedEvent (ReleasedEvent when the attempt is uncounted, or when
@@ -81,7 +82,7 @@ func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState 
 			next.Attempts--
 		}
 	default:
-		next.Status, next.Result, next.LastEvent = o.Status, o.Result, outcomeEvent(o.Status)
+		next.Status, next.Result, next.LastEvent = o.Status, o.Result, CompletedEvent
 	}
 	return next
 }

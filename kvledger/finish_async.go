@@ -91,7 +91,7 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	if err := checkOutcome(key, o); err != nil || !ok {
 		return done(l.finish(ctx, actor, key, owner, fence, o, now))
 	}
-	cur, err := l.loadClaim(ctx, key, owner, fence)
+	cur, err := l.loadClaim(ctx, key, owner, fence, fenceFirst)
 	if err != nil {
 		return done(TaskState{}, err)
 	}

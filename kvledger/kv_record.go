@@ -163,6 +163,7 @@ func recordState(key IdempotencyKey, r *kvRecord, rev uint64) (TaskState, error)
 		return TaskState{}, fmt.Errorf("%w: revision %d: %w", ErrCorruptRecord, rev, err)
 	}
 	s.Rev = rev
+	s.LastEvent = currentEvent(s.LastEvent) // a write of an earlier version
 	if r.Ins {
 		s.Fence = max(s.Fence, FenceToken(rev))
 	}

@@ -27,14 +27,16 @@ type memLog struct {
 // memLogMax bounds the MemStore's write-order log.
 const memLogMax = 1 << 16
 
-// eventName is the transition a record write names: its LastEvent, or
-// RestoredEvent for a record that names none (Restore's writes). The
-// KVStore stores it as EventHeader; the MemStore in its log.
+// eventName is the transition a record write names: its LastEvent (as
+// this version names it: a record restored from an older snapshot may
+// carry a renamed one), or RestoredEvent for a record that names none
+// (Restore's writes). The KVStore stores it as EventHeader; the MemStore
+// in its log.
 func eventName(rec TaskState) events.Name {
 	if rec.LastEvent == "" {
 		return RestoredEvent
 	}
-	return rec.LastEvent
+	return currentEvent(rec.LastEvent)
 }
 
 // logLocked logs the write of key at rev: rec (nil for a deletion).

@@ -20,12 +20,12 @@ func TestDemoRunsToCompletion(t *testing.T) {
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		"was elected leader",
-		"ledger.failed     integ-test failed",
+		"ledger.completed  integ-test failed",
 		"ledger.blocked    package    blocked   by integ-test fence",
 		"ledger.taken_over docs",
 		"TASK        STATUS     OWNER     FENCE  BLOCKED-BY",
 		"12 tasks: 8 completed, 1 failed, 3 blocked",
-		"was refused (kvledger: record is not claimed",
+		"was refused (kvledger: fence token is stale",
 		"outcome: as predicted",
 	} {
 		require.Contains(t, r.stdout, want)

@@ -146,9 +146,9 @@ func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)
 	w.run.mu.Lock()
 	w.run.stall = stallReport{
 		Worker: w.name, Fence: uint64(rec.Fence), TakenBy: now.Owner, TakenFence: uint64(now.Fence),
-		// Refused as fenced, or, since the taker finished the task first,
-		// as not claimed (a finished record is judged before the fence).
-		LateRefused: errors.Is(late, kvledger.ErrFenced) || errors.Is(late, kvledger.ErrNotClaimed),
+		// Refused as fenced, also now that the taker finished the task:
+		// a stale token is judged before the record's status.
+		LateRefused: errors.Is(late, kvledger.ErrFenced),
 	}
 	if late != nil {
 		w.run.stall.LateError = late.Error()

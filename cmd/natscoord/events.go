@@ -29,10 +29,10 @@ func (a *app) eventsCommand() *cobra.Command {
 		durable, bucket string
 		count           int
 		filter          events.Filter
-		names           []string
+		names, statuses []string
 	)
 	tail := &cobra.Command{
-		Use:   "tail [--bucket B] [--durable NAME] [--key K]... [--event NAME]... [--count N]",
+		Use:   "tail [--bucket B] [--durable NAME] [--key K]... [--event NAME]... [--status S]... [--count N]",
 		Short: "Print ledger events as they happen (live), or from a durable consumer",
 		Long: "A ledger's events are its bucket's writes: each stored record write is one event,\n" +
 			"named by its transition (header Ledger-Event), kept in the bucket's stream (the last\n" +
@@ -41,9 +41,12 @@ func (a *app) eventsCommand() *cobra.Command {
 			"acknowledged). With --durable it reads the bucket's stream through the named durable\n" +
 			"consumer instead: from the stream's start the first time, and from where that consumer\n" +
 			"stopped afterwards (an event is acknowledged once printed). --key follows only those\n" +
-			"keys (a subject filter); --event keeps only those transitions (read from a header,\n" +
-			"without decoding the others). Writes a subscriber will never see (they left the\n" +
-			"stream before it read them) are reported on stderr as a gap. It stops on\n" +
+			"keys (a subject filter); --event keeps only those transitions and --status only the\n" +
+			"writes that leave the record in that status (both read from headers, without\n" +
+			"decoding the others): --event ledger.completed --status failed prints the failed\n" +
+			"completions, --status failed every failure (cancellations too). Writes a subscriber\n" +
+			"will never see (they left the stream before it read them) are reported on stderr as\n" +
+			"a gap. It stops on\n" +
 			"SIGINT/SIGTERM or after --count events.\n" +
 			"When the server goes away, tail says so on stderr and reconnects until it is back\n" +
 			"(--durable then resumes where it stopped; a live tail misses what was written\n" +
@@ -53,13 +56,19 @@ func (a *app) eventsCommand() *cobra.Command {
 			if count < 0 {
 				return fmt.Errorf("--count must not be negative, got %d", count)
 			}
-			filter.Names = filter.Names[:0]
+			filter.Names, filter.Statuses = filter.Names[:0], filter.Statuses[:0]
 			for _, n := range names {
 				name, err := ledgerEventName(n)
 				if err != nil {
 					return err
 				}
 				filter.Names = append(filter.Names, name)
+			}
+			for _, st := range statuses {
+				if !slices.Contains(kvledger.Statuses, kvledger.Status(st)) {
+					return fmt.Errorf("--status %q is not a record status: one of %s", st, nameList(kvledger.Statuses))
+				}
+				filter.Statuses = append(filter.Statuses, st)
 			}
 			err := a.tailEvents(cmd.Context(), bucket, durable, count, filter)
 			if err != nil && cmd.Context().Err() != nil {
@@ -73,7 +82,8 @@ func (a *app) eventsCommand() *cobra.Command {
 	f.StringVar(&durable, "durable", "", "read through this durable consumer of the bucket's stream (resumes where it stopped)")
 	f.IntVar(&count, "count", 0, "stop after this many events (0: until interrupted)")
 	f.StringArrayVar(&filter.Keys, "key", nil, "only events of this task key (repeatable)")
-	f.StringArrayVar(&names, "event", nil, "only events of this transition, e.g. "+string(kvledger.FailedEvent)+" (repeatable)")
+	f.StringArrayVar(&names, "event", nil, "only events of this transition, e.g. "+string(kvledger.CompletedEvent)+" (repeatable)")
+	f.StringArrayVar(&statuses, "status", nil, "only writes that leave the record in this status, e.g. "+string(kvledger.StatusFailed)+" (repeatable)")
 	cmd.AddCommand(tail)
 	return cmd
 }
@@ -187,10 +197,18 @@ func (a *app) tailEvents(parent context.Context, bucket, durable string, count i
 
 // ledgerEventName is the --event n of `events tail`: one of the names
 // the ledger writes (kvledger.EventNames). Another name, well formed or
-// not, would match no write, and the tail would wait for ever.
+// not, would match no write, and the tail would wait for ever; one the
+// ledger wrote once (ledger.failed) says what it writes instead.
 func ledgerEventName(n string) (events.Name, error) {
 	if slices.Contains(kvledger.EventNames[:], events.Name(n)) {
 		return events.Name(n), nil
+	}
+	renamed := kvledger.EventSource(defaultLedgerBucket).Renamed
+	for _, old := range []events.Name{events.Name(n), events.Name("ledger." + n)} {
+		if now, ok := renamed[old]; ok {
+			return "", fmt.Errorf("--event %q is no longer written: those writes are %s now, with the outcome in their status (--event %s --status failed picks the failures)",
+				n, now, now)
+		}
 	}
 	hint := ""
 	if full := "ledger." + n; slices.Contains(kvledger.EventNames[:], events.Name(full)) {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/embedded"
+	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -54,9 +55,52 @@ func TestEventsTailUnknownEvent(t *testing.T) {
 	c, _ := newCLI(t)
 	msg := c.fail("events", "tail", "--event", "ledger.bogus")
 	require.Contains(t, msg, `--event "ledger.bogus" is not an event name the ledger writes`)
-	require.Contains(t, msg, string(kvledger.FailedEvent)+", ")
-	require.Contains(t, c.fail("events", "tail", "--event", "failed", "--durable", "d"), `(did you mean "ledger.failed"?)`)
+	require.Contains(t, msg, string(kvledger.CompletedEvent)+", ")
+	require.Contains(t, c.fail("events", "tail", "--event", "claimed", "--durable", "d"), `(did you mean "ledger.claimed"?)`)
 	require.Contains(t, c.fail("events", "tail", "--event", "ledger.>"), "not an event name")
+	require.Contains(t, c.fail("events", "tail", "--status", "done"), `--status "done" is not a record status: one of pending, claimed, completed, failed, blocked`)
+}
+
+// A failed Complete is ledger.completed, the seed's name, as a successful
+// one; --status picks the failures by the write's status header. A
+// script that still asks for ledger.failed (what earlier versions wrote)
+// is told what to ask for instead, not left waiting for a name no write
+// carries.
+func TestEventsTailFailedCompletion(t *testing.T) {
+	c, _ := newCLI(t)
+	for _, k := range []string{"good", "bad"} {
+		c.ok("ledger", "admit", k, "--seq", "1")
+		claimed := jsonTask(t, c.ok("--json", "ledger", "claim", k, "--owner", "w"))
+		status := "completed"
+		if k == "bad" {
+			status = "failed"
+		}
+		c.ok("ledger", "complete", k, "--owner", "w", "--fence", fmt.Sprint(uint64(claimed.Fence)), "--status", status)
+	}
+	tail := func(args ...string) []events.Event {
+		t.Helper()
+		var got []events.Event
+		for _, line := range strings.Split(strings.TrimSpace(c.ok(append([]string{"--json", "events", "tail"}, args...)...)), "\n") {
+			e, err := events.Unmarshal([]byte(line))
+			require.NoError(t, err)
+			got = append(got, e)
+		}
+		return got
+	}
+	got := tail("--durable", "done", "--event", string(kvledger.CompletedEvent), "--count", "2")
+	require.Equal(t, []string{"good", "bad"}, []string{got[0].Key, got[1].Key})
+	require.Equal(t, []string{"completed", "failed"}, []string{got[0].Status, got[1].Status})
+	got = tail("--durable", "fails", "--event", string(kvledger.CompletedEvent), "--status", "failed", "--count", "1")
+	require.Equal(t, "bad", got[0].Key)
+	require.Equal(t, kvledger.CompletedEvent, got[0].Name)
+	got = tail("--durable", "anyfail", "--status", "failed", "--count", "1")
+	require.Equal(t, "bad", got[0].Key, "a status alone picks the failures too")
+
+	for _, old := range []string{"ledger.failed", "failed"} {
+		msg := c.fail("events", "tail", "--event", old)
+		require.Contains(t, msg, "is no longer written")
+		require.Contains(t, msg, "--event ledger.completed --status failed")
+	}
 }
 
 // What `events tail` says on stderr besides its errors (a gap: writes

@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { natstest.VerifyTestMain(m) }
 func TestRun(t *testing.T) {
 	s := exampletest.Embedded(t, run)
 	for _, want := range []string{
-		"ledger.failed      lint     failed",
+		"ledger.completed   lint     failed",
 		"ledger.blocked     package  blocked",
 		"ledger.blocked     publish  blocked",
 		"  docs     completed",

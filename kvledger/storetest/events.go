@@ -24,7 +24,7 @@ func testEvents(t *testing.T, newStore NewStore) {
 	suitecheck.NoError(t, l.Complete(ctx, "w2", "p", "w2", f, kvledger.StatusFailed, t0.Add(time.Hour)))
 
 	suitecheck.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.ClaimedEvent, kvledger.RenewedEvent,
-		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.FailedEvent}, rec.names("p"))
+		kvledger.ReleasedEvent, kvledger.ClaimedEvent, kvledger.TakenOverEvent, kvledger.CompletedEvent}, rec.names("p"))
 	suitecheck.Equal(t, []events.Name{kvledger.AdmittedEvent, kvledger.BlockedEvent}, rec.names("q"))
 
 	last := map[string]uint64{}
@@ -40,7 +40,7 @@ func testEvents(t *testing.T, newStore NewStore) {
 			suitecheck.Equal(t, string(kvledger.StatusBlocked), e.Status)
 			suitecheck.Equal(t, "w2", e.Actor)
 		}
-		if e.Name == kvledger.FailedEvent {
+		if e.Key == "p" && e.Name == kvledger.CompletedEvent {
 			suitecheck.Equal(t, string(kvledger.StatusFailed), e.Status)
 			suitecheck.Equal(t, uint64(f), e.Fence)
 		}

@@ -24,10 +24,10 @@ func testOwnerChecked(t *testing.T, newStore NewStore) {
 	suitecheck.Equal(t, before.Rev, after.Rev, "a refused owner wrote nothing")
 	suitecheck.Equal(t, kvledger.OwnerID("w1"), after.Owner)
 
-	// The holder itself still succeeds, and a record someone else
-	// finished is not claimed, whatever fence and owner the caller
-	// presents: ErrNotClaimed, as the reference ledger says, for Renew,
-	// Release and Complete alike.
+	// The holder itself still succeeds, and a record finished at the
+	// caller's token is not claimed, whatever owner the caller names:
+	// ErrNotClaimed for Renew, Release and Complete alike (the owner is
+	// compared only on a claimed record).
 	suitecheck.NoError(t, l.Complete(ctx, "w1", "build", "w1", f, kvledger.StatusCompleted, t0))
 	suitecheck.ErrorIs(t, l.Complete(ctx, "w2", "build", "w2", f, kvledger.StatusFailed, t0), kvledger.ErrNotClaimed)
 	suitecheck.ErrorIs(t, l.Release(ctx, "w2", "build", "w2", f, t0), kvledger.ErrNotClaimed)

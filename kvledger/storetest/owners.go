@@ -11,9 +11,9 @@ import (
 
 // testStaleOwner: two Ledgers share one store. What the first wrote last
 // is out of date once the second writes; the first's Renew, Release and
-// Complete must still judge the stored record, checking ErrNoKey, then
-// ErrNotClaimed, then ErrFenced, and every write still publishes its
-// event once.
+// Complete must still judge the stored record, in the seed ledger's
+// order (testSeedErrorOrder), and every write still publishes its event
+// once.
 func testStaleOwner(t *testing.T, newStore NewStore) {
 	ctx := ctxFor(t)
 	store := newStore(t)
@@ -38,8 +38,8 @@ func testStaleOwner(t *testing.T, newStore NewStore) {
 	suitecheck.ErrorIs(t, a.Complete(ctx, "wb", "k", "wb", f2, kvledger.StatusCompleted, late), kvledger.ErrNotClaimed)
 	suitecheck.Equal(t, kvledger.StatusCompleted, state(t, a, "k").Status)
 
-	// Rebased by b (same fence, record pending): a's Renew and Complete
-	// see a record that is no longer claimed, Release the same token.
+	// Rebased by b (same fence, record pending): a's token is still the
+	// record's, and the record is no longer claimed.
 	admit(t, a, "r")
 	f := claim(t, a, "r", "wa", t0)
 	ok, err := b.Admit(ctx, "admin", "r", 2, "v2", t0)

@@ -68,17 +68,17 @@ func testPrecedence(t *testing.T, newStore NewStore) {
 		{"renew missing key", renewOp("missing", 1, lease), kvledger.ErrNoKey},
 		{"renew status beats fence", renewOp("pending", 999, lease), kvledger.ErrNotClaimed},
 		{"renew fence", renewOp("live", fLive+1, lease), kvledger.ErrFenced},
-		// Release: key, status, fence (the reference ledger's order, as
-		// for Renew and Complete).
+		// Release: key, fence, status (the seed ledger's order, as for
+		// Complete; Renew checks status before fence).
 		{"release missing key", releaseOp("missing", 1), kvledger.ErrNoKey},
-		{"release status beats fence", releaseOp("pending", 999), kvledger.ErrNotClaimed},
+		{"release fence beats status", releaseOp("pending", 999), kvledger.ErrFenced},
 		{"release status", releaseOp("done", fDone), kvledger.ErrNotClaimed},
 		{"release fence", releaseOp("live", fLive+1), kvledger.ErrFenced},
-		// Complete: status argument, key, record status, fence.
+		// Complete: status argument, key, fence, record status.
 		{"complete bad status beats missing key", completeOp("missing", 1, kvledger.StatusBlocked), kvledger.ErrUnknownStatus},
 		{"complete pending status argument", completeOp("live", fLive, kvledger.StatusPending), kvledger.ErrUnknownStatus},
 		{"complete missing key", completeOp("missing", 1, kvledger.StatusCompleted), kvledger.ErrNoKey},
-		{"complete status beats fence", completeOp("done", fDone+1, kvledger.StatusCompleted), kvledger.ErrNotClaimed},
+		{"complete fence beats status", completeOp("done", fDone+1, kvledger.StatusCompleted), kvledger.ErrFenced},
 		{"complete fence", completeOp("live", fLive+1, kvledger.StatusCompleted), kvledger.ErrFenced},
 		{"complete terminal", completeOp("done", fDone, kvledger.StatusFailed), kvledger.ErrNotClaimed},
 	}

@@ -413,8 +413,10 @@ func (f *fencing) workLoop(ctx context.Context, owner string, closed func() bool
 			f.completions.add()
 			f.done(key)
 		} else if !errors.Is(err, kvledger.ErrFenced) && !errors.Is(err, kvledger.ErrNotClaimed) {
-			// Refused as fenced, or as not claimed when the taker has
-			// finished already: both are the fence at work.
+			// Refused as fenced (a newer claim took it, finished or
+			// not), or as not claimed at the caller's own fence (its
+			// claim was blocked, or an earlier try of this Complete
+			// landed unanswered): both are the fence at work.
 			f.transient.add()
 		}
 	}
@@ -431,7 +433,9 @@ func (f *fencing) zombieTask(ctx context.Context, l *kvledger.Ledger, key kvledg
 	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	err := l.Complete(octx, "chaos", key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), kvledger.StatusCompleted, time.Now())
-	// Not claimed when the taker has finished already: refused as well.
+	// Fenced, also when the taker has finished already (a stale token is
+	// judged before the record's status); not claimed only when its own
+	// claim ended another way (blocked) before any takeover.
 	if errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) {
 		f.zombieFenced.add()
 	}

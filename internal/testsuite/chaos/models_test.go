@@ -208,14 +208,19 @@ func ledgerApply(s ledgerState, in ledgerIn) []ledgerCand {
 		if !s.Exists {
 			return same(ledgerOut{Err: "nokey"})
 		}
-		// The status before the fence, as the reference ledger says: a
-		// record that is not claimed is "notclaimed" whatever the fence.
-		if s.Status != "claimed" {
-			return same(ledgerOut{Err: "notclaimed"})
-		}
+		// The fence before the status, as the seed ledger says for
+		// Release and Complete: a stale token is "fenced" whatever the
+		// status; the record's own token on a record that is not
+		// claimed is "notclaimed".
 		fenced := same(ledgerOut{Err: "fenced"})
 		if s.FenceKnown && in.Fence != s.Fence || !s.FenceKnown && in.Fence < s.Fence {
 			return fenced
+		}
+		if s.Status != "claimed" {
+			if !s.FenceKnown { // in.Fence may or may not be the record's
+				return append(same(ledgerOut{Err: "notclaimed"}), fenced...)
+			}
+			return same(ledgerOut{Err: "notclaimed"})
 		}
 		n := s
 		n.Fence, n.FenceKnown, n.LeaseUntil = in.Fence, true, -1

@@ -62,4 +62,20 @@ func TestModelsRejectBadHistories(t *testing.T) {
 		op(1, 6, 7, ledgerIn{Op: opComplete, Owner: "a", Fence: 7}, ledgerOut{Err: "fenced"}),
 		op(2, 8, 9, ledgerIn{Op: opComplete, Owner: "b", Fence: 8}, ledgerOut{}),
 	}))
+	// After the winner completed: a stale token is fenced (the seed
+	// ledger's order for Complete and Release), the winner's own token
+	// is not claimed.
+	story := func(late ledgerOut, winnerAgain ledgerOut) []porcupine.Operation {
+		return []porcupine.Operation{
+			admit,
+			op(1, 2, 3, ledgerIn{Op: opClaim, Owner: "a"}, ledgerOut{Fence: 7}),
+			op(2, 4, 5, ledgerIn{Op: opTakeover, Owner: "b"}, ledgerOut{Fence: 8}),
+			op(2, 6, 7, ledgerIn{Op: opComplete, Owner: "b", Fence: 8}, ledgerOut{}),
+			op(1, 8, 9, ledgerIn{Op: opComplete, Owner: "a", Fence: 7}, late),
+			op(2, 10, 11, ledgerIn{Op: opRelease, Owner: "b", Fence: 8}, winnerAgain),
+		}
+	}
+	require.True(t, porcupine.CheckOperations(led, story(ledgerOut{Err: "fenced"}, ledgerOut{Err: "notclaimed"})))
+	require.False(t, porcupine.CheckOperations(led, story(ledgerOut{Err: "notclaimed"}, ledgerOut{Err: "notclaimed"})))
+	require.False(t, porcupine.CheckOperations(led, story(ledgerOut{Err: "fenced"}, ledgerOut{Err: "fenced"})))
 }
