@@ -54,7 +54,8 @@ func TestScheduleNextAcrossDSTChanges(t *testing.T) {
 		{"@daily", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T05:00:00Z"},
 		{"@daily", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-15T04:00:00Z"},
 		{"0 9 * * 1", "America/Santiago", "2027-09-02T12:00:00Z", "2027-09-06T12:00:00Z"},
-		{"30 1 * * *", "America/New_York", "2027-11-07T05:30:00Z", "2027-11-08T06:30:00Z"},
+		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // 02:30 skipped on the 14th
+		{"30 1 * * *", "America/New_York", "2027-11-07T05:30:00Z", "2027-11-08T06:30:00Z"}, // 01:30 EST repeats 01:30 EDT
 	} {
 		sc := kvledger.Schedule{Name: "s", Spec: c.spec, TimeZone: c.zone, Task: kvledger.ScheduleTask{Kind: "k"}}
 		require.NoError(t, sc.Validate())
