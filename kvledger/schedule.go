@@ -33,7 +33,12 @@ type Schedule struct {
 	Spec string
 	// TimeZone is the IANA name of the zone of cron patterns ("Europe/Paris").
 	// Default "": UTC. "Local" is refused: every worker must compute the
-	// same periods.
+	// same periods. A pattern names wall times of the zone: one that a
+	// change of offset skips (02:30 the night clocks go forward in Paris)
+	// does not fire that day, and one that a change repeats (02:30 the
+	// night they go back) fires once, at its first occurrence. Each next
+	// period is later than the one before, found within eight years
+	// (under a millisecond); the zero time when none occurs in them.
 	TimeZone string
 	// Task is the template of each period's task.
 	Task ScheduleTask

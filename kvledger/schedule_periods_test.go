@@ -36,3 +36,43 @@ func TestSchedulePeriodsZeroAndLatest(t *testing.T) {
 		require.True(t, p.Latest(mid, from.Add(time.Minute)).Equal(from.Add(time.Minute)), "%s: now on a start", spec)
 	}
 }
+
+// A stored schedule's next period across a change of offset, through
+// the Schedule and SchedulePeriods a reader (`ledger schedule ls`, the
+// dashboard, the worker) uses: these examples spun forever (issue 34
+// item 1). A wall time the change skips does not fire that day; one it
+// repeats fires once.
+func TestScheduleNextAcrossDSTChanges(t *testing.T) {
+	utc := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return v
+	}
+	for _, c := range []struct{ spec, zone, from, want string }{
+		{"0 5 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T09:00:00Z"},
+		{"0 5 * * *", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-14T09:00:00Z"},
+		{"@daily", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T05:00:00Z"},
+		{"@daily", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-15T04:00:00Z"},
+		{"0 9 * * 1", "America/Santiago", "2027-09-02T12:00:00Z", "2027-09-06T12:00:00Z"},
+		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // 02:30 skipped on the 14th
+		{"30 1 * * *", "America/New_York", "2027-11-07T05:30:00Z", "2027-11-08T06:30:00Z"}, // 01:30 EST repeats 01:30 EDT
+	} {
+		sc := kvledger.Schedule{Name: "s", Spec: c.spec, TimeZone: c.zone, Task: kvledger.ScheduleTask{Kind: "k"}}
+		require.NoError(t, sc.Validate())
+		p, err := sc.Periods()
+		require.NoError(t, err)
+		got := make(chan [2]time.Time, 1)
+		go func() { got <- [2]time.Time{sc.Next(utc(c.from)), p.Next(utc(c.from))} }()
+		select {
+		case g := <-got:
+			for _, n := range g {
+				require.True(t, n.Equal(utc(c.want)), "%q in %s after %s: got %s, want %s", c.spec, c.zone, c.from, n.UTC(), c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q in %s after %s: Next did not return within 10s", c.spec, c.zone, c.from)
+		}
+		// Latest walks the periods with Next: the one that started by
+		// the change's next day.
+		require.True(t, p.Latest(utc(c.want), utc(c.want).Add(time.Hour)).Equal(utc(c.want)))
+	}
+}

@@ -1,12 +1,8 @@
-// Package cronspec parses schedule specs: "@every <duration>", the
-// predefined names (@hourly, @daily...) and five-field cron patterns. It
-// is the one parser of the runtime's schedules: kvledger checks a stored
-// schedule's spec with it when the schedule is declared, and the worker
-// (kvledger/worker) computes each schedule's periods with it.
 package cronspec
 
 import (
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -67,14 +63,13 @@ func Parse(s string, loc *time.Location) (Spec, error) {
 		c.dow |= 1 // 7 is Sunday too
 	}
 	c.domStar, c.dowStar = f[2] == "*", f[4] == "*"
-	sp := Spec{cron: &c, loc: loc}
-	if sp.Next(time.Now()).IsZero() {
-		// next searches five years ahead, which covers every date that
-		// exists (29 February included): a pattern that finds none, such
-		// as "0 0 31 2 *", would never run.
+	// Any searchSpan holds every date that exists (29 February
+	// included), whatever the zone: a pattern that matches none in one,
+	// such as "0 0 31 2 *", would never run.
+	if from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC); c.calendarNext(from, from.Add(searchSpan)).IsZero() {
 		return Spec{}, fmt.Errorf("schedule %q never runs: no date matches it", s)
 	}
-	return sp, nil
+	return Spec{cron: &c, loc: loc}, nil
 }
 
 func parseField(f string, lo, hi int) (uint64, error) {
@@ -135,7 +130,7 @@ func (s Spec) Next(t time.Time) time.Time {
 	if s.cron == nil {
 		return time.Time{}
 	}
-	return s.cron.next(t.In(s.loc))
+	return s.cron.next(t, s.loc)
 }
 
 // Latest returns the last period start in [from, now], or the zero time
@@ -169,23 +164,131 @@ func (c *cronSpec) dayMatches(t time.Time) bool {
 	return dom || dow
 }
 
-func (c *cronSpec) next(t time.Time) time.Time {
-	loc := t.Location()
-	t = t.Truncate(time.Minute).Add(time.Minute)
-	limit := t.AddDate(5, 0, 0)
-	for t.Before(limit) {
+// searchSpan is how far after its argument Next looks: every date that
+// exists occurs in any span this long, 29 February too (eight years
+// apart across 2100).
+const searchSpan = (8*366 + 2) * 24 * time.Hour
+
+// maxShift bounds how far apart two instants that show the same wall
+// time can be: the largest change of a zone's offset (about a day, when
+// a zone crossed the date line).
+const maxShift = 48 * time.Hour
+
+// next returns the first instant after t at which loc's clock shows a
+// minute the pattern names, or the zero time when none does within
+// searchSpan. It walks the zone's spans of one offset forward from t
+// (span): inside one, the wall time is the instant plus the
+// offset, so the pattern is matched on the calendar alone
+// (calendarNext), where time.Date never moves back. Normalizing a wall
+// time that a gap skips moved the old search back an hour, forever.
+func (c *cronSpec) next(t time.Time, loc *time.Location) time.Time {
+	limit := t.Add(searchSpan)
+	for lo := t.Add(time.Nanosecond); lo.Before(limit); {
+		start, end, off := span(lo, loc)
+		hi := limit
+		if !end.IsZero() && end.Before(limit) {
+			hi = end
+		}
+		for from := wall(lo, off); ; {
+			w := c.calendarNext(from, wall(hi, off))
+			if w.IsZero() {
+				break
+			}
+			// A wall time a fall-back shows again fires once: at its
+			// first showing, in an earlier span.
+			shown, until := shownBefore(w, start, w.Add(-off), loc)
+			if !shown {
+				return w.Add(-off).In(loc)
+			}
+			from = until
+		}
+		lo = hi
+	}
+	return time.Time{}
+}
+
+// span returns the span of one offset of loc around u: start <= u < end
+// (a zero start or end is unbounded), and the offset. Go's ZoneBounds
+// can end a span before u (on the last day of a leap year past a zone's
+// last listed change, golang/go#81583), which would stall the search:
+// such a span ends at u's next whole hour instead, and the next span is
+// looked up from there.
+func span(u time.Time, loc *time.Location) (start, end time.Time, off time.Duration) {
+	at := u.In(loc)
+	start, end = at.ZoneBounds()
+	_, o := at.Zone()
+	if !end.IsZero() && !end.After(u) {
+		end = u.Truncate(time.Hour).Add(time.Hour)
+	}
+	if start.After(u) {
+		start = u.Truncate(time.Hour)
+	}
+	return start, end, time.Duration(o) * time.Second
+}
+
+// wall is the wall time an offset of off shows at instant u, as a UTC
+// time (the calendar with no zone).
+func wall(u time.Time, off time.Duration) time.Time { return u.Add(off).UTC() }
+
+// shownBefore reports whether loc's clock showed wall time w before
+// start, the start of the span of one offset that shows it at u, and
+// if so the wall time that earlier span ended on: it showed every wall
+// time from w up to that one too.
+func shownBefore(w, start, u time.Time, loc *time.Location) (bool, time.Time) {
+	for end := start; !end.IsZero() && end.After(u.Add(-maxShift)); {
+		pstart, _, off := span(end.Add(-time.Nanosecond), loc)
+		if at := w.Add(-off); at.Before(end) && (pstart.IsZero() || !at.Before(pstart)) {
+			return true, wall(end, off)
+		}
+		end = pstart
+	}
+	return false, time.Time{}
+}
+
+// calendarNext returns the first whole minute in [from, hi) that the
+// pattern names, both UTC times read as wall times, or the zero time.
+// Each step moves to the next month, day, hour or minute that may match,
+// so the steps are at most about one per day of the range.
+func (c *cronSpec) calendarNext(from, hi time.Time) time.Time {
+	w := from.Truncate(time.Minute)
+	if w.Before(from) {
+		w = w.Add(time.Minute)
+	}
+	for w.Before(hi) {
+		y, mo, d := w.Date()
+		h, m := w.Hour(), w.Minute()
 		switch {
-		case c.month&(1<<uint(t.Month())) == 0:
-			t = time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, loc)
-		case !c.dayMatches(t):
-			t = time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
-		case c.hour&(1<<uint(t.Hour())) == 0:
-			t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour()+1, 0, 0, 0, loc)
-		case c.min&(1<<uint(t.Minute())) == 0:
-			t = t.Add(time.Minute)
+		case c.month&(1<<uint(mo)) == 0:
+			if n := firstFrom(c.month, int(mo)); n > 0 {
+				w = time.Date(y, time.Month(n), 1, 0, 0, 0, 0, time.UTC)
+			} else {
+				w = time.Date(y+1, time.January, 1, 0, 0, 0, 0, time.UTC)
+			}
+		case !c.dayMatches(w):
+			w = time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)
+		case c.hour&(1<<uint(h)) == 0:
+			if n := firstFrom(c.hour, h); n >= 0 {
+				w = time.Date(y, mo, d, n, 0, 0, 0, time.UTC)
+			} else {
+				w = time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC)
+			}
+		case c.min&(1<<uint(m)) == 0:
+			if n := firstFrom(c.min, m); n >= 0 {
+				w = time.Date(y, mo, d, h, n, 0, 0, time.UTC)
+			} else {
+				w = time.Date(y, mo, d, h+1, 0, 0, 0, time.UTC)
+			}
 		default:
-			return t
+			return w
 		}
 	}
 	return time.Time{}
+}
+
+// firstFrom returns the first value at or above v set in set, or -1.
+func firstFrom(set uint64, v int) int {
+	if rest := set >> uint(v); rest != 0 {
+		return v + bits.TrailingZeros64(rest)
+	}
+	return -1
 }

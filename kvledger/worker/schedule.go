@@ -23,7 +23,10 @@ type Schedule struct {
 	// @daily, @weekly, @monthly, @yearly) or a five-field cron pattern
 	// "minute hour day-of-month month day-of-week".
 	Spec string
-	// Location is the time zone of cron patterns. Default UTC.
+	// Location is the time zone of cron patterns. Default UTC. A wall
+	// time that a change of offset skips does not fire that day; one
+	// that it repeats fires once, at its first occurrence (see
+	// kvledger.Schedule.TimeZone).
 	Location *time.Location
 	// Task is the template of each period's task: Kind, Task, Needs,
 	// MaxAttempts and Delay are used; Key and Seq are set per period.
