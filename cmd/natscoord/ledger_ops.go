@@ -118,9 +118,12 @@ func (a *app) ledgerPurge(lf *ledgerFlags) *cobra.Command {
 		Use:   "purge [--state S] [--kind K] [--prefix P] [--dry-run] | --all --confirm BUCKET",
 		Short: "Remove ended tasks, or with --all every task of the ledger",
 		Long: `Purge removes every ended task (completed, failed, cancelled, blocked)
-that the filters choose, each with its own event. With --all it empties the
-ledger: tasks that have not ended are cancelled first, then every task is
-removed. --all asks for the bucket's name again in --confirm.`,
+that the filters choose, each with its own event. A task that a pending or
+running task still needs is kept: its line names the tasks that need it,
+and the command exits 1 (remove it once they have ended, or cancel them).
+With --all it empties the ledger: tasks that have not ended are cancelled
+first, then every task is removed. --all asks for the bucket's name again
+in --confirm.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !all {
@@ -159,18 +162,23 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 				return err
 			}}
 		del := deleteAction(lf, "purge")
-		var out []opResult
+		// Every cancel first, then every removal: a removal is refused
+		// while a task that needs the record has not ended
+		// (kvledger.ErrNeeded), and the cancels end them all.
+		out := make([]opResult, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
-			p := t.Phase(time.Now())
-			r := opResult{Key: string(t.Key), Phase: string(p)}
-			if !p.Final() {
-				if r = a.apply(ctx, l, cancel, r, dryRun); r.Error != "" {
-					out = append(out, r)
-					continue
-				}
+			r := opResult{Key: string(t.Key), Phase: string(t.Phase(time.Now()))}
+			if !kvledger.Phase(r.Phase).Final() {
+				r = a.apply(ctx, l, cancel, r, dryRun)
 			}
-			after := p
-			if !p.Final() {
+			out = append(out, r)
+		}
+		for i, r := range out {
+			if r.Error != "" {
+				continue
+			}
+			after := kvledger.Phase(r.Phase)
+			if r.Action != "" {
 				after = kvledger.PhaseCancelled
 			}
 			done := a.apply(ctx, l, del, opResult{Key: r.Key, Phase: string(after)}, dryRun)
@@ -178,7 +186,7 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 			if r.Action != "" && done.Error == "" {
 				done.Action = r.Action + ", " + done.Action
 			}
-			out = append(out, done)
+			out[i] = done
 		}
 		// A value that is not a record stays: say so, and how to remove it.
 		return corruptAfter(a.reportOp(out, del, dryRun), lf.bucket, bad)
