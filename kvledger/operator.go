@@ -231,12 +231,8 @@ func (l *Ledger) checkNotNeeded(ctx context.Context, key IdempotencyKey) error {
 	if len(deps) > shown {
 		names = append(names, fmt.Sprintf("and %d more", len(deps)-shown))
 	}
-	what := "a task that has"
-	if len(deps) > 1 {
-		what = fmt.Sprintf("%d tasks that have", len(deps))
-	}
-	return fmt.Errorf("%w: %q is needed by %s not ended: %s; remove it after they end, or cancel them first",
-		ErrNeeded, string(key), what, strings.Join(names, ", "))
+	return fmt.Errorf("%w: %q is needed by %s; remove it after they end, or cancel them first",
+		ErrNeeded, string(key), strings.Join(names, ", "))
 }
 
 // unended returns those of deps (keys the dependency index lists for key)
