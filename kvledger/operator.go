@@ -194,7 +194,7 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if !cur.Status.final() {
 			return fmt.Errorf("%w: %q is %s", ErrNotFinal, string(key), cur.Status)
 		}
-		if err := l.checkNotNeeded(ctx, key); err != nil {
+		if err := l.Needed(ctx, key); err != nil {
 			return err
 		}
 		_, ok, err := del.DeleteRecord(ctx, key, cur)
@@ -211,10 +211,11 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 	}
 }
 
-// checkNotNeeded returns ErrNeeded naming the tasks that need key and have
-// not ended (pending or claimed), read through the dependency index; stale
-// index entries (a record that no longer names key) do not count.
-func (l *Ledger) checkNotNeeded(ctx context.Context, key IdempotencyKey) error {
+// Needed returns ErrNeeded, naming them, when pending or claimed tasks
+// need key (read through the dependency index; an entry whose record no
+// longer names key does not count): the refusal Delete would return. nil
+// when none does. A dry run of a removal asks it.
+func (l *Ledger) Needed(ctx context.Context, key IdempotencyKey) error {
 	all, err := l.dependents(ctx, key)
 	if err != nil {
 		return err

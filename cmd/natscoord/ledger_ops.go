@@ -43,6 +43,9 @@ type opAction struct {
 	verb, past string
 	applies    func(kvledger.Phase) bool
 	do         func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error
+	// refused, when set, says without writing why do would refuse key
+	// (nil: it would not), for a dry run.
+	refused func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error
 }
 
 // opResult is one task's line of an action's report.
@@ -105,6 +108,9 @@ func deleteAction(lf *ledgerFlags, cmd string) opAction {
 		applies: kvledger.Phase.Final,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			return l.Delete(ctx, kvledger.Actor(lf.actor), key, now)
+		},
+		refused: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error {
+			return l.Needed(ctx, key)
 		}}
 }
 
@@ -164,7 +170,9 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 		del := deleteAction(lf, "purge")
 		// Every cancel first, then every removal: a removal is refused
 		// while a task that needs the record has not ended
-		// (kvledger.ErrNeeded), and the cancels end them all.
+		// (kvledger.ErrNeeded), and the cancels end them all (so a dry
+		// run does not ask).
+		del.refused = nil
 		out := make([]opResult, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
 			r := opResult{Key: string(t.Key), Phase: string(t.Phase(time.Now()))}
@@ -263,6 +271,12 @@ func (a *app) apply(ctx context.Context, l *kvledger.Ledger, act opAction, r opR
 		if act.applies != nil && !act.applies(kvledger.Phase(r.Phase)) {
 			r.Action, r.Error = "error", fmt.Sprintf("cannot %s a task that is %s", act.verb, r.Phase)
 			return r
+		}
+		if act.refused != nil {
+			if err := act.refused(ctx, l, kvledger.IdempotencyKey(r.Key)); err != nil {
+				r.Action, r.Error = "error", err.Error()
+				return r
+			}
 		}
 		r.Action = "would " + act.verb
 		return r

@@ -22,7 +22,11 @@ func TestLedgerRemovalKeepsWhatATaskNeeds(t *testing.T) {
 	l := openTestLedger(t, n)
 	finish(t, l, "a", kvledger.StatusCompleted)
 
-	r := c.run("ledger", "purge")
+	// The dry run says so too, and changes nothing.
+	r := c.run("ledger", "purge", "--dry-run")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stdout, `"a" is needed by "b"`)
+	r = c.run("ledger", "purge")
 	require.Equal(t, 1, r.code, r.stdout)
 	require.Regexp(t, `(?m)^a\s+completed\s+error\s+kvledger: record is needed by tasks that have not ended: "a" is needed by "b"; remove it after they end, or cancel them first$`, r.stdout)
 	require.Contains(t, r.stdout, "removed 0 task(s), 1 error(s)")
@@ -48,6 +52,8 @@ func TestLedgerRemovalKeepsWhatATaskNeeds(t *testing.T) {
 	c.ok("ledger", "admit", "x")
 	finish(t, l, "x", kvledger.StatusCompleted)
 	c.ok("ledger", "admit", "y", "--needs", "x")
+	require.Equal(t, map[string]string{"x": "would remove", "y": "would cancel, would remove"},
+		opReport(t, c.ok("--json", "ledger", "purge", "--all", "--confirm", defaultLedgerBucket, "--dry-run")))
 	out := c.ok("ledger", "purge", "--all", "--confirm", defaultLedgerBucket)
 	require.Contains(t, out, "removed 2 task(s), 0 error(s)")
 	_, found, err := l.State(natstest.Context(t, 10*time.Second), "x")
