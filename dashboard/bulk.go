@@ -108,7 +108,7 @@ func (h *Handler) bulkPage(w http.ResponseWriter, r *http.Request) {
 			} else {
 				row.Phase, row.Rev = s.Phase(f.Now), s.Rev
 			}
-			d.Rows = append(d.Rows, h.would(d.Action, row, ok))
+			d.Rows = append(d.Rows, h.would(d.Action, k, row, ok))
 		}
 	} else {
 		// A filter chooses only the tasks the action applies to, as the
@@ -117,7 +117,7 @@ func (h *Handler) bulkPage(w http.ResponseWriter, r *http.Request) {
 		p := h.tasks.page(f, 0, maxBulk)
 		d.More = p.Next > 0
 		for _, s := range p.Rows {
-			d.Rows = append(d.Rows, h.would(d.Action, bulkRow{Key: keyRef(string(s.Key)), Rev: s.Rev, Shown: displayKey(string(s.Key)), Phase: s.Phase(f.Now)}, true))
+			d.Rows = append(d.Rows, h.would(d.Action, string(s.Key), bulkRow{Key: keyRef(string(s.Key)), Rev: s.Rev, Shown: displayKey(string(s.Key)), Phase: s.Phase(f.Now)}, true))
 		}
 	}
 	for _, row := range d.Rows {
@@ -128,14 +128,29 @@ func (h *Handler) bulkPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, "bulk", "base", http.StatusOK, d)
 }
 
-// would fills in what action would do to row's task.
-func (h *Handler) would(action string, row bulkRow, found bool) bulkRow {
+// would fills in what action would do to row's task, key: an rm of a
+// task that a pending or running task needs is kept, as the ledger's
+// Delete keeps it (the view's dependents say which).
+func (h *Handler) would(action, key string, row bulkRow, found bool) bulkRow {
 	switch {
 	case !found:
-	case appliesTo(action, row.Phase):
-		row.Would, row.Change = "would "+action, true
-	default:
+	case !appliesTo(action, row.Phase):
 		row.Would = fmt.Sprintf("cannot %s a task that is %s", action, row.Phase)
+	case action == actRemove:
+		if deps := h.tasks.neededBy(kvledger.IdempotencyKey(key)); len(deps) > 0 {
+			names := make([]string, 0, len(deps))
+			for _, d := range deps[:min(len(deps), 10)] {
+				names = append(names, displayKey(string(d)))
+			}
+			if len(deps) > 10 {
+				names = append(names, fmt.Sprintf("and %d more", len(deps)-10))
+			}
+			row.Would = "kept: needed by " + strings.Join(names, ", ") + ", not ended yet"
+			break
+		}
+		fallthrough
+	default:
+		row.Would, row.Change = "would "+action, true
 	}
 	return row
 }
