@@ -105,7 +105,7 @@
 //     (it is pending or claimed): a need without a record is never
 //     completed, so its dependents would wait for good. Delete refuses
 //     to remove it (ErrNeeded, naming them; cancel them, or wait for
-//     them to end), and under KVStoreConfig.Retention it does not expire:
+//     them to end; Needed asks without removing), and under KVStoreConfig.Retention it does not expire:
 //     its Retention runs from the end of the last task that needs it
 //     (RetainedEvent). A record whose dependents have all ended can be
 //     removed, and expires, as any other.
