@@ -312,7 +312,8 @@
 // an owner-only operation that finds no record adds the confirming write
 // and a second read (2T) before it returns ErrNoKey;
 // Renew, Release and Complete at most 3T (Complete(failed) then walks the
-// dependents, one load and one write each); Admit one index write per
+// dependents, one load and one write each); Delete (and Needed) reads the
+// key's dependents first, one index scan and one load per dependent; Admit one index write per
 // need, the needs reads (concurrent: T), the insert, a read-back and the
 // recheck; AdmitMany, per atomic batch of up to 1000 new tasks, the batch
 // insert; a batch refused because keys already had records
