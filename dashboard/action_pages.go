@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -12,6 +13,7 @@ type confirmData struct {
 	common
 	Action, Question string
 	Bucket, Key      string // query-escaped, so any bytes survive the form
+	Rev              uint64 // the task's revision the question shows (0: none)
 	CSRF             string
 	Back             string
 }
@@ -53,10 +55,12 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
 	}
 	if action != actRelease {
-		// Say what the task is now, as the bulk dry run does; the action
-		// itself is refused if the task moves before the confirm.
+		// Say what the task is now, as the bulk dry run does; the form
+		// carries its revision, so the action is refused if the task
+		// moves before the confirm.
 		if s, ok := h.tasks.get(kvledger.IdempotencyKey(key)); ok {
 			d.Question += fmt.Sprintf(" It is %s now.", s.Phase(h.cfg.Clock.Now()))
+			d.Rev = s.Rev
 		}
 	}
 	h.render(w, "confirm", "base", http.StatusOK, d)
@@ -92,13 +96,18 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err1 := url.QueryUnescape(r.PostFormValue("key"))
 	bucket, err2 := url.QueryUnescape(r.PostFormValue("bucket"))
-	if err1 != nil || err2 != nil || key == "" {
+	var rev uint64
+	var err3 error
+	if v := r.PostFormValue("rev"); v != "" {
+		rev, err3 = strconv.ParseUint(v, 10, 64)
+	}
+	if err1 != nil || err2 != nil || err3 != nil || key == "" {
 		h.fail(w, r, http.StatusBadRequest, "malformed key")
 		return
 	}
 	ctx, cancel := h.cfg.opCtx(r.Context())
 	defer cancel()
-	rec, err := h.act(ctx, actor, action, bucket, key)
+	rec, err := h.act(ctx, actor, action, bucket, key, rev)
 	done := url.Values{}
 	if err != nil {
 		done.Set("done", fmt.Sprintf("failed: %s %s: %v", action, displayKey(key), err))

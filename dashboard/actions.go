@@ -16,21 +16,28 @@ import (
 // dashboard, provided by the task runtime. A nil Config.Tasks hides them.
 // Both return an error the page shows when the record's state does not
 // allow the action.
+//
+// rev is the record's revision (TaskState.Rev) on the page the person
+// confirmed: the action applies only while the record is still at it
+// (kvledger.AtRevision, which refuses with kvledger.ErrMoved), so a task
+// that moved since it was shown is never acted on. Zero: the page showed
+// no record.
 type TaskActions interface {
 	// Reopen puts a failed task back to pending so that it runs again
 	// (and the tasks it blocked with it).
-	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
 	// Cancel ends a pending or claimed task so that no worker runs it
 	// (or finishes running it).
-	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
 }
 
 // TaskRemover removes a task's record: the dashboard's "rm" action,
 // offered when Config.Tasks implements it too. Like the CLI's `natscoord
-// ledger rm`, it removes only an ended task (kvledger's Ledger.Delete),
-// and returns an error the page shows for any other.
+// ledger rm`, it removes only an ended task that no pending or running
+// task needs (kvledger's Ledger.Delete), and returns an error the page
+// shows for any other. rev binds it as TaskActions' methods are bound.
 type TaskRemover interface {
-	Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
+	Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
 }
 
 // The actions the dashboard offers.
@@ -90,7 +97,8 @@ func (h *Handler) offered(action string) bool {
 }
 
 // act performs one confirmed action and records it, whatever its outcome.
-func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (actionRecord, error) {
+// rev is the task's revision the confirmed page showed (0: none).
+func (h *Handler) act(ctx context.Context, actor, action, bucket, key string, rev uint64) (actionRecord, error) {
 	rec := actionRecord{Time: h.cfg.Clock.Now(), Action: action, Key: key, Bucket: bucket, Actor: actor}
 	var err error
 	switch {
@@ -100,13 +108,13 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (a
 		err = h.forceRelease(ctx, &rec)
 	case action == actReopen:
 		rec.Task = true
-		err = h.cfg.Tasks.Reopen(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+		err = h.cfg.Tasks.Reopen(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
 	case action == actCancel:
 		rec.Task = true
-		err = h.cfg.Tasks.Cancel(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+		err = h.cfg.Tasks.Cancel(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
 	case action == actRemove:
 		rec.Task = true
-		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
 	}
 	rec.Result = "ok"
 	result := "ok"

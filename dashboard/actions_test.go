@@ -30,7 +30,7 @@ type ledgerActions struct {
 	reopens []kvledger.IdempotencyKey
 }
 
-func (a *ledgerActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
+func (a *ledgerActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, _ uint64) error {
 	f, err := a.l.Claim(ctx, actor, key, kvledger.OwnerID(actor), time.Minute, time.Now())
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (a *ledgerActions) Cancel(ctx context.Context, actor kvledger.Actor, key kv
 	return a.l.Complete(ctx, actor, key, kvledger.OwnerID(actor), f, kvledger.StatusFailed, time.Now())
 }
 
-func (a *ledgerActions) Reopen(_ context.Context, _ kvledger.Actor, key kvledger.IdempotencyKey) error {
+func (a *ledgerActions) Reopen(_ context.Context, _ kvledger.Actor, key kvledger.IdempotencyKey, _ uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reopens = append(a.reopens, key)

@@ -27,9 +27,14 @@
 // implements TaskRemover, rm; each on one task from its page, or in bulk
 // on keys or a filter (phase, kind, key prefix) from /bulk, whose
 // confirmation page is the dry run listing each task and what would
-// happen to it. The form then carries exactly the keys listed, and each
-// is one call of Config.Tasks (the ledger's compare-and-set), so a task
-// that moved since the listing is refused.
+// happen to it. The form then carries exactly the tasks listed, each
+// with the revision listed, and each is one call of Config.Tasks bound to
+// that revision (the ledger's compare-and-set at it:
+// kvledger.AtRevision), so a task that moved since the listing (reopened
+// and completed again, say) is refused and named, never acted on. The
+// one-task confirmation page carries the revision its question shows in
+// the same way. rm, like `natscoord ledger rm`, keeps a task that a
+// pending or running task needs, naming it (kvledger.ErrNeeded).
 //
 // # Where the data comes from
 //

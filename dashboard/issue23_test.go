@@ -203,9 +203,9 @@ func TestBulkActions(t *testing.T) {
 	require.Equal(t, 2, strings.Count(dry, "would reopen"), dry)
 	require.NotContains(t, dry, "<code>etl/c</code>", "a pending task is not chosen for reopen")
 	require.NotContains(t, dry, "<code>other</code>")
-	require.Contains(t, dry, `name="key" value="etl%2Fa"`)
-	require.Contains(t, dry, `name="key" value="etl%2Fb"`)
-	post := url.Values{"do": {"reopen"}, "bulk": {"1"}, "key": {"etl%2Fa", "etl%2Fb"}}
+	require.Regexp(t, `name="task" value="\d+:etl%2Fa"`, dry)
+	require.Regexp(t, `name="task" value="\d+:etl%2Fb"`, dry)
+	post := url.Values{"do": {"reopen"}, "bulk": {"1"}, "task": dashtest.BulkTasksOf(t, dry)}
 	require.Equal(t, http.StatusForbidden, e.Post(t, post, nil).StatusCode, "no CSRF token")
 	post.Set("csrf", dashtest.CSRFOf(t, dry))
 	require.Equal(t, http.StatusForbidden, e.Post(t, post, map[string]string{"Sec-Fetch-Site": "cross-site"}).StatusCode)
@@ -228,9 +228,9 @@ func TestBulkActions(t *testing.T) {
 	require.Contains(t, dry, "would rm")
 	require.Contains(t, dry, "cannot rm a task that is pending")
 	require.Contains(t, dry, "no such task")
-	require.Contains(t, dry, `name="key" value="done"`)
-	require.NotContains(t, dry, `name="key" value="etl%2Fc"`)
-	post = url.Values{"do": {"rm"}, "bulk": {"1"}, "key": {"done"}, "csrf": {dashtest.CSRFOf(t, dry)}}
+	require.Regexp(t, `name="task" value="\d+:done"`, dry)
+	require.NotRegexp(t, `name="task" value="\d+:etl%2Fc"`, dry)
+	post = url.Values{"do": {"rm"}, "bulk": {"1"}, "task": dashtest.BulkTasksOf(t, dry), "csrf": {dashtest.CSRFOf(t, dry)}}
 	require.Equal(t, http.StatusSeeOther, e.Post(t, post, nil).StatusCode)
 	s.WaitFor(t, "event: event", `"name":"ledger.deleted"`, `"ref":"done"`)
 
@@ -238,7 +238,7 @@ func TestBulkActions(t *testing.T) {
 	dry = e.Page(t, "/bulk?do=cancel&keys=etl/c")
 	_, err = e.Ledger.Cancel(natstest.Context(t, 5*time.Second), "someone", "etl/c", "", time.Now())
 	require.NoError(t, err)
-	post = url.Values{"do": {"cancel"}, "bulk": {"1"}, "key": {"etl%2Fc"}, "csrf": {dashtest.CSRFOf(t, dry)}}
+	post = url.Values{"do": {"cancel"}, "bulk": {"1"}, "task": dashtest.BulkTasksOf(t, dry), "csrf": {dashtest.CSRFOf(t, dry)}}
 	resp = e.Post(t, post, nil)
 	require.Contains(t, resp.Header.Get("Location"), "failed")
 	require.Contains(t, resp.Header.Get("Location"), url.QueryEscape("0 of 1"))
@@ -247,7 +247,7 @@ func TestBulkActions(t *testing.T) {
 	dashtest.Admit(t, e.Ledger, "two words", nil)
 	s.WaitFor(t, "event: ledger", `"ref":"two+words"`)
 	dry = e.Page(t, "/bulk?do=cancel&keys="+url.QueryEscape("two words\r\n\n"))
-	require.Contains(t, dry, `name="key" value="two&#43;words"`, "one key, spaces kept")
+	require.Regexp(t, `name="task" value="\d+:two&#43;words"`, dry, "one key, spaces kept")
 	require.Equal(t, 1, strings.Count(dry, "would cancel"))
 
 	code, _ := e.Get(t, "/bulk?do=reopen&keys=a&status=failed")
@@ -263,7 +263,7 @@ func TestBulkActionsNotOffered(t *testing.T) {
 	code, _ := e.Get(t, "/bulk")
 	require.Equal(t, http.StatusForbidden, code)
 	require.NotContains(t, e.Page(t, "/tasks"), "bulk-link")
-	post := url.Values{"do": {"cancel"}, "bulk": {"1"}, "key": {"x"}}
+	post := url.Values{"do": {"cancel"}, "bulk": {"1"}, "task": {"1:x"}}
 	require.Equal(t, http.StatusForbidden, e.Post(t, post, nil).StatusCode)
 }
 

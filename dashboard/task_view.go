@@ -234,6 +234,20 @@ func (v *taskView) get(k kvledger.IdempotencyKey) (taskSummary, bool) {
 	return e.taskSummary, true
 }
 
+// neededBy lists the pending or claimed records that name k in their
+// needs: those the ledger keeps k's record for (kvledger.ErrNeeded).
+func (v *taskView) neededBy(k kvledger.IdempotencyKey) []kvledger.IdempotencyKey {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []kvledger.IdempotencyKey
+	for _, d := range v.dependents[k] {
+		if e, ok := v.byKey[d]; ok && (e.Status == kvledger.StatusPending || e.Status == kvledger.StatusClaimed) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // statusCounts returns the number of records per status and in all.
 func (v *taskView) statusCounts() (map[kvledger.Status]int, int) {
 	v.mu.RLock()

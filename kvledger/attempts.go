@@ -134,12 +134,29 @@ func AttemptsOf(evs []events.Event) []Attempt {
 	}
 	history := make([]TaskState, 0, len(evs)-from)
 	for _, e := range evs[from:] {
+		name := e.Name
+		if name == RetainedEvent {
+			// The record written again unchanged, which rolled up the
+			// write that ended it: read it as that write.
+			name = finalEvent(Status(e.Status), e.Cancelled)
+		}
 		history = append(history, TaskState{Key: IdempotencyKey(e.Key), Status: Status(e.Status),
 			Owner: OwnerID(e.Owner), Fence: FenceToken(e.Fence), UpdatedAt: e.Time, Rev: e.Revision,
-			LastEvent: e.Name, Attempts: e.Attempts, MaxAttempts: e.MaxAttempts, LastError: e.LastError,
+			LastEvent: name, Attempts: e.Attempts, MaxAttempts: e.MaxAttempts, LastError: e.LastError,
 			Cancelled: e.Cancelled})
 	}
 	return Attempts(history)
+}
+
+// finalEvent names the write that made a record final with status.
+func finalEvent(status Status, cancelled bool) events.Name {
+	switch {
+	case status == StatusBlocked:
+		return BlockedEvent
+	case cancelled:
+		return CancelledEvent
+	}
+	return CompletedEvent
 }
 
 // endOf is how a write that is not a claim ends the claim before it, and

@@ -104,6 +104,14 @@
 //     callers must pass comparable clocks (see clock skew below); the runtime judges such
 //     a claim by the per-record lease key (package worker's LeaseKey),
 //     which its claimant must hold beside running workers.
+//   - A record that a task needs is kept while that task has not ended
+//     (it is pending or claimed): a need without a record is never
+//     completed, so its dependents would wait for good. Delete refuses
+//     to remove it (ErrNeeded, naming them; cancel them, or wait for
+//     them to end; Needed asks without removing), and under KVStoreConfig.Retention it does not expire:
+//     its Retention runs from the end of the last task that needs it
+//     (RetainedEvent). A record whose dependents have all ended can be
+//     removed, and expires, as any other.
 //   - Failure propagation costs the affected subgraph: a reverse
 //     dependency index (DependencyIndex) lists a key's dependents and
 //     Claim/Takeover read only the needs closure.
@@ -177,7 +185,11 @@
 // (a failed record back to pending with a new fence, and the records it
 // blocked unblocked transitively, one UnblockedEvent each), Cancel (a
 // pending or claimed record failed with Cancelled set; dependents are
-// blocked) and Delete (a final record removed; fences keep rising).
+// blocked) and Delete (a final record removed; fences keep rising;
+// refused with ErrNeeded while a pending or claimed task needs it).
+// AtRevision binds each to the record as its caller read it: a record
+// written since is refused with ErrMoved (a confirmation page acts only
+// on what it showed).
 // Events of these transitions carry the runtime fields too (Kind,
 // Attempts, MaxAttempts, LastError, RunAt, Cancelled), so a key's events
 // tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it
@@ -229,7 +241,9 @@
 //     schedules a retry), CancelledEvent (status failed, never
 //     CompletedEvent), ReopenedEvent, UnblockedEvent, DeletedEvent (the
 //     delete marker), RestoredEvent (Restore's writes) and ExpiredEvent
-//     (the server's marker at the end of a Retention).
+//     (the server's marker at the end of a Retention) and RetainedEvent (a
+//     final record written again unchanged to hold or restart its
+//     Retention; see "Retention with history").
 //   - The runtime's final outcome is the seed's Complete. A worker ends
 //     its claim with the outcome of the attempt: a retry (RetriedEvent)
 //     or a release (ReleasedEvent) gives the claim back, but a final
@@ -277,7 +291,17 @@
 //     marker that expires (DeleteRecord, ForceDelete, the index cleanup)
 //     rolls its key up for the same reason (TestRetentionDeleteDoesNotResurrect,
 //     TestKVStoreRetentionRemovesIndex). A consumer that had not read the
-//     key's earlier writes gets a Gap for them.
+//     key's earlier writes gets a Gap for them. A final record that a
+//     pending or claimed task needs is written again without its TTL
+//     (after its own final write, or after the insert of a dependent
+//     that needs it), and once the last such task has ended it is
+//     written again with the Retention (kv_retention.go): each of these
+//     writes is the record unchanged, a RetainedEvent, and rolls the key
+//     up. They are best effort after a write that stands: one that fails
+//     leaves the record as it was until the next dependent's write looks
+//     again (TestRetentionKeepsANeedWhileADependentRuns). Under a
+//     Retention each final write, and each admission with needs, adds
+//     the dependency index scan and the reads this takes.
 //   - Migration: a bucket of the layout before (History 1, no RePublish)
 //     is migrated in place by NewKVStore, one stream update (the server
 //     takes both changes on a live stream). A caller that may not update
@@ -324,7 +348,8 @@
 // an owner-only operation that finds no record adds the confirming write
 // and a second read (2T) before it returns ErrNoKey;
 // Renew, Release and Complete at most 3T (Complete(failed) then walks the
-// dependents, one load and one write each); Admit one index write per
+// dependents, one load and one write each); Delete (and Needed) reads the
+// key's dependents first, one index scan and one load per dependent; Admit one index write per
 // need, the needs reads (concurrent: T), the insert, a read-back and the
 // recheck; AdmitMany, per atomic batch of up to 1000 new tasks, the batch
 // insert; a batch refused because keys already had records

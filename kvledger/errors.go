@@ -77,6 +77,13 @@ var (
 	// one that was waiting for its answer may yet have landed, and is
 	// settled by reading, as any write whose answer was lost.
 	ErrClosed = errors.New("kvledger: ledger closed")
+	// ErrNeeded: Delete found tasks that need the record and have not
+	// ended (pending or claimed); the message names them. Removing it
+	// would leave them waiting for a need that has no record.
+	ErrNeeded = errors.New("kvledger: record is needed by tasks that have not ended")
+	// ErrMoved: an operator action bound to a revision (AtRevision) found
+	// the record written since (or gone); nothing was changed.
+	ErrMoved = errors.New("kvledger: record changed since it was read")
 )
 
 // closedErr names a write the store's bucket refused or left unanswered

@@ -29,6 +29,12 @@ const (
 	// ExpiredEvent: the server removed a final record at the end of the
 	// bucket's Retention (its expiry marker; no status).
 	ExpiredEvent events.Name = "ledger.expired"
+	// RetainedEvent: under a Retention, a final record written again
+	// unchanged to change only when it expires: without its TTL while a
+	// pending or claimed task needs it, and with the Retention again once
+	// none does (kv_retention.go). No transition: its status is the
+	// record's.
+	RetainedEvent events.Name = "ledger.retained"
 )
 
 // EventNames lists every event the ledger writes, the one list for
@@ -36,7 +42,7 @@ const (
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
 	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
-	RestoredEvent, ExpiredEvent}
+	RestoredEvent, ExpiredEvent, RetainedEvent}
 
 // admissionEvent names the admission of rec: ScheduledEvent when its RunAt
 // is ahead of the admission (it waits for its time), AdmittedEvent

@@ -31,6 +31,9 @@ type KVStoreConfig struct {
 	// submitted again after its record expired is admitted and runs
 	// again, and an expired failed need no longer blocks dependents
 	// admitted after it expired. Fences stay monotonic across expiry.
+	// A final record that a pending or claimed task needs does not
+	// expire: its Retention runs from the end of the last such task
+	// (see "Retention with history" in the package doc).
 	// The bucket must be created with a retention (it then has a
 	// LimitMarkerTTL); binding a bucket without one fails.
 	Retention time.Duration
@@ -219,7 +222,7 @@ func (s *KVStore) swap(ctx context.Context, key IdempotencyKey, old, new TaskSta
 		rev, err = s.b.UpdateAs(octx, k, value, old.Rev, ttl, id, hdr)
 	}
 	cancel()
-	return s.swapped(ctx, key, new, insert, ttl, id, rev, live, err)
+	return s.swapped(ctx, key, new, insert, needsMoved(old, new), ttl, id, rev, live, err)
 }
 
 // swapValue checks a write of new over old under key and encodes it, with
@@ -246,7 +249,9 @@ func (s *KVStore) swapValue(key IdempotencyKey, old, new TaskState) (value []byt
 // swapped settles a write of new under key sent with id (awaited by swap,
 // or pipelined by SwapAsync): a lost race, a write whose outcome is
 // unknown read back, the error mapped, or the record as stored.
-func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState, insert bool, ttl time.Duration, id string, rev uint64, live kvx.Entry, err error) (TaskState, bool, kvx.Entry, error) {
+// needsMoved (an insert, or new needs) and ttl tell its retention
+// (retained) what the write changed.
+func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState, insert, needsMoved bool, ttl time.Duration, id string, rev uint64, live kvx.Entry, err error) (TaskState, bool, kvx.Entry, error) {
 	switch {
 	case kvx.IsConflict(err):
 		return TaskState{}, false, live, nil
@@ -261,14 +266,12 @@ func (s *KVStore) swapped(ctx context.Context, key IdempotencyKey, new TaskState
 	if err != nil {
 		return TaskState{}, false, kvx.Entry{}, fmt.Errorf("kvledger: write %q: %w", string(key), closedErr(err))
 	}
-	if ttl > 0 && len(new.Needs) > 0 {
-		s.unindexNeeds(key, new.Needs, rev)
-	}
 	stored := new.clone()
 	stored.Rev = rev
 	if insert {
 		stored.Fence = max(stored.Fence, FenceToken(rev))
 	}
+	s.retained(ctx, stored, ttl, needsMoved)
 	return stored, true, kvx.Entry{}, nil
 }
 

@@ -31,13 +31,13 @@ func (s *KVStore) SwapAsync(key IdempotencyKey, old, new TaskState) func(context
 	case insert:
 		return s.swapLater(key, old, new)
 	}
-	id := writeID()
+	id, moved := writeID(), needsMoved(old, new)
 	sent := s.b.UpdateAsyncAs(taskKey(key), value, old.Rev, ttl, id, writeHeaders(new, ttl > 0))
 	return func(ctx context.Context) (TaskState, bool, error) {
 		octx, cancel := s.ops.Bound(ctx)
 		rev, err := sent(octx)
 		cancel()
-		stored, ok, _, err := s.swapped(ctx, key, new, false, ttl, id, rev, kvx.Entry{}, err)
+		stored, ok, _, err := s.swapped(ctx, key, new, false, moved, ttl, id, rev, kvx.Entry{}, err)
 		return stored, ok, err
 	}
 }

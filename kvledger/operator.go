@@ -2,8 +2,10 @@ package kvledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,6 +18,45 @@ type RecordDeleter interface {
 	DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (rev uint64, ok bool, err error)
 }
 
+// ActionOption adjusts an operator action: Reopen, Cancel or Delete.
+type ActionOption func(*actionOpts)
+
+type actionOpts struct{ rev uint64 }
+
+// AtRevision binds an operator action to the record at revision rev (its
+// TaskState.Rev as the caller read it): when the record has been written
+// since, or is gone, the action returns ErrMoved and writes nothing. A
+// caller that showed a record before acting (the dashboard's
+// confirmation pages) passes the revision it showed, so that a task that
+// moved in between (reopened and completed again, say) is never acted on.
+// Zero binds nothing: the action applies to the record as it finds it.
+func AtRevision(rev uint64) ActionOption { return func(o *actionOpts) { o.rev = rev } }
+
+func actionOptsOf(opts []ActionOption) actionOpts {
+	var o actionOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// load is Ledger.load for an action: under AtRevision, a record written
+// since, or gone, is ErrMoved. A lost compare-and-set loads again, so
+// the bound revision is checked again before any retry.
+func (o actionOpts) load(ctx context.Context, l *Ledger, key IdempotencyKey) (TaskState, error) {
+	cur, err := l.load(ctx, key)
+	if o.rev == 0 {
+		return cur, err
+	}
+	if errors.Is(err, ErrNoKey) {
+		return TaskState{}, fmt.Errorf("%w: %q had revision %d and has no record now", ErrMoved, string(key), o.rev)
+	}
+	if err == nil && cur.Rev != o.rev {
+		return TaskState{}, fmt.Errorf("%w: %q had revision %d and is %s at revision %d now", ErrMoved, string(key), o.rev, cur.Status, cur.Rev)
+	}
+	return cur, err
+}
+
 // Reopen returns a failed record to pending so it runs again: a new
 // fence (one above the old, so nothing from the failed run can write),
 // no owner, Attempts back to 0, Cancelled cleared; LastError stays as a
@@ -23,10 +64,12 @@ type RecordDeleter interface {
 // through records this call unblocks, becomes pending again, each with
 // its own UnblockedEvent, unless another of its needs still blocks it
 // (it then stays blocked, now naming that need). It returns
-// ErrNotFailed for a record that is not failed.
-func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time) (TaskState, error) {
+// ErrNotFailed for a record that is not failed. AtRevision binds it to
+// the record as the caller read it.
+func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time, opts ...ActionOption) (TaskState, error) {
+	o := actionOptsOf(opts)
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := o.load(ctx, l, key)
 		if err != nil {
 			return TaskState{}, err
 		}
@@ -99,10 +142,12 @@ func (l *Ledger) unblockOne(ctx context.Context, actor Actor, d, parent Idempote
 // claimed record's owner finds its claim gone: its Complete returns
 // ErrNotClaimed, and a runtime worker cancels the handler's context at
 // once (it sees the write through its watch). It returns
-// ErrNotCancellable for a completed, failed or blocked record.
-func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, reason string, now time.Time) (TaskState, error) {
+// ErrNotCancellable for a completed, failed or blocked record. AtRevision
+// binds it to the record as the caller read it.
+func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, reason string, now time.Time, opts ...ActionOption) (TaskState, error) {
+	o := actionOptsOf(opts)
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := o.load(ctx, l, key)
 		if err != nil {
 			return TaskState{}, err
 		}
@@ -125,21 +170,32 @@ func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, re
 
 // Delete removes a completed, failed or blocked record (ErrNotFinal for
 // a pending or claimed one); the store's delete is its DeletedEvent. The key can then
-// be admitted again; its fences keep rising. Dependents that still name
-// it treat it as a need without a record: it blocks nothing and is not
-// completed. The store must implement RecordDeleter (ErrNoDelete).
-func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time) error {
+// be admitted again; its fences keep rising. A record that a pending or
+// claimed task needs is kept: Delete returns ErrNeeded naming those
+// tasks, as a need without a record would leave them waiting for good
+// (it blocks nothing and is never completed). Once they have all ended,
+// or after they are cancelled, the record can be removed; a dependent
+// that has ended does not hold it. (A dependent admitted while the
+// removal runs can still find its need gone: the need's record does not
+// change when it is admitted.) AtRevision binds Delete to the record as
+// the caller read it. The store must implement RecordDeleter
+// (ErrNoDelete).
+func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time, opts ...ActionOption) error {
 	del, ok := l.store.(RecordDeleter)
 	if !ok {
 		return ErrNoDelete
 	}
+	o := actionOptsOf(opts)
 	for {
-		cur, err := l.load(ctx, key)
+		cur, err := o.load(ctx, l, key)
 		if err != nil {
 			return err
 		}
 		if !cur.Status.final() {
 			return fmt.Errorf("%w: %q is %s", ErrNotFinal, string(key), cur.Status)
+		}
+		if err := l.Needed(ctx, key); err != nil {
+			return err
 		}
 		_, ok, err := del.DeleteRecord(ctx, key, cur)
 		if err != nil {
@@ -153,4 +209,46 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		}
 		return nil
 	}
+}
+
+// Needed returns ErrNeeded, naming them, when pending or claimed tasks
+// need key (read through the dependency index; an entry whose record no
+// longer names key does not count): the refusal Delete would return. nil
+// when none does. A dry run of a removal asks it.
+func (l *Ledger) Needed(ctx context.Context, key IdempotencyKey) error {
+	all, err := l.dependents(ctx, key)
+	if err != nil {
+		return err
+	}
+	deps, err := unended(ctx, l.store, key, all)
+	if err != nil || len(deps) == 0 {
+		return err
+	}
+	const shown = 10
+	names := make([]string, 0, min(len(deps), shown)+1)
+	for _, d := range deps[:min(len(deps), shown)] {
+		names = append(names, fmt.Sprintf("%q", string(d)))
+	}
+	if len(deps) > shown {
+		names = append(names, fmt.Sprintf("and %d more", len(deps)-shown))
+	}
+	return fmt.Errorf("%w: %q is needed by %s; remove it after they end, or cancel them first",
+		ErrNeeded, string(key), strings.Join(names, ", "))
+}
+
+// unended returns those of deps (keys the dependency index lists for key)
+// whose record, read from store, names key in its needs and is pending or
+// claimed: the tasks that would wait for good if key's record went.
+func unended(ctx context.Context, store Store, key IdempotencyKey, deps []IdempotencyKey) ([]IdempotencyKey, error) {
+	var out []IdempotencyKey
+	for _, d := range deps {
+		rec, found, err := store.Load(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		if found && !rec.Status.final() && slices.Contains(rec.Needs, key) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }

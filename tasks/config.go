@@ -26,8 +26,10 @@ type Config struct {
 	// Default 1; use 3 in a cluster.
 	Replicas int
 	// Retention keeps ended tasks this long, then the server removes
-	// them (kvledger.KVStoreConfig.Retention). Default 0: kept until
-	// removed (`natscoord ledger purge`).
+	// them (kvledger.KVStoreConfig.Retention); a task that another task
+	// not yet ended needs is kept until that one ends, and its Retention
+	// runs from then. Default 0: kept until removed (`natscoord ledger
+	// purge`).
 	Retention time.Duration
 	// Actor is recorded on the client's admissions. Default "tasks".
 	Actor kvledger.Actor

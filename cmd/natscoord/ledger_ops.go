@@ -43,6 +43,9 @@ type opAction struct {
 	verb, past string
 	applies    func(kvledger.Phase) bool
 	do         func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error
+	// refused, when set, says without writing why do would refuse key
+	// (nil: it would not), for a dry run.
+	refused func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error
 }
 
 // opResult is one task's line of an action's report.
@@ -105,6 +108,9 @@ func deleteAction(lf *ledgerFlags, cmd string) opAction {
 		applies: kvledger.Phase.Final,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			return l.Delete(ctx, kvledger.Actor(lf.actor), key, now)
+		},
+		refused: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error {
+			return l.Needed(ctx, key)
 		}}
 }
 
@@ -118,9 +124,12 @@ func (a *app) ledgerPurge(lf *ledgerFlags) *cobra.Command {
 		Use:   "purge [--state S] [--kind K] [--prefix P] [--dry-run] | --all --confirm BUCKET",
 		Short: "Remove ended tasks, or with --all every task of the ledger",
 		Long: `Purge removes every ended task (completed, failed, cancelled, blocked)
-that the filters choose, each with its own event. With --all it empties the
-ledger: tasks that have not ended are cancelled first, then every task is
-removed. --all asks for the bucket's name again in --confirm.`,
+that the filters choose, each with its own event. A task that a pending or
+running task still needs is kept: its line names the tasks that need it,
+and the command exits 1 (remove it once they have ended, or cancel them).
+With --all it empties the ledger: tasks that have not ended are cancelled
+first, then every task is removed. --all asks for the bucket's name again
+in --confirm.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !all {
@@ -159,18 +168,25 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 				return err
 			}}
 		del := deleteAction(lf, "purge")
-		var out []opResult
+		// Every cancel first, then every removal: a removal is refused
+		// while a task that needs the record has not ended
+		// (kvledger.ErrNeeded), and the cancels end them all (so a dry
+		// run does not ask).
+		del.refused = nil
+		out := make([]opResult, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
-			p := t.Phase(time.Now())
-			r := opResult{Key: string(t.Key), Phase: string(p)}
-			if !p.Final() {
-				if r = a.apply(ctx, l, cancel, r, dryRun); r.Error != "" {
-					out = append(out, r)
-					continue
-				}
+			r := opResult{Key: string(t.Key), Phase: string(t.Phase(time.Now()))}
+			if !kvledger.Phase(r.Phase).Final() {
+				r = a.apply(ctx, l, cancel, r, dryRun)
 			}
-			after := p
-			if !p.Final() {
+			out = append(out, r)
+		}
+		for i, r := range out {
+			if r.Error != "" {
+				continue
+			}
+			after := kvledger.Phase(r.Phase)
+			if r.Action != "" {
 				after = kvledger.PhaseCancelled
 			}
 			done := a.apply(ctx, l, del, opResult{Key: r.Key, Phase: string(after)}, dryRun)
@@ -178,7 +194,7 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 			if r.Action != "" && done.Error == "" {
 				done.Action = r.Action + ", " + done.Action
 			}
-			out = append(out, done)
+			out[i] = done
 		}
 		// A value that is not a record stays: say so, and how to remove it.
 		return corruptAfter(a.reportOp(out, del, dryRun), lf.bucket, bad)
@@ -255,6 +271,12 @@ func (a *app) apply(ctx context.Context, l *kvledger.Ledger, act opAction, r opR
 		if act.applies != nil && !act.applies(kvledger.Phase(r.Phase)) {
 			r.Action, r.Error = "error", fmt.Sprintf("cannot %s a task that is %s", act.verb, r.Phase)
 			return r
+		}
+		if act.refused != nil {
+			if err := act.refused(ctx, l, kvledger.IdempotencyKey(r.Key)); err != nil {
+				r.Action, r.Error = "error", err.Error()
+				return r
+			}
 		}
 		r.Action = "would " + act.verb
 		return r

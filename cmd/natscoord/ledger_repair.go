@@ -68,9 +68,13 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 		Long: `rm removes completed, failed, cancelled and blocked tasks, named by key or
 chosen with filters, each by a compare-and-set that leaves an event; the
 key can then be admitted again. A task that has not ended is refused
-(cancel it first). rm KEY --force is the repair tool: it removes one stored
-value whatever it holds, a corrupt one included, with no check; its delete
-marker is still a ledger.deleted event, as every removal's is.`,
+(cancel it first), and so is a task that a pending or running task still
+needs: the error names those tasks (remove it once they have ended, or
+cancel them). rm KEY --force is the repair tool: it removes one stored
+value whatever it holds, a corrupt one included, with no check, not even
+of the tasks that need it (they then wait for a need that has no record,
+until it is admitted again); its delete marker is still a ledger.deleted
+event, as every removal's is.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !force {
 				return a.runOp(cmd.Context(), lf, &sel, deleteAction(lf, "rm"), args)
@@ -103,6 +107,6 @@ marker is still a ledger.deleted event, as every removal's is.`,
 		},
 	}
 	sel.flags(cmd)
-	cmd.Flags().BoolVar(&force, "force", false, "remove one record without any ledger check (repair; it still leaves a ledger.deleted event)")
+	cmd.Flags().BoolVar(&force, "force", false, "remove one record without any ledger check, not even of the tasks that need it (repair; it still leaves a ledger.deleted event)")
 	return cmd
 }

@@ -47,28 +47,29 @@ func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) 
 	return l, nil
 }
 
-func (a *operatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
+func (a *operatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = l.Reopen(ctx, actor, key, time.Now())
+		_, err = l.Reopen(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }
 
-func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
+func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
+		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }
 
 // Delete removes an ended task (the dashboard's rm, as `natscoord ledger
 // rm`): the ledger's own compare-and-set delete, which leaves an event.
-func (a *operatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
+// Each action is bound to the revision the dashboard showed (rev).
+func (a *operatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		err = l.Delete(ctx, actor, key, time.Now())
+		err = l.Delete(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }

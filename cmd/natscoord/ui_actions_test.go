@@ -62,7 +62,7 @@ func TestUITaskActionsRemove(t *testing.T) {
 	require.Contains(t, e.Page(t, "/task?key=a"), "Remove…")
 	dry := e.Page(t, "/bulk?do=rm&keys=a")
 	require.Contains(t, dry, "would rm")
-	r := e.Post(t, url.Values{"do": {"rm"}, "bulk": {"1"}, "key": {"a"}, "csrf": {dashtest.CSRFOf(t, dry)}}, nil)
+	r := e.Post(t, url.Values{"do": {"rm"}, "bulk": {"1"}, "task": dashtest.BulkTasksOf(t, dry), "csrf": {dashtest.CSRFOf(t, dry)}}, nil)
 	require.Equal(t, http.StatusSeeOther, r.StatusCode)
 	require.NotContains(t, r.Header.Get("Location"), "failed", r.Header.Get("Location"))
 	_, found, err := e.Ledger.State(natstest.Context(t, 5*time.Second), "a")
@@ -83,7 +83,7 @@ func TestUITaskActionsCloseTheirStore(t *testing.T) {
 		c.Tasks = acts
 	})
 	ctx := natstest.Context(t, 10*time.Second)
-	require.NoError(t, acts.Reopen(ctx, "ui", "a"))
+	require.NoError(t, acts.Reopen(ctx, "ui", "a", 0))
 	store, ok := acts.l.Store().(*kvledger.KVStore)
 	require.True(t, ok)
 
@@ -91,6 +91,6 @@ func TestUITaskActionsCloseTheirStore(t *testing.T) {
 	rec := kvledger.TaskState{Key: "after-close", Status: kvledger.StatusPending, Sequence: 1, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	_, _, _, _, err := store.Insert(ctx, rec.Key, rec)
 	require.ErrorIs(t, err, kvledger.ErrClosed, "the store is closed")
-	require.ErrorIs(t, acts.Cancel(ctx, "ui", "a"), kvledger.ErrClosed)
+	require.ErrorIs(t, acts.Cancel(ctx, "ui", "a", 0), kvledger.ErrClosed)
 	acts.close() // idempotent
 }

@@ -44,13 +44,13 @@ func TestBrowserLocksTakenLaterAppearAndLeave(t *testing.T) {
 // cancelActions cancels with the ledger's operator Cancel.
 type cancelActions struct{ l *kvledger.Ledger }
 
-func (a cancelActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	_, err := a.l.Cancel(ctx, actor, key, "from the browser test", time.Now())
+func (a cancelActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.l.Cancel(ctx, actor, key, "from the browser test", time.Now(), kvledger.AtRevision(rev))
 	return err
 }
 
-func (a cancelActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	_, err := a.l.Reopen(ctx, actor, key, time.Now())
+func (a cancelActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.l.Reopen(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	return err
 }
 

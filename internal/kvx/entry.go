@@ -46,6 +46,10 @@ type Entry struct {
 	// MsgID is the message's Nats-Msg-Id ("" when it has none or the
 	// entry came from a watcher): the identity of the write that stored it.
 	MsgID string
+	// Expiring: the message carries a per-message TTL (Nats-TTL), so the
+	// server removes it when that runs out (set by the reads of one key
+	// from the stream, not by watchers).
+	Expiring bool
 }
 
 // Live reports whether the entry holds a value (not a marker).

@@ -82,7 +82,8 @@ func (b *Bucket) lastBySubject(ctx context.Context, subject, key string) (Entry,
 	if k, ok := strings.CutPrefix(m.Subject, b.prefix); ok {
 		key = k
 	}
-	return Entry{Key: key, Value: m.Data, Revision: m.Sequence, Op: opOf(hdr), Created: m.Time, MsgID: hdr.Get(jetstream.MsgIDHeader)}, nil
+	return Entry{Key: key, Value: m.Data, Revision: m.Sequence, Op: opOf(hdr), Created: m.Time, MsgID: hdr.Get(jetstream.MsgIDHeader),
+		Expiring: hdr.Get(jetstream.MsgTTLHeader) != ""}, nil
 }
 
 // Get returns key's live value, read from the stream leader. When the last

@@ -50,7 +50,8 @@ func (b *Bucket) directLast(ctx context.Context, subject, key string) (Entry, er
 		key = k
 	}
 	created, _ := time.Parse(time.RFC3339Nano, msg.Header.Get(jetstream.TimeStampHeaer))
-	return Entry{Key: key, Value: msg.Data, Revision: seq, Op: opOf(nats.Header(msg.Header)), Created: created, MsgID: msg.Header.Get(jetstream.MsgIDHeader)}, nil
+	return Entry{Key: key, Value: msg.Data, Revision: seq, Op: opOf(nats.Header(msg.Header)), Created: created, MsgID: msg.Header.Get(jetstream.MsgIDHeader),
+		Expiring: msg.Header.Get(jetstream.MsgTTLHeader) != ""}, nil
 }
 
 // lastRequest sends a last-by-subject request to the stream's API

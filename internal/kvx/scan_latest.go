@@ -17,7 +17,8 @@ import (
 // consumer has delivered at least that revision (waiting for the replica
 // up to catchUp; 0 means 5 s, after which it fails rather than return a
 // stale view). It buffers the live entries meanwhile and then calls fn
-// with them in revision order; markers are never passed to fn. Starting
+// with them in revision order; markers are never passed to fn. When the
+// leader has no message on any matching key it returns at once. Starting
 // its watch is bounded by the op timeout per try, tried again when a try
 // ran out (startRetry), all within ctx.
 func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Duration, fn func(Entry) bool) error {
@@ -28,6 +29,10 @@ func (b *Bucket) ScanLatest(ctx context.Context, pattern string, catchUp time.Du
 	last, err := b.lastBySubject(ctx, b.Subject(pattern), pattern)
 	switch {
 	case errors.Is(err, ErrNotFound):
+		// The leader holds no message on any matching key: nothing to
+		// scan, and no consumer to make (a dependency index lookup of a
+		// key nothing needs, say).
+		return nil
 	case err != nil:
 		return fmt.Errorf("kvx: scan %q: %w", pattern, err)
 	default:

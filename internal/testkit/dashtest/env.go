@@ -2,11 +2,13 @@ package dashtest
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +142,19 @@ func CSRFOf(t testing.TB, body string) string {
 	rest := body[i+len(marker):]
 	return rest[:strings.IndexByte(rest, '"')]
 }
+
+// BulkTasksOf returns the tasks a bulk dry run's confirm form carries,
+// each "<revision>:<query-escaped key>" as the form posts it.
+func BulkTasksOf(t testing.TB, body string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range bulkTaskField.FindAllStringSubmatch(body, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
+}
+
+var bulkTaskField = regexp.MustCompile(`name="task" value="([^"]*)"`)
 
 // tlogWriter sends the dashboard's log lines to t.Log.
 type tlogWriter struct{ t testing.TB }

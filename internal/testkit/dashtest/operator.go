@@ -15,24 +15,25 @@ import (
 
 // OperatorActions are the dashboard's task actions carried out by the
 // ledger's own operator calls (Reopen, Cancel, Delete), as natscoord ui
-// wires them: each is one compare-and-set that leaves an event.
+// wires them: each is one compare-and-set, at the revision the dashboard
+// showed, that leaves an event.
 type OperatorActions struct{ L *kvledger.Ledger }
 
 // Reopen reopens a failed or cancelled task.
-func (a OperatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	_, err := a.L.Reopen(ctx, actor, key, time.Now())
+func (a OperatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.L.Reopen(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	return err
 }
 
 // Cancel cancels a task that has not ended.
-func (a OperatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	_, err := a.L.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
+func (a OperatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.L.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now(), kvledger.AtRevision(rev))
 	return err
 }
 
 // Delete removes an ended task.
-func (a OperatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
-	return a.L.Delete(ctx, actor, key, time.Now())
+func (a OperatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	return a.L.Delete(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 }
 
 // Submit admits a runtime task (kind, run-at, attempts bound), failing
