@@ -329,10 +329,13 @@
 //     renewal + ClaimTTL - Margin, where Margin is kvlease.Margin(ClaimTTL)
 //     = max(50 ms, ClaimTTL/10). The server expires the lease no sooner
 //     than ClaimTTL (rounded up to whole seconds) after that renewal
-//     reached it, so no other worker can start the task before Margin
-//     (1 s at the default ClaimTTL of 10 s) after the cancellation. That
-//     is the bound: a handler that returns within Margin of ErrClaimLost
-//     never runs beside the task's next run. `natscoord work` kills the
+//     reached it, so no other worker can start the task sooner than
+//     Margin (1 s at the default ClaimTTL of 10 s) after the window's
+//     end. That is the bound: a handler that returns within Margin of
+//     the window's end (less the time the worker's timer and the handler
+//     take to notice it: a few ms, more on a starved machine;
+//     TestTakeoverWithinTTL measures it) never runs beside the task's
+//     next run. `natscoord work` kills the
 //     command's whole process tree at once (SIGKILL, no --grace) on a
 //     lost claim for that reason. As long as the worker can renew, the
 //     lease lives, whatever its handlers do.
