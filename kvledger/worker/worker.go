@@ -372,9 +372,9 @@ func (w *Worker) Close(ctx context.Context) error {
 // windDown is the end of Close that waits for no ctx: once the attempt
 // goroutines (parked or finishing a handler that outlived Close's ctx)
 // and the collector (nil when it never started) have ended, it deletes
-// the worker's lease (renewed until then), closes attemptsEnded, waits for the end of the lease manager the worker made
-// (whose shutdown Close started; its own operation bounds limit it),
-// and closes stopped. Only Close starts it, once.
+// the worker's lease (renewed until then), closes attemptsEnded, closes
+// the lease manager the worker made (its own operation bounds limit
+// that) and closes stopped. Only Close starts it, once.
 func (w *Worker) windDown(collected <-chan struct{}) {
 	w.pool.Wait()
 	if collected != nil {
