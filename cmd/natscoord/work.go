@@ -84,12 +84,18 @@ at once (ready again within --backoff), its attempt not counted and the
 error kept as its last error, and the worker stops (other running
 commands still get --drain) and exits 127 or 126.
 
-When the claim is lost (this worker could not renew it in time, or another
-took the task over), the task is cancelled, or the worker drains (SIGINT,
-SIGTERM), CMD's process group gets SIGTERM, and SIGKILL --grace later if
-it is still running. A drained task is given back, not failed, so another
-worker starts it at once. When CMD exits, whatever it left running in the
-background is stopped the same way. On Linux, CMD runs under a small
+A task never runs twice at once. When the task is cancelled or the worker
+drains (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and SIGKILL
+--grace later if it is still running. A drained task is given back, not
+failed, but only once CMD and everything it started have exited (at most
+--drain + --grace after the signal): the claim is kept, and renewed, until
+then, and another worker starts the task right after. When the claim is
+lost (this worker could not renew it within --ttl less a tenth of it, or
+another took the task over) there is no grace: CMD and everything it
+started get SIGKILL at once, at least a tenth of --ttl (50ms at the least)
+before the server can expire the claim and another worker take the task
+over. When CMD exits, whatever it left running in the background is
+stopped as on a drain. On Linux, CMD runs under a small
 supervisor (natscoord itself) that stops CMD and everything it started,
 grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
 once, SIGKILL a third of --ttl later (at most --grace), before another
@@ -289,7 +295,7 @@ type workPrinter struct {
 	w      io.Writer
 	errw   io.Writer
 	json   bool
-	starts map[startKey]time.Time // attempts running, for the duration of one given back
+	starts map[startKey]struct{} // attempts running (draining's count)
 }
 
 type startKey struct {
@@ -311,21 +317,15 @@ func (p *workPrinter) OnStart(_ context.Context, e worker.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.starts == nil {
-		p.starts = make(map[startKey]time.Time)
+		p.starts = make(map[startKey]struct{})
 	}
-	p.starts[startKey{e.Key, e.Fence}] = time.Now()
+	p.starts[startKey{e.Key, e.Fence}] = struct{}{}
 }
 
 func (p *workPrinter) OnFinish(_ context.Context, e worker.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := startKey{e.Key, e.Fence}
-	// An attempt given back during a drain is reported while its
-	// command still runs, without a duration: it ran since its start.
-	if start, ok := p.starts[k]; ok && e.Duration == 0 {
-		e.Duration = time.Since(start)
-	}
-	delete(p.starts, k)
+	delete(p.starts, startKey{e.Key, e.Fence})
 	if p.json {
 		line := map[string]any{"key": e.Key, "kind": e.Kind, "result": e.Result, "attempt": e.Attempt,
 			"fence": e.Fence, "duration_ms": e.Duration.Milliseconds()}
@@ -373,7 +373,7 @@ func (p *workPrinter) draining(drain, grace time.Duration) {
 	running := len(p.starts)
 	p.mu.Unlock()
 	if running > 0 {
-		p.say("draining: %d running, given --drain %v to finish, then SIGTERM (SIGKILL --grace %v later); their tasks are given back", running, drain, grace)
+		p.say("draining: %d running, given --drain %v to finish, then SIGTERM (SIGKILL --grace %v later); their tasks are given back once they exited", running, drain, grace)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // Environment variables a command run by `natscoord work` finds set.
@@ -152,7 +154,7 @@ func (r *commandRunner) run(ctx context.Context, t execTask) (json.RawMessage, b
 	select {
 	case werr = <-waited:
 	case <-ctx.Done():
-		werr = r.stop(cmd.Process.Pid, waited)
+		werr = r.stop(cmd.Process.Pid, waited, errors.Is(context.Cause(ctx), worker.ErrClaimLost))
 		sup.ended(cmd.Process.Pid)
 		return nil, false, fmt.Errorf("%w (command stopped: %v)", context.Cause(ctx), exitText(werr))
 	}
@@ -189,10 +191,19 @@ type childStatus struct {
 // stop sends SIGTERM to the process group of what was started (the
 // command, or its supervisor, which passes it on), SIGKILL after the
 // grace period (and stopMargin, the supervisor's time to do the same and
-// report), and returns the wait error.
-func (r *commandRunner) stop(pid int, waited <-chan error) error {
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	t := time.NewTimer(r.grace + stopMargin)
+// report), and returns the wait error once it has exited: on Linux,
+// once the supervisor has reaped the command's whole tree. When the
+// claim is lost (lost), there is no grace: the server may expire the
+// worker's lease as soon as kvlease.Margin(ttl) after the handler's
+// context ended, and another worker then starts the task, so the tree
+// is killed at once (killNowSignal).
+func (r *commandRunner) stop(pid int, waited <-chan error, lost bool) error {
+	sig, grace := syscall.SIGTERM, r.grace
+	if lost {
+		sig, grace = killNowSignal, 0
+	}
+	_ = syscall.Kill(-pid, sig)
+	t := time.NewTimer(grace + stopMargin)
 	defer t.Stop()
 	select {
 	case err := <-waited:

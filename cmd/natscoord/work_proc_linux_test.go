@@ -46,9 +46,7 @@ func readPids(t *testing.T, path string) []int {
 
 func requireGone(t *testing.T, pids []int, what string) {
 	t.Helper()
-	for _, pid := range pids {
-		natstest.Eventually(t, 20*time.Second, func() bool { return !alive(pid) }, "%s: pid %d still runs", what, pid)
-	}
+	requireGoneWithin(t, pids, 20*time.Second, what)
 }
 
 // A worker killed by SIGKILL leaves nothing running: the command and its
@@ -120,4 +118,112 @@ func TestWorkDrainStopsGrandchildren(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "1 given back")
 	requireGone(t, pids, "after the drain")
+}
+
+// onceScript is the command of the tests below: the task's first run
+// holds a lock (flock) for as long as it or anything it started runs,
+// ignores SIGTERM and runs "forever" (sleep 300 in the background,
+// holding the lock too), having written its pids to $PIDS; a later run
+// records an overlap in $OVERLAP when it finds the lock still held, and
+// exits 0.
+const onceScript = `exec 9>>"$LOCK"
+if ! flock -n 9; then echo "overlap at fence $NATSCOORD_TASK_FENCE" >> "$OVERLAP"; fi
+if [ -e "$PIDS" ]; then echo second; exit 0; fi
+trap '' TERM
+sleep 300 &
+echo "$$ $!" > "$PIDS.tmp"; mv "$PIDS.tmp" "$PIDS"
+wait`
+
+// onceEnv sets the variables of onceScript and returns its pid file and
+// overlap file.
+func onceEnv(t *testing.T) (pids, overlap string) {
+	dir := t.TempDir()
+	pids, overlap = filepath.Join(dir, "pids"), filepath.Join(dir, "overlap")
+	t.Setenv("LOCK", filepath.Join(dir, "lock"))
+	t.Setenv("PIDS", pids)
+	t.Setenv("OVERLAP", overlap)
+	return pids, overlap
+}
+
+func requireNoOverlap(t *testing.T, overlap string) {
+	t.Helper()
+	b, err := os.ReadFile(overlap)
+	if err == nil {
+		t.Fatalf("the task ran twice at once: %s", b)
+	}
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// A drained worker gives its task back only once its command and
+// everything it started have exited: a second worker never runs the task
+// beside a command that ignores SIGTERM, with --drain 1s or 0. Before,
+// the drain gave the task back when it sent SIGTERM, and the second
+// worker ran it beside the first for --grace.
+func TestWorkDrainNeverRunsATaskTwiceAtOnce(t *testing.T) {
+	for _, drain := range []string{"1s", "0s"} {
+		t.Run("drain "+drain, func(t *testing.T) {
+			c, _ := newCLI(t)
+			pidFile, overlap := onceEnv(t)
+			c.ok("ledger", "admit", "k1", "--seq", "1", "--kind", "slow")
+			a := c.startProcess("work", "--kind", "slow", "--drain", drain, "--grace", "2s", "--", "sh", "-c", onceScript)
+			pids := readPids(t, pidFile)
+			b := c.start("work", "--kind", "slow", "--", "sh", "-c", onceScript)
+
+			require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+			natstest.WaitClosed(t, a.done, 30*time.Second, "the drained worker to stop")
+			require.Equal(t, 0, a.cmd.ProcessState.ExitCode(), a.err.String())
+			requireGone(t, pids, "after the drain")
+			require.Regexp(t, `(?m)^released\s+k1\s+attempt 1\s+fence \d+`, a.out.String())
+
+			r := c.run("ledger", "wait", "k1")
+			require.Equal(t, waitCompleted, r.code, r.stderr)
+			requireNoOverlap(t, overlap)
+			var rec kvledger.TaskState
+			require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "k1")), &rec))
+			require.JSONEq(t, `"second"`, string(rec.Result))
+			require.Equal(t, 1, rec.Attempts, "the drained attempt is not counted")
+			require.Equal(t, 0, b.stop(t).code)
+		})
+	}
+}
+
+// A worker that cannot renew its claim (its server is down) kills the
+// command and everything it started at once, with no --grace, before the
+// server can expire the claim: when the server is back and another
+// worker takes the task over, nothing of the first run is left. Before,
+// the command got SIGTERM and an hour's --grace.
+func TestWorkLostClaimKillsTheCommandAtOnce(t *testing.T) {
+	const ttl = 2 * time.Second
+	s := natstest.StartRestartable(t)
+	c := &cli{t: t, url: s.ClientURL()}
+	pidFile, overlap := onceEnv(t)
+	c.ok("ledger", "admit", "k1", "--seq", "1", "--kind", "slow")
+	a := c.startProcess("work", "--kind", "slow", "--ttl", ttl.String(), "--grace", "1h", "--", "sh", "-c", onceScript)
+	pids := readPids(t, pidFile)
+
+	s.Stop()
+	down := time.Now()
+	// The claim's lease was last renewed before the stop, so the server
+	// could expire it from down+ttl on; the worker kills the tree at
+	// the end of its validity window, a tenth of the TTL earlier. The
+	// wait allows for a loaded machine; the time taken is logged.
+	requireGoneWithin(t, pids, 2*ttl, "after the claim was lost")
+	t.Logf("the command was killed %v after the server went down (claim TTL %v)", time.Since(down).Round(time.Millisecond), ttl)
+	s.Start()
+
+	b := c.start("work", "--kind", "slow", "--ttl", ttl.String(), "--", "sh", "-c", onceScript)
+	r := c.run("ledger", "wait", "k1", "--for", "25s")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	requireNoOverlap(t, overlap)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	natstest.WaitClosed(t, a.done, 30*time.Second, "the first worker to stop")
+	require.Regexp(t, `(?m)^lost\s+k1\s+attempt 1`, a.out.String())
+	require.Equal(t, 0, b.stop(t).code)
+}
+
+func requireGoneWithin(t *testing.T, pids []int, d time.Duration, what string) {
+	t.Helper()
+	for _, pid := range pids {
+		natstest.Eventually(t, d, func() bool { return !alive(pid) }, "%s: pid %d still runs", what, pid)
+	}
 }

@@ -28,6 +28,9 @@ import (
 //     has, and SIGKILL grace later; when the command exits, it does the
 //     same to what the command left behind; it exits once it has no child
 //     left, so every descendant is gone by then;
+//   - when it gets killNowSignal (the worker lost the claim: another
+//     worker may start the task any moment), it sends SIGKILL to all of
+//     them at once, with no grace;
 //   - when the worker died, the grace is at most a third of the claim's
 //     TTL (orphan grace): the claim's lease outlives the worker by up to
 //     the TTL, then another worker takes the task over, and it must not
@@ -49,6 +52,9 @@ const superviseArg = "__natscoord-work-supervisor"
 // stopMargin is the time the worker gives the supervisor, after grace,
 // to kill what is left and report, before it kills the supervisor.
 const stopMargin = 2 * time.Second
+
+// killNowSignal asks the supervisor to kill the command's tree at once.
+const killNowSignal = syscall.SIGUSR1
 
 // maybeSupervise runs the supervisor and exits when natscoord was started
 // as one; main and TestMain call it first.
@@ -145,7 +151,7 @@ func superviseMain(args []string) int {
 		fmt.Fprintf(os.Stderr, "natscoord: supervisor: PR_SET_CHILD_SUBREAPER: %v\n", errno)
 	}
 	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, killNowSignal)
 
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -186,8 +192,11 @@ func superviseMain(args []string) int {
 	}
 	for {
 		select {
-		case <-sigc:
+		case s := <-sigc:
 			stopping()
+			if s == killNowSignal {
+				t.signal(syscall.SIGKILL) // and every later signal kills
+			}
 			continue
 		case <-waitc:
 		}

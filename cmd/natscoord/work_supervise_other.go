@@ -18,6 +18,9 @@ import (
 // stopMargin: no supervisor to wait for.
 const stopMargin = 0
 
+// killNowSignal kills the command's group at once (a lost claim).
+const killNowSignal = syscall.SIGKILL
+
 // maybeSupervise: there is no supervisor to be.
 func maybeSupervise() {}
 

@@ -312,7 +312,8 @@ func TestWorkOutputLines(t *testing.T) {
 	require.Contains(t, c.ok("ledger", "show", "slow"), "claimed")
 	ran := time.Since(seen)
 	stopped := work.stop(t).stdout
-	m := regexp.MustCompile(`(?m)^released\s+slow\s+attempt 1\s+fence \d+\s+(\S+)  worker: draining$`).FindStringSubmatch(stopped)
+	// Given back once the command was stopped, which the line says.
+	m := regexp.MustCompile(`(?m)^released\s+slow\s+attempt 1\s+fence \d+\s+(\S+)  worker: draining \(command stopped: exit status 143\)$`).FindStringSubmatch(stopped)
 	require.NotNil(t, m, stopped)
 	d, err := time.ParseDuration(m[1])
 	require.NoError(t, err, m[0])

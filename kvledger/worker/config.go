@@ -107,8 +107,8 @@ type Config struct {
 	// BackoffBase and BackoffMax shape the default Backoff.
 	BackoffBase, BackoffMax time.Duration
 	// DrainTimeout is how long Close lets running handlers finish before
-	// it cancels them (cause ErrDraining) and releases their claims.
-	// Default 30s; negative means do not wait.
+	// it cancels them (cause ErrDraining); each one's claim is given back
+	// once it returned. Default 30s; negative means do not wait.
 	DrainTimeout time.Duration
 	// OpTimeout bounds each ledger write the worker makes. Default 5s.
 	OpTimeout time.Duration

@@ -290,19 +290,64 @@
 //
 // # Drain
 //
-// Close (or the end of Run's ctx) stops claiming, lets running handlers
-// finish for up to DrainTimeout, then cancels the rest (ErrDraining) and
-// releases their claims: the record goes back to pending with its
-// attempt not counted, so another worker's watch sees it and starts the
-// task at once. Then the worker's lease is deleted, so a claim that
-// could not be released is free for takeover at once too. (Each attempt runs on
-// one goroutine, reused for the next attempt once it is done, so at most
-// as many exist as attempts ran at once.) Close then stops the
-// watches; every goroutine of the worker has ended when it returns
-// (a handler that ignores its cancelled context is waited for as long
-// as Close's ctx allows: when ctx ends first, Close returns its cause,
-// and a later Close waits for that handler to return). Another worker
-// starts a released task as soon as its watch delivers the release.
+// Close (or the end of Run's ctx) stops claiming, gives back at once the
+// tasks claimed ahead (their handlers never started), lets running
+// handlers finish for up to DrainTimeout, then cancels the rest
+// (ErrDraining). Each cancelled handler's claim is given back when the
+// handler returns, not before: the record goes back to pending with its
+// attempt not counted (a handler that returns nil completes the task),
+// so another worker's watch sees it and starts the task at once, and
+// never beside the handler. Close then stops the watches and, once
+// every handler has returned, deletes the worker's lease, so a claim
+// that could not be given back is free for takeover at once too. (Each
+// attempt runs on one goroutine, reused for the next attempt once it is
+// done, so at most as many exist as attempts ran at once.) Every
+// goroutine of the worker has ended when Close returns nil. A handler
+// that ignores its cancelled context is waited for as long as Close's
+// ctx allows: when ctx ends first, Close returns its cause, the handler
+// keeps its claim, and the worker's lease, and the lease manager the
+// worker made, stay and renew until it returns; a later Close waits for
+// that.
+//
+// # Never two runs of a task at once
+//
+// A claim ends in one place, after its handler: its outcome (completed,
+// failed, a retry, given back) is written once the handler has returned,
+// and nothing gives the claim back while the handler runs. For each way
+// an attempt ends early:
+//   - a drain, with DrainTimeout or -1, and Close with an ended ctx:
+//     above; the claim is kept, renewed, for as long as the handler
+//     runs (TestDrainGivesBackOnlyAfterTheHandlerReturned);
+//   - a task cancelled by an operator: Cancel writes the record failed,
+//     which ends the claim, and no worker starts a final task; a task
+//     reopened (Ledger.Reopen) while its cancelled handler still runs
+//     can start beside it, so reopen a cancelled task once its handler
+//     has stopped;
+//   - a worker that dies: its handlers die with it, and the server
+//     expires its lease ClaimTTL after the last renewal;
+//   - a lost lease: when the worker cannot renew its lease (the server
+//     is unreachable, restarting or on the other side of a partition),
+//     it cannot keep its claims, since renewing is the server's act.
+//     Every handler's ctx is then cancelled (ErrClaimLost) at the end of
+//     the lease's validity window: the send time of its last confirmed
+//     renewal + ClaimTTL - Margin, where Margin is kvlease.Margin(ClaimTTL)
+//     = max(50 ms, ClaimTTL/10). The server expires the lease no sooner
+//     than ClaimTTL (rounded up to whole seconds) after that renewal
+//     reached it, so no other worker can start the task sooner than
+//     Margin (1 s at the default ClaimTTL of 10 s) after the window's
+//     end. That is the bound: a handler that returns within Margin of
+//     the window's end (less the time the worker's timer and the handler
+//     take to notice it: a few ms, more on a starved machine;
+//     TestTakeoverWithinTTL measures it) never runs beside the task's
+//     next run. `natscoord work` kills the
+//     command's whole process tree at once (SIGKILL, no --grace) on a
+//     lost claim for that reason. As long as the worker can renew, the
+//     lease lives, whatever its handlers do.
+//
+// A process paused past its lease (SIGSTOP, a long GC pause) is the one
+// case no worker can stop: its handlers run on when it wakes, while the
+// task may have been taken over. Their writes are fenced (below), and
+// side effects outside the ledger must carry the fence.
 //
 // # Metrics
 //
@@ -346,9 +391,10 @@
 //     crashed attempts count; a crash in a task's last allowed attempt
 //     fails the task.
 //   - Partition from the server: renewals fail; the handler's ctx is
-//     cancelled at the end of the validity window, before the server
-//     can expire the lease; the worker then writes nothing. A minority
-//     side of an R3 cluster can neither claim nor renew.
+//     cancelled at the end of the validity window, at least Margin
+//     before the server can expire the lease (the bound, above); the
+//     worker then writes nothing. A minority side of an R3 cluster can
+//     neither claim nor renew.
 //   - Clock skew: liveness does not use wall clocks at all (the server
 //     measures the TTL, the holder its monotonic window), so a worker
 //     whose clock is off by any amount keeps its claim for as long as

@@ -25,7 +25,8 @@ var (
 	// record moved to another claim (a takeover fenced this one).
 	ErrClaimLost = errors.New("worker: claim lost")
 	// ErrDraining is the cause of a handler's context when Close's drain
-	// timeout ran out; the claim is released, not failed.
+	// timeout ran out; the claim is given back, not failed, once the
+	// handler returned (with nil, the task is completed).
 	ErrDraining = errors.New("worker: draining")
 	// ErrResultTooLarge: Task.SetResult got a value whose JSON exceeds
 	// Config.MaxResultBytes.

@@ -229,7 +229,7 @@ func TestScheduleRunsMissedPeriodsOnce(t *testing.T) {
 // it has returned. It used to return at once, with the handler's
 // goroutine still running.
 func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
-	e, w, release := stuckWorker(t)
+	e, w, release, _ := stuckWorker(t)
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -245,9 +245,11 @@ func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 
 	closed := make(chan error, 1)
 	go func() { closed <- closeWorker(w) }()
+	require.Equal(t, kvledger.StatusClaimed, e.state("stuck").Status, "kept while the handler runs")
 	release()
 	require.NoError(t, natstest.Recv(t, closed, 20*time.Second, "Close returns once the handler returned"))
-	require.Equal(t, kvledger.StatusPending, e.state("stuck").Status, "released by the drain")
+	// The handler returned nil, after the drain: it did its work.
+	require.Equal(t, kvledger.StatusCompleted, e.state("stuck").Status)
 }
 
 // A Close that comes while another Close drains (Run's, whose ctx never
@@ -255,12 +257,12 @@ func TestCloseAgainWaitsForAHandlerThatIgnoresItsContext(t *testing.T) {
 // ctx ends: only the first call drains, the others wait for the same end
 // within their own bound.
 func TestCloseDuringAnotherCloseIsBoundedByItsCtx(t *testing.T) {
-	e, w, release := stuckWorker(t)
+	e, w, release, cancelled := stuckWorker(t)
 
 	first := make(chan error, 1)
 	go func() { first <- w.Close(context.Background()) }() // as Run's Close
-	natstest.Eventually(t, 10*time.Second, func() bool { return e.state("stuck").Status == kvledger.StatusPending },
-		"the first Close's drain released the claim")
+	natstest.WaitClosed(t, cancelled, 10*time.Second, "the first Close's drain cancelled the handler")
+	require.Equal(t, kvledger.StatusClaimed, e.state("stuck").Status, "kept while the handler runs")
 	second := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -306,14 +308,19 @@ func TestCloseRacingStart(t *testing.T) {
 
 // stuckWorker is a worker (no drain timeout) running the task "stuck",
 // whose handler ignores its context until release is called (also at
-// the test's end, before the worker's Close).
-func stuckWorker(t *testing.T) (e *env, w *worker.Worker, release func()) {
+// the test's end, before the worker's Close); cancelled is closed when
+// its context ends.
+func stuckWorker(t *testing.T) (e *env, w *worker.Worker, release func(), cancelled <-chan struct{}) {
 	t.Helper()
 	n := natstest.WithServer(t)
 	e = newEnv(t, n.JS, 1)
 	started, unblock := make(chan struct{}, 1), make(chan struct{})
+	ctxEnded := make(chan struct{})
+	cancelled = ctxEnded
 	w = e.worker(worker.Config{DrainTimeout: -1}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("stuck", func(context.Context, *worker.Task) error {
+		require.NoError(t, w.Handle("stuck", func(ctx context.Context, _ *worker.Task) error {
+			stop := context.AfterFunc(ctx, func() { close(ctxEnded) })
+			defer stop()
 			started <- struct{}{}
 			<-unblock // ignores its context
 			return nil
@@ -324,5 +331,5 @@ func stuckWorker(t *testing.T) (e *env, w *worker.Worker, release func()) {
 	t.Cleanup(release) // registered after the worker's Close: runs before it
 	e.submit(kvledger.Submission{Key: "stuck", Kind: "stuck"})
 	natstest.Recv(t, started, 10*time.Second, "the handler starts")
-	return e, w, release
+	return e, w, release, cancelled
 }

@@ -43,10 +43,12 @@ func testTakeover(t *testing.T, e *env, jsA jetstream.JetStream, replicas int) {
 	ledA := e.ledgerOn(jsA)
 	startedA := make(chan struct{}, 1)
 	var causeA atomic.Value
+	var cancelledAt atomic.Int64
 	a := e.startOn(jsA, ledA, worker.Config{ClaimTTL: ttl, Owner: "A", LeaseReplicas: replicas}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
 			startedA <- struct{}{}
 			<-ctx.Done()
+			cancelledAt.Store(time.Now().UnixNano())
 			causeA.Store(context.Cause(ctx))
 			return nil // would complete, but the claim is gone
 		}))
@@ -77,6 +79,14 @@ func testTakeover(t *testing.T, e *env, jsA jetstream.JetStream, replicas int) {
 
 	natstest.Eventually(t, 5*time.Second, func() bool { return causeA.Load() != nil }, "A's handler is cancelled")
 	require.ErrorIs(t, causeA.Load().(error), worker.ErrClaimLost)
+	// The bound of doc.go ("Never two runs of a task at once"): the lost
+	// handler's context ends Margin before anyone can take the task
+	// over. Measured from when the handler saw it to B's start, less
+	// the time each took to run (a few ms here, more under -race on a
+	// loaded machine): half of it is asserted.
+	lead := time.Duration(takenAt.Load() - cancelledAt.Load())
+	t.Logf("A's handler saw its context end %v before B started the task (Margin %v)", lead, kvlease.Margin(ttl))
+	require.GreaterOrEqual(t, lead, kvlease.Margin(ttl)/2)
 	_ = closeWorker(a) // its connection is closed: errors are expected
 	require.EqualValues(t, 0, a.Stats().Completed, "A never recorded a completion")
 }

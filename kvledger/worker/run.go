@@ -335,6 +335,15 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	case herr == nil:
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
+	case errors.Is(cause, ErrDraining):
+		// Cancelled by Close's drain, and given back only now that the
+		// handler has returned, so no other worker starts the task
+		// while it still runs: pending again at once, uncounted.
+		o = kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}
+		ev.Result = ResultReleased
+		if !errors.Is(herr, ErrDraining) {
+			ev.Err = fmt.Errorf("%w: %w", ErrDraining, herr)
+		}
 	case isGiveBack(herr):
 		// Not before the first retry's pause: a cause that persists
 		// (the handler gives back every time) is then a slow loop of
@@ -444,16 +453,17 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 	return rec, err
 }
 
-// release gives r's claim back during a drain: the handler's context is
-// cancelled with ErrDraining and the record goes back to pending (this
-// attempt not counted), so another worker starts the task at once. The
-// worker's lease is deleted after every release (Close).
+// release gives back the claim of r, whose handler never started (it
+// waited for a handler slot, or was claimed as Close began): pending
+// again, this attempt not counted, so another worker starts the task at
+// once. A running handler's claim is never released here: the drain
+// cancels it (stopHandler) and record gives it back once it returned.
 func (w *Worker) release(r *run) {
 	w.mu.Lock()
-	claimed, cancel, g, hctx, ev := r.fence != 0, r.cancel, r.g, r.hctx, r.ev
+	claimed, cancel, g, hctx, ev, handling := r.fence != 0, r.cancel, r.g, r.hctx, r.ev, r.handling
 	w.mu.Unlock()
-	if !claimed {
-		return // not claimed yet: the attempt sees the drain itself
+	if !claimed || handling {
+		return // not claimed yet (the attempt sees the drain itself), or in its handler
 	}
 	r.once.Do(func() {
 		if cancel != nil {
@@ -474,6 +484,21 @@ func (w *Worker) release(r *run) {
 			w.stats.released.Add(1)
 		}
 	})
+}
+
+// stopHandler cancels the context of r's handler with ErrDraining when
+// the drain's time is up. The claim stays, under the worker's lease,
+// which keeps being renewed: record gives it back after the handler
+// returned.
+func (w *Worker) stopHandler(r *run) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.cause == nil {
+		r.cause = ErrDraining
+	}
+	if r.cancel != nil {
+		r.cancel(ErrDraining)
+	}
 }
 
 func (w *Worker) observe(ctx context.Context, ev Event) {

@@ -288,26 +288,31 @@ func (w *Worker) Stats() Stats {
 // Done is closed when Close has drained the worker, also the Close the
 // worker makes itself when its record or lease watch ends for good: it
 // claims no more and has given back its claims. A handler that ignores
-// its cancelled context may still be running then; Close waits for it.
+// its cancelled context may still be running then, its claim kept (the
+// worker's lease renewed) until it returns; Close waits for it.
 func (w *Worker) Done() <-chan struct{} { return w.done }
 
 // Close drains the worker: it stops claiming and gives back at once the
 // tasks it claimed ahead (their attempts not counted), lets running
 // handlers finish for up to DrainTimeout, then cancels the rest (cause
-// ErrDraining) and releases their claims (pending again, the attempt not
-// counted) so other workers start them at once; it waits for the
-// outcomes already sent to be settled; then it deletes the worker's
-// lease (a claim it could not release is free for takeover at once),
-// stops the watches and, if it made it, the lease manager. Every
-// goroutine of the worker has ended when it returns nil, or the error of
-// a watch that ended or of closing the lease manager it made.
+// ErrDraining) and, as each returns, gives its claim back (pending
+// again, the attempt not counted) so other workers start it at once; it
+// waits for the outcomes already sent to be settled; then it stops the
+// watches, deletes the worker's lease (a claim it could not give back is
+// free for takeover at once) and, if it made it, closes the lease
+// manager. Every goroutine of the worker has ended when it returns nil,
+// or the error of a watch that ended or of closing the lease manager it
+// made.
 //
-// ctx bounds how long Close waits, not what it does: when ctx ends
-// first (a handler ignores its cancelled context), Close returns ctx's
-// cause with that handler still running, its claim released. Close is
-// idempotent: a later call waits, bounded by its own ctx, for the last
-// such handler to return and returns the same result as every call
-// that saw the worker stopped.
+// A claim is given back only after its handler has returned, never
+// while it runs, so no other worker starts the task meanwhile. ctx
+// bounds how long Close waits, not that rule: when ctx ends first (a
+// handler ignores its cancelled context), Close returns ctx's cause with
+// that handler still running and its claim kept, the worker's lease
+// renewed, until the handler returns; then the claim is given back and
+// the lease deleted. Close is idempotent: a later call waits, bounded by
+// its own ctx, for the last such handler to return and returns the same
+// result as every call that saw the worker stopped.
 //
 // Close must not be called from a handler or an Observer with a ctx that
 // never ends: it waits for every running handler (the caller's too) and
@@ -330,33 +335,24 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.drain(ctx)
 			w.stopCollector(ctx)
 			w.mu.Lock()
-			g := w.wlease
-			w.wlease = nil
 			if w.idle != nil {
 				w.idle.Stop()
 			}
 			w.mu.Unlock()
 			w.idleWG.Wait()
-			if g != nil {
-				// After the releases: what is still claimed under
-				// it is free for other workers at once.
-				w.releaseWorkerLease(g)
-			}
 			w.stopWatches()
 		}
 		w.mu.Lock()
 		collected := w.collected
 		w.mu.Unlock()
+		// windDown deletes the worker's lease and closes the lease
+		// manager once every handler has returned, not before: a
+		// handler that outlives ctx keeps its claim (and its group
+		// slot), renewed, until then.
 		go w.windDown(collected)
 		select { // the attempt goroutines, parked or finishing
 		case <-w.attemptsEnded:
 		case <-ctx.Done():
-		}
-		if w.ownsMgr {
-			// Its shutdown starts now even with handlers left running:
-			// the group slots they hold are released with it. windDown
-			// waits for its end and reports its error.
-			_ = w.leases.Close(ctx)
 		}
 		close(w.done)
 	}
@@ -375,14 +371,24 @@ func (w *Worker) Close(ctx context.Context) error {
 
 // windDown is the end of Close that waits for no ctx: once the attempt
 // goroutines (parked or finishing a handler that outlived Close's ctx)
-// and the collector (nil when it never started) have ended, it closes
-// attemptsEnded, waits for the end of the lease manager the worker made
-// (whose shutdown Close started; its own operation bounds limit it),
-// and closes stopped. Only Close starts it, once.
+// and the collector (nil when it never started) have ended, it deletes
+// the worker's lease (renewed until then), closes attemptsEnded, closes
+// the lease manager the worker made (its own operation bounds limit
+// that) and closes stopped. Only Close starts it, once.
 func (w *Worker) windDown(collected <-chan struct{}) {
 	w.pool.Wait()
 	if collected != nil {
 		<-collected
+	}
+	w.mu.Lock()
+	g := w.wlease
+	w.wlease = nil
+	w.mu.Unlock()
+	if g != nil {
+		// After every claim was given back: what is still claimed
+		// under it (a give-back that failed) is free for other
+		// workers at once.
+		w.releaseWorkerLease(g)
 	}
 	close(w.attemptsEnded)
 	var errs []error
@@ -400,8 +406,9 @@ func (w *Worker) windDown(collected <-chan struct{}) {
 	close(w.stopped)
 }
 
-// drain waits for running handlers up to DrainTimeout, then releases
-// the claims of the rest and waits (bounded by ctx) for their handlers.
+// drain waits for running handlers up to DrainTimeout, then cancels
+// the rest (ErrDraining) and waits, bounded by ctx, for them to return
+// and give their claims back (record).
 func (w *Worker) drain(ctx context.Context) {
 	idle := doneOf(&w.runs)
 	if w.cfg.DrainTimeout > 0 {
@@ -419,11 +426,9 @@ func (w *Worker) drain(ctx context.Context) {
 		rs = append(rs, r)
 	}
 	w.mu.Unlock()
-	var wg sync.WaitGroup
 	for _, r := range rs {
-		wg.Go(func() { w.release(r) })
+		w.stopHandler(r)
 	}
-	wg.Wait()
 	select {
 	case <-idle:
 	case <-ctx.Done():

@@ -46,6 +46,19 @@ func (r *Restartable) start() {
 // Restart shuts the server down and starts it again.
 func (r *Restartable) Restart() {
 	r.t.Helper()
+	r.Stop()
+	r.start()
+}
+
+// Stop shuts the server down until Start: an outage as long as the test
+// needs.
+func (r *Restartable) Stop() {
+	r.t.Helper()
 	require.NoError(r.t, r.Shutdown(Context(r.t, 30*time.Second)))
+}
+
+// Start starts the server Stop shut down again.
+func (r *Restartable) Start() {
+	r.t.Helper()
 	r.start()
 }

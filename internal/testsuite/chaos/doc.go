@@ -5,7 +5,9 @@
 // proxies that a test cuts per direction), durability of
 // acknowledged ledger writes across a SIGKILLed server process, lease
 // takeover after a SIGKILLed holder process, the task runtime's crash test
-// (a random DAG on worker processes, one SIGKILLed and one SIGSTOPped),
+// (a random DAG on worker processes, one SIGKILLed, one drained and one
+// SIGSTOPped) and its overlap checker (no two handler runs of a task at
+// once, there and under the partitions),
 // and the security checks
 // (TLS, auth, subject permissions, secrets kept out of logs).
 //

@@ -253,6 +253,15 @@ func (w *dagWL) results(t *testing.T, r *partRun, phases int) []phaseCounts {
 	w.tr.mu.Lock()
 	defer w.tr.mu.Unlock()
 	out := make([]phaseCounts, phases)
+	// The overlap checker: every handler here returns when its context
+	// ends, so no two runs of a task may overlap, whatever the fault.
+	runs, overlaps := w.tr.overlapsLocked(func(taskStart) time.Time { return time.Time{} }, func(a, b taskStart) bool { return false })
+	overlapsOf := map[int]int{}
+	for _, o := range overlaps {
+		overlapsOf[keyPhase(o.key)]++
+		t.Logf("task DAG: two runs at once: %s", o.what)
+	}
+	t.Logf("task DAG: %d handler runs, %d overlapping", runs, len(overlaps))
 	logWorkers := false
 	defer func() {
 		if logWorkers {
@@ -264,7 +273,7 @@ func (w *dagWL) results(t *testing.T, r *partRun, phases int) []phaseCounts {
 		if dag == nil {
 			continue
 		}
-		c := phaseCounts{ops: w.attempts[p], unknown: w.lost[p]}
+		c := phaseCounts{ops: w.attempts[p], unknown: w.lost[p], violations: overlapsOf[p]}
 		final := w.final[p]
 		stuck := 0
 		if err := w.waitErr[p]; err != nil {
@@ -315,9 +324,9 @@ func (w *dagWL) results(t *testing.T, r *partRun, phases int) []phaseCounts {
 		if stuck > 0 {
 			after = fmt.Sprintf("%d NEVER FINISHED (waited %v)", stuck, w.waitMax)
 		}
-		c.detail = fmt.Sprintf("%d tasks: %d completed, %d failed, %d blocked as predicted; %d takeovers, %d stale reports refused; all final %v after admission, %s",
+		c.detail = fmt.Sprintf("%d tasks: %d completed, %d failed, %d blocked as predicted; %d takeovers, %d stale reports refused, %d runs overlapping; all final %v after admission, %s",
 			len(dag), counts[kvledger.StatusCompleted], counts[kvledger.StatusFailed], counts[kvledger.StatusBlocked],
-			takeovers, refused, took.Round(10*time.Millisecond), after)
+			takeovers, refused, overlapsOf[p], took.Round(10*time.Millisecond), after)
 		out[p] = c
 	}
 	return out

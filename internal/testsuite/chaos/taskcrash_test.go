@@ -24,52 +24,57 @@ import (
 // The task crash test: a random DAG of 200 tasks with random handler
 // failures runs on 4 worker processes (this test binary re-executed in the
 // "taskworker" role); one worker is SIGKILLed while it runs a long
-// handler. Every handler reports to this process over NATS (the
-// "taskres.*" subjects) when it starts and before it reports success, and
-// this process keeps a fence-checking Resource per task for those reports.
+// handler, another drained while it runs one. Every handler reports to
+// this process over NATS (the "taskres.*" subjects) when it starts,
+// before it reports success and as it returns, and this process keeps a
+// fence-checking Resource per task for those reports and checks that no
+// two runs of a task overlapped (overlapsLocked).
 const (
 	crashTasks       = 200
 	crashWorkers     = 4
 	crashConcurrency = 4
 	crashMaxAttempts = 3
-	crashTTL         = 2 * time.Second // the workers' claim TTL
-	crashLongMS      = 1500            // a long handler's run time
-	crashLongs       = 4               // long tasks in the DAG
+	crashTTL         = 2 * time.Second        // the workers' claim TTL
+	crashLongMS      = 1500                   // a long handler's run time
+	crashLongs       = 4                      // long tasks in the DAG
+	crashDrain       = 300 * time.Millisecond // the workers' DrainTimeout, shorter than a long handler
 )
 
 // taskReport is a handler's message to the parent.
 type taskReport struct {
-	Phase   string `json:"phase"` // "start" or "done"
+	Phase   string `json:"phase"` // "start", "done" (before it succeeds) or "end" (as the handler returns)
 	Worker  string `json:"worker"`
 	Key     string `json:"key"`
 	Fence   uint64 `json:"fence"`
 	Attempt int    `json:"attempt"`
 }
 
-// taskStart is a handler start the parent saw.
+// taskStart is a handler start the parent saw, and its end once the
+// handler reported it.
 type taskStart struct {
 	key    string
 	worker string
 	fence  uint64
 	at     time.Time
+	end    time.Time // zero: no end reported
 }
 
 // taskResources is the parent's side: one Resource per task key, and the
 // starts of every handler in the order they arrived.
 type taskResources struct {
-	mu        sync.Mutex
-	res       map[string]*Resource
-	starts    map[string][]taskStart
-	doneFence map[string]uint64 // fence of the accepted success report per key
-	refused   int
-	firstLong chan taskStart // the first start of a long task, once
-	longs     map[string]bool
+	mu         sync.Mutex
+	res        map[string]*Resource
+	starts     map[string][]taskStart
+	doneFence  map[string]uint64 // fence of the accepted success report per key
+	refused    int
+	longStarts chan taskStart // starts of long tasks (the first 64)
+	longs      map[string]bool
 }
 
 func newTaskResources(longs map[string]bool) *taskResources {
 	return &taskResources{
 		res: map[string]*Resource{}, starts: map[string][]taskStart{}, doneFence: map[string]uint64{},
-		firstLong: make(chan taskStart, 1), longs: longs,
+		longStarts: make(chan taskStart, 64), longs: longs,
 	}
 }
 
@@ -101,6 +106,17 @@ func (tr *taskResources) record(r taskReport) bool {
 	now := time.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	if r.Phase == "end" {
+		// Not a write: the handler is returning.
+		runs := tr.starts[r.Key]
+		for i := len(runs) - 1; i >= 0; i-- {
+			if runs[i].worker == r.Worker && runs[i].fence == r.Fence && runs[i].end.IsZero() {
+				runs[i].end = now
+				break
+			}
+		}
+		return true
+	}
 	res := tr.res[r.Key]
 	if res == nil {
 		res = NewResource()
@@ -115,7 +131,7 @@ func (tr *taskResources) record(r taskReport) bool {
 		tr.starts[r.Key] = append(tr.starts[r.Key], taskStart{worker: r.Worker, fence: r.Fence, at: now})
 		if tr.longs[r.Key] {
 			select {
-			case tr.firstLong <- taskStart{key: r.Key, worker: r.Worker, fence: r.Fence, at: now}:
+			case tr.longStarts <- taskStart{key: r.Key, worker: r.Worker, fence: r.Fence, at: now}:
 			default:
 			}
 		}
@@ -205,7 +221,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	}
 
 	// Kill the worker running the first long handler, mid-handler.
-	first := natstest.Recv(t, tr.firstLong, time.Minute, "a long handler to start")
+	first := natstest.Recv(t, tr.longStarts, time.Minute, "a long handler to start")
 	victim := -1
 	for i, n := range names {
 		if n == first.worker {
@@ -230,6 +246,24 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	require.True(t, slices.ContainsFunc(orphans, func(r kvledger.TaskState) bool { return string(r.Key) == first.key }),
 		"the victim was killed in %s's handler", first.key)
 
+	// Drain a live worker (Stop: its Close, DrainTimeout 1 s) while it
+	// runs a long handler, which outlives the drain and is slow to stop
+	// (runDAGTask): its claim must be given back only once the handler
+	// returned, never while another worker could start the task beside
+	// it (the overlap checker, below).
+	drained := -1
+	var drainedRun taskStart
+	for drained < 0 {
+		s := natstest.Recv(t, tr.longStarts, time.Minute, "a long handler to start on a live worker")
+		i := slices.Index(names, s.worker)
+		// One that will still run when the drain's time is up.
+		if s.at.After(killed) && i != victim && time.Since(s.at) < crashLongMS*time.Millisecond-crashDrain-200*time.Millisecond {
+			drained, drainedRun = i, s
+		}
+	}
+	workers[drained].Stop(t)
+	t.Logf("drained %s %v into a long handler of %s", names[drained], time.Since(drainedRun.at).Round(time.Millisecond), drainedRun.key)
+
 	// Pause another worker (SIGSTOP) while it holds claims, until every
 	// one of them has started again elsewhere under a larger fence, then
 	// let it go on (SIGCONT): it wakes believing in claims that were taken
@@ -249,7 +283,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		snap, err := l.Snapshot(ctx)
 		require.NoError(t, err)
 		for i := range workers {
-			if i == victim || len(held(snap, names[i])) == 0 {
+			if i == victim || i == drained || len(held(snap, names[i])) == 0 {
 				continue
 			}
 			require.NoError(t, workers[i].cmd.Process.Signal(syscall.SIGSTOP))
@@ -287,6 +321,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 	}, "the paused worker's claims to be taken over")
 	pausedFor := time.Since(stopped)
 	require.NoError(t, workers[zombie].cmd.Process.Signal(syscall.SIGCONT))
+	resumed := time.Now()
 	t.Logf("paused %s for %v holding %d claims", names[zombie], pausedFor.Round(time.Millisecond), len(paused))
 
 	keys := make([]kvledger.IdempotencyKey, len(dag))
@@ -336,6 +371,20 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		require.Empty(t, tr.res[string(d.Key)].Stats().Violations, d.Key)
 	}
 
+	// 3. No two runs of a task at once: the victim's runs ended when it
+	// was killed; the paused worker's runs that spanned its pause are
+	// not covered (its handlers could not be stopped while it was).
+	runs, overlaps := tr.overlapsLocked(func(s taskStart) time.Time {
+		if s.worker == first.worker {
+			return killed
+		}
+		return time.Time{}
+	}, func(a, b taskStart) bool {
+		paused := func(s taskStart) bool { return s.worker == names[zombie] && s.at.Before(resumed) }
+		return paused(a) || paused(b)
+	})
+	require.Empty(t, overlaps, "runs of a task that overlapped")
+
 	// The paused worker's claims that were taken over never completed
 	// under its old fence.
 	for _, p := range paused {
@@ -344,7 +393,7 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 			"%s completed by the paused worker after a takeover", p.Key)
 	}
 
-	// 3. Every claim of the victim was taken over within TTL + 1 s of the
+	// 4. Every claim of the victim was taken over within TTL + 1 s of the
 	// kill, with a larger fence.
 	var worst time.Duration
 	for _, o := range orphans {
@@ -369,10 +418,11 @@ func runTaskCrash(t *testing.T, env crashEnv, seed uint64) {
 		}
 	}
 	report(t, "taskcrash", fmt.Sprintf("%d tasks (%d completed, %d failed, %d blocked as predicted) on %d worker processes, R%d; "+
-		"SIGKILL mid-handler orphaned %d claims, all taken over within %v (bound %v); a worker paused %v holding %d claims; %d stale reports refused",
+		"SIGKILL mid-handler orphaned %d claims, all taken over within %v (bound %v); a worker paused %v holding %d claims; %d stale reports refused; "+
+		"%d handler runs, %d overlapping",
 		len(dag), counts[kvledger.StatusCompleted], counts[kvledger.StatusFailed], counts[kvledger.StatusBlocked],
 		crashWorkers, env.replicas, len(orphans), worst.Round(time.Millisecond), crashTTL+time.Second,
-		pausedFor.Round(time.Millisecond), len(paused), tr.refused))
+		pausedFor.Round(time.Millisecond), len(paused), tr.refused, runs, len(overlaps)))
 }
 
 // killedAttempts reads the run's events from stream and returns, per
@@ -480,4 +530,38 @@ func takenOverLocked(tr *taskResources, rec kvledger.TaskState, owner string) bo
 // failure; the text is checked in LastError.
 func crashHandlerError(key string, attempt int) error {
 	return fmt.Errorf("injected failure of %s, attempt %d", key, attempt)
+}
+
+// taskOverlap is two runs of a task at once.
+type taskOverlap struct{ key, what string }
+
+// overlapsLocked is the overlap checker (tr.mu held): it lists every two
+// runs of a task whose handlers ran at the same time, one starting
+// before the other ended, which the runtime promises never happens
+// (kvledger/worker/doc.go). Starts and ends are the handlers' own
+// reports, each sent before the handler goes on (start) or returns
+// (end) and answered by this process, so a run that began only after
+// another was given back is never seen overlapping it. endOf says when
+// a run that reported no end stopped (its worker was killed), zero for
+// never; exempt leaves out a pair the promise does not cover (a worker
+// stopped by SIGSTOP, whose handler the worker cannot stop).
+func (tr *taskResources) overlapsLocked(endOf func(taskStart) time.Time, exempt func(a, b taskStart) bool) (runs int, overlaps []taskOverlap) {
+	for key, ss := range tr.starts {
+		runs += len(ss)
+		for i, a := range ss {
+			end := a.end
+			if end.IsZero() {
+				end = endOf(a)
+			}
+			for _, b := range ss[i+1:] {
+				// ss is in start order: b started after a did.
+				if (end.IsZero() || b.at.Before(end)) && !exempt(a, b) {
+					overlaps = append(overlaps, taskOverlap{key: key, what: fmt.Sprintf("%s: %s's run (fence %d, %s..%s) overlaps %s's (fence %d, from %s)",
+						key, a.worker, a.fence, a.at.Format(time.StampMicro), end.Format(time.StampMicro),
+						b.worker, b.fence, b.at.Format(time.StampMicro))})
+				}
+			}
+		}
+	}
+	return runs, overlaps
 }

@@ -56,7 +56,7 @@ func childTaskWorker(ctx context.Context) error {
 	}
 	w, err := worker.New(octx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(name), ClaimTTL: ttl, Concurrency: crashConcurrency, MaxAttempts: crashMaxAttempts,
-		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, DrainTimeout: time.Second,
+		BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, DrainTimeout: crashDrain,
 		LeaseReplicas: max(replicas, 1),
 	})
 	if err != nil {
@@ -90,11 +90,16 @@ func childTaskWorker(ctx context.Context) error {
 	return w.Close(cctx)
 }
 
+// drainSlowStop is how long a long task's handler takes to return once
+// a drain cancelled it.
+const drainSlowStop = time.Second
+
 // runDAGTask is the handler of a DAG task: it reports its start, takes
-// the payload's time, fails as the payload says and reports before it
-// succeeds. A report that returns an error (refused for a stale fence)
+// the payload's time, fails as the payload says, reports before it
+// succeeds, and reports its end as it returns. A report that returns an error (refused for a stale fence)
 // fails the attempt.
 func runDAGTask(ctx context.Context, t *worker.Task, d dagTask, report func(phase string) error) error {
+	defer func() { _ = report("end") }() // for the overlap checker
 	if err := report("start"); err != nil {
 		return err
 	}
@@ -103,6 +108,11 @@ func runDAGTask(ctx context.Context, t *worker.Task, d dagTask, report func(phas
 	case <-timer.C:
 	case <-ctx.Done():
 		timer.Stop()
+		if d.Long && errors.Is(context.Cause(ctx), worker.ErrDraining) {
+			// Slow to stop, as a command in its --grace: the claim
+			// must stay this worker's until the handler returned.
+			time.Sleep(drainSlowStop)
+		}
 		return context.Cause(ctx)
 	}
 	switch {
