@@ -65,6 +65,7 @@ func TestNextAcrossDSTChanges(t *testing.T) {
 		{"*/15 * * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-14T07:15:00Z"},
 		{"5 * * * *", "America/New_York", "2027-03-14T06:05:00Z", "2027-03-14T07:00:00Z"}, // 02:05 skipped: 03:00, then 03:05
 		{"5 * * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-14T07:05:00Z"},
+		{"@every 2h", "America/New_York", "2027-03-14T06:00:00Z", "2027-03-14T08:00:00Z"},  // instants: no firing at the gap's end
 		{"30 2 * * 1", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // a Sunday: not its day
 		// The README's example: Paris springs forward on 2027-03-28,
 		// 02:00 CET is 03:00 CEST (01:00 UTC).
