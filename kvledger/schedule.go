@@ -35,10 +35,11 @@ type Schedule struct {
 	// Default "": UTC. "Local" is refused: every worker must compute the
 	// same periods. A pattern names wall times of the zone: one that a
 	// change of offset skips (02:30 the night clocks go forward in Paris)
-	// does not fire that day, and one that a change repeats (02:30 the
+	// fires once at the first instant after the gap (03:00 CEST), as cron
+	// runs a daily job that day; one that a change repeats (02:30 the
 	// night they go back) fires once, at its first occurrence. Each next
 	// period is later than the one before, found within eight years
-	// (under a millisecond); the zero time when none occurs in them.
+	// (under a millisecond).
 	TimeZone string
 	// Task is the template of each period's task.
 	Task ScheduleTask

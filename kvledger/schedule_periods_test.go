@@ -40,8 +40,8 @@ func TestSchedulePeriodsZeroAndLatest(t *testing.T) {
 // A stored schedule's next period across a change of offset, through
 // the Schedule and SchedulePeriods a reader (`ledger schedule ls`, the
 // dashboard, the worker) uses: these examples spun forever (issue 34
-// item 1). A wall time the change skips does not fire that day; one it
-// repeats fires once.
+// item 1). A wall time the change skips fires when the gap ends, so a
+// daily job still runs that day; one it repeats fires once.
 func TestScheduleNextAcrossDSTChanges(t *testing.T) {
 	utc := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -54,7 +54,10 @@ func TestScheduleNextAcrossDSTChanges(t *testing.T) {
 		{"@daily", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T05:00:00Z"},
 		{"@daily", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-15T04:00:00Z"},
 		{"0 9 * * 1", "America/Santiago", "2027-09-02T12:00:00Z", "2027-09-06T12:00:00Z"},
-		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // 02:30 skipped on the 14th
+		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T07:00:00Z"}, // 02:30 skipped on the 14th: 03:00 EDT
+		{"30 2 * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-15T06:30:00Z"},
+		{"30 2 * * *", "Europe/Paris", "2027-03-27T12:00:00Z", "2027-03-28T01:00:00Z"},     // the README's example: 03:00 CEST
+		{"@daily", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-05T04:00:00Z"},     // no midnight on the 5th: 01:00 -03
 		{"30 1 * * *", "America/New_York", "2027-11-07T05:30:00Z", "2027-11-08T06:30:00Z"}, // 01:30 EST repeats 01:30 EDT
 	} {
 		sc := kvledger.Schedule{Name: "s", Spec: c.spec, TimeZone: c.zone, Task: kvledger.ScheduleTask{Kind: "k"}}

@@ -36,8 +36,9 @@ Specs:
 A spec that does not parse, or that no date matches (0 0 31 2 *), is refused.
 
 A cron pattern names wall times in --tz. One that a change of offset skips
-(02:30 the night clocks go forward) does not fire that day; one that a change
-repeats (02:30 the night they go back) fires once, at its first occurrence.
+(02:30 the night clocks go forward) fires once when the gap ends (03:00), as
+cron does, so a daily job runs every day; one that a change repeats (02:30
+the night they go back) fires once, at its first occurrence.
 
 Missed periods run once: after a pause of the workers, or while the server
 was unavailable, the schedule admits only the latest period that started,

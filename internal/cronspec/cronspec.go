@@ -175,12 +175,13 @@ const searchSpan = (8*366 + 2) * 24 * time.Hour
 const maxShift = 48 * time.Hour
 
 // next returns the first instant after t at which loc's clock shows a
-// minute the pattern names, or the zero time when none does within
-// searchSpan. It walks the zone's spans of one offset forward from t
-// (span): inside one, the wall time is the instant plus the
-// offset, so the pattern is matched on the calendar alone
-// (calendarNext), where time.Date never moves back. Normalizing a wall
-// time that a gap skips moved the old search back an hour, forever.
+// minute the pattern names, or at which a gap that skipped such a minute
+// ends, or the zero time when none does within searchSpan. It walks the
+// zone's spans of one offset forward from t (span): inside one, the wall
+// time is the instant plus the offset, so the pattern is matched on the
+// calendar alone (calendarNext), where time.Date never moves back.
+// Normalizing a wall time that a gap skips moved the old search back an
+// hour, forever.
 func (c *cronSpec) next(t time.Time, loc *time.Location) time.Time {
 	limit := t.Add(searchSpan)
 	for lo := t.Add(time.Nanosecond); lo.Before(limit); {
@@ -188,6 +189,14 @@ func (c *cronSpec) next(t time.Time, loc *time.Location) time.Time {
 		hi := limit
 		if !end.IsZero() && end.Before(limit) {
 			hi = end
+		}
+		// lo is the end of a gap when the offset just before it was
+		// smaller: the wall times between were never shown, and the
+		// ones the pattern names fire here, once (as cron does for a
+		// daily job, which would otherwise miss that day).
+		if _, o := lo.Add(-time.Nanosecond).In(loc).Zone(); time.Duration(o)*time.Second < off &&
+			c.skippedIn(wall(lo, time.Duration(o)*time.Second), wall(lo, off), lo, loc) {
+			return lo.In(loc)
 		}
 		for from := wall(lo, off); ; {
 			w := c.calendarNext(from, wall(hi, off))
@@ -205,6 +214,23 @@ func (c *cronSpec) next(t time.Time, loc *time.Location) time.Time {
 		lo = hi
 	}
 	return time.Time{}
+}
+
+// skippedIn reports whether the pattern names a wall time in [from, hi),
+// the wall times a gap that ends at instant end skipped, that no earlier
+// span showed (one shown before fired then, or was passed).
+func (c *cronSpec) skippedIn(from, hi, end time.Time, loc *time.Location) bool {
+	for {
+		w := c.calendarNext(from, hi)
+		if w.IsZero() {
+			return false
+		}
+		shown, until := shownBefore(w, end, end, loc)
+		if !shown {
+			return true
+		}
+		from = until
+	}
 }
 
 // span returns the span of one offset of loc around u: start <= u < end

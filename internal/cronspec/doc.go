@@ -8,24 +8,29 @@
 //	next := sp.Next(now) // the first period start after now
 //
 // A cron pattern names wall times of its zone, and Spec.Next returns the
-// first instant after its argument at which the zone's clock shows one:
+// first instant after its argument at which the zone's clock shows one,
+// or at which a gap that skipped one ends:
 //
 //   - A wall time that a change of offset skips (02:30 when New York
-//     springs forward, midnight when Santiago does) does not occur, and
-//     does not fire that day: the next one that occurs does.
+//     springs forward, midnight when Santiago does) fires at the first
+//     instant after the gap (03:00 EDT; 01:00 in Santiago), so a daily
+//     job still runs that day. Several skipped in one gap fire once, and
+//     once with the wall time the gap ends on if it matches too:
+//     "*/15 * * * *" fires at 01:45 EST, then 03:00 EDT.
 //   - A wall time that a change shows twice (01:30 when New York falls
 //     back) fires once, at its first showing. "0 * * * *" fires at
 //     01:00 EDT and next at 02:00 EST, two hours later.
 //
-// That is standard cron's rule for a repeated hour; robfig/cron fires
-// it twice. @every periods are instants (multiples of the interval since
-// the Unix epoch) and no zone changes them.
+// That is Vixie cron's (and cronie's) rule for a fixed-time job, here for
+// every pattern: "5 * * * *" fires at 01:05 EST, 03:00 EDT (for the
+// skipped 02:05) and 03:05 EDT. robfig/cron fires a repeated hour twice.
+// @every periods are instants (multiples of the interval since the Unix
+// epoch) and no zone changes them.
 //
-// Bounds: Next always returns a time after its argument, or the zero
-// time when no wall time of the pattern occurs in the eight years after
-// it (in any zone every date that exists occurs in eight years, so Parse
-// refuses a pattern that no date matches, and the zero time comes only
-// from a pattern whose every match a zone skips). Its search takes at
-// most about one step per day and one per change of offset in those
-// eight years: under a millisecond for any pattern, in any zone.
+// Bounds: Next always returns a time after its argument and within eight
+// years of it (in any zone every date that exists occurs in eight years,
+// so Parse refuses a pattern that no date matches, and every match fires,
+// shown or skipped); the zero time only for the zero Spec. Its search
+// takes at most about one step per day and one per change of offset in
+// those eight years: under a millisecond for any pattern, in any zone.
 package cronspec

@@ -38,9 +38,10 @@ func mustLoad(t testing.TB, name string) *time.Location {
 }
 
 // The examples of issue 34 item 1 hung; each now returns the first
-// existing wall time that matches. A wall time inside a spring-forward
-// gap does not occur and is skipped; one a fall-back repeats fires once,
-// at its first occurrence.
+// period. A wall time inside a spring-forward gap does not occur: it
+// fires at the gap's end, once however many the gap skipped (cron's rule
+// for a daily job, which would otherwise miss that day). One a fall-back
+// repeats fires once, at its first occurrence.
 func TestNextAcrossDSTChanges(t *testing.T) {
 	utc := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -48,18 +49,35 @@ func TestNextAcrossDSTChanges(t *testing.T) {
 		return v
 	}
 	for _, c := range []struct{ spec, zone, from, want string }{
-		// New York springs forward on 2027-03-14: 02:00 EST is 03:00 EDT.
+		// New York springs forward on 2027-03-14: 02:00 EST is 03:00 EDT
+		// (07:00 UTC).
 		{"0 5 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T09:00:00Z"},
 		{"0 5 * * *", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-14T09:00:00Z"},
 		{"@daily", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T05:00:00Z"},
 		{"@daily", "America/New_York", "2027-03-14T05:00:00Z", "2027-03-15T04:00:00Z"},
-		{"0 * * * *", "America/New_York", "2027-03-14T06:00:00Z", "2027-03-14T07:00:00Z"},  // 01:00 EST, then 03:00 EDT
-		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // 02:30 does not occur on the 14th
+		{"0 * * * *", "America/New_York", "2027-03-14T06:00:00Z", "2027-03-14T07:00:00Z"},  // 01:00 EST, then 03:00 EDT once
+		{"30 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T07:00:00Z"}, // 02:30 does not occur: 03:00 EDT
+		{"30 2 * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-15T06:30:00Z"},
+		{"30 2 * * *", "America/New_York", "2027-03-14T06:59:59Z", "2027-03-14T07:00:00Z"},
+		{"15,45 2 * * *", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-14T07:00:00Z"}, // two skipped, one firing
+		{"15,45 2 * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-15T06:15:00Z"},
+		{"*/15 * * * *", "America/New_York", "2027-03-14T06:45:00Z", "2027-03-14T07:00:00Z"}, // 01:45 EST, 03:00 EDT, 03:15
+		{"*/15 * * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-14T07:15:00Z"},
+		{"5 * * * *", "America/New_York", "2027-03-14T06:05:00Z", "2027-03-14T07:00:00Z"}, // 02:05 skipped: 03:00, then 03:05
+		{"5 * * * *", "America/New_York", "2027-03-14T07:00:00Z", "2027-03-14T07:05:00Z"},
+		{"@every 2h", "America/New_York", "2027-03-14T06:00:00Z", "2027-03-14T08:00:00Z"},  // instants: no firing at the gap's end
+		{"30 2 * * 1", "America/New_York", "2027-03-13T12:00:00Z", "2027-03-15T06:30:00Z"}, // a Sunday: not its day
+		// The README's example: Paris springs forward on 2027-03-28,
+		// 02:00 CET is 03:00 CEST (01:00 UTC).
+		{"30 2 * * *", "Europe/Paris", "2027-03-27T12:00:00Z", "2027-03-28T01:00:00Z"},
+		{"30 2 * * *", "Europe/Paris", "2027-03-28T01:00:00Z", "2027-03-29T00:30:00Z"},
 		// Santiago skips midnight: 2027-09-05 00:00 -04 is 01:00 -03.
 		{"0 9 * * 1", "America/Santiago", "2027-09-02T12:00:00Z", "2027-09-06T12:00:00Z"},
 		{"0 9 * * 1", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-06T12:00:00Z"},
-		{"@daily", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-06T03:00:00Z"}, // no midnight on the 5th
+		{"@daily", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-05T04:00:00Z"}, // no midnight on the 5th: 01:00
+		{"@daily", "America/Santiago", "2027-09-05T04:00:00Z", "2027-09-06T03:00:00Z"},
 		{"0 1 * * *", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-05T04:00:00Z"},
+		{"0 0 * * 0", "America/Santiago", "2027-09-04T12:00:00Z", "2027-09-05T04:00:00Z"}, // Sunday the 5th's midnight
 		// New York falls back on 2027-11-07: 01:00-01:59 occurs twice
 		// (EDT, then EST) and fires once, in EDT.
 		{"30 1 * * *", "America/New_York", "2027-11-07T04:00:00Z", "2027-11-07T05:30:00Z"},
@@ -145,11 +163,16 @@ func matchesWall(c *cronSpec, w time.Time) bool {
 }
 
 // firings returns the minutes of window at which the pattern fires: the
-// first showings of the wall times it names.
+// first showings of the wall times it names, and the first minute after
+// a gap that skipped some (once, whatever it shows).
 func firings(c *cronSpec, window []minute) []time.Time {
 	var at []time.Time
 	for _, m := range window {
-		if !m.repeat && matchesWall(c, m.wall) {
+		fire := !m.repeat && matchesWall(c, m.wall)
+		for _, w := range m.skipped {
+			fire = fire || matchesWall(c, w)
+		}
+		if fire {
 			at = append(at, m.at)
 		}
 	}
@@ -170,8 +193,34 @@ func offsetsNear(loc *time.Location, n time.Time) []time.Duration {
 	return offs
 }
 
-// checkNext checks one result n of Next(from): after from, a wall time
-// the pattern names, and that wall time's first occurrence.
+// shownNear reports whether loc's clock shows the wall time w at an
+// instant of an offset it used in the two days before n, or at n.
+func shownNear(loc *time.Location, w, n time.Time) bool {
+	_, o := n.In(loc).Zone()
+	for _, off := range append(offsetsNear(loc, n), time.Duration(o)*time.Second) {
+		if civil(w.Add(-off).In(loc)).Equal(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// gapEnd reports whether n ends a gap (the clock jumps forward at n) that
+// skipped a wall time the pattern names and loc never
+// shows near n.
+func gapEnd(c *cronSpec, loc *time.Location, n time.Time) bool {
+	_, before := n.Add(-time.Nanosecond).In(loc).Zone()
+	for w := civil(n.In(time.FixedZone("", before))); w.Before(civil(n.In(loc))); w = w.Add(time.Minute) {
+		if matchesWall(c, w) && !shownNear(loc, w, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNext checks one result n of Next(from): after from, and either a
+// wall time the pattern names at its first occurrence, or the end of a
+// gap that skipped one.
 func checkNext(t testing.TB, spec string, sp Spec, from, n time.Time) bool {
 	t.Helper()
 	loc := sp.loc
@@ -180,9 +229,7 @@ func checkNext(t testing.TB, spec string, sp Spec, from, n time.Time) bool {
 		t.Errorf("%q in %s after %s: no next time", spec, loc, from)
 	case !n.After(from):
 		t.Errorf("%q in %s after %s: next %s is not after it", spec, loc, from, n)
-	case !matchesWall(sp.cron, w):
-		t.Errorf("%q in %s after %s: next %s is no wall time of the pattern", spec, loc, from, n.In(loc))
-	default:
+	case matchesWall(sp.cron, w):
 		for _, off := range offsetsNear(loc, n) {
 			if u := w.Add(-off); u.Before(n) && civil(u.In(loc)).Equal(w) {
 				t.Errorf("%q in %s after %s: next %s repeats %s, which fired already", spec, loc, from, n.In(loc), u.In(loc))
@@ -190,23 +237,31 @@ func checkNext(t testing.TB, spec string, sp Spec, from, n time.Time) bool {
 			}
 		}
 		return true
+	case gapEnd(sp.cron, loc, n):
+		return true
+	default:
+		t.Errorf("%q in %s after %s: next %s is no wall time of the pattern, nor the end of a gap that skipped one", spec, loc, from, n.In(loc))
 	}
 	return false
 }
 
 // minute is one UTC minute of a window around a zone change: its wall
-// time and whether the window showed that wall time before.
+// time, whether the window showed that wall time before, and the wall
+// times the clock jumped over to reach it that the window never shows.
 type minute struct {
 	at, wall time.Time
 	repeat   bool
+	skipped  []time.Time
 }
 
 // TestNextEveryZoneAndChange: in every IANA zone, around every change of
 // offset from 2020 to 2040, Next moves forward, returns a wall time its
-// pattern names at that time's first occurrence, and skips none. Around
-// each change, a walk of every minute gives the expected firings of
-// frequent patterns (the whole sequence) and of daily ones aimed at the
-// wall times the change skips or repeats.
+// pattern names at that time's first occurrence or the end of a gap that
+// skipped one, and misses none. Around each change, a walk of every
+// minute gives the expected firings of frequent patterns (the whole
+// sequence) and of daily ones aimed at the wall times the change skips
+// or repeats: the first showing of each wall time the pattern names,
+// and the first minute after a gap for those the clock jumped over.
 func TestNextEveryZoneAndChange(t *testing.T) {
 	names := zoneNames(t)
 	from, to := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2041, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -278,8 +333,8 @@ func checkZone(t *testing.T, loc *time.Location, changes []change) {
 	}
 	for _, c := range changes {
 		tr, offB, offA := c.at, c.before, c.after
-		if offB%60 != 0 || offA%60 != 0 {
-			t.Errorf("%s at %s: offset of seconds %d, %d", loc, tr, offB, offA)
+		if offB%60 != 0 || offA%60 != 0 || !tr.Equal(tr.Truncate(time.Minute)) {
+			t.Errorf("%s at %s: offset or change of seconds %d, %d", loc, tr, offB, offA)
 			return
 		}
 		shift := time.Duration(max(offA-offB, offB-offA)) * time.Second
@@ -295,6 +350,13 @@ func checkZone(t *testing.T, loc *time.Location, changes []change) {
 			i := int(w.Sub(base) / time.Minute)
 			window = append(window, minute{at: u, wall: w, repeat: seen[i]})
 			seen[i] = true
+		}
+		for k := 1; k < len(window); k++ {
+			for w := window[k-1].wall.Add(time.Minute); w.Before(window[k].wall); w = w.Add(time.Minute) {
+				if !seen[int(w.Sub(base)/time.Minute)] {
+					window[k].skipped = append(window[k].skipped, w)
+				}
+			}
 		}
 		// The whole sequence of frequent patterns through the window.
 		for i, sp := range denseSpecs {
@@ -327,7 +389,7 @@ func checkZone(t *testing.T, loc *time.Location, changes []change) {
 				}
 				for _, at := range fire {
 					if at.After(f) && at.Before(n) {
-						t.Errorf("%q in %s after %s: next %s skips %s", spec, loc, f, n.In(loc), at.In(loc))
+						t.Errorf("%q in %s after %s: next %s misses %s", spec, loc, f, n.In(loc), at.In(loc))
 						break
 					}
 				}
@@ -357,12 +419,14 @@ func equalTimes(a, b []time.Time) bool {
 
 // FuzzNextInZone: for any spec that parses, in any of fallbackZones, from
 // any time between 1970 and 2100, Next ends (within 10 s), and three
-// firings in a row each move forward to a wall time the pattern names,
-// at its first occurrence (or Next has none: the zero time).
+// firings in a row each move forward, within eight years, to a wall time
+// the pattern names at its first occurrence, or to the end of a gap that
+// skipped one (every match fires, so there is always a next one).
 func FuzzNextInZone(f *testing.F) {
 	for _, s := range []string{"0 5 * * *", "@daily", "0 9 * * 1", "*/7 0-3 * 3,9-11 *", "30 2 14 3 *", "0 0 29 2 *", "@every 1h"} {
-		f.Add(s, uint16(1), time.Date(2027, 3, 13, 12, 0, 0, 0, time.UTC).Unix()) // New York, the day before its gap
-		f.Add(s, uint16(4), time.Date(2027, 9, 2, 12, 0, 0, 0, time.UTC).Unix())  // Santiago, before its midnight gap
+		f.Add(s, uint16(1), time.Date(2027, 3, 13, 12, 0, 0, 0, time.UTC).Unix())  // New York, the day before its gap
+		f.Add(s, uint16(4), time.Date(2027, 9, 2, 12, 0, 0, 0, time.UTC).Unix())   // Santiago, before its midnight gap
+		f.Add(s, uint16(14), time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC).Unix()) // Paris, the day before its gap
 	}
 	locs := make([]*time.Location, len(fallbackZones))
 	for i, name := range fallbackZones {
@@ -381,9 +445,7 @@ func FuzzNextInZone(f *testing.F) {
 		}
 		for range 3 {
 			n := nextWithin(t, sp, from)
-			if n.IsZero() {
-				return
-			}
+			require.False(t, n.After(from.Add(searchSpan)), "%q after %s: %s is beyond the bound", s, from, n)
 			if sp.cron == nil {
 				require.True(t, n.After(from), "%q after %s: %s", s, from, n)
 			} else if !checkNext(t, s, sp, from, n) {

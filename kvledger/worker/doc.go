@@ -274,10 +274,11 @@
 // stopped as soon as it is written or removed, in the same loop as those
 // registered with Schedule. Periods missed while a worker was paused or
 // cut off run once, the latest of them. A cron pattern names wall times
-// of its zone: one that a change of offset skips does not fire that day,
-// one that it repeats fires once; each next period is found within eight
-// years and in under a millisecond, always after the last, so the loop
-// never stalls at a change of offset.
+// of its zone: one that a change of offset skips fires once when the gap
+// ends (02:30 at 03:00 the night clocks go forward, so a daily job runs
+// every day), one that it repeats fires once; each next period is found
+// within eight years and in under a millisecond, always after the last,
+// so the loop never stalls at a change of offset.
 //
 // We use the watch and local timers rather than the server's message
 // schedules (Nats-Schedule): a schedule message fires into a stream,

@@ -24,9 +24,9 @@ type Schedule struct {
 	// "minute hour day-of-month month day-of-week".
 	Spec string
 	// Location is the time zone of cron patterns. Default UTC. A wall
-	// time that a change of offset skips does not fire that day; one
-	// that it repeats fires once, at its first occurrence (see
-	// kvledger.Schedule.TimeZone).
+	// time that a change of offset skips fires once, at the first
+	// instant after the gap; one that it repeats fires once, at its
+	// first occurrence (see kvledger.Schedule.TimeZone).
 	Location *time.Location
 	// Task is the template of each period's task: Kind, Task, Needs,
 	// MaxAttempts and Delay are used; Key and Seq are set per period.
