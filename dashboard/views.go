@@ -32,6 +32,9 @@ type overviewData struct {
 	Rate1m         string
 	Leases         []leaseCounts
 	Recent         []events.Event
+	// Unserved and Unknown: as on the workers page (Handler.unserved).
+	Unserved []kindAlert
+	Unknown  int
 }
 
 func (h *Handler) overview(r *http.Request) overviewData {
@@ -52,6 +55,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 		d.Leases = append(d.Leases, leaseCounts{v.bucket, v.absent.Load(), c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
 	}
 	d.Recent = h.recent.newest(10)
+	d.Unserved, d.Unknown = h.unserved(now)
 	return d
 }
 

@@ -62,6 +62,10 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 	_, err := claimer.Claim(natstest.Context(t, 10*time.Second), "worker", kvledger.IdempotencyKey(ready), kvledger.OwnerID(holder), time.Minute, time.Now())
 	require.NoError(t, err)
 
+	// An idle worker with long kinds: a presence row and the flag of a
+	// kind with pending tasks and no worker (the pending one's kind).
+	e.StartWorker(t, long("idle")[:120], long("kind-a"), long("kind-b"))
+
 	step(t, ctx, "a 1280 px window", chromedp.EmulateViewport(1280, 900))
 	var over []string // every page measured, then the ones too wide named
 	for i, path := range []string{
@@ -75,9 +79,11 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 		// page as it is after that, with every live row in place.
 		switch {
 		case path == "/workers":
-			waitTrue(t, ctx, "the worker's row", `document.querySelector("#workers td.runs a") !== null`)
+			waitTrue(t, ctx, "the worker's rows", `document.querySelector("#workers td.runs a") !== null && document.querySelector("#workers tr.idle") !== null`)
 		case path == "/coord":
-			waitTrue(t, ctx, "the lease rows", `document.querySelectorAll("#coord-lease tr[data-lease]").length === 2`)
+			waitTrue(t, ctx, "the lease rows", `document.querySelectorAll("#coord-lease tr[data-lease]").length === 3`)
+		case path == "/":
+			waitTrue(t, ctx, "the unserved kinds", `document.querySelector("#unserved") !== null`)
 		}
 		width := eval[int](t, ctx, `document.documentElement.scrollWidth`)
 		inner := eval[int](t, ctx, `window.innerWidth`)
