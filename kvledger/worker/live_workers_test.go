@@ -44,6 +44,7 @@ func TestLiveWorkersListsRunningWorkerUntilItsLeaseEnds(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ws, 1)
 	require.True(t, ws[0].Idle, "listed by its presence")
+	require.Equal(t, 3*time.Minute, ws[0].Holder.TTL(), "a presence outlives a death by up to 3 minutes")
 	require.Equal(t, kvledger.OwnerID("A"), ws[0].Owner)
 	require.Equal(t, []string{"job"}, ws[0].Kinds)
 	require.True(t, ws[0].KindsKnown)
