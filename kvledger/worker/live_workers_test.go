@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,4 +132,33 @@ func TestLiveWorkersOfListsIdleWorkersByPresence(t *testing.T) {
 		_, claimant := kvledger.ClaimLeaseOwner("led", k)
 		require.Equal(t, claimant || k == busy || k == idle, worker.IsWorkerLease("led", k), k)
 	}
+}
+
+// A worker with more kinds than fit in a lease value states the first
+// ones (sorted) and how many it left out.
+func TestLeaseInfoBoundsKinds(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	var kinds []string
+	w := e.startOn(n.JS, e.led, worker.Config{Owner: "many"}, func(w *worker.Worker) {
+		for i := range 1000 {
+			k := fmt.Sprintf("kind-%04d-%s", i, strings.Repeat("x", 20))
+			kinds = append(kinds, k)
+			require.NoError(t, w.Handle(k, func(context.Context, *worker.Task) error { return nil }))
+		}
+	})
+	t.Cleanup(func() { require.NoError(t, closeWorker(w)) })
+	ctx := natstest.Context(t, 20*time.Second)
+	var ws []worker.LiveWorker
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		ws, err = w.LiveWorkers(ctx)
+		return err == nil && len(ws) == 1
+	}, "the worker's presence")
+	require.True(t, ws[0].KindsKnown)
+	require.NotEmpty(t, ws[0].Kinds)
+	require.Equal(t, kinds[:len(ws[0].Kinds)], ws[0].Kinds)
+	require.Equal(t, len(kinds), len(ws[0].Kinds)+ws[0].KindsLeftOut)
+	require.LessOrEqual(t, len(ws[0].Holder.Info), kvlease.MaxInfoBytes)
+	require.Greater(t, len(ws[0].Holder.Info), kvlease.MaxInfoBytes-40, "as many as fit")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/natscoord/natscoord/kvlease"
@@ -181,13 +182,17 @@ func (w *Worker) leaseInfo() string {
 	w.mu.Lock()
 	kinds := slices.Sorted(maps.Keys(w.handlers))
 	w.mu.Unlock()
-	for n := len(kinds); n >= 0; n-- {
-		b, err := json.Marshal(workerInfo{Kinds: kinds[:n], More: len(kinds) - n})
-		if err == nil && len(b) <= kvlease.MaxInfoBytes {
-			return string(b)
-		}
+	encode := func(n int) []byte {
+		b, _ := json.Marshal(workerInfo{Kinds: kinds[:n], More: len(kinds) - n}) // strings and ints: cannot fail
+		return b
 	}
-	return ""
+	// The most kinds that fit: a search over n, so a worker with
+	// thousands of kinds encodes a few times, not once per kind.
+	n := sort.Search(len(kinds)+1, func(n int) bool { return len(encode(n)) > kvlease.MaxInfoBytes }) - 1
+	if n < 0 {
+		return ""
+	}
+	return string(encode(n))
 }
 
 // presenceEvery is how often a worker writes its presence lease; the
