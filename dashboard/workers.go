@@ -40,7 +40,8 @@ type kindAlert struct {
 // records, so the overview can ask it on every render.
 func (h *Handler) unserved(now time.Time) (alerts []kindAlert, unknown int) {
 	served := make(map[string]bool)
-	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, h.workerLeases(), nil) {
+	_, holders := h.workerLeases()
+	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, holders, nil) {
 		if !w.KindsKnown {
 			unknown++
 		}
@@ -58,13 +59,16 @@ func (h *Handler) unserved(now time.Time) (alerts []kindAlert, unknown int) {
 }
 
 // workerLeases are the live workers' leases of the ledger in every lease
-// bucket shown, by key.
-func (h *Handler) workerLeases() map[string]kvlease.Holder {
+// bucket shown (each view's claimants, worker.IsWorkerLease), as rows and
+// as the holders worker.LiveWorkersOf reads, by key. Only those are read,
+// not a copy of every lease in the buckets.
+func (h *Handler) workerLeases() (map[string]leaseRow, map[string]kvlease.Holder) {
+	rows := make(map[string]leaseRow)
 	holders := make(map[string]kvlease.Holder)
 	for _, v := range h.leases {
-		v.eachClaimant(func(l leaseRow) { holders[l.Key] = l.holder })
+		v.eachClaimant(func(l leaseRow) { rows[l.Key], holders[l.Key] = l, l.holder })
 	}
-	return holders
+	return rows, holders
 }
 
 // scheduleRow is one schedule: stored in the ledger (schedules.go), or
@@ -109,16 +113,11 @@ func (h *Handler) workers(r *http.Request) workersData {
 	return d
 }
 
-// workerRows are the live claimant leases of the ledger and the tasks
-// whose records name them. Only the claimant leases are read (each
-// view's claimants), not a copy of every lease in the buckets; which of
-// them is a live worker is worker.LiveWorkersOf's rule.
+// workerRows are the live workers of the ledger (workerLeases) and the
+// tasks whose records name their claim leases; which of the leases is a
+// live worker is worker.LiveWorkersOf's rule.
 func (h *Handler) workerRows() []workerRow {
-	rows := make(map[string]leaseRow)
-	holders := make(map[string]kvlease.Holder)
-	for _, v := range h.leases {
-		v.eachClaimant(func(l leaseRow) { rows[l.Key], holders[l.Key] = l, l.holder })
-	}
+	rows, holders := h.workerLeases()
 	if len(holders) == 0 {
 		return nil // no claimant: the claimed records need not be read
 	}
