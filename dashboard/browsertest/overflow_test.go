@@ -30,7 +30,8 @@ func long(prefix string) string {
 // it sideways (the Workers and Leases pages overflowed at 1400 px and the
 // Force release button was cut off): long keys, holders, lease keys and
 // errors, and the tasks table's many columns. The window's document is
-// no wider than the window, and the Force release button is inside it.
+// no wider than the window, the Force release button is inside it, and a
+// long error in the attempts table gets most of the page's width.
 func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 	ctx := browser(t)
 	failing, claimed, sched := long("failing"), long("claimed"), long("s")[:128]
@@ -41,6 +42,12 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: kvledger.IdempotencyKey(failing), Kind: "flaky", MaxAttempts: 3,
 			Task: map[string]any{"customer": long("customer"), "note": strings.Repeat("word ", 200)}})
 		e.RunAttempt(t, failing, long("worker"), time.Hour, func(context.Context, *worker.Task) error { return errors.New(longErr) })
+		// Short names and a long error of short words, which never
+		// overflowed: the layout alone decides the error's width.
+		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "short", Kind: "short", MaxAttempts: 3})
+		e.RunAttempt(t, "short", "w1", time.Hour, func(context.Context, *worker.Task) error {
+			return errors.New(strings.Repeat("a line of a stack trace that goes on ", 30))
+		})
 		dashtest.Admit(t, e.Ledger, claimed, map[string]any{"kind": long("kind")}, failing)
 		dashtest.Admit(t, e.Ledger, long("ready"), nil)
 		_, err := e.Ledger.Store().(*kvledger.KVStore).CreateSchedule(natstest.Context(t, 5*time.Second),
@@ -69,7 +76,7 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 	step(t, ctx, "a 1280 px window", chromedp.EmulateViewport(1280, 900))
 	var over []string // every page measured, then the ones too wide named
 	for i, path := range []string{
-		"/", "/tasks", "/task?key=" + url.QueryEscape(failing), "/task?key=" + url.QueryEscape(ready),
+		"/", "/tasks", "/task?key=" + url.QueryEscape(failing), "/task?key=" + url.QueryEscape(ready), "/task?key=short",
 		"/workers", "/coord", "/events", "/graph?key=" + url.QueryEscape(claimed),
 		"/bulk?do=cancel&status=pending",
 		"/confirm?do=force-release&bucket=" + kvlease.DefaultBucket + "&key=" + url.QueryEscape("jobs."+long("lease")),
@@ -93,6 +100,15 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 			t.Logf("%s: these end past the window: %s", shot, eval[string](t, ctx, `[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth).slice(0, 5).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right)).join(" | ")`))
 			over = append(over, path)
 		}
+		if path == "/task?key=short" {
+			// Readable: the attempts table gives a long error the room
+			// the page has, not a narrow strip beside the other columns.
+			errWidth := eval[float64](t, ctx, `document.querySelector("#attempt-rows td.err").getBoundingClientRect().width`)
+			t.Logf("the attempt's error is %.0f px wide", errWidth)
+			if errWidth < 0.5*float64(inner) {
+				over = append(over, fmt.Sprintf("the attempt's error squeezed into %.0f px", errWidth))
+			}
+		}
 		if path == "/coord" {
 			right := eval[float64](t, ctx, `Math.max(...[...document.querySelectorAll("#coord-lease a.button.danger")].map(b => b.getBoundingClientRect().right))`)
 			t.Logf("the Force release buttons end at %.0f px", right)
@@ -101,5 +117,5 @@ func TestBrowserNoHorizontalOverflowAt1280(t *testing.T) {
 			}
 		}
 	}
-	require.Empty(t, over, "wider than a 1280 px window")
+	require.Empty(t, over, "wider than a 1280 px window, or squeezed")
 }
