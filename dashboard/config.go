@@ -65,6 +65,11 @@ type Config struct {
 	// record's own kind when the ledger stores one (its "kind" field),
 	// else the "kind" field of a JSON object payload, else "".
 	KindOf func(kvledger.TaskState) string
+	// HidePayloads keeps every task's arguments and result off the
+	// pages, for ledgers whose payloads hold secrets: the task page then
+	// says they are hidden. Default false: the task page shows them,
+	// pretty-printed and cut at 16 KiB.
+	HidePayloads bool
 	// PageSize is the number of tasks per page. Default 50, at most 500.
 	PageSize int
 	// MaxStreams caps the open /sse streams (each holds a goroutine and

@@ -1,8 +1,10 @@
 // Package dashboard is natscoord's live web dashboard: an http.Handler,
 // mountable under a path prefix, that shows one task ledger (counts per
-// phase, a paged task list, a task's attempts, timeline and dependency
-// graph with the claim lease's real expiry, the live workers and the
-// schedules, stored and seen), the
+// phase, a paged task list with each task's last error, a task's
+// arguments, result, attempts, timeline and dependency graph with the
+// claim lease's real expiry, the live workers, idle ones included, with
+// the kinds each handles, the kinds with pending tasks that no live
+// worker handles, and the schedules, stored and seen), the
 // leases, locks, semaphores and election leaders of one or more kvlease
 // buckets with their holders, fences and TTL countdowns, and a live event
 // stream. It also serves Prometheus metrics on /metrics.
@@ -42,7 +44,14 @@
 //     one ordered consumer per store) delivers every record, then
 //     every write, delete and retention expiry, into an in-memory view of
 //     each record's summary (key, status, kind, owner, fence, needs,
-//     times; never the payload). The view is judged by the records only.
+//     times, the last error's first line cut at 200 bytes; never the
+//     payload). The view is judged by the records only.
+//   - A task's page: its record read from the store (as new as the
+//     stream leader), with its arguments and result: indented when they
+//     are JSON, else shown as text, escaped either way, the first 16 KiB
+//     of each with a "truncated, N bytes" note (N the stored size).
+//     Config.HidePayloads (natscoord ui --hide-payloads) keeps them off
+//     the page, for payloads that hold secrets.
 //   - Events: an ordered consumer on the ledger bucket's stream (its
 //     writes are the events: kvledger.EventSource) fills the events page
 //     and the event counters. Events never change a task's state on a
@@ -61,14 +70,21 @@
 //     dashboard's own actions on that key. Each write is one line, and an
 //     attempt's error shows only on the event that ended it. The task's
 //     attempts are read from the same events (kvledger.AttemptsOf).
-//   - Workers: worker.LiveWorkersOf over the claim leases in the lease
+//   - Workers: worker.LiveWorkersOf over the workers' leases in the lease
 //     buckets shown (natscoord ui shows the runtime's
-//     natscoord_task_claims by default), each with the claimed records
-//     whose Lease names it. Schedules: the stored ones (sched.<name>, from
+//     natscoord_task_claims by default; worker.IsWorkerLease): each
+//     claimant lease with the claimed records whose Lease names it, and
+//     each idle worker's presence lease (renewed once a minute), with the
+//     kinds each lease states. A kind is flagged, on the workers page and
+//     the overview, when it has pending tasks (kvledger.Tally's count)
+//     and no live worker states it handles it; claimants that state no
+//     kinds are counted beside the flag. Schedules: the stored ones (sched.<name>, from
 //     the same record watch) and those seen only through the records
 //     under the keys worker.PeriodKey makes (worker.ParsePeriodKey).
 //
-// Pages are rendered on the server (html/template). The browser keeps a
+// Pages are rendered on the server (html/template) and fit a 1280 px
+// wide window: long keys, holders, lease keys and errors wrap instead of
+// pushing the page sideways (TestBrowserNoHorizontalOverflowAt1280). The browser keeps a
 // single EventSource on /sse; the server pushes each ledger event, lease
 // change and action as it happens, and the page updates rows in place or
 // reloads one fragment. Nothing polls: with nothing happening, nothing is
@@ -87,8 +103,9 @@
 // # Security
 //
 //   - No secret reaches the page: leases are shown by holder id, host, pid,
-//     revision (the fence) and TTL; the owner hash, transfer tokens and
-//     task payloads are never rendered.
+//     revision (the fence) and TTL; the owner hash and transfer tokens are
+//     never rendered. A task's arguments and result appear on its own
+//     page only, and with Config.HidePayloads on none.
 //   - Every key is shown through one function that quotes bytes that are
 //     not printable UTF-8 and is then escaped by html/template or, in the
 //     SVG graph, by the XML escaper. Keys travel in URLs query-escaped and

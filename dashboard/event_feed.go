@@ -131,8 +131,11 @@ type liveEvent struct {
 	Owner     string `json:"owner,omitempty"`
 	Fence     uint64 `json:"fence"`
 	BlockedBy string `json:"blocked_by,omitempty"`
-	Revision  uint64 `json:"revision"`
-	Time      string `json:"time"`
+	// Error is the record's last error as a task list shows it
+	// (taskSummary.ErrorLine; record changes only).
+	Error    string `json:"error,omitempty"`
+	Revision uint64 `json:"revision"`
+	Time     string `json:"time"`
 }
 
 func eventJSON(ev events.Event) []byte {
@@ -151,6 +154,6 @@ func recordJSON(s taskSummary, now time.Time) []byte {
 	}
 	b, _ := json.Marshal(liveEvent{Name: string(s.LastEvent), Ref: keyRef(string(s.Key)), Key: displayKey(string(s.Key)),
 		Status: string(s.Status), Phase: string(phase), Owner: displayKey(string(s.Owner)), Fence: uint64(s.Fence),
-		BlockedBy: displayKey(string(s.BlockedBy)), Revision: s.Rev, Time: s.UpdatedAt.UTC().Format(time.RFC3339Nano)})
+		BlockedBy: displayKey(string(s.BlockedBy)), Error: s.ErrorLine, Revision: s.Rev, Time: s.UpdatedAt.UTC().Format(time.RFC3339Nano)})
 	return b
 }

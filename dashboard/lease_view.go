@@ -18,7 +18,7 @@ import (
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
-	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 	"github.com/natscoord/natscoord/kvlock"
 )
 
@@ -66,26 +66,26 @@ type leaseView struct {
 	mu     sync.RWMutex
 	rows   map[string]leaseRow
 	ready  chan struct{} // closed once the initial values are in
-	// claimPrefix starts the keys of the ledger's claimant leases
-	// (kvledger.LeasePrefix and ClaimLeaseInfix); claimants holds the keys
-	// of rows that start with it, kept with rows on every change, so the
-	// workers page reads those rows without copying every lease of the
-	// bucket (locks, elections, semaphores) on each render.
-	claimPrefix string
-	claimants   map[string]struct{}
+	// isWorker tells the keys of the ledger's workers' leases (claimants'
+	// and presence leases: worker.IsWorkerLease); claimants holds the keys
+	// of rows it accepts, kept with rows on every change, so the workers
+	// page reads those rows without copying every lease of the bucket
+	// (locks, elections, semaphores) on each render.
+	isWorker  func(key string) bool
+	claimants map[string]struct{}
 }
 
-// newLeaseView is the empty view of bucket; claimPrefix starts the keys
-// of the ledger's claimant leases (the workers page's).
-func newLeaseView(bucket, claimPrefix string) *leaseView {
+// newLeaseView is the empty view of bucket; isWorker tells the keys of
+// the ledger's workers' leases (the workers page's).
+func newLeaseView(bucket string, isWorker func(key string) bool) *leaseView {
 	return &leaseView{bucket: bucket, rows: make(map[string]leaseRow), ready: make(chan struct{}),
-		claimPrefix: claimPrefix, claimants: make(map[string]struct{})}
+		isWorker: isWorker, claimants: make(map[string]struct{})}
 }
 
 // set stores r under its key; v.mu is held.
 func (v *leaseView) set(r leaseRow) {
 	v.rows[r.Key] = r
-	if strings.HasPrefix(r.Key, v.claimPrefix) {
+	if v.isWorker(r.Key) {
 		v.claimants[r.Key] = struct{}{}
 	}
 }
@@ -149,7 +149,7 @@ const leaseFeedLimit = 1 << 12
 // user starts, which may be after the dashboard.
 func (h *Handler) openLeases(ctx context.Context) error {
 	for _, b := range h.cfg.LeaseBuckets {
-		v := newLeaseView(b, kvledger.LeasePrefix(h.cfg.Ledger)+kvledger.ClaimLeaseInfix)
+		v := newLeaseView(b, func(key string) bool { return worker.IsWorkerLease(h.cfg.Ledger, key) })
 		_, err := h.cfg.JS.KeyValue(ctx, b)
 		if errors.Is(err, jetstream.ErrBucketNotFound) && h.cfg.Create {
 			err = nil // kvlease creates its buckets the way it needs them

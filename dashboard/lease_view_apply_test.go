@@ -26,7 +26,7 @@ func leaseEntry(t *testing.T, key string, owner byte, rev uint64) kvx.Entry {
 // fence is bounded by the value's revision, as for a key seen for the
 // first time, not left at zero (the page showed "≤0").
 func TestLeaseViewNewHolderFromRestartedFeed(t *testing.T) {
-	v := newLeaseView("leases", "")
+	v := newLeaseView("leases", func(string) bool { return true })
 	if _, ok := v.apply(leaseEntry(t, "jobs.a", 'a', 5), true); !ok {
 		t.Fatal("first holder not applied")
 	}

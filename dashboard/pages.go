@@ -68,7 +68,9 @@ func baseFuncs(prefix string) template.FuncMap {
 			}
 			return d.String()
 		},
-		"evclass": func(name string) string { return strings.TrimPrefix(name, "ledger.") },
+		"evclass":    func(name string) string { return strings.TrimPrefix(name, "ledger.") },
+		"errtext":    errText,
+		"maxPayload": func() int { return maxPayloadShown },
 	}
 }
 

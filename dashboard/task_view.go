@@ -12,8 +12,8 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// taskSummary is what the view keeps of one record: everything a page
-// shows, never the payload.
+// taskSummary is what the view keeps of one record: everything a list
+// shows, never the payload, and of the last error only its first line.
 type taskSummary struct {
 	Key        kvledger.IdempotencyKey
 	Status     kvledger.Status
@@ -33,13 +33,18 @@ type taskSummary struct {
 	MaxAttempts int
 	Cancelled   bool
 	Lease       string // the claim's lease key in the claims lease bucket
+	// ErrorLine is the record's last error as a task list shows it
+	// (errorLine: its first line, bounded); the task page reads the
+	// whole error from the store.
+	ErrorLine string
 }
 
 func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, LastEvent: s.LastEvent, Rev: s.Rev,
-		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease}
+		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease,
+		ErrorLine: errorLine(s.LastError)}
 }
 
 // Phase is the record's phase at now, as kvledger defines it: the view

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/events"
@@ -33,6 +32,9 @@ type overviewData struct {
 	Rate1m         string
 	Leases         []leaseCounts
 	Recent         []events.Event
+	// Unserved and Unknown: as on the workers page (Handler.unserved).
+	Unserved []kindAlert
+	Unknown  int
 }
 
 func (h *Handler) overview(r *http.Request) overviewData {
@@ -53,6 +55,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 		d.Leases = append(d.Leases, leaseCounts{v.bucket, v.absent.Load(), c[kindLease], c[kindLock], c[kindSemaphore], c[kindElection], c[kindWaiter]})
 	}
 	d.Recent = h.recent.newest(10)
+	d.Unserved, d.Unknown = h.unserved(now)
 	return d
 }
 
@@ -139,15 +142,16 @@ type taskData struct {
 	// LastError is the record's last error (read from the store, not
 	// kept in the view: errors can be long).
 	LastError string
-	// Result is the task's result as stored (cut at maxResultShown).
-	Result, ResultCut string
+	// Args and Result are the task's payload and result (payloadView:
+	// pretty-printed, bounded), HasArgs and HasResult whether the record
+	// holds them; all zero when PayloadsHidden (Config.HidePayloads).
+	Args, Result       payloadView
+	HasArgs, HasResult bool
+	PayloadsHidden     bool
 	// Finished is the time of the write that ended the task (zero while
 	// it has not ended).
 	Finished time.Time
 }
-
-// maxResultShown bounds the result bytes a task page shows.
-const maxResultShown = 4096
 
 // task reads one record (from the store, so the page is as new as the
 // leader) and its timeline.
@@ -180,12 +184,12 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: timeline", "key", string(key), "err", err)
 	}
-	d.LastError = s.LastError
+	d.LastError = errText(s.LastError)
 	d.Claim = h.claimLeaseOf(s)
-	if len(s.Result) > 0 {
-		d.Result = string(s.Result)
-		if len(d.Result) > maxResultShown {
-			d.Result, d.ResultCut = strings.ToValidUTF8(d.Result[:maxResultShown], ""), fmt.Sprintf("(first %d of %d bytes)", maxResultShown, len(s.Result))
+	if d.PayloadsHidden = h.cfg.HidePayloads; !d.PayloadsHidden {
+		d.Args, d.HasArgs = argsView(s.Task)
+		if d.HasResult = len(s.Result) > 0; d.HasResult {
+			d.Result = rawView(s.Result)
 		}
 	}
 	d.Phase = d.Task.Phase(h.cfg.Clock.Now())

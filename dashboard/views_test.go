@@ -167,6 +167,8 @@ func TestKeysWithAnyBytesAreEscaped(t *testing.T) {
 	require.Contains(t, body, `\x00\u202e\n`, "control bytes and invalid UTF-8 are visible")
 }
 
+// No lease's owner hash reaches a page; with HidePayloads no task's
+// payload does either (without it, only the task's own page shows it).
 func TestNoSecretReachesThePage(t *testing.T) {
 	var ownerHash string
 	e := dashtest.NewEnv(t, func(e *dashtest.Env) {
@@ -175,8 +177,8 @@ func TestNoSecretReachesThePage(t *testing.T) {
 		require.True(t, ok)
 		ownerHash = g.OwnerHash()
 		dashtest.Admit(t, e.Ledger, "t", map[string]any{"kind": "k", "password": "hunter2"})
-	}, nil)
-	for _, path := range []string{"/coord", "/", "/task?key=t", "/tasks", "/fragment/coord"} {
+	}, func(c *dashboard.Config) { c.HidePayloads = true })
+	for _, path := range []string{"/coord", "/", "/task?key=t", "/fragment/task?key=t", "/tasks", "/fragment/coord", "/events"} {
 		body := e.Page(t, path)
 		require.NotContains(t, body, ownerHash, path)
 		require.NotContains(t, body, "hunter2", "payloads are not rendered: %s", path)

@@ -11,13 +11,64 @@ import (
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-// workerRow is one live claimant lease of this ledger (a worker, or a
-// Ledger claiming WithLeases) and the tasks whose records name it, as
-// worker.LiveWorkersOf finds them.
+// workerRow is one live worker of this ledger as worker.LiveWorkersOf
+// finds it: a claimant lease (a worker, or a Ledger claiming WithLeases)
+// and the tasks whose records name it, or an idle worker's presence
+// lease; with the kinds its lease states.
 type workerRow struct {
 	leaseRow
 	Owner kvledger.OwnerID
 	Tasks []taskSummary
+	// Kinds, KindsKnown, KindsLeftOut and Idle: worker.LiveWorker's.
+	Kinds        []string
+	KindsKnown   bool
+	KindsLeftOut int
+	Idle         bool
+}
+
+// kindAlert is a kind with pending tasks (due now) that no live worker
+// states it handles.
+type kindAlert struct {
+	Kind    string
+	Pending int
+}
+
+// unserved returns the kinds with pending tasks at now that no live
+// worker handles, by name, and how many live claimants state no kinds
+// (a Ledger claiming WithLeases, an older worker), which might. It reads
+// the leases and the phase counts only (kvledger.Tally), never the
+// records, so the overview can ask it on every render.
+func (h *Handler) unserved(now time.Time) (alerts []kindAlert, unknown int) {
+	served := make(map[string]bool)
+	_, holders := h.workerLeases()
+	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, holders, nil) {
+		if !w.KindsKnown {
+			unknown++
+		}
+		for _, k := range w.Kinds {
+			served[k] = true
+		}
+	}
+	for kind, byPhase := range h.tasks.phases.Counts(now).ByKind {
+		if n := byPhase[kvledger.PhasePending]; n > 0 && kind != "" && !served[kind] {
+			alerts = append(alerts, kindAlert{kind, n})
+		}
+	}
+	slices.SortFunc(alerts, func(a, b kindAlert) int { return strings.Compare(a.Kind, b.Kind) })
+	return alerts, unknown
+}
+
+// workerLeases are the live workers' leases of the ledger in every lease
+// bucket shown (each view's claimants, worker.IsWorkerLease), as rows and
+// as the holders worker.LiveWorkersOf reads, by key. Only those are read,
+// not a copy of every lease in the buckets.
+func (h *Handler) workerLeases() (map[string]leaseRow, map[string]kvlease.Holder) {
+	rows := make(map[string]leaseRow)
+	holders := make(map[string]kvlease.Holder)
+	for _, v := range h.leases {
+		v.eachClaimant(func(l leaseRow) { rows[l.Key], holders[l.Key] = l, l.holder })
+	}
+	return rows, holders
 }
 
 // scheduleRow is one schedule: stored in the ledger (schedules.go), or
@@ -48,32 +99,33 @@ type workersData struct {
 	Workers   []workerRow
 	Buckets   []string // the lease buckets read
 	Schedules []scheduleRow
+	// Unserved are the kinds with pending tasks and no live worker;
+	// Unknown counts the live claimants that state no kinds.
+	Unserved []kindAlert
+	Unknown  int
 }
 
 func (h *Handler) workers(r *http.Request) workersData {
 	d := workersData{common: h.common(r, "Workers & schedules", "workers"), Buckets: h.cfg.LeaseBuckets}
+	d.Unserved, d.Unknown = h.unserved(h.cfg.Clock.Now())
 	d.Workers = h.workerRows()
 	d.Schedules = h.scheduleRows()
 	return d
 }
 
-// workerRows are the live claimant leases of the ledger and the tasks
-// whose records name them. Only the claimant leases are read (each
-// view's claimants), not a copy of every lease in the buckets; which of
-// them is a live worker is worker.LiveWorkersOf's rule.
+// workerRows are the live workers of the ledger (workerLeases) and the
+// tasks whose records name their claim leases; which of the leases is a
+// live worker is worker.LiveWorkersOf's rule.
 func (h *Handler) workerRows() []workerRow {
-	rows := make(map[string]leaseRow)
-	holders := make(map[string]kvlease.Holder)
-	for _, v := range h.leases {
-		v.eachClaimant(func(l leaseRow) { rows[l.Key], holders[l.Key] = l, l.holder })
-	}
+	rows, holders := h.workerLeases()
 	if len(holders) == 0 {
 		return nil // no claimant: the claimed records need not be read
 	}
 	claims, summaries := h.tasks.claims()
 	var out []workerRow
 	for _, w := range worker.LiveWorkersOf(h.cfg.Ledger, holders, claims) {
-		row := workerRow{leaseRow: rows[w.Lease], Owner: w.Owner}
+		row := workerRow{leaseRow: rows[w.Lease], Owner: w.Owner, Kinds: w.Kinds, KindsKnown: w.KindsKnown,
+			KindsLeftOut: w.KindsLeftOut, Idle: w.Idle}
 		for _, t := range w.Tasks {
 			row.Tasks = append(row.Tasks, summaries[t.Key])
 		}

@@ -19,7 +19,7 @@ func workersHandler(tb testing.TB) *Handler {
 	tb.Helper()
 	const bucket = "natscoord_ledger"
 	h := &Handler{cfg: Config{Ledger: bucket}, tasks: newTaskView(clock.Real())}
-	v := newLeaseView(worker.DefaultLeaseBucket, kvledger.LeasePrefix(bucket)+kvledger.ClaimLeaseInfix)
+	v := newLeaseView(worker.DefaultLeaseBucket, func(key string) bool { return worker.IsWorkerLease(bucket, key) })
 	now := time.Now()
 	for i := range 10_000 {
 		key := fmt.Sprintf("kvlock.nightly.job-%05d", i)

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,37 @@ func TestWorkersPageFollowsClaimantLeases(t *testing.T) {
 	body = e.Page(t, "/workers")
 	require.NotContains(t, body, `<tr data-lease=`)
 	require.NotContains(t, body, "not-a-worker")
+}
+
+// An idle worker is listed with the kinds it handles; a kind with pending
+// tasks that no live worker handles is flagged on the workers page and
+// on the overview, until a worker that handles it starts.
+func TestWorkersPageListsIdleWorkersAndUnservedKinds(t *testing.T) {
+	e := dashtest.NewEnv(t, nil, func(c *dashboard.Config) {
+		c.LeaseBuckets = []string{kvlease.DefaultBucket, worker.DefaultLeaseBucket}
+		c.Create = true
+	})
+	e.StartWorker(t, "mailer", "mail", "digest")
+	// Pending for good: it needs a task nobody admits, so no worker
+	// claims it and it stays in the pending count.
+	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "text-1", Kind: "sms", Needs: []kvledger.IdempotencyKey{"never"}})
+	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "mail-1", Kind: "mail", Needs: []kvledger.IdempotencyKey{"never"}})
+
+	idleRow := regexp.MustCompile(`<tr data-lease="[^"]+" class="idle"><td class="holder">mailer</td><td class="owner">mailer</td>\s*<td class="kinds"><span class="kind">digest</span> <span class="kind">mail</span> </td>`)
+	var body string
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		body = e.Page(t, "/workers")
+		return idleRow.MatchString(body)
+	}, "the idle worker listed with its kinds")
+	require.Contains(t, body, `<span class="muted">idle</span>`)
+	for _, page := range []string{body, e.Page(t, "/")} {
+		require.Contains(t, page, `id="unserved"`)
+		require.Contains(t, page, `href="/tasks?status=pending&amp;kind=sms">sms</a> <span class="muted">1 pending</span>`)
+		require.NotContains(t, page, `kind=mail"`, "mail has a live worker")
+	}
+
+	e.StartWorker(t, "texter", "sms")
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		return !strings.Contains(e.Page(t, "/"), `id="unserved"`) && !strings.Contains(e.Page(t, "/workers"), `id="unserved"`)
+	}, "no kind is flagged once a worker handles sms")
 }

@@ -28,6 +28,25 @@ func (m *Manager) AcquireKey(ctx context.Context, key string, ttl, wait time.Dur
 	return m.acquire(ctx, request{keys: []string{key}, ttl: ttl}, wait)
 }
 
+// MaxInfoBytes bounds a lease value's Info (TryAcquireKeyInfo): every
+// watcher of the bucket receives the value with each renewal.
+const MaxInfoBytes = 4096
+
+// TryAcquireKeyInfo is TryAcquireKey whose lease value also carries info
+// (Holder.Info, at most MaxInfoBytes; longer is refused with
+// ErrTooLarge before anything is sent): what the holder says of itself
+// to whoever reads the bucket, written with the lease and each renewal,
+// so it costs no write of its own.
+func (m *Manager) TryAcquireKeyInfo(ctx context.Context, key string, ttl time.Duration, info string) (*Guard, bool, error) {
+	if err := m.checkRawKey(key); err != nil {
+		return nil, false, err
+	}
+	if len(info) > MaxInfoBytes {
+		return nil, false, fmt.Errorf("%w: info is %d bytes, above MaxInfoBytes %d", ErrTooLarge, len(info), MaxInfoBytes)
+	}
+	return m.acquire(ctx, request{keys: []string{key}, ttl: ttl, info: info}, 0)
+}
+
 // ForceReleaseKey is ForceRelease for a raw lease key.
 func (m *Manager) ForceReleaseKey(ctx context.Context, key string) (bool, error) {
 	if err := m.checkRawKey(key); err != nil {
@@ -232,7 +251,7 @@ func (m *Manager) tryAdmitted(ctx context.Context, r *request, key string,
 	a.owner = a.sec.hash()
 	octx, cancel := m.opCtx(ctx)
 	a.sent = m.now()
-	a.value = m.encodeValue(a.sent, ttl, a.owner)
+	a.value = m.encodeValue(a.sent, ttl, a.owner, r.info)
 	m.stats.attempts.Add(1)
 	var (
 		rev uint64
@@ -334,4 +353,6 @@ type request struct {
 	// wait; the guard lives until Release, loss or Close (see
 	// AcquireKeyDetached).
 	detached bool
+	// info is the holder's Info stored in the value (TryAcquireKeyInfo).
+	info string
 }

@@ -17,7 +17,8 @@
 //
 // A lease is one key of a bucket created with History 1 and per-key TTLs
 // (LimitMarkerTTL). Its value is JSON naming the holder (public holder id,
-// host, pid, acquisition time, TTL) and the SHA-256 of the holder's random
+// host, pid, what it says of itself when it acquired with
+// TryAcquireKeyInfo, acquisition time, TTL) and the SHA-256 of the holder's random
 // owner secret; the secret itself never leaves the process except inside
 // an exported Token.
 //

@@ -45,7 +45,8 @@ var (
 	// ForceRelease removes it.
 	ErrCorruptValue = errors.New("kvlease: lease key holds a corrupt value")
 	// ErrTooLarge means a guarded write (Proof.Put) whose key or value the
-	// server would refuse (the NATS control line, max_payload). It is found
+	// server would refuse (the NATS control line, max_payload), or an Info
+	// above MaxInfoBytes (TryAcquireKeyInfo). It is found
 	// before anything is sent, so the connection stays usable; the message
 	// names the limit. The lease is not affected.
 	ErrTooLarge = errors.New("kvlease: key or value too large")

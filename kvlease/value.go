@@ -39,6 +39,10 @@ type Holder struct {
 	// Host and PID locate the process.
 	Host string `json:"host"`
 	PID  int    `json:"pid"`
+	// Info is what the holder says of itself in this lease, when it
+	// acquired it with TryAcquireKeyInfo (at most MaxInfoBytes), such as
+	// the task kinds a worker handles. Informational only, like Acquired.
+	Info string `json:"info,omitempty"`
 	// Acquired is the holder's clock when it acquired (or restored) the
 	// lease. Informational only: no process judges a lease by it.
 	Acquired time.Time `json:"acquired"`
@@ -73,31 +77,40 @@ const (
 )
 
 // valuePrefix is the constant head of this process's lease values:
-// holder, host and pid, then the opening of the acquisition time.
+// holder, host and pid.
 func valuePrefix(holder, host string, pid int) []byte {
-	id, err1 := json.Marshal(holder)
-	h, err2 := json.Marshal(host)
-	if err1 != nil || err2 != nil {
-		panic(fmt.Sprintf("kvlease: encoding a string cannot fail: %v %v", err1, err2))
-	}
+	id, h := jsonString(holder), jsonString(host)
 	p := make([]byte, 0, 64+len(id)+len(h))
 	p = append(p, `{"holder":`...)
 	p = append(p, id...)
 	p = append(p, `,"host":`...)
 	p = append(p, h...)
 	p = append(p, `,"pid":`...)
-	p = strconv.AppendInt(p, int64(pid), 10)
-	return append(p, `,"acquired":"`...)
+	return strconv.AppendInt(p, int64(pid), 10)
+}
+
+// jsonString is s as encoding/json writes a string.
+func jsonString(s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("kvlease: encoding a string cannot fail: %v", err))
+	}
+	return b
 }
 
 // encodeValue writes a lease value acquired (or restored) at the given
-// time on this process's clock.
-func (m *Manager) encodeValue(at time.Time, ttl time.Duration, ownerHash string) []byte {
-	return appendValue(make([]byte, 0, len(m.prefix)+96+len(ownerHash)), m.prefix, at.UTC(), ttl, ownerHash)
+// time on this process's clock; info is the holder's Info ("" for none).
+func (m *Manager) encodeValue(at time.Time, ttl time.Duration, ownerHash, info string) []byte {
+	return appendValue(make([]byte, 0, len(m.prefix)+112+len(info)+len(ownerHash)), m.prefix, info, at.UTC(), ttl, ownerHash)
 }
 
-func appendValue(b, prefix []byte, acquired time.Time, ttl time.Duration, ownerHash string) []byte {
+func appendValue(b, prefix []byte, info string, acquired time.Time, ttl time.Duration, ownerHash string) []byte {
 	b = append(b, prefix...)
+	if info != "" {
+		b = append(b, `,"info":`...)
+		b = append(b, jsonString(info)...)
+	}
+	b = append(b, `,"acquired":"`...)
 	b = acquired.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
 	b = append(b, ttlField...)

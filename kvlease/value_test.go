@@ -19,12 +19,14 @@ func TestAppendValueMatchesJSON(t *testing.T) {
 		{ID: `quote " back \ slash`, Host: "<html>&", PID: 99999},
 		{ID: "ünïcode ☃", Host: "tab\tnew\nline", PID: 0},
 		{ID: "bad utf8 \xff", Host: "", PID: -1},
+		{ID: "w", Host: "x", PID: 2, Info: `{"kinds":["<mail>","a\"b"]}`},
+		{ID: "w", Host: "x", PID: 3, Info: "bad utf8 \xff \u2028"},
 	} {
 		at := time.Date(2026, 11, 29, 15, 4, 5, 123456000, time.UTC)
 		for _, ttl := range []time.Duration{time.Second, 1500 * time.Millisecond, MaxTTL} {
-			want, err := json.Marshal(Holder{ID: h.ID, Host: h.Host, PID: h.PID, Acquired: at, TTLMillis: ttl.Milliseconds(), OwnerHash: owner})
+			want, err := json.Marshal(Holder{ID: h.ID, Host: h.Host, PID: h.PID, Info: h.Info, Acquired: at, TTLMillis: ttl.Milliseconds(), OwnerHash: owner})
 			require.NoError(t, err)
-			got := appendValue(nil, valuePrefix(h.ID, h.Host, h.PID), at, ttl, owner)
+			got := appendValue(nil, valuePrefix(h.ID, h.Host, h.PID), h.Info, at, ttl, owner)
 			require.Equal(t, string(want), string(got))
 			ms, o, ok := valueTail(got)
 			require.True(t, ok)
@@ -58,19 +60,19 @@ func TestValueTailRefusesOtherLayouts(t *testing.T) {
 // FuzzAppendValue: for any holder id, host, pid, time and TTL the encoder
 // agrees with encoding/json, and the tail reader with the full decoder.
 func FuzzAppendValue(f *testing.F) {
-	f.Add("h", "host", 1, int64(0), int64(2000))
-	f.Add(`"\`, "<&>", -7, int64(1e18), int64(1))
-	f.Add("\xff\x00", "\u2028", 1<<30, int64(-1), int64(0))
+	f.Add("h", "host", 1, "", int64(0), int64(2000))
+	f.Add(`"\`, "<&>", -7, `{"kinds":["a"]}`, int64(1e18), int64(1))
+	f.Add("\xff\x00", "\u2028", 1<<30, "\xfe", int64(-1), int64(0))
 	owner := strings.Repeat("9a", 32)
-	f.Fuzz(func(t *testing.T, id, host string, pid int, nanos, ttlMs int64) {
+	f.Fuzz(func(t *testing.T, id, host string, pid int, info string, nanos, ttlMs int64) {
 		at := time.Unix(0, nanos).UTC()
 		if ttlMs < 0 {
 			ttlMs = -ttlMs
 		}
 		ttl := time.Duration(ttlMs%int64(MaxTTL/time.Millisecond)) * time.Millisecond
-		want, err := json.Marshal(Holder{ID: id, Host: host, PID: pid, Acquired: at, TTLMillis: ttl.Milliseconds(), OwnerHash: owner})
+		want, err := json.Marshal(Holder{ID: id, Host: host, PID: pid, Info: info, Acquired: at, TTLMillis: ttl.Milliseconds(), OwnerHash: owner})
 		require.NoError(t, err)
-		got := appendValue(nil, valuePrefix(id, host, pid), at, ttl, owner)
+		got := appendValue(nil, valuePrefix(id, host, pid), info, at, ttl, owner)
 		require.Equal(t, string(want), string(got))
 		ms, o, ok := valueTail(got)
 		require.True(t, ok)
@@ -105,12 +107,12 @@ func FuzzValueTail(f *testing.F) {
 func TestHolderIDFastPath(t *testing.T) {
 	owner := strings.Repeat("0f", 32)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	v := appendValue(nil, valuePrefix("worker-1", "host", 7), at, time.Second, owner)
+	v := appendValue(nil, valuePrefix("worker-1", "host", 7), "", at, time.Second, owner)
 	id, ok := valueHolderID(v)
 	require.True(t, ok)
 	require.Equal(t, "worker-1", id)
 	for _, h := range []string{`q"uote`, "<html>", "bad \xff", "tab\t"} {
-		_, ok := valueHolderID(appendValue(nil, valuePrefix(h, "host", 7), at, time.Second, owner))
+		_, ok := valueHolderID(appendValue(nil, valuePrefix(h, "host", 7), "", at, time.Second, owner))
 		require.False(t, ok, h)
 	}
 	for _, bad := range []string{"", "{}", `{"holder":"x","host":"h"}`, `{"holder":"x"` + string(v[len(`{"holder":"worker-1"`):])} {

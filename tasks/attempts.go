@@ -27,9 +27,10 @@ func (c *Client) Attempts(ctx context.Context, key kvledger.IdempotencyKey) ([]k
 
 // Workers returns the workers of the ledger that are alive now, from any
 // process: each one's lease (when the server expires it unless renewed)
-// and the tasks its claims hold (worker.LiveWorkers). A worker holds its
-// lease while it runs tasks and for ClaimTTL after; an idle worker is not
-// listed. It scans the ledger: for an operator, not a hot path.
+// and the tasks its claims hold (worker.LiveWorkers), with the kinds it
+// handles. A worker holds its claim lease while it runs tasks and for
+// ClaimTTL after; an idle worker is listed by its presence lease (Idle).
+// It scans the ledger: for an operator, not a hot path.
 func (c *Client) Workers(ctx context.Context) ([]worker.LiveWorker, error) {
 	return c.worker.LiveWorkers(ctx)
 }

@@ -30,7 +30,8 @@
 // their JSON (integers beyond 2^53 too).
 //
 // Workers find ready tasks by push, from the ledger bucket's watch; an
-// idle client sends nothing. A worker that dies loses its claims when its
+// idle client sends nothing but its workers' presence, one write a minute
+// each (kvledger/worker's doc, "Presence"). A worker that dies loses its claims when its
 // lease expires on the server (Config.ClaimTTL after its last renewal),
 // and other workers take them over; a worker that pauses or is cut off
 // from the server past that window has its handlers' contexts cancelled
@@ -51,9 +52,10 @@
 //
 // Workers lists the workers that are alive now, in any process: each
 // one's owner id, its lease as kvlease reads it (Holder.Expires: when
-// the server expires it unless renewed), and the tasks its claims hold.
-// A worker holds its lease while it runs tasks and for ClaimTTL after, so
-// an idle worker is not listed. `natscoord ledger show KEY` and
+// the server expires it unless renewed), the kinds it handles and the
+// tasks its claims hold. A worker holds its claim lease while it runs
+// tasks and for ClaimTTL after; an idle one is listed by its presence
+// lease (LiveWorker.Idle), renewed once a minute. `natscoord ledger show KEY` and
 // `natscoord ledger workers` print the same, and the dashboard's task and
 // workers pages use the same rules.
 //

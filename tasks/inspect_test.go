@@ -92,8 +92,9 @@ func TestClientAttemptsOfOneFailedAttempt(t *testing.T) {
 	require.False(t, as[0].Started.IsZero(), "the claim's write is kept")
 }
 
-// A running worker is listed with its lease's expiry and its running
-// task, seen from another client; once it closes it is no longer listed.
+// A started worker is listed idle with its kinds; running, with its
+// lease's expiry and its running task, seen from another client; once it
+// closes it is no longer listed.
 func TestClientWorkersListsLiveWorkers(t *testing.T) {
 	n := natstest.WithServer(t)
 	ctx := natstest.Context(t, 30*time.Second)
@@ -121,7 +122,10 @@ func TestClientWorkersListsLiveWorkers(t *testing.T) {
 
 	ws, err := watcher.Workers(ctx)
 	require.NoError(t, err)
-	require.Empty(t, ws, "no worker has claimed anything yet")
+	require.Len(t, ws, 1, "a started worker is listed before it claims anything")
+	require.True(t, ws[0].Idle, "by its presence: it holds no claim lease yet")
+	require.Equal(t, []string{"hold"}, ws[0].Kinds)
+	require.Empty(t, ws[0].Tasks)
 
 	sub, err := runner.Submit(ctx, holdArgs{}, &tasks.SubmitOpts{Key: "held"})
 	require.NoError(t, err)

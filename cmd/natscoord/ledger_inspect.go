@@ -57,6 +57,10 @@ type workerJSON struct {
 	Revision uint64           `json:"revision"`
 	Expires  time.Time        `json:"expires"`
 	Tasks    []workerTaskJSON `json:"tasks"`
+	// Kinds the worker handles, as its lease states them (absent for a
+	// claimant that states none); Idle: listed by its presence lease.
+	Kinds []string `json:"kinds,omitempty"`
+	Idle  bool     `json:"idle,omitempty"`
 }
 
 type workerTaskJSON struct {
@@ -75,7 +79,9 @@ func (a *app) ledgerWorkers(lf *ledgerFlags) *cobra.Command {
 			"EXPIRES is when the server expires the worker's lease unless it is renewed: the server's\n" +
 			"time of the lease's last write plus its TTL. TASKS are the claimed records naming the lease.\n" +
 			"A worker holds its lease while it runs tasks and for its claim TTL after; an idle worker\n" +
-			"holds none and is not listed. It reads the whole ledger: for an operator, not a loop.",
+			"is listed by its presence lease (renewed once a minute; RUNNING 0, EXPIRES up to 3 minutes\n" +
+			"ahead), so a worker killed while idle stays listed until that expires. --json also gives\n" +
+			"the kinds each worker handles. It reads the whole ledger: for an operator, not a loop.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withJS(cmd.Context(), func(ctx context.Context, js jetstream.JetStream) error {
@@ -110,7 +116,8 @@ func (a *app) printWorkers(ws []worker.LiveWorker) error {
 		out := make([]workerJSON, 0, len(ws))
 		for _, w := range ws {
 			j := workerJSON{Owner: string(w.Owner), Lease: w.Lease, Holder: w.Holder.ID, Host: w.Holder.Host, PID: w.Holder.PID,
-				TTLMs: w.Holder.TTLMillis, Revision: w.Holder.Revision, Expires: w.Holder.Expires, Tasks: []workerTaskJSON{}}
+				TTLMs: w.Holder.TTLMillis, Revision: w.Holder.Revision, Expires: w.Holder.Expires, Tasks: []workerTaskJSON{},
+				Kinds: w.Kinds, Idle: w.Idle}
 			for _, t := range w.Tasks {
 				j.Tasks = append(j.Tasks, workerTaskJSON{Key: t.Key, Kind: t.Kind, Fence: t.Fence, Attempts: t.Attempts})
 			}

@@ -135,6 +135,7 @@ func TestLedgerWorkers(t *testing.T) {
 		Lease   string    `json:"lease"`
 		TTLMs   int64     `json:"ttl_ms"`
 		Expires time.Time `json:"expires"`
+		Kinds   []string  `json:"kinds"`
 		Tasks   []struct {
 			Key   string `json:"key"`
 			Kind  string `json:"kind"`
@@ -149,6 +150,7 @@ func TestLedgerWorkers(t *testing.T) {
 	require.Len(t, ws[0].Tasks, 1)
 	require.Equal(t, "long", ws[0].Tasks[0].Key)
 	require.Equal(t, "slow", ws[0].Tasks[0].Kind)
+	require.Equal(t, []string{"slow"}, ws[0].Kinds, "the kinds the worker handles")
 	var rec kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "long")), &rec))
 	require.Equal(t, rec.Lease, ws[0].Lease)

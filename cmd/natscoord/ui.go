@@ -30,6 +30,7 @@ func init() { extraCommands = append(extraCommands, (*app).uiCommand) }
 type uiOptions struct {
 	listen        string
 	readOnly      bool
+	hidePayloads  bool
 	ledger        string
 	leaseBuckets  []string
 	token         string
@@ -61,6 +62,7 @@ func (o *uiOptions) register(f *pflag.FlagSet, flag func(string) string) {
 	o.flag = flag
 	f.StringVar(&o.listen, flag("listen"), defaultUIListen, fmt.Sprintf("dashboard listen address (a non-loopback one needs --%s or --%s)", flag("auth-token-file"), flag("basic-auth-file")))
 	f.BoolVar(&o.readOnly, flag("read-only"), false, "dashboard without actions (no force release, reopen or cancel)")
+	f.BoolVar(&o.hidePayloads, flag("hide-payloads"), false, "dashboard: never show a task's arguments or result (for payloads that hold secrets)")
 	f.StringVar(&o.token, flag("auth-token"), "", "dashboard: require this token; browsers open any page once with ?token= (visible to ps: prefer $"+envUIToken+" or --"+flag("auth-token-file")+")")
 	f.StringVar(&o.tokenFile, flag("auth-token-file"), "", "dashboard: require the token in this file (its first line)")
 	f.StringVar(&o.basicAuth, flag("basic-auth"), "", "dashboard: require HTTP basic auth, as user:password (visible to ps: prefer $"+envUIBasicAuth+" or --"+flag("basic-auth-file")+")")
@@ -181,7 +183,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions,
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
-		Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly,
+		Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly, HidePayloads: o.hidePayloads,
 		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: acts})
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
 		// Say what to run: a ledger appears with the first admission

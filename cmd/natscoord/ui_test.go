@@ -103,3 +103,16 @@ func TestDemoUIKeepsThePageUp(t *testing.T) {
 		return strings.Contains(page, `data-count="completed">8<`) && strings.Contains(page, `data-count="blocked">3<`)
 	}, "the page shows the finished run")
 }
+
+// The task page shows a task's arguments, and `ui --hide-payloads` keeps
+// them off it.
+func TestUIHidePayloads(t *testing.T) {
+	c, _ := newCLI(t)
+	c.ok("ledger", "admit", "login", "--seq", "1", "--create", "--task", `{"password":"hunter2"}`)
+	_, page := get(t, dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0"))+"task?key=login")
+	require.Contains(t, page, "hunter2", "shown by default")
+	code, page := get(t, dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0", "--hide-payloads"))+"task?key=login")
+	require.Equal(t, http.StatusOK, code)
+	require.NotContains(t, page, "hunter2")
+	require.Contains(t, page, `id="payloads-hidden"`)
+}

@@ -49,7 +49,7 @@ func TestWorkMetricsListen(t *testing.T) {
 	for _, line := range []string{
 		`natscoord_operations_total{component="worker",name="slowish",op="attempt",outcome="completed"} 1`,
 		`natscoord_operation_duration_seconds_count{component="worker",name="slowish",op="pickup",outcome="started"} 1`,
-		`natscoord_operations_total{component="kvlease",name="` + claims + `",op="acquire",outcome="ok"} 1`,
+		`natscoord_operations_total{component="kvlease",name="` + claims + `",op="acquire",outcome="ok"} 2`, // its presence and its claim lease
 		`natscoord_worker_attempts_started_total 1`,
 		`natscoord_worker_attempts_total{result="completed"} 1`,
 		`natscoord_worker_running 0`,

@@ -140,5 +140,5 @@ func TestBrowserWorkersPage(t *testing.T) {
 	// Completing deletes the claim's lease (kvledger's WithLeases with a
 	// lease taker), so the claimant is no longer a live worker.
 	require.NoError(t, claimer.Complete(sctx, "worker", "crunch", "worker-7", f, kvledger.StatusCompleted, time.Now()))
-	waitTrue(t, ctx, "its row goes with its lease", `document.querySelector("#workers td.runs") === null && document.querySelector("#workers").textContent.includes("No worker holds a claim lease now.")`)
+	waitTrue(t, ctx, "its row goes with its lease", `document.querySelector("#workers td.runs") === null && document.querySelector("#workers").textContent.includes("No live worker.")`)
 }

@@ -35,6 +35,7 @@
     if (!c) return;
     c.textContent = value == null ? "" : String(value);
     if (name === "status") c.className = "badge status-" + value;
+    if (name === "error") c.title = c.textContent;
   }
 
   function onLedger(e) {
@@ -47,6 +48,7 @@
       setField(row, "owner", ev.owner);
       setField(row, "fence", ev.fence);
       setField(row, "blocked_by", ev.blocked_by);
+      setField(row, "error", ev.error);
       row.classList.add("flash-row");
       setTimeout(function () { row.classList.remove("flash-row"); }, 600);
     });

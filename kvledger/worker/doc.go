@@ -68,8 +68,9 @@
 // task costs the same on 100k records as on 1k; the whole ledger is read
 // once, at Start, as the watch's initial values. When nothing is ready
 // and no run-at time is ahead the worker has no timer armed and sends
-// nothing: the only traffic is what the server pushes (the idle test,
-// TestIdleWorkerSendsNothing, counts the messages).
+// nothing but its presence's renewal, once a minute ("Presence"): the
+// only other traffic is what the server pushes (the idle test,
+// TestIdleWorkerSendsNothing, counts the messages of an idle second).
 //
 // A claim starts from the record the watch delivered: one
 // compare-and-swap on that revision (the runtime's claim, above), no read; a record
@@ -219,7 +220,18 @@
 // read (kvledger.LeaseEnded), so `natscoord ledger claim --takeover`
 // cannot take a live worker's claim either.
 // A worker idle for ClaimTTL releases its lease (it sends nothing while
-// idle) and acquires a new one at its next claim.
+// idle but its presence, below) and acquires a new one at its next claim.
+//
+// # Presence
+//
+// From Start to Close a worker also holds a presence lease
+// ("kvledger.<bucket>.p.<owner and a nuid>", TTL three minutes), renewed
+// once a minute: an idle process sends nothing but this, at most one
+// write a minute. It lists the worker in LiveWorkers (and so on
+// `natscoord ledger workers` and the dashboard) while it claims nothing,
+// and for up to three minutes after it died. Both of a worker's leases
+// state the kinds it handles (kvlease.Holder.Info: {"kinds":[...]}),
+// written with the lease and its renewals, so stating them costs no write.
 //
 // Since one lease carries all of a worker's claims, they live and die
 // together: a worker that pauses (GC, SIGSTOP) or is cut off from the

@@ -43,3 +43,6 @@ func Starting(w *Worker) bool {
 	defer w.mu.Unlock()
 	return w.started
 }
+
+// PresenceKey is presenceKey: a fresh key of a worker's presence lease.
+var PresenceKey = presenceKey

@@ -2,6 +2,8 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,10 +15,12 @@ import (
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-// A running worker is listed, from another process, with its running
-// task and its lease's server expiry; once it is killed (its connection
-// gone, so it neither renews nor releases) it disappears when the server
-// expires its lease, and its claim is no longer listed under anyone.
+// A started worker is listed, from another process, idle with its kinds
+// before it claims anything; running, with its running task, its kinds
+// and its claim lease's server expiry; once it is killed (its connection
+// gone, so it neither renews nor releases) its claim lease goes when the
+// server expires it, and its claim is no longer listed under anyone
+// (its presence lists it, idle, until the server expires that too).
 func TestLiveWorkersListsRunningWorkerUntilItsLeaseEnds(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
@@ -40,7 +44,13 @@ func TestLiveWorkersListsRunningWorkerUntilItsLeaseEnds(t *testing.T) {
 
 	ws, err := worker.LiveWorkers(ctx, m, e.led)
 	require.NoError(t, err)
-	require.Empty(t, ws)
+	require.Len(t, ws, 1)
+	require.True(t, ws[0].Idle, "listed by its presence")
+	require.Equal(t, 3*time.Minute, ws[0].Holder.TTL(), "a presence outlives a death by up to 3 minutes")
+	require.Equal(t, kvledger.OwnerID("A"), ws[0].Owner)
+	require.Equal(t, []string{"job"}, ws[0].Kinds)
+	require.True(t, ws[0].KindsKnown)
+	require.Empty(t, ws[0].Tasks)
 
 	e.submit(kvledger.Submission{Key: "job", Kind: "job"})
 	e.submit(kvledger.Submission{Key: "idle", Kind: "nobody"})
@@ -50,6 +60,8 @@ func TestLiveWorkersListsRunningWorkerUntilItsLeaseEnds(t *testing.T) {
 	require.Len(t, ws, 1)
 	rec := e.state("job")
 	require.Equal(t, kvledger.OwnerID("A"), ws[0].Owner)
+	require.False(t, ws[0].Idle, "one row: its claim lease, not its presence too")
+	require.Equal(t, []string{"job"}, ws[0].Kinds)
 	require.Equal(t, rec.Lease, ws[0].Lease)
 	require.Equal(t, ttl, ws[0].Holder.TTL())
 	require.False(t, ws[0].Holder.Expires.IsZero())
@@ -59,8 +71,8 @@ func TestLiveWorkersListsRunningWorkerUntilItsLeaseEnds(t *testing.T) {
 	jsA.Conn().Close() // A is killed: no renewal, no release
 	natstest.Eventually(t, ttl+10*time.Second, func() bool {
 		ws, err := worker.LiveWorkers(ctx, m, e.led)
-		return err == nil && len(ws) == 0
-	}, "the killed worker disappears once the server expires its lease")
+		return err == nil && len(ws) == 1 && ws[0].Idle && len(ws[0].Tasks) == 0
+	}, "the killed worker's claim lease goes once the server expires it")
 }
 
 // LiveWorkersOf keeps only the claimant leases of the ledger named, and
@@ -86,4 +98,67 @@ func TestLiveWorkersOfJoinsLeasesAndClaims(t *testing.T) {
 	require.Equal(t, []kvledger.IdempotencyKey{"1", "2"}, []kvledger.IdempotencyKey{ws[0].Tasks[0].Key, ws[0].Tasks[1].Key})
 	require.Equal(t, kvledger.OwnerID("b"), ws[1].Owner)
 	require.Empty(t, ws[1].Tasks)
+}
+
+// A worker's presence lists it idle, with the kinds its lease states,
+// unless the same process holds a claim lease, whose row it is then; a
+// claimant that states no kinds says so.
+func TestLiveWorkersOfListsIdleWorkersByPresence(t *testing.T) {
+	busy, idle, ledger := worker.PresenceKey("led", "busy"), worker.PresenceKey("led", "idle"), kvledger.NewClaimLeaseKey("led", "ledger")
+	claim := kvledger.NewClaimLeaseKey("led", "busy")
+	leases := map[string]kvlease.Holder{
+		busy:                             {ID: "pb", Host: "h", PID: 1, Info: `{"kinds":["mail","sms"]}`},
+		claim:                            {ID: "pb", Host: "h", PID: 1, Info: `{"kinds":["mail","sms"]}`},
+		idle:                             {ID: "pi", Host: "h", PID: 2, Info: `{"kinds":["report"],"more":3}`},
+		ledger:                           {ID: "pl"}, // a Ledger claiming WithLeases: no kinds stated
+		worker.PresenceKey("other", "x"): {ID: "px", Info: `{"kinds":["mail"]}`},
+	}
+	ws := worker.LiveWorkersOf("led", leases, []kvledger.TaskState{{Key: "t", Status: kvledger.StatusClaimed, Lease: claim}})
+	require.Len(t, ws, 3)
+	require.Equal(t, kvledger.OwnerID("busy"), ws[0].Owner)
+	require.Equal(t, claim, ws[0].Lease)
+	require.False(t, ws[0].Idle)
+	require.Equal(t, []string{"mail", "sms"}, ws[0].Kinds)
+	require.Len(t, ws[0].Tasks, 1)
+	require.Equal(t, kvledger.OwnerID("idle"), ws[1].Owner)
+	require.True(t, ws[1].Idle)
+	require.Equal(t, idle, ws[1].Lease)
+	require.Equal(t, []string{"report"}, ws[1].Kinds)
+	require.Equal(t, 3, ws[1].KindsLeftOut)
+	require.True(t, ws[1].KindsKnown)
+	require.Equal(t, kvledger.OwnerID("ledger"), ws[2].Owner)
+	require.False(t, ws[2].KindsKnown)
+	for k := range leases {
+		_, claimant := kvledger.ClaimLeaseOwner("led", k)
+		require.Equal(t, claimant || k == busy || k == idle, worker.IsWorkerLease("led", k), k)
+	}
+}
+
+// A worker with more kinds than fit in a lease value states the first
+// ones (sorted) and how many it left out.
+func TestLeaseInfoBoundsKinds(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	var kinds []string
+	w := e.startOn(n.JS, e.led, worker.Config{Owner: "many"}, func(w *worker.Worker) {
+		for i := range 1000 {
+			k := fmt.Sprintf("kind-%04d-%s", i, strings.Repeat("x", 20))
+			kinds = append(kinds, k)
+			require.NoError(t, w.Handle(k, func(context.Context, *worker.Task) error { return nil }))
+		}
+	})
+	t.Cleanup(func() { require.NoError(t, closeWorker(w)) })
+	ctx := natstest.Context(t, 20*time.Second)
+	var ws []worker.LiveWorker
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		var err error
+		ws, err = w.LiveWorkers(ctx)
+		return err == nil && len(ws) == 1
+	}, "the worker's presence")
+	require.True(t, ws[0].KindsKnown)
+	require.NotEmpty(t, ws[0].Kinds)
+	require.Equal(t, kinds[:len(ws[0].Kinds)], ws[0].Kinds)
+	require.Equal(t, len(kinds), len(ws[0].Kinds)+ws[0].KindsLeftOut)
+	require.LessOrEqual(t, len(ws[0].Holder.Info), kvlease.MaxInfoBytes)
+	require.Greater(t, len(ws[0].Holder.Info), kvlease.MaxInfoBytes-40, "as many as fit")
 }

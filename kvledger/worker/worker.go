@@ -225,8 +225,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		return ErrClosed
 	}
 	w.startCollectorLocked()
-	w.wg.Add(1)
+	w.wg.Add(2)
 	go w.dispatch()
+	go w.keepPresence()
 	if len(w.schedules) > 0 || w.storedOn {
 		w.wg.Add(1)
 		go w.scheduleLoop()

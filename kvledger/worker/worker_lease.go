@@ -2,8 +2,12 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/natscoord/natscoord/kvlease"
@@ -64,7 +68,7 @@ func (w *Worker) acquireWorkerLease() (*kvlease.Guard, error) {
 	key := kvledger.NewClaimLeaseKey(w.bucket, w.cfg.Owner)
 	// The lease's context must outlive this call: cancelling it would
 	// release the lease. kvlease bounds the acquisition itself.
-	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), key, w.cfg.ClaimTTL)
+	g, ok, err := w.leases.TryAcquireKeyInfo(context.WithoutCancel(w.values), key, w.cfg.ClaimTTL, w.leaseInfo())
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +108,8 @@ func (w *Worker) workerLeaseEnded(g *kvlease.Guard) {
 }
 
 // idleLocked arms the release of the worker's lease when no attempt is
-// running: an idle worker sends nothing, not even renewals. The lease
+// running: an idle worker sends nothing but its presence (keepPresence,
+// once a minute), not even the claim lease's renewals. The lease
 // stays for ClaimTTL, so tasks that arrive in bursts share one lease.
 func (w *Worker) idleLocked() {
 	if len(w.running) > 0 || w.wlease == nil || w.closed {
@@ -167,4 +172,71 @@ func (w *Worker) readLeaseEnded(k kvledger.IdempotencyKey, lease string) bool {
 	w.ix.seeLease(lease, true, h.Revision)
 	w.mu.Unlock()
 	return false
+}
+
+// leaseInfo is what the worker's leases (its claim lease and its
+// presence) say of it: the kinds it handles (workerInfo, sorted), as many
+// as fit kvlease.MaxInfoBytes, with the number left out. Handlers are
+// registered before Start, so it is the same for the worker's life.
+func (w *Worker) leaseInfo() string {
+	w.mu.Lock()
+	kinds := slices.Sorted(maps.Keys(w.handlers))
+	w.mu.Unlock()
+	encode := func(n int) []byte {
+		b, _ := json.Marshal(workerInfo{Kinds: kinds[:n], More: len(kinds) - n}) // strings and ints: cannot fail
+		return b
+	}
+	// The most kinds that fit: a search over n, so a worker with
+	// thousands of kinds encodes a few times, not once per kind.
+	n := sort.Search(len(kinds)+1, func(n int) bool { return len(encode(n)) > kvlease.MaxInfoBytes }) - 1
+	if n < 0 {
+		return ""
+	}
+	return string(encode(n))
+}
+
+// presenceEvery is how often a worker writes its presence lease; the
+// lease lives presenceTTL, so a worker that died leaves the list within
+// that. The presence lease is an idle worker's one write a minute.
+const (
+	presenceEvery = time.Minute
+	presenceTTL   = 3 * presenceEvery
+)
+
+// keepPresence holds the worker's presence lease (presenceKey) from
+// Start to Close, renewed every presenceEvery: it lists the worker, with
+// the kinds it handles, to LiveWorkers while it claims nothing (its claim
+// lease is released ClaimTTL after its last claim ends). A presence lost
+// (a partition longer than its TTL) is taken again after presenceEvery.
+// Close (w.ctx) ends it and releases the lease.
+func (w *Worker) keepPresence() {
+	defer w.wg.Done()
+	info := w.leaseInfo()
+	for {
+		g, ok, err := w.leases.TryAcquireKeyInfo(context.WithoutCancel(w.values), presenceKey(w.bucket, w.cfg.Owner), presenceTTL, info)
+		if err == nil && ok {
+			if err = g.StartRenewing(presenceEvery); err != nil {
+				w.releaseWorkerLease(g)
+			}
+		}
+		if err != nil || !ok {
+			w.cfg.Logger.Debug("worker: taking the presence lease", "taken", ok, "err", err)
+			g = nil
+		}
+		if g != nil {
+			select {
+			case <-w.ctx.Done():
+				w.releaseWorkerLease(g)
+				return
+			case <-g.Done():
+			}
+		}
+		t := time.NewTimer(presenceEvery)
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -60,3 +60,19 @@ func (o attemptObserver) OnFinish(_ context.Context, e worker.Event) {
 	default:
 	}
 }
+
+// StartWorker starts a runtime worker owned by owner on the env's ledger,
+// handling kinds with handlers that return at once, and closes it when
+// the test ends. Its leases are in worker.DefaultLeaseBucket.
+func (e *Env) StartWorker(t testing.TB, owner string, kinds ...string) *worker.Worker {
+	t.Helper()
+	ctx := natstest.Context(t, 20*time.Second)
+	w, err := worker.New(ctx, e.Node.NewJS(t), e.Ledger, worker.Config{Owner: kvledger.OwnerID(owner)})
+	require.NoError(t, err)
+	for _, k := range kinds {
+		require.NoError(t, w.Handle(k, func(context.Context, *worker.Task) error { return nil }))
+	}
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, w.Close(context.Background())) })
+	return w
+}
