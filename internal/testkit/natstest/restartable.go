@@ -46,6 +46,19 @@ func (r *Restartable) start() {
 // Restart shuts the server down and starts it again.
 func (r *Restartable) Restart() {
 	r.t.Helper()
+	r.Stop()
+	r.Start()
+}
+
+// Stop shuts the server down, for a test that waits for something before
+// it starts it again (Start): an outage of the length it needs.
+func (r *Restartable) Stop() {
+	r.t.Helper()
 	require.NoError(r.t, r.Shutdown(Context(r.t, 30*time.Second)))
+}
+
+// Start starts the stopped server again, on the same port and data dir.
+func (r *Restartable) Start() {
+	r.t.Helper()
 	r.start()
 }
