@@ -318,7 +318,8 @@
 // never got an answer). An outcome whose answer was lost is sent again
 // until the server answers, and one found already stored counts as
 // written, so the Observer, Stats and `natscoord work` never call an
-// attempt lost that `ledger show` shows completed.
+// attempt lost that `ledger show` shows completed
+// (TestOutcomeAnswerLostPastTheLeaseIsReportedAsStored).
 //
 // # Time
 //
