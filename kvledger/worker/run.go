@@ -466,7 +466,8 @@ func unwritable(err error) bool {
 
 // lateRetry is finishLate's policy: the server may be away for a while
 // (a restart, a partition), so the pauses grow to 2 s and the tries
-// reach past a minute; they end with the worker's Close.
+// reach past a minute; they end with the worker's Close (after which
+// finishLate tries as finish does, finishRetry).
 var lateRetry = retry.Policy{Tries: 40, Pause: 100 * time.Millisecond, MaxPause: 2 * time.Second}
 
 // finishLate writes o for r's claim when the server answers again, also
@@ -482,7 +483,11 @@ func (w *Worker) finishLate(r *run, o kvledger.Outcome) (kvledger.TaskState, err
 		rec kvledger.TaskState
 		err error
 	)
-	for l := lateRetry.Start(w.ctx); l.Next(); {
+	p, ctx := lateRetry, w.ctx
+	if ctx.Err() != nil {
+		p, ctx = finishRetry, w.values // Close began: a drain's few tries
+	}
+	for l := p.Start(ctx); l.Next(); {
 		octx, cancel := w.opCtx()
 		rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		cancel()
