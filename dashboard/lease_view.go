@@ -327,7 +327,7 @@ type leaseFeedState struct {
 // applyLeaseItem applies one item of a lease bucket's feed.
 func (h *Handler) applyLeaseItem(v *leaseView, it kvlease.FeedItem, st *leaseFeedState) {
 	switch {
-	case it.Resync:
+	case it.Resync, it.Resumed:
 		return // a catch-up: its changes follow as any others
 	case it.Synced:
 		if st.initial || st.restarted != nil {

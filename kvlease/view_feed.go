@@ -17,7 +17,7 @@ func (m *Manager) ViewAll() *View {
 }
 
 // FeedItem is one item of a Feed: a change of a key (Change), or one of
-// the markers Synced and Resync (see Feed).
+// the markers Synced, Resync and Resumed (see Feed).
 type FeedItem = kvx.FeedItem
 
 // Feed is an ordered subscription to a View's keys, fed by the manager's
@@ -34,6 +34,12 @@ type FeedItem = kvx.FeedItem
 // too, though the reader never took it), and Synced. It then holds each
 // key's latest state, never an older one after a newer, but not every
 // state between.
+//
+// When the connection comes back after an outage, the watch resumes after
+// the last change it delivered and the feed gets a Resumed item: a lease
+// that expired while the connection was away is not delivered if the
+// server's expiry marker (kept a minute) went meanwhile, so a reader that
+// must not miss an end reads the leases it holds live again (HolderOfKey).
 type Feed struct {
 	f      *kvx.Feed
 	prefix string

@@ -24,7 +24,8 @@ func AttemptLimit(rec TaskState, def int) int {
 }
 
 // attemptsUsed reports whether rec has used every attempt AttemptLimit
-// allows it (Attempts counts the claims made, the current one included):
+// allows it (Attempts counts the claims made, the current one included,
+// less those given back before their handler started: Outcome.Uncount):
 // it must not be claimed to run again, and a failure of its current
 // attempt is final.
 func attemptsUsed(rec TaskState, def int) bool {

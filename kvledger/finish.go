@@ -3,6 +3,7 @@ package kvledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -24,8 +25,10 @@ type Outcome struct {
 	// RunAt, with StatusPending, is the earliest time of the next
 	// attempt.
 	RunAt time.Time
-	// Uncount, with StatusPending, takes this claim's attempt back (a
-	// drain that stopped the handler is not a failed attempt).
+	// Uncount, with StatusPending, takes this claim's attempt back, in
+	// the write that gives the claim back: a claim whose handler never
+	// started (the runtime's rule: an attempt counts only when its handler
+	// ran), a drain that stopped the handler, a handler's GiveBack.
 	Uncount bool
 }
 
@@ -38,13 +41,46 @@ type Outcome struct {
 // outbids this one), with RunAt = o.RunAt and LastError = o.Error, named
 // RetriedEvent (ReleasedEvent when the attempt is uncounted, or when
 // o.Error is empty and RunAt is zero).
+//
+// A finish sent again after an earlier send whose answer was lost (the
+// server went away) finds the record no longer claimed. When the record
+// is what o makes of the claim at fence (landed), that earlier send
+// landed: finish returns the record as stored (and runs what follows a
+// failure), not ErrNotClaimed, so the runtime reports the outcome the
+// record holds.
 func (l *Ledger) finish(ctx context.Context, actor Actor, key IdempotencyKey, owner OwnerID, fence FenceToken, o Outcome, now time.Time) (TaskState, error) {
 	if err := checkOutcome(key, o); err != nil {
 		return TaskState{}, err
 	}
-	return l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
+	rec, err := l.endClaim(ctx, key, owner, fence, func(cur TaskState) TaskState {
 		return finishNext(cur, actor, o, now)
 	}, finishLabel, l.finishAfter(ctx, actor, key, o, now))
+	if !errors.Is(err, ErrNotClaimed) {
+		return rec, err
+	}
+	cur, lerr := l.load(ctx, key)
+	if lerr != nil || !landed(cur, owner, fence, o) {
+		return rec, err
+	}
+	return cur, l.ended(ctx, cur, 0, finishLabel, l.finishAfter(ctx, actor, key, o, now))
+}
+
+// landed reports whether cur, a record that is no longer claimed, is the
+// one the outcome o of owner's claim at fence wrote: the outcome keeps
+// the claim's fence (a takeover raises it), and nobody else writes the
+// same status, event and error at that fence.
+func landed(cur TaskState, owner OwnerID, fence FenceToken, o Outcome) bool {
+	if cur.Fence != fence || cur.Status != o.Status {
+		return false
+	}
+	if (o.Error != "" || o.Status != StatusCompleted) && cur.LastError != TruncateError(o.Error) {
+		return false
+	}
+	want := finishNext(TaskState{}, "", o, time.Time{}).LastEvent
+	if o.Status != StatusPending {
+		return cur.Owner == owner && cur.LastEvent == want
+	}
+	return cur.Owner == "" && cur.LastEvent == want
 }
 
 // finishLabel names the dependency walk of a failed outcome in its error.

@@ -94,3 +94,47 @@ func TestFinishAsyncPipelinedAndFenced(t *testing.T) {
 	_, err = led.FinishAsync(ctx, "A", "a", "A", claims["a"].Fence, kvledger.Outcome{Status: "bogus"}, now).Wait(ctx)
 	require.ErrorIs(t, err, kvledger.ErrUnknownStatus)
 }
+
+// An outcome sent again after it landed (its first answer was lost: the
+// server went away) is found stored: Finish returns the record as the
+// first send wrote it, not ErrNotClaimed, so the runtime reports what the
+// record holds. Another outcome of that claim is still refused.
+func TestFinishFindsItsLandedOutcome(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	led, err := kvledger.New(newKVStore(t, n.JS, kvledger.KVStoreConfig{Bucket: "flanded"}))
+	require.NoError(t, err)
+	m, err := kvlease.NewManager(ctx, n.JS, kvlease.Config{Bucket: "flanded_leases"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	g, ok, err := m.TryAcquireKey(ctx, "kvledger.flanded.w.A", 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	now := time.Now()
+	for _, o := range []kvledger.Outcome{
+		{Status: kvledger.StatusCompleted},
+		{Status: kvledger.StatusFailed, Error: "boom"},
+		{Status: kvledger.StatusPending, Error: "again", RunAt: now},
+		{Status: kvledger.StatusPending, Uncount: true}, // a claim given back before its handler ran
+	} {
+		k := kvledger.IdempotencyKey("k-" + string(o.Status) + o.Error)
+		ok, err := led.Admit(ctx, "test", k, 1, nil, t0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		claim, err := led.ClaimLeased(ctx, "A", k, "A", g, now)
+		require.NoError(t, err)
+		first, err := led.Finish(ctx, "A", k, "A", claim.Fence, o, now)
+		require.NoError(t, err)
+		again, err := led.Finish(ctx, "A", k, "A", claim.Fence, o, now)
+		require.NoError(t, err, "%s: the outcome sent again is found stored", k)
+		require.Equal(t, first.Rev, again.Rev, "%s: nothing written twice", k)
+		require.Equal(t, first.Attempts, again.Attempts)
+		if o.Uncount {
+			require.Equal(t, 0, again.Attempts, "the given-back claim's attempt is taken back")
+		}
+		_, err = led.Finish(ctx, "A", k, "A", claim.Fence, kvledger.Outcome{Status: kvledger.StatusFailed, Error: "other"}, now)
+		if o.Status != kvledger.StatusFailed || o.Error != "other" {
+			require.ErrorIs(t, err, kvledger.ErrNotClaimed, "%s: another outcome of the claim is refused", k)
+		}
+	}
+}

@@ -157,6 +157,10 @@ func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched fun
 		defer f.Close()
 		err := f.Each(nil, func(it kvx.FeedItem) bool {
 			switch {
+			case it.Resumed:
+				// Records are rewritten, not expired, while claimed: a
+				// missed expiry of a final record's retention only
+				// leaves it in memory.
 			case it.Resync:
 				fn(Change{Resync: true})
 			case it.Synced:

@@ -67,7 +67,7 @@ func (e *Election) observe(ctx context.Context, f *kvlease.Feed, ch chan<- Leade
 // leads to; false when ctx ended first.
 func (e *Election) observeItem(ctx context.Context, it kvlease.FeedItem, lease, value *kvx.Entry, initial *bool, last **LeaderEvent, ch chan<- LeaderEvent) bool {
 	switch {
-	case it.Resync:
+	case it.Resync, it.Resumed:
 		return true
 	case it.Synced:
 		*initial = false

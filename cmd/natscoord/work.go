@@ -361,8 +361,8 @@ func (p *workPrinter) closed(s worker.Stats) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back\n",
-		s.Started, s.Completed, s.Retried, s.Failed, s.Released)
+	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back, %d cancelled, %d lost\n",
+		s.Started, s.Completed, s.Retried, s.Failed, s.Released, s.Cancelled, s.Lost)
 }
 
 // draining says, on Ctrl-C, what the worker waits for before it exits,

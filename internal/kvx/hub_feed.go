@@ -49,6 +49,7 @@ type Feed struct {
 	changes int  // changes in q (markers and catch-ups not counted)
 	lagged  bool // q is void: the next Take catches up from the view
 	started bool // a snapshot has been handed out (a catch-up says Resync)
+	resumed bool // the watch resumed while the feed lagged: its catch-up says Resumed
 	ended   bool
 	err     error
 	// dirty, while the feed lags behind a watch that goes on, holds the
@@ -77,6 +78,14 @@ type FeedItem struct {
 	// Resync: the feed lagged; the items up to the next Synced bring the
 	// reader's copy to the current state.
 	Resync bool
+	// Resumed: the hub's watch was replaced after its connection came
+	// back, resuming after the last change it delivered (hub_reconnect.go).
+	// A key that expired while the connection was away, and whose expiry
+	// marker the stream no longer holds (it lives the bucket's
+	// LimitMarkerTTL), reaches no feed: a reader that must not miss an
+	// expiry reads the keys it holds live again (from the stream leader).
+	// Changes after this item are delivered as usual.
+	Resumed bool
 }
 
 // ErrFeedEnded is returned by Take when the hub's watch ended by itself
@@ -329,7 +338,10 @@ func (f *Feed) catchUpLocked() {
 	slices.SortFunc(cur, func(a, b FeedItem) int { return cmp.Compare(a.Revision, b.Revision) })
 	q = append(q, cur...)
 	f.q = append(q, FeedItem{Synced: true})
-	f.changes, f.lagged, f.started = 0, false, true
+	if f.resumed {
+		f.q = append(f.q, FeedItem{Resumed: true})
+	}
+	f.changes, f.lagged, f.started, f.resumed = 0, false, true, false
 }
 
 // eachLocked calls fn with the view's entry of every key the feed
@@ -411,6 +423,21 @@ func (f *Feed) restartLocked(v *view) {
 	f.dirty = nil
 	f.q, f.changes, f.lagged = nil, 0, true
 	f.wakeLocked()
+}
+
+// resumedLocked queues a Resumed item: the hub's watch was replaced,
+// resuming, after its connection came back. A lagged feed says it at the
+// end of its catch-up, which comes from a view that missed the same
+// expiries.
+func (f *Feed) resumedLocked() {
+	switch {
+	case f.ended:
+	case f.lagged:
+		f.resumed = true
+	default:
+		f.q = append(f.q, FeedItem{Resumed: true})
+		f.wakeLocked()
+	}
 }
 
 func (f *Feed) endLocked() { f.endCausedLocked(nil) }

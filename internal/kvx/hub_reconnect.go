@@ -38,6 +38,9 @@ import (
 //     and a client cut off for longer than a key's TTL and its delete
 //     marker's lifetime does not learn of that expiry (the marker is
 //     gone from the stream; nats.go's reset misses it the same way).
+//     So every feed gets a Resumed item once the new watch is in: a
+//     reader that must not miss an expiry (the worker's lease index)
+//     reads the keys it holds live again.
 //   - When the watch being replaced ends by itself meanwhile (nats.go
 //     drains an ordered consumer whose own new consumer could not be
 //     made), its goroutine leaves the hub's state to the replacement
@@ -174,6 +177,9 @@ func (h *Hub) swapLocked(w jetstream.KeyWatcher, cancel context.CancelFunc, rc r
 	h.w, h.cancel, h.done = w, cancel, make(chan struct{})
 	h.gen++ // the old watch's goroutine drains
 	go h.run(w, h.done, cancel, h.gen, rc, true)
+	for f := range h.feeds {
+		f.resumedLocked()
+	}
 	d := OpTimeoutOf(h.b.js)
 	return func() { _ = endWatch(old, oldCancel, oldDone, d) }
 }

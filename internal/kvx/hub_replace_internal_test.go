@@ -121,3 +121,60 @@ func TestWatchEndingDuringItsReplacementLeavesFeedsToIt(t *testing.T) {
 		return false
 	}, "change b reaches the feed through the replacement")
 }
+
+// A feed lagging when the hub's watch resumes after a reconnect gets its
+// Resumed item at the end of its catch-up (which comes from a view that
+// missed the same expiries); a feed that keeps up gets it in line with
+// its changes.
+func TestResumedReachesLaggingAndKeepingFeeds(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 30*time.Second)
+	b, err := Open(ctx, n.JS, Config{Bucket: "resumed"})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	_, err = b.Create(ctx, "a", []byte("1"), 0)
+	require.NoError(t, err)
+	h := b.NewHub(">")
+	h.KeepView("")
+	t.Cleanup(func() { _ = h.Close() })
+	lagging, err := h.Feed(ctx, "", nil, 1)
+	require.NoError(t, err)
+	defer lagging.Close()
+	keeping, err := h.Feed(ctx, "", nil, 64)
+	require.NoError(t, err)
+	defer keeping.Close()
+	natstest.TakeFeed[FeedItem](t, lagging, 5*time.Second)
+	natstest.TakeFeed[FeedItem](t, keeping, 5*time.Second)
+	for _, k := range []string{"b", "c"} {
+		_, err = b.Create(ctx, k, []byte("1"), 0)
+		require.NoError(t, err)
+	}
+	natstest.Eventually(t, 5*time.Second, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, seen := h.view.lookup("c")
+		return lagging.lagged && seen
+	}, "the small feed lags behind b and c")
+
+	h.mu.Lock()
+	gen := h.gen
+	h.mu.Unlock()
+	h.reconnected(gen)
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.gen != gen
+	}, "the watch is replaced, resuming")
+
+	items := natstest.TakeFeed[FeedItem](t, lagging, 5*time.Second)
+	require.NotEmpty(t, items)
+	require.Equal(t, FeedItem{Resumed: true}, items[len(items)-1], "%+v", items)
+	require.True(t, items[len(items)-2].Synced, "after the catch-up: %+v", items)
+	var resumed int
+	for _, it := range natstest.TakeFeed[FeedItem](t, keeping, 5*time.Second) {
+		if it.Resumed {
+			resumed++
+		}
+	}
+	require.Equal(t, 1, resumed)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,19 +292,24 @@ func TestClaimAheadConfig(t *testing.T) {
 
 // A task claimed ahead lives and dies with the worker's lease like a
 // running one: when the lease ends (an operator force-releases it here)
-// its wait ends with the running handler's, it never starts under the
-// lost claim, and the tasks are taken over (the lost attempts count).
+// its wait ends with the running handler's and it never starts under the
+// lost claim. The running task is taken over (its lost attempt ran, so
+// it counts); the one claimed ahead is given back, its attempt not
+// counted, since its handler never ran (before, it was lost and counted).
 func TestClaimAheadLostWithTheWorkersLease(t *testing.T) {
 	n := natstest.WithServer(t)
 	e := newEnv(t, n.JS, 1)
 	started := make(chan kvledger.IdempotencyKey, 4)
-	var firstTries sync.Map
+	var (
+		ranAt    sync.Map // key → fences its handler ran at
+		released atomic.Bool
+	)
 	w := e.worker(worker.Config{Owner: "A", Concurrency: 1, ClaimAhead: 1}, func(w *worker.Worker) {
 		require.NoError(t, w.Handle("k", func(ctx context.Context, task *worker.Task) error {
-			if task.Attempt() > 1 {
+			ranAt.Store(fmt.Sprint(task.Key(), task.Fence()), true)
+			if released.Load() {
 				return nil
 			}
-			firstTries.Store(task.Key(), true)
 			started <- task.Key()
 			<-ctx.Done()
 			return ctx.Err()
@@ -313,8 +319,9 @@ func TestClaimAheadLostWithTheWorkersLease(t *testing.T) {
 	natstest.Recv(t, started, 10*time.Second, "a starts")
 	e.submit(kvledger.Submission{Key: "b", Kind: "k"})
 	natstest.Eventually(t, 10*time.Second, func() bool { return e.claimedBy("b", w.Owner()) }, "b claimed ahead")
-	lease := e.state("b").Lease
+	lease, fenceB := e.state("b").Lease, e.state("b").Fence
 	require.Equal(t, e.state("a").Lease, lease)
+	released.Store(true)
 
 	ctx := natstest.Context(t, 20*time.Second)
 	m, err := kvlease.NewManager(ctx, e.js, kvlease.Config{Bucket: e.leases})
@@ -327,10 +334,20 @@ func TestClaimAheadLostWithTheWorkersLease(t *testing.T) {
 	final := e.waitFinal(10*time.Second, "a", "b")
 	for _, k := range []kvledger.IdempotencyKey{"a", "b"} {
 		require.Equal(t, kvledger.StatusCompleted, final[k].Status, "%s", k)
-		require.Equal(t, 2, final[k].Attempts, "%s: the lost attempt counts", k)
 	}
-	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Lost == 2 }, "both claims counted lost")
-	_, ran := firstTries.Load(kvledger.IdempotencyKey("b"))
+	require.Equal(t, 2, final["a"].Attempts, "a: the lost attempt ran, and counts")
+	require.Equal(t, 1, final["b"].Attempts, "b: the claim given back before its handler ran uses no attempt")
+	natstest.Eventually(t, 10*time.Second, func() bool { s := w.Stats(); return s.Lost == 1 && s.Released == 1 },
+		"a's claim counted lost, b's given back")
+	h, err := e.led.History(ctx, "b")
+	require.NoError(t, err)
+	atts := kvledger.Attempts(h)
+	require.Len(t, atts, 2, "%+v", atts)
+	require.Equal(t, kvledger.AttemptReleased, atts[0].Outcome, "the record shows b's first claim given back: %+v", atts)
+	require.Equal(t, 1, atts[0].N)
+	require.Equal(t, kvledger.AttemptCompleted, atts[1].Outcome)
+	require.Equal(t, 1, atts[1].N)
+	_, ran := ranAt.Load(fmt.Sprint(kvledger.IdempotencyKey("b"), fenceB))
 	require.False(t, ran, "b never ran under the lost claim")
 }
 

@@ -103,29 +103,34 @@
 // (TestClaimAheadStartsByPriority, TestClaimAheadRespectsLimits).
 //
 // A task claimed ahead is claimed like any other: its record names the
-// worker's one lease, its attempt counts, its handler's context exists
-// from the claim on. So it is given back the way a running task is:
+// worker's one lease, its attempt is counted by the claim, its handler's
+// context exists from the claim on. Its handler has not started, so
+// however its wait ends, the claim is given back with its attempt taken
+// back (# Attempts, below):
 //   - Close releases every task claimed ahead at once, before it waits
 //     for running handlers: pending again, the attempt not counted, so
 //     other workers start them without waiting for the drain
 //     (TestClaimAheadGivenBackOnClose);
 //   - an operator's cancel ends its wait with ErrCancelled and its
 //     handler never runs (TestClaimAheadCancelledWhileWaiting);
-//   - when the worker's lease ends (a pause, a partition), its wait ends
-//     with ErrClaimLost, as a running handler's context does;
+//   - when the worker's lease ends (a pause, a partition, a server
+//     restart longer than ClaimTTL), its wait ends with ErrClaimLost, as
+//     a running handler's context does, and the claim is given back as
+//     soon as the server answers, unless another worker took it over
+//     first (TestClaimAheadLostWithTheWorkersLease,
+//     TestWorkOutageGivesBackClaimsAhead);
 //   - when the worker dies, the server expires its lease ClaimTTL after
 //     its last renewal (default 10 s; rounded up to whole seconds), and
 //     other workers take over its claims ahead with the rest of its
-//     claims, each counted as an attempt, as after any crash
-//     (TestClaimAheadLostWithTheWorkersLease shows the same for a lease
-//     that ended).
+//     claims, each counted as an attempt, as after any crash: nobody but
+//     the dead worker knew whether its handler had started.
 //
-// A claim ahead lost that way counts an attempt its handler never ran.
-// So a task whose claim would use its last allowed attempt is never
-// claimed ahead: it waits in the ready queue for a handler slot, and
-// nothing is claimed ahead past it meanwhile
-// (TestClaimAheadSparesTheLastAttempt). A lost claim ahead can therefore
-// cost a task a retry, never fail it unrun.
+// A claim ahead taken over that way counts an attempt its handler may
+// never have run. So a task whose claim would use its last allowed
+// attempt is never claimed ahead: it waits in the ready queue for a
+// handler slot, and nothing is claimed ahead past it meanwhile
+// (TestClaimAheadSparesTheLastAttempt). A claim ahead lost with a dead
+// worker can therefore cost a task a retry, never fail it unrun.
 //
 // An outcome is sent without the attempt waiting for it: its
 // compare-and-swap on the claim's revision leaves
@@ -209,7 +214,23 @@
 // over with a new fence: within ClaimTTL (rounded up to whole seconds)
 // after the last renewal, plus the watch's delivery and one claim
 // (TestTakeoverWithinTTL, ClaimTTL 2s: taken over 1.99 s after the
-// worker's connection was closed). A record naming a lease the watch
+// worker's connection was closed).
+//
+// The server keeps an expiry marker for a minute (the lease bucket's
+// LimitMarkerTTL), and a lease watch resumed after a longer outage of
+// the surviving worker's connection would never deliver that expiry. So
+// whenever the lease watch resumes after its connection came back
+// (kvlease.FeedItem Resumed: kvx's hub swaps in a new watch at once),
+// the worker reads every lease its index holds live again, from the
+// lease bucket's stream leader (kvledger.LeaseEnded), and takes over the
+// claims of those that ended. However long the outage, a dead worker's
+// claims are then taken over within ClaimTTL after its last renewal or,
+// when later, the reconnect plus that read: one read per live lease
+// (each bounded by OpTimeout, up to 5 tries 0.2–1 s apart while a
+// restarted server's JetStream does not answer yet) and one claim
+// (TestTakeoverAfterOutageLongerThanExpiryMarker: outage past ClaimTTL
+// and the marker's lifetime, taken over about 20 ms after the
+// reconnect). A record naming a lease the watch
 // has not reported (it ended before the watch started, or its create is
 // still on its way) is read from the lease bucket's stream leader before
 // a takeover. A claimed record that names no lease (written before
@@ -251,8 +272,15 @@
 //
 // Completion is fenced: the outcome is one compare-and-set that presents
 // the claim's fence, and a worker whose claim was taken over gets
-// ErrFenced and writes nothing. The worker does not even try once its
-// lease has ended.
+// ErrFenced and writes nothing. Once its lease has ended the worker
+// writes only two things, both safe without it since no handler runs
+// under the claim any more: an outcome whose answer was lost (the server
+// went away while it was sent), and the give-back of a claim whose
+// handler never started. Each is tried until the server answers (about a
+// minute at most, ended by Close) and is refused once another worker
+// took the claim over; an outcome found already stored counts as
+// written. What the worker reports (Observer, Stats, `natscoord work`'s
+// lines) is then what the record holds.
 //
 // # Retries
 //
@@ -261,14 +289,49 @@
 // [d/2, d]) until the task's MaxAttempts (record, else
 // Config.MaxAttempts, default 3); then the task fails and its
 // dependents are blocked. Permanent(err) fails it at once. A panic is a
-// failed attempt and never reaches the worker's caller. Attempts count
-// claims: a takeover after a crash counts as one; a drain gives its
-// attempt back. A task never runs more than MaxAttempts times: when the
+// failed attempt and never reaches the worker's caller. A task never
+// runs more than MaxAttempts times: when the
 // claim of its last allowed attempt is lost (the worker crashed or
 // paused past its lease), the worker that would take it over writes it
 // failed instead, in the same compare-and-set and with a new fence, with
 // a LastError naming the lost attempt (kvledger.ErrAttemptsExhausted). The record and its events carry Attempts, LastError and
 // RunAt (the next attempt's time).
+//
+// # Attempts
+//
+// An attempt counts when its handler started. The claim's own write
+// counts it (Attempts + 1): on the common path the handler starts as soon
+// as the claim lands, so claim, handler and outcome cost two writes and
+// no more. A claim whose handler never started (a claim ahead still
+// waiting for a handler slot) is ended by a write that takes its count
+// back in the same compare-and-set that gives the task back
+// (kvledger.Outcome Uncount): the record is pending again with its
+// Attempts as before the claim, named ReleasedEvent, and it shows as
+// given back (ResultReleased, the "released" attempt of
+// kvledger.Attempts), never lost. That holds however the wait ended: a
+// drain, the worker's lease ending (the give-back is tried until the
+// server answers again, about a minute at most, ended by Close), the
+// worker's Close; an operator's cancel writes the record itself. So the
+// record counts the handlers that ran, with two exceptions, both stated
+// where they arise: a handler that returns GiveBack is uncounted by the
+// same write (its cause is the worker's, not the task's), and a claim
+// ahead taken over from a worker that died, or stayed away past ClaimTTL
+// and did not give it back first, stays counted: only that worker knew
+// whether its handler had started, and counting it is what stops a task
+// that crashes its workers from running for ever (which is also why a
+// task's last attempt is never claimed ahead). Writing the start instead
+// (a write when a claim ahead's handler starts) would make three writes
+// per task under a backlog, where nearly every task is claimed ahead.
+//
+// Each ending is reported as the record holds it: completed, retried,
+// failed (the record's outcome), released (given back, uncounted),
+// cancelled (an operator's cancel), lost (taken over, nothing of this
+// worker's written; also when a write tried until the server answered
+// never got an answer). An outcome whose answer was lost is sent again
+// until the server answers, and one found already stored counts as
+// written, so the Observer, Stats and `natscoord work` never call an
+// attempt lost that `ledger show` shows completed
+// (TestOutcomeAnswerLostPastTheLeaseIsReportedAsStored).
 //
 // # Time
 //
@@ -401,8 +464,8 @@
 //
 //   - Crash: the worker's lease expires on the server after ClaimTTL;
 //     other workers take over all its claims with higher fences. The
-//     crashed attempts count; a crash in a task's last allowed attempt
-//     fails the task.
+//     crashed attempts count (its claims ahead too: see Attempts); a
+//     crash in a task's last allowed attempt fails the task.
 //   - Partition from the server: renewals fail; the handler's ctx is
 //     cancelled at the end of the validity window, at least Margin
 //     before the server can expire the lease (the bound, above); the

@@ -21,13 +21,16 @@ const (
 	// ResultFailed: the handler failed permanently or for the last
 	// allowed attempt; the task is failed and its dependents blocked.
 	ResultFailed Result = "failed"
-	// ResultReleased: the worker drained and gave the claim back, or
-	// the handler returned GiveBack; the attempt does not count.
+	// ResultReleased: the claim was given back, the attempt not counted:
+	// its handler never started (a claim ahead ended by a drain or the
+	// loss of the worker's lease; Err says which), the worker drained
+	// a running handler, or the handler returned GiveBack.
 	ResultReleased Result = "released"
 	// ResultCancelled: an operator cancelled the task while it ran.
 	ResultCancelled Result = "cancelled"
 	// ResultLost: the claim could not be confirmed (lease lost, or the
-	// record moved on); nothing was written.
+	// record moved on) and nothing was written: the record shows the
+	// attempt lost (taken over), counted.
 	ResultLost Result = "lost"
 )
 

@@ -267,14 +267,12 @@ func (r *run) attempt() {
 	w.mu.Unlock()
 	if !w.enterHandler(r) {
 		// Drained, cancelled or lost before a handler slot was free:
-		// a drain gives the claim back (release; done already when
-		// Close released it while it waited), the rest is recorded as
-		// a handler ended that way would be.
-		w.mu.Lock()
-		draining := w.draining
-		w.mu.Unlock()
-		if draining {
-			w.release(r)
+		// its handler never started, so its claim is given back
+		// uncounted (giveBackUnstarted; done already when Close
+		// released it while it waited). An operator's cancel wrote
+		// the record itself: recorded as a cancelled handler is.
+		if !errors.Is(context.Cause(hctx), ErrCancelled) {
+			w.giveBackUnstarted(r)
 		}
 		r.once.Do(func() { handed = w.record(r, hctx, nil, ev) })
 		return
@@ -381,6 +379,14 @@ func (w *Worker) settle(so *sentOutcome) {
 	r, hctx, ev, g := so.r, so.hctx, so.ev, so.r.g
 	herr := ev.Err
 	_, err := w.finish(r, so.o, so.sent)
+	if err != nil && !refused(err) && !unwritable(err) {
+		// The server did not answer for as long as finish tries (it
+		// restarted, the connection went): the outcome may have landed,
+		// and the claim stands until someone takes it over. Settle it
+		// when the server answers again, so that what is reported is
+		// what the record holds.
+		_, err = w.finishLate(r, so.o)
+	}
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
@@ -440,7 +446,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 			rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		}
 		cancel()
-		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
+		if err == nil || refused(err) {
 			break
 		}
 		if r.g.Err() != nil {
@@ -453,29 +459,81 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 	return rec, err
 }
 
-// release gives back the claim of r, whose handler never started (it
-// waited for a handler slot, or was claimed as Close began): pending
-// again, this attempt not counted, so another worker starts the task at
-// once. A running handler's claim is never released here: the drain
-// cancels it (stopHandler) and record gives it back once it returned.
-func (w *Worker) release(r *run) {
-	w.mu.Lock()
-	claimed, cancel, g, hctx, ev, handling := r.fence != 0, r.cancel, r.g, r.hctx, r.ev, r.handling
-	w.mu.Unlock()
-	if !claimed || handling {
-		return // not claimed yet (the attempt sees the drain itself), or in its handler
+// refused reports whether err, from an outcome's write, says the claim
+// is no longer the worker's: nothing was written, and trying again
+// cannot change that.
+func refused(err error) bool {
+	return errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey)
+}
+
+// unwritable reports whether err says an outcome cannot be written
+// however often it is tried: the ledger closed, or the record refused.
+func unwritable(err error) bool {
+	return errors.Is(err, kvledger.ErrClosed) || errors.Is(err, kvledger.ErrInvalidState) || errors.Is(err, kvledger.ErrTooLarge) ||
+		errors.Is(err, kvledger.ErrUnknownStatus) || errors.Is(err, kvledger.ErrFenceExhausted)
+}
+
+// lateRetry is finishLate's policy: the server may be away for a while
+// (a restart, a partition), so the pauses grow to 2 s and the tries
+// reach past a minute; they end with the worker's Close (after which
+// finishLate tries as finish does, finishRetry).
+var lateRetry = retry.Policy{Tries: 40, Pause: 100 * time.Millisecond, MaxPause: 2 * time.Second}
+
+// finishLate writes o for r's claim when the server answers again, also
+// after the worker's lease ended: an outcome whose answer was lost, or
+// the give-back of a claim whose handler never started. Both are safe
+// without the lease: the handler has returned or never ran, so whoever
+// takes the claim over cannot overlap a run of it, and the write is
+// fenced (refused once the claim was taken over: lost). A write that
+// landed earlier is found as landed (kvledger's finish), so what is
+// reported is what the record holds.
+func (w *Worker) finishLate(r *run, o kvledger.Outcome) (kvledger.TaskState, error) {
+	var (
+		rec kvledger.TaskState
+		err error
+	)
+	p, ctx := lateRetry, w.ctx
+	if ctx.Err() != nil {
+		p, ctx = finishRetry, w.values // Close began: a drain's few tries
 	}
+	for l := p.Start(ctx); l.Next(); {
+		octx, cancel := w.opCtx()
+		rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
+		cancel()
+		if err == nil || refused(err) || unwritable(err) {
+			return rec, err
+		}
+	}
+	w.cfg.Logger.Warn("worker: recording an attempt after the server came back", "key", string(r.key), "fence", uint64(r.fence), "err", err)
+	return rec, err
+}
+
+// giveBackUnstarted gives back r's claim, whose handler never started
+// (it waited for a handler slot: a claim ahead), however the wait ended:
+// a drain, the worker's lease ending (a partition, a server restart
+// longer than ClaimTTL), or the record moving on. The record goes back
+// to pending with the claim's attempt taken back (Outcome.Uncount) in
+// the same write, so an attempt counts only when its handler ran, and
+// the task shows as given back (ResultReleased, Err the cause), also in
+// the record's attempts. The write is finishLate's: tried until the
+// server answers, even after the lease ended. Refused (the claim was
+// taken over meanwhile, which counted it), the attempt is lost.
+func (w *Worker) giveBackUnstarted(r *run) {
+	w.mu.Lock()
+	cancel, hctx, ev := r.cancel, r.hctx, r.ev
+	w.mu.Unlock()
 	r.once.Do(func() {
+		cause := context.Cause(hctx)
+		if cause == nil {
+			cause = ErrDraining // the drain ended the wait, not the context
+		}
 		if cancel != nil {
-			cancel(ErrDraining)
+			cancel(cause)
 		}
-		ev.Result, ev.Err = ResultReleased, ErrDraining
-		err := g.Err()
-		if err == nil {
-			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}, nil)
-		}
+		_, err := w.finishLate(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
+		ev.Result, ev.Err = ResultReleased, cause
 		if err != nil {
-			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
+			ev.Result, ev.Err = ResultLost, errors.Join(cause, err)
 		}
 		w.observe(hctx, ev)
 		if err != nil {
@@ -484,6 +542,21 @@ func (w *Worker) release(r *run) {
 			w.stats.released.Add(1)
 		}
 	})
+}
+
+// release gives back the claim of r, whose handler never started (it
+// waited for a handler slot, or was claimed as Close began): pending
+// again, this attempt not counted, so another worker starts the task at
+// once. A running handler's claim is never released here: the drain
+// cancels it (stopHandler) and record gives it back once it returned.
+func (w *Worker) release(r *run) {
+	w.mu.Lock()
+	claimed, handling := r.fence != 0, r.handling
+	w.mu.Unlock()
+	if !claimed || handling {
+		return // not claimed yet (the attempt sees the drain itself), or in its handler
+	}
+	w.giveBackUnstarted(r)
 }
 
 // stopHandler cancels the context of r's handler with ErrDraining when

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
+	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -101,6 +102,9 @@ func (w *Worker) onLeaseItem(it kvlease.FeedItem, synced chan struct{}) {
 	switch {
 	case it.Resync:
 		return // a catch-up: its changes follow as any others
+	case it.Resumed:
+		w.recheckLeases()
+		return
 	case it.Synced:
 		w.mu.Lock()
 		if !w.ix.leaseSynced {
@@ -112,6 +116,50 @@ func (w *Worker) onLeaseItem(it kvlease.FeedItem, synced chan struct{}) {
 		return
 	}
 	w.leaseChange(it.Key, it.Live(), it.Revision)
+}
+
+// leaseReread is recheckLeases' policy for one lease's read: a
+// restarted server may take a moment before its JetStream answers. Each
+// read is bounded by OpTimeout; the pauses end with the worker's Close.
+var leaseReread = retry.Policy{Tries: 5, Pause: 200 * time.Millisecond, MaxPause: time.Second}
+
+// recheckLeases reads again, from the lease bucket's stream leader
+// (kvledger.LeaseEnded), every lease the index holds live, once the lease
+// watch has resumed after its connection came back (kvlease.FeedItem
+// Resumed). The server keeps a lease's expiry marker for a minute
+// (kvlease's LimitMarkerTTL): after a longer outage the resumed watch
+// never delivers that expiry, and without this read the dead worker's
+// claims would look held for ever. A lease read as ended is applied as
+// the watch's expiry would have been (leaseChange), one revision above
+// what the index holds, so any later write of the key still counts; its
+// claims are taken over at once. It runs on the feed's goroutine, so the
+// changes the resumed watch delivers are applied after it, in order.
+func (w *Worker) recheckLeases() {
+	w.mu.Lock()
+	live := make(map[string]uint64)
+	for k, s := range w.ix.leases {
+		if s.live {
+			live[k] = s.rev
+		}
+	}
+	w.mu.Unlock()
+	for key, rev := range live {
+		var ended bool
+		err := leaseReread.Do(w.ctx, func(context.Context) error {
+			octx, cancel := w.opCtx()
+			defer cancel()
+			var err error
+			ended, _, err = kvledger.LeaseEnded(octx, w.leases, key)
+			return err
+		})
+		if err != nil {
+			w.cfg.Logger.Warn("worker: reading a lease again after the lease watch resumed", "lease", key, "err", err)
+			continue
+		}
+		if ended {
+			w.leaseChange(key, false, rev+1)
+		}
+	}
 }
 
 // leaseChange applies one change of a key of the lease bucket, as the

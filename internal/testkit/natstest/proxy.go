@@ -26,6 +26,7 @@ type DelayProxy struct {
 
 	mu      sync.Mutex
 	conns   []net.Conn
+	cut     bool          // Cut: connections are closed, new ones refused
 	resume  chan struct{} // non-nil while stalled; closed by Stall(false) and close
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -44,6 +45,21 @@ func (p *DelayProxy) Stall(on bool) {
 	case !on && p.resume != nil:
 		close(p.resume)
 		p.resume = nil
+	}
+}
+
+// Cut(true) closes every connection through the proxy and closes each new
+// one at once until Cut(false): to a client, the network gone, so it
+// reconnects (nats.MaxReconnects(-1)) once the cut ends.
+func (p *DelayProxy) Cut(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = on
+	if on {
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.conns = nil
 	}
 }
 
@@ -95,6 +111,12 @@ func (p *DelayProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = c.Close()
+			_ = s.Close()
+			continue
+		}
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
 		p.wg.Add(2)

@@ -47,17 +47,17 @@ func (r *Restartable) start() {
 func (r *Restartable) Restart() {
 	r.t.Helper()
 	r.Stop()
-	r.start()
+	r.Start()
 }
 
-// Stop shuts the server down until Start: an outage as long as the test
-// needs.
+// Stop shuts the server down, for a test that waits for something before
+// it starts it again (Start): an outage of the length it needs.
 func (r *Restartable) Stop() {
 	r.t.Helper()
 	require.NoError(r.t, r.Shutdown(Context(r.t, 30*time.Second)))
 }
 
-// Start starts the server Stop shut down again.
+// Start starts the stopped server again, on the same port and data dir.
 func (r *Restartable) Start() {
 	r.t.Helper()
 	r.start()
