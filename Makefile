@@ -14,9 +14,9 @@ FUZZTIME      ?= 10s
 SOAKTIME      ?= 5m
 # Nested modules: kept apart so that what importers of the core module read
 # in its go.mod holds no test-only or optional dependency (OpenTelemetry for
-# the observer; porcupine for the fault tests; chromedp for the dashboard's
-# browser tests).
-SUBMODULES    := kvlock/otelobserver kvledger/worker/otelworker internal/testsuite/chaos dashboard/browsertest
+# the observers; client_golang for the Prometheus collector; porcupine for
+# the fault tests; chromedp for the dashboard's browser tests).
+SUBMODULES    := kvlock/otelobserver kvledger/worker/otelworker opstats/promcollector internal/testsuite/chaos dashboard/browsertest
 
 .PHONY: help test bench fuzz lint demo soak tidy
 

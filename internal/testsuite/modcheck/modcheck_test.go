@@ -23,6 +23,12 @@ const core = "github.com/natscoord/natscoord"
 // in the module graph of a program that imports natscoord.
 var testOnly = []string{"go.uber.org/goleak", "github.com/anishathalye/porcupine", "github.com/chromedp/chromedp"}
 
+// adapterOnly are modules that only a nested adapter module requires
+// (OpenTelemetry: kvlock/otelobserver, kvledger/worker/otelworker;
+// client_golang: opstats/promcollector): the core module's go.mod
+// requires none of them, so an importer pulls each only with its adapter.
+var adapterOnly = []string{"go.opentelemetry.io/otel", "github.com/prometheus/client_golang"}
+
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
@@ -251,6 +257,9 @@ func main() {
 			t.Errorf("an importer's module graph holds the test-only module %s:\n%s", m, graph)
 		}
 	}
+	if m := "github.com/prometheus/client_golang"; strings.Contains(graph, m+" ") {
+		t.Errorf("an importer of the OpenTelemetry observer pulls %s, the Prometheus collector's:\n%s", m, graph)
+	}
 	deps := run(t, user, env, "go", "list", "-deps", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}", ".")
 	for _, line := range strings.Split(deps, "\n") {
 		pkg, imports, _ := strings.Cut(line, ": ")
@@ -261,8 +270,9 @@ func main() {
 }
 
 // The core module's go.mod, as it stands in this tree, requires none of the
-// test-only modules: what a program that imports natscoord reads from it
-// (directly or as a pruned requirement) names only what the libraries need.
+// test-only modules nor the adapters' (OpenTelemetry, client_golang): what
+// a program that imports natscoord reads from it (directly or as a pruned
+// requirement) names only what the libraries need.
 func TestCoreGoModRequiresNoTestOnlyModule(t *testing.T) {
 	var mod struct{ Require []struct{ Path string } }
 	out := run(t, repoRoot(t), []string{"GOWORK=off"}, "go", "mod", "edit", "-json")
@@ -273,6 +283,11 @@ func TestCoreGoModRequiresNoTestOnlyModule(t *testing.T) {
 		for _, m := range testOnly {
 			if r.Path == m {
 				t.Errorf("the core go.mod requires the test-only module %s; move the tests that use it into a nested module", m)
+			}
+		}
+		for _, m := range adapterOnly {
+			if r.Path == m || strings.HasPrefix(r.Path, m+"/") {
+				t.Errorf("the core go.mod requires %s, which only a nested adapter module may", r.Path)
 			}
 		}
 	}
