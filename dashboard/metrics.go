@@ -41,15 +41,18 @@ type gauge struct{ bits atomic.Uint64 }
 func (g *gauge) Set(v float64)  { g.bits.Store(math.Float64bits(v)) }
 func (g *gauge) value() float64 { return math.Float64frombits(g.bits.Load()) }
 
-// serveMetrics writes every series in the Prometheus text format.
+// serveMetrics writes every series in the Prometheus text format: the
+// dashboard's and the Go runtime's.
 func (h *Handler) serveMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", opstats.TextContentType)
-	_ = opstats.WriteText(w, h.families()...)
+	_ = opstats.WriteText(w, append(h.Families(), opstats.RuntimeFamilies()...)...)
 }
 
-// families are the dashboard's series: its counters, the views' current
-// counts, and the Go runtime's.
-func (h *Handler) families() []opstats.Family {
+// Families returns the dashboard's series as /metrics serves them, read
+// now (its counters and the views' current counts), without the Go
+// runtime's: for a program that serves the Handler and gathers metrics
+// its own way (opstats/promcollector.New(h.Families)).
+func (h *Handler) Families() []opstats.Family {
 	m := h.metrics
 	fams := []opstats.Family{
 		{Name: "natscoord_events_lag_seconds", Help: "Time from the writer's timestamp of the last event to the dashboard receiving it.",
@@ -80,8 +83,7 @@ func (h *Handler) families() []opstats.Family {
 				Labels: []opstats.Label{{Name: "bucket", Value: w.bucket}, {Name: "kind", Value: string(kind)}}, Value: float64(kinds[kind])})
 		}
 	}
-	fams = append(fams, tasks, claims, phases, held)
-	return append(fams, opstats.RuntimeFamilies()...)
+	return append(fams, tasks, claims, phases, held)
 }
 
 // leaseKinds is the order natscoord_lease_held lists the kinds in.
