@@ -7,7 +7,9 @@
 // worker handles, and the schedules, stored and seen), the
 // leases, locks, semaphores and election leaders of one or more kvlease
 // buckets with their holders, fences and TTL countdowns, and a live event
-// stream. It also serves Prometheus metrics on /metrics.
+// stream. It also serves Prometheus metrics on /metrics (Families gives
+// them, the Go runtime's aside, to a client_golang registry through the
+// nested module opstats/promcollector).
 //
 // # Use
 //

@@ -8,7 +8,9 @@
 // dashboard's views) and the Go runtime's (RuntimeFamilies). It needs no
 // metrics library: Snapshot gives plain values for a Stats endpoint or a
 // test. OpenTelemetry is an adapter of the same observers, in the nested
-// modules kvlock/otelobserver and kvledger/worker/otelworker.
+// modules kvlock/otelobserver and kvledger/worker/otelworker; the nested
+// module opstats/promcollector registers Families in a
+// prometheus/client_golang registry, read at each scrape.
 //
 //	rec := opstats.New()
 //	locker, _ := kvlock.New(ctx, js, kvlock.Config{Observer: kvlock.RecorderObserver(rec)})

@@ -458,7 +458,9 @@
 // status is the ledger's, not a worker's. `natscoord work
 // --metrics-listen ADDR` serves all of these on GET /metrics. For
 // OpenTelemetry (a span per attempt, the same histograms) use the
-// separate module kvledger/worker/otelworker.
+// separate module kvledger/worker/otelworker; for a client_golang
+// registry, the Recorder's Families and Stats.Families through the
+// separate module opstats/promcollector.
 //
 // # Failure modes, partitions, skew and pauses
 //

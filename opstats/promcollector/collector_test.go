@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
@@ -182,4 +183,13 @@ func TestInvalidLabelValueIsAGatherError(t *testing.T) {
 		names = append(names, f.GetName())
 	}
 	require.Equal(t, []string{"natscoord_test_good_total"}, names)
+}
+
+// opstats.RuntimeFamilies beside client_golang's Go collector is refused
+// at Gather (the same go_* names twice), as the package doc warns.
+func TestRuntimeFamiliesClashWithGoCollector(t *testing.T) {
+	reg := register(t, opstats.RuntimeFamilies)
+	reg.MustRegister(collectors.NewGoCollector())
+	_, err := reg.Gather()
+	require.ErrorContains(t, err, "go_goroutines")
 }
