@@ -107,6 +107,18 @@ func (p Policy) Ceiling() time.Duration {
 	return total
 }
 
+// PauseAfter is the pause after the n-th failed try in a row (n >= 1):
+// the one a Loop on p makes before try n+1. It is for a loop that waits
+// on a timer of its own rather than on a goroutine (the task runtime's
+// claims, which wait on the worker's due-time heap).
+func (p Policy) PauseAfter(n int) time.Duration {
+	pause := p.Pause
+	for i := 1; i < n && pause < p.MaxPause; i++ {
+		pause = p.next(pause)
+	}
+	return pause
+}
+
 // next is the pause after one of pause.
 func (p Policy) next(pause time.Duration) time.Duration {
 	if p.MaxPause <= p.Pause {
