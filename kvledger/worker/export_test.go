@@ -43,3 +43,11 @@ func Starting(w *Worker) bool {
 	defer w.mu.Unlock()
 	return w.started
 }
+
+// Timers is how many keys wait on the worker's timer heap (a RunAt, or a
+// look again after a failure).
+func Timers(w *Worker) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ix.timers.Len()
+}

@@ -397,10 +397,14 @@ func (w *Worker) settle(so *sentOutcome) {
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
-			// take it over again (endRun files it).
+			// take it over again (endRun files it), after the claims'
+			// pause when the write failed rather than was refused.
 			w.mu.Lock()
 			w.ix.orphans[r.key] = r.fence
 			w.mu.Unlock()
+			if !refused(err) {
+				w.retryLater(r.key)
+			}
 		}
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
 		w.observe(hctx, ev)
@@ -453,7 +457,7 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 			rec, err = finishClaim(w.l, octx, w.cfg.Actor, r.key, w.cfg.Owner, r.fence, o, w.now())
 		}
 		cancel()
-		if err == nil || errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey) {
+		if err == nil || refused(err) {
 			break
 		}
 		if r.g.Err() != nil {
@@ -464,6 +468,12 @@ func (w *Worker) finish(r *run, o kvledger.Outcome, sent *kvledger.PendingFinish
 		w.cfg.Logger.Warn("worker: recording an attempt", "key", string(r.key), "fence", uint64(r.fence), "err", err)
 	}
 	return rec, err
+}
+
+// refused reports whether an outcome's write was refused for good: the
+// claim was taken over or the record is gone.
+func refused(err error) bool {
+	return errors.Is(err, kvledger.ErrFenced) || errors.Is(err, kvledger.ErrNotClaimed) || errors.Is(err, kvledger.ErrNoKey)
 }
 
 // release gives r's claim back during a drain: the handler's context is
