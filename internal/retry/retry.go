@@ -18,7 +18,8 @@
 // spurious-conflict pauses (kvx.SpuriousConflict: AcquireAs, kvlease's
 // owned writes), kvlease's release settling (settleDeleteAt) and its
 // hand-over's resend of a write of unknown outcome (handOver), kvlock's
-// RetryPolicy, the task runtime's outcome write (worker's finish), and
+// RetryPolicy, the task runtime's outcome write (worker's finish) and its
+// claims' pause (claimRetry, on the worker's timers: PauseAfter), and
 // watches started again after they failed (the dashboard's record feed,
 // natscoord ledger wait), the dashboard's looks at a lease bucket it waits
 // for (awaitLeaseBucket), and the test kit natstest. ARCHITECTURE.md lists

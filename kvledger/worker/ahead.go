@@ -3,6 +3,7 @@ package worker
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // Claims ahead (Config.ClaimAhead). The dispatcher starts attempts while
@@ -74,10 +75,19 @@ func (w *Worker) leaveHandlerLocked(r *run) {
 	w.inHandler--
 }
 
+// orderHold is how long a claim still on its way holds a handler slot
+// for itself against claimed tasks after it (grantLocked): a claim takes
+// a millisecond or two, but one that meets a stream leader moving waits
+// for its answer up to OpTimeout, and must not stop every handler
+// meanwhile.
+const orderHold = 500 * time.Millisecond
+
 // grantLocked hands free handler slots to the waiting attempts in order
 // (readyBefore): the first waiting one gets a slot unless an attempt
-// before it is still claiming, for which the slot is kept.
+// before it is still claiming, for which the slot is kept, for up to
+// orderHold from that claim's start (a timer then wakes the producer).
 func (w *Worker) grantLocked() {
+	var now time.Time
 	for !w.draining && w.inHandler < w.cfg.Concurrency && len(w.ahead) > 0 {
 		best := 0
 		for i, a := range w.ahead {
@@ -87,7 +97,18 @@ func (w *Worker) grantLocked() {
 		}
 		next := w.ahead[best]
 		for _, c := range w.claiming {
-			if readyBefore(c.order, next.order) {
+			if !readyBefore(c.order, next.order) {
+				continue
+			}
+			if now.IsZero() {
+				now = w.now()
+			}
+			if until := c.since.Add(orderHold); now.Before(until) {
+				if !c.held {
+					c.held = true
+					w.ix.addTimer(until, c.key)
+					w.poke()
+				}
 				return
 			}
 		}

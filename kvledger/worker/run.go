@@ -20,8 +20,12 @@ type run struct {
 	key  kvledger.IdempotencyKey
 	kind string
 	// order is the task's place when the dispatcher took it
-	// (readyBefore), by which it gets its handler slot (grantLocked).
+	// (readyBefore), by which it gets its handler slot (grantLocked);
+	// since is when, and held says a later claimed task waits for this
+	// claim (a timer ends that wait at since+orderHold).
 	order readyItem
+	since time.Time
+	held  bool
 
 	// grp is the limited group of the task (Config.GroupLimits), whose
 	// slot the attempt takes before its claim; nil when unbounded.
@@ -57,7 +61,7 @@ type run struct {
 // startLocked reserves a slot for it's task and starts its attempt.
 func (w *Worker) startLocked(it readyItem, kind string) {
 	k := it.key
-	r := &run{w: w, key: k, kind: kind, slot: true, order: it}
+	r := &run{w: w, key: k, kind: kind, slot: true, order: it, since: w.now()}
 	w.claiming = append(w.claiming, r)
 	if e := w.ix.recs[k]; e != nil && e.group != "" {
 		if g := w.ix.groups[e.group]; g != nil {
