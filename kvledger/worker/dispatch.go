@@ -129,3 +129,12 @@ func (w *Worker) lastAttemptLocked(it readyItem) bool {
 	claimed.Attempts++ // as the claim would count it
 	return attemptsUsed(claimed, w.cfg.MaxAttempts) && w.waitsLocked(it)
 }
+
+// pickupBound is how long a worker stays idle with a task ready after the
+// ledger's stream leader moved or restarted (doc.go, "Failure modes"): a
+// claim in flight across the move may go unanswered for its whole
+// opTimeout, then the claims pause (claimRetry, at most 1 s); the claims
+// after it are held back for orderHold at most.
+func pickupBound(opTimeout time.Duration) time.Duration {
+	return opTimeout + claimRetry.MaxPause + orderHold
+}

@@ -1,5 +1,7 @@
 package worker
 
+import "time"
+
 // Test hooks into the worker's view of the lease bucket.
 
 // SlotKey is the lease key of slot i of group.
@@ -51,3 +53,8 @@ func Timers(w *Worker) int {
 	defer w.mu.Unlock()
 	return w.ix.timers.Len()
 }
+
+// PickupBound is the bound doc.go states on how long a worker with
+// OpTimeout opTimeout stays idle with a task ready after the ledger's
+// stream leader moved or restarted.
+func PickupBound(opTimeout time.Duration) time.Duration { return pickupBound(opTimeout) }
