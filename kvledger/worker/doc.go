@@ -177,7 +177,7 @@
 // equals. Its record changing (a retry's write, a release) makes it ready
 // anew, in a new place. This holds with a backlog at Start, with claims
 // ahead (above), with retries and with tasks on their last attempt
-// (TestBacklogStartsInOrder, five rounds, and through the CLI
+// (TestBacklogStartsInOrder, five rounds, and through the CLI,
 // TestWorkStartsBacklogInOrder). Kinds are still taken in turn, and a
 // priority says nothing across kinds or workers: it orders what one
 // worker starts next, not which worker wins a record. A running task is
@@ -413,8 +413,10 @@
 //     Measured on a 3-node cluster with OpTimeout 2 s, a task admitted
 //     every 20 ms, three step-downs and three restarts of the leading
 //     node per run (TestPickupAfterLedgerLeaderMoves): the longest idle
-//     with a task ready was under 0.5 s in most of some 40 runs, 1.6 s
-//     and 3.0 s in two.
+//     with a task ready was under 0.5 s in all but two of some 50 runs,
+//     1.6 s and 3.0 s in those (a claim whose write, or whose read of the
+//     record after a refused swap, went unanswered across the move until
+//     OpTimeout).
 //   - Watch failure: a record or lease watch that ends for good (its
 //     bucket or stream deleted: nats.go gives up on the watch's consumer
 //     about 20 s later) closes the worker: it stops claiming (it would no
