@@ -97,18 +97,18 @@
 // claim (orderHold: a claim takes a millisecond or two, but one that
 // meets a moving stream leader may wait for OpTimeout, and must not idle
 // every handler meanwhile). Claims ahead never put a task before one
-// that was known ready when it was claimed, except past that hold. When a higher task becomes
-// ready after tasks were claimed ahead, it goes next: the slot that frees
-// up first is kept for it while it is claimed, and the tasks claimed
-// ahead keep their claims (none is given back for it) and start after
-// it, in order (TestClaimAheadYieldsToAHigherTask). Claims ahead count
-// against KindConcurrency and GroupLimits like running tasks (a task
-// claimed ahead holds its group slot), so a kind or group at its limit
-// gets none. The window trades a little fairness for throughput: up to
-// ClaimAhead tasks claimed by this worker wait for its handlers while
-// another worker may be idle; workers with long handlers should keep
-// ClaimAhead small or set it to -1 (TestClaimAheadStartsByPriority,
-// TestClaimAheadRespectsLimits).
+// that was known ready when it was claimed, except past that hold. When
+// a higher task becomes ready after tasks were claimed ahead, it goes
+// next: the slot that frees up first is kept for it while it is claimed,
+// and the tasks claimed ahead keep their claims (none is given back for
+// it) and start after it, in order (TestClaimAheadYieldsToAHigherTask).
+// Claims ahead count against KindConcurrency and GroupLimits like
+// running tasks (a task claimed ahead holds its group slot), so a kind or
+// group at its limit gets none. The window trades a little fairness for
+// throughput: up to ClaimAhead tasks claimed by this worker wait for its
+// handlers while another worker may be idle; workers with long handlers
+// should keep ClaimAhead small or set it to -1
+// (TestClaimAheadStartsByPriority, TestClaimAheadRespectsLimits).
 //
 // A task claimed ahead is claimed like any other: its record names the
 // worker's one lease, its attempt counts, its handler's context exists
