@@ -18,7 +18,8 @@
 // spurious-conflict pauses (kvx.SpuriousConflict: AcquireAs, kvlease's
 // owned writes), kvlease's release settling (settleDeleteAt) and its
 // hand-over's resend of a write of unknown outcome (handOver), kvlock's
-// RetryPolicy, the task runtime's outcome write (worker's finish), and
+// RetryPolicy, the task runtime's outcome write (worker's finish) and its
+// claims' pause (claimRetry, on the worker's timers: PauseAfter), and
 // watches started again after they failed (the dashboard's record feed,
 // natscoord ledger wait), the dashboard's looks at a lease bucket it waits
 // for (awaitLeaseBucket), and the test kit natstest. ARCHITECTURE.md lists
@@ -105,6 +106,18 @@ func (p Policy) Ceiling() time.Duration {
 		pause = p.next(pause)
 	}
 	return total
+}
+
+// PauseAfter is the pause after the n-th failed try in a row (n >= 1):
+// the one a Loop on p makes before try n+1. It is for a loop that waits
+// on a timer of its own rather than on a goroutine (the task runtime's
+// claims, which wait on the worker's due-time heap).
+func (p Policy) PauseAfter(n int) time.Duration {
+	pause := p.Pause
+	for i := 1; i < n && pause < p.MaxPause; i++ {
+		pause = p.next(pause)
+	}
+	return pause
 }
 
 // next is the pause after one of pause.

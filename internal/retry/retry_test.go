@@ -99,6 +99,10 @@ func TestCeilingAndSchedule(t *testing.T) {
 	require.Equal(t, 4*time.Second+(10+20+25)*time.Millisecond, p.Ceiling())
 	require.Equal(t, 3*250*time.Millisecond, retry.Policy{Tries: 4, Pause: 250 * time.Millisecond, MaxPause: 250 * time.Millisecond}.Ceiling())
 	require.Equal(t, time.Duration(0), retry.Policy{Pause: time.Second}.Ceiling())
+	for n, want := range []time.Duration{10, 10, 20, 25, 25} {
+		require.Equal(t, want*time.Millisecond, p.PauseAfter(max(n, 1)), "after %d failures", n)
+	}
+	require.Equal(t, time.Second, retry.Policy{Pause: time.Second}.PauseAfter(9), "no MaxPause: Pause every time")
 
 	l := retry.Policy{Tries: 3, Pause: time.Hour}.Start(context.Background())
 	require.True(t, l.Next())

@@ -18,9 +18,7 @@ func (w *Worker) dispatch() {
 		w.mu.Lock()
 		now := w.now()
 		w.ix.dueTimers(now, func(k kvledger.IdempotencyKey) { w.considerLocked(k, now) })
-		if !w.draining {
-			w.startReadyLocked(now)
-		}
+		w.produceLocked(now)
 		next, armed := w.ix.nextTimer()
 		w.mu.Unlock()
 		t.Stop()
@@ -39,8 +37,20 @@ func (w *Worker) dispatch() {
 	}
 }
 
+// produceLocked is the producer, the one place that decides what starts
+// next: it claims ready tasks (startReadyLocked), then hands the free
+// handler slots to the claimed ones (grantLocked), both in the order of
+// readyBefore. Nothing is claimed during a drain, or during the pause
+// after a claim failed (claimRetry).
+func (w *Worker) produceLocked(now time.Time) {
+	if !w.draining && !now.Before(w.claimPause) {
+		w.startReadyLocked(now)
+	}
+	w.grantLocked()
+}
+
 // startReadyLocked starts ready tasks, kinds taken in turn and each
-// kind's highest priority first, until the worker's or every kind's
+// kind's first in order (readyBefore), until the worker's or every kind's
 // limit is reached or nothing is ready. A task whose group is full
 // (Config.GroupLimits) is parked: the tasks behind it go on, and it goes
 // back to its place when a slot frees up (unparkLocked).
@@ -57,7 +67,7 @@ func (w *Worker) startReadyLocked(now time.Time) {
 				continue
 			}
 			k := it.key
-			if w.lastAttemptLocked(k) {
+			if w.lastAttemptLocked(it) {
 				// Back to its place; no more claims ahead until a
 				// handler slot is free for it, so that the tasks
 				// behind it do not keep the window full.
@@ -79,7 +89,7 @@ func (w *Worker) startReadyLocked(now time.Time) {
 				w.considerLocked(k, now)
 				continue
 			}
-			w.startLocked(k, kind)
+			w.startLocked(it, kind)
 			if !w.canStartLocked() {
 				return
 			}
@@ -99,22 +109,32 @@ func (w *Worker) canStartLocked() bool {
 	return w.busy < w.cfg.Concurrency+w.cfg.ClaimAhead && len(w.running) < 2*w.cfg.Concurrency+w.cfg.ClaimAhead
 }
 
-// lastAttemptLocked reports whether k's claim now would be a claim ahead
-// (every handler slot taken or being claimed for) that uses the task's
+// lastAttemptLocked reports whether it's claim now would be a claim ahead
+// (it would wait for a handler slot: waitsLocked) that uses the task's
 // last allowed attempt. Such a task is not claimed ahead: a claim ahead
 // lost with the worker (a crash, its lease ended) counts its attempt
 // although its handler never ran, and that must not fail a task. It waits
-// in the ready queue for a handler slot instead, and no task is claimed
-// ahead meanwhile.
-func (w *Worker) lastAttemptLocked(k kvledger.IdempotencyKey) bool {
+// in the ready queue, in its place, until a handler slot would be its at
+// once, and no task is claimed ahead meanwhile, so none behind it starts
+// before it.
+func (w *Worker) lastAttemptLocked(it readyItem) bool {
 	if w.busy < w.cfg.Concurrency {
 		return false
 	}
-	e := w.ix.recs[k]
+	e := w.ix.recs[it.key]
 	if e == nil || e.rec == nil || e.rec.Status != kvledger.StatusPending {
 		return false
 	}
 	claimed := *e.rec
 	claimed.Attempts++ // as the claim would count it
-	return attemptsUsed(claimed, w.cfg.MaxAttempts)
+	return attemptsUsed(claimed, w.cfg.MaxAttempts) && w.waitsLocked(it)
+}
+
+// pickupBound is how long a worker stays idle with a task ready after the
+// ledger's stream leader moved or restarted (doc.go, "Failure modes"): a
+// claim in flight across the move may go unanswered for its whole
+// opTimeout, then the claims pause (claimRetry, at most 1 s); the claims
+// after it are held back for orderHold at most.
+func pickupBound(opTimeout time.Duration) time.Duration {
+	return opTimeout + claimRetry.MaxPause + orderHold
 }

@@ -88,18 +88,27 @@
 // A handler waits on no write but its own claim, and usually not even
 // that. While all Concurrency handlers run, the worker claims up to
 // Config.ClaimAhead more ready tasks (default: Concurrency, at most 64;
-// -1 for none), highest priority first, each claim its own
+// -1 for none), in order (below, "Order"), each claim its own
 // compare-and-swap with its own answer (several in flight at once; never
 // an atomic batch, where one lost race would refuse them all). A claimed
-// task waits for a handler slot; the handler that returns first hands
-// its slot to the waiting task of the highest priority, which starts at
-// once. Claims ahead count against KindConcurrency and GroupLimits like
+// task waits for a handler slot, and slots are handed in order, not in
+// the order the claims' answers come back: a freed slot goes to the
+// first waiting task, unless a task before it is still being claimed,
+// for which the slot is kept, for up to 500 ms from the start of that
+// claim (orderHold: a claim takes a millisecond or two, but one that
+// meets a moving stream leader may wait for OpTimeout, and must not idle
+// every handler meanwhile). Claims ahead never put a task before one
+// that was known ready when it was claimed, except past that hold. When
+// a higher task becomes ready after tasks were claimed ahead, it goes
+// next: the slot that frees up first is kept for it while it is claimed,
+// and the tasks claimed ahead keep their claims (none is given back for
+// it) and start after it, in order (TestClaimAheadYieldsToAHigherTask).
+// Claims ahead count against KindConcurrency and GroupLimits like
 // running tasks (a task claimed ahead holds its group slot), so a kind or
 // group at its limit gets none. The window trades a little fairness for
 // throughput: up to ClaimAhead tasks claimed by this worker wait for its
-// handlers while another worker may be idle, and a task of higher
-// priority admitted after them starts after them; workers with long
-// handlers should keep ClaimAhead small or set it to -1
+// handlers while another worker may be idle; workers with long handlers
+// should keep ClaimAhead small or set it to -1
 // (TestClaimAheadStartsByPriority, TestClaimAheadRespectsLimits).
 //
 // A task claimed ahead is claimed like any other: its record names the
@@ -126,11 +135,13 @@
 //     the dead worker knew whether its handler had started.
 //
 // A claim ahead taken over that way counts an attempt its handler may
-// never have run. So a task whose claim would use its last allowed
-// attempt is never claimed ahead: it waits in the ready queue for a
-// handler slot, and nothing is claimed ahead past it meanwhile
-// (TestClaimAheadSparesTheLastAttempt). A claim ahead lost with a dead
-// worker can therefore cost a task a retry, never fail it unrun.
+// never have run. So a task whose claim would use its last allowed attempt is never
+// claimed ahead: it waits in the ready queue, in its place, until a
+// handler slot would be its at once, and nothing is claimed ahead past it
+// meanwhile, so no task behind it starts before it
+// (TestClaimAheadSparesTheLastAttempt, TestBacklogStartsInOrder). A claim
+// ahead lost with a dead worker can therefore cost a task a retry, never
+// fail it unrun.
 //
 // An outcome is sent without the attempt waiting for it: its
 // compare-and-swap on the claim's revision leaves
@@ -146,17 +157,39 @@
 // ClaimAhead attempt goroutines (an outcome in flight holds none), plus
 // the collector.
 //
-// # Priorities
+// # Order
 //
-// A record's Priority (Submission.Priority, default 0, any int) orders
-// the ready tasks of its kind: each kind's ready queue is a heap, higher
-// priority first, then in the order the tasks became ready (the order
-// the watch delivered them; at Start, the order of their last writes).
-// Kinds are still taken in turn, and a priority says nothing across
-// kinds or workers: it orders what one worker starts next, not which
-// worker wins a record. A running task is never pre-empted, and a task's
-// priority is the one its record had when it became ready
-// (TestPriorityOrdersReadyTasks).
+// One producer decides what starts next (produceLocked in dispatch.go):
+// it claims ready tasks and hands handler slots to the claimed ones, both
+// by one rule (readyBefore in index.go). Ready tasks of a kind start
+// highest Priority first (Submission.Priority, default 0, any int), then
+// in the order they became ready. A task became ready at a revision of
+// the ledger's stream, which the server assigns (unique and increasing,
+// the same for every worker; no clock is compared):
+//   - the revision of the write that made it ready: its own last write
+//     (its admission, a retry's write, a release) or the completion of
+//     its last need, whichever came later;
+//   - for a task that waited for its RunAt, or for the lease of a claim
+//     to end (a takeover), the last revision this worker's watch had
+//     delivered when that happened: it goes after every task already
+//     ready then;
+//   - for the backlog Start finds (every task ready before the worker
+//     watched), its own last write or its needs' completions, whichever
+//     is later;
+//   - ties (tasks made ready by one write, or at one point of the watch)
+//     go by their own last write's revision.
+//
+// A task keeps its place while its record does not change: filed again
+// after a claim that failed or a full group, it is still first among its
+// equals. Its record changing (a retry's write, a release) makes it ready
+// anew, in a new place. This holds with a backlog at Start, with claims
+// ahead (above), with retries and with tasks on their last attempt
+// (TestBacklogStartsInOrder, five rounds, and through the CLI,
+// TestWorkStartsBacklogInOrder). Kinds are still taken in turn, and a
+// priority says nothing across kinds or workers: it orders what one
+// worker starts next, not which worker wins a record. A running task is
+// never pre-empted, and a task's priority is the one its record had when
+// it became ready (TestPriorityOrdersReadyTasks).
 //
 // # Group limits
 //
@@ -296,6 +329,20 @@
 // failed instead, in the same compare-and-set and with a new fence, with
 // a LastError naming the lost attempt (kvledger.ErrAttemptsExhausted). The record and its events carry Attempts, LastError and
 // RunAt (the next attempt's time).
+//
+// A claim that fails transiently (a 503 while the ledger's stream has no
+// quorum or leader, a timeout, no responders), or fails for what it needs
+// (the worker's lease, a group slot, a read of a claim's lease), is tried
+// again only after a pause, whichever way the attempt ends: the n-th such
+// failure in a row stops every claim of the worker for 250 ms doubling to
+// 1 s (claimRetry in run.go, on internal/retry); the task keeps its
+// place, so it is the first tried again. A key is so tried at most 4
+// times in its first 2 s of failures and once a second after that
+// (TestFailedClaimKeepsItsPause: 3 tries per key in 3 s of 503s, where
+// the run's end used to file the key straight back, some 1000 a second).
+// An outcome write is tried 3 times, 50 and 100 ms apart (finishRetry);
+// one that still failed (not refused) leaves the claim to this worker's
+// takeover, after the same pause.
 //
 // # Attempts
 //
@@ -485,6 +532,20 @@
 //     for all its claims at once; any that were taken over have their
 //     outcome writes fenced. Side effects
 //     outside the ledger must carry the fence (Task.Fence, FenceFrom).
+//   - The ledger's stream leader moves (a step-down, the leading node
+//     restarting): a claim or outcome in flight across the move may go
+//     unanswered until OpTimeout, holding its own slot that long; the
+//     claimed tasks after it wait for it 500 ms at most. A worker is so
+//     idle with a task ready for at most OpTimeout + 1 s (the claims'
+//     longest pause) + 500 ms (pickupBound; 8.5 s at the defaults), when
+//     every one of its Concurrency+ClaimAhead slots holds such a claim.
+//     Measured on a 3-node cluster with OpTimeout 2 s, a task admitted
+//     every 20 ms, three step-downs and three restarts of the leading
+//     node per run (TestPickupAfterLedgerLeaderMoves): the longest idle
+//     with a task ready was under 0.5 s in all but two of some 50 runs,
+//     1.6 s and 3.0 s in those (a claim whose write, or whose read of the
+//     record after a refused swap, went unanswered across the move until
+//     OpTimeout).
 //   - Watch failure: a record or lease watch that ends for good (its
 //     bucket or stream deleted: nats.go gives up on the watch's consumer
 //     about 20 s later) closes the worker: it stops claiming (it would no

@@ -1,5 +1,7 @@
 package worker
 
+import "time"
+
 // Test hooks into the worker's view of the lease bucket.
 
 // SlotKey is the lease key of slot i of group.
@@ -46,3 +48,16 @@ func Starting(w *Worker) bool {
 
 // PresenceKey is presenceKey: a fresh key of a worker's presence lease.
 var PresenceKey = presenceKey
+
+// Timers is how many keys wait on the worker's timer heap (a RunAt, or a
+// look again after a failure).
+func Timers(w *Worker) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ix.timers.Len()
+}
+
+// PickupBound is the bound doc.go states on how long a worker with
+// OpTimeout opTimeout stays idle with a task ready after the ledger's
+// stream leader moved or restarted.
+func PickupBound(opTimeout time.Duration) time.Duration { return pickupBound(opTimeout) }

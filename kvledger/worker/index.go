@@ -17,13 +17,17 @@ type index struct {
 	// waiting maps a need to the pending records (of handled kinds)
 	// waiting for it to complete.
 	waiting map[kvledger.IdempotencyKey]map[kvledger.IdempotencyKey]struct{}
-	// ready holds, per kind, the keys believed ready, higher priority
-	// first, then in the order they became so; entries are checked again
-	// when taken (lazy removal). queued holds the keys in a ready queue
-	// or parked behind a full group (groups).
+	// ready holds, per kind, the keys believed ready, in the order of
+	// readyBefore; entries are checked again when taken (lazy removal).
+	// queued holds the keys in a ready queue or parked behind a full
+	// group (groups).
 	ready  map[string]*readyQueue
 	queued map[kvledger.IdempotencyKey]bool
-	seq    uint64 // order of enqueue, for FIFO within a priority
+	// pos is the revision of the last record change applied: the point
+	// of the ledger's stream this worker's view has reached. backlog is
+	// set while Start files the records the watch found (considerAll).
+	pos     uint64
+	backlog bool
 	// groups holds, per group limited by Config.GroupLimits, what the
 	// lease watch says of its slots and the tasks waiting for one.
 	groups map[string]*group
@@ -63,6 +67,10 @@ type entry struct {
 	rev    uint64
 	prio   int
 	group  string
+	// ready is the revision at which the task became ready (readyRev),
+	// kept while the record does not change: a task filed again (its
+	// claim failed, its group was full) keeps its place. 0 until known.
+	ready uint64
 	// lease, on a claimed record of a handled kind, is the lease key that
 	// keeps the claim alive: the record's Lease, or the per-record key
 	// for a record that names none.
@@ -102,28 +110,53 @@ func newIndex(prefix string) index {
 }
 
 // readyItem is a key in a ready queue: its priority when it was filed,
-// and its place in the order keys became ready.
+// the revision at which it became ready and its record's revision.
 type readyItem struct {
-	key  kvledger.IdempotencyKey
-	prio int
-	seq  uint64
+	key        kvledger.IdempotencyKey
+	prio       int
+	ready, own uint64
 }
 
-// readyQueue is a kind's ready keys: higher priority first, then first
-// filed first.
+// readyQueue is a kind's ready keys, in the order of readyBefore.
 type readyQueue struct{ h *heapx.Heap[readyItem] }
 
 func newReadyQueue() *readyQueue {
 	return &readyQueue{h: heapx.New(readyBefore, nil)}
 }
 
-// readyBefore orders ready keys: higher priority first, then first filed
-// first.
+// readyBefore is the one rule of order (doc.go, "Order"): higher priority
+// first, then the one that became ready at the earlier revision of the
+// ledger's stream, then the earlier record write (revisions are the
+// server's: unique, and the same order for every worker). The producer
+// claims by it (startReadyLocked) and hands handler slots by it
+// (grantLocked).
 func readyBefore(a, b readyItem) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
-	return a.seq < b.seq
+	if a.ready != b.ready {
+		return a.ready < b.ready
+	}
+	return a.own < b.own
+}
+
+// readyRev is the revision at which e's task became ready: the point this
+// worker's view of the ledger had reached when it found the task ready
+// (the task's own write, its last need's completion, or, for a task that
+// waited for its RunAt or for a claim's lease to end, every write seen by
+// then). For the backlog Start finds, whose moment is past, it is the
+// later of the task's own write and its needs' completions.
+func (ix *index) readyRev(e *entry) uint64 {
+	if !ix.backlog {
+		return ix.pos
+	}
+	rev := e.rev
+	for _, n := range e.needs {
+		if ne := ix.recs[n]; ne != nil {
+			rev = max(rev, ne.rev)
+		}
+	}
+	return rev
 }
 
 func (q *readyQueue) push(it readyItem) { q.h.Push(it) }
@@ -175,16 +208,21 @@ func (ix *index) apply(c *kvledger.Change, handled bool) *entry {
 		return nil
 	}
 	r := &c.Record
+	ix.pos = max(ix.pos, c.Rev)
 	var rec *kvledger.TaskState
+	var ready uint64
 	if e == nil {
 		e = new(entry)
 		ix.recs[c.Key] = e
 	} else {
 		rec = e.rec
+		if e.rev == c.Rev {
+			ready = e.ready // delivered again (a watch caught up): not a new write
+		}
 	}
 	*e = entry{
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
-		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group,
+		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group, ready: ready,
 	}
 	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
 		if rec == nil {
@@ -256,18 +294,16 @@ func (ix *index) leaseState(e *entry) (live, known bool) {
 	return s.live, ok
 }
 
-// enqueue adds k to its kind's ready queue once, at its record's
-// priority.
-func (ix *index) enqueue(k kvledger.IdempotencyKey, kind string) {
+// enqueue adds k, of entry e, to its kind's ready queue once, in its
+// place (readyBefore).
+func (ix *index) enqueue(k kvledger.IdempotencyKey, e *entry) {
 	if ix.queued[k] {
 		return
 	}
-	prio := 0
-	if e := ix.recs[k]; e != nil {
-		prio = e.prio
+	if e.ready == 0 {
+		e.ready = ix.readyRev(e)
 	}
-	ix.seq++
-	ix.requeue(kind, readyItem{key: k, prio: prio, seq: ix.seq})
+	ix.requeue(e.kind, readyItem{key: k, prio: e.prio, ready: e.ready, own: e.rev})
 	ix.queued[k] = true
 }
 

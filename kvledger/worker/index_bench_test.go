@@ -34,7 +34,7 @@ func BenchmarkIndexPick(b *testing.B) {
 				if r, _ := ix.judge(k, now); r != candidate {
 					b.Fatal("not ready")
 				}
-				ix.enqueue(k, "k")
+				ix.enqueue(k, ix.recs[k])
 				got, ok := ix.ready["k"].pop()
 				if !ok || got.key != k {
 					b.Fatal("not picked")

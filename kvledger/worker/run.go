@@ -19,6 +19,13 @@ type run struct {
 	w    *Worker
 	key  kvledger.IdempotencyKey
 	kind string
+	// order is the task's place when the dispatcher took it
+	// (readyBefore), by which it gets its handler slot (grantLocked);
+	// since is when, and held says a later claimed task waits for this
+	// claim (a timer ends that wait at since+orderHold).
+	order readyItem
+	since time.Time
+	held  bool
 
 	// grp is the limited group of the task (Config.GroupLimits), whose
 	// slot the attempt takes before its claim; nil when unbounded.
@@ -32,7 +39,6 @@ type run struct {
 	slot     bool          // holds a slot: claiming, claimed ahead or in the handler
 	handling bool          // holds a handler slot (ahead.go)
 	grant    chan struct{} // closed when a waiting claim gets a handler slot
-	prio     int           // the claimed record's priority
 	rev      uint64        // the claim's record revision; 0 until claimed
 	fence    kvledger.FenceToken
 	cancel   context.CancelCauseFunc
@@ -52,9 +58,11 @@ type run struct {
 	out   sentOutcome
 }
 
-// startLocked reserves a slot for k and starts its attempt.
-func (w *Worker) startLocked(k kvledger.IdempotencyKey, kind string) {
-	r := &run{w: w, key: k, kind: kind, slot: true}
+// startLocked reserves a slot for it's task and starts its attempt.
+func (w *Worker) startLocked(it readyItem, kind string) {
+	k := it.key
+	r := &run{w: w, key: k, kind: kind, slot: true, order: it, since: w.now()}
+	w.claiming = append(w.claiming, r)
 	if e := w.ix.recs[k]; e != nil && e.group != "" {
 		if g := w.ix.groups[e.group]; g != nil {
 			r.grp = g
@@ -76,10 +84,11 @@ func (w *Worker) freeSlot(r *run) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.freeSlotLocked(r)
-	w.poke()
+	w.produceLocked(w.now()) // the next task starts on this goroutine's time
 }
 
 func (w *Worker) freeSlotLocked(r *run) {
+	w.claimedLocked(r) // ended without a claim
 	w.leaveHandlerLocked(r)
 	if r.slot {
 		r.slot = false
@@ -119,10 +128,26 @@ func (w *Worker) endRun(r *run) {
 	w.poke()
 }
 
-// retryLater looks at k again after a transient failure.
+// claimRetry is the pause after a claim that failed transiently (a 503
+// while a stream has no leader, a timeout, no responders), or after what
+// a claim needs failed so (the worker's lease, a group slot, a lease
+// read, an outcome write): the n-th failure in a row stops every claim of
+// the worker for PauseAfter(n), 250 ms doubling to 1 s. Its tries have no
+// ceiling of their own (the task stays pending in the store: the worker
+// tries until it claims it, another worker does, or Close); the capped
+// pause bounds them: a key is tried at most 4 times in its first 2 s of
+// failures and once a second after that. The key keeps its place
+// (index.ready), so it is the first tried again.
+var claimRetry = retry.Policy{Pause: 250 * time.Millisecond, MaxPause: time.Second}
+
+// retryLater looks at k again after a transient failure: no claim starts
+// before claimRetry's pause (produceLocked), however the attempt ends.
 func (w *Worker) retryLater(k kvledger.IdempotencyKey) {
 	w.mu.Lock()
-	w.ix.addTimer(w.now().Add(time.Second), k)
+	w.claimFails++
+	at := w.now().Add(claimRetry.PauseAfter(w.claimFails))
+	w.claimPause = at
+	w.ix.addTimer(at, k) // wakes the dispatcher when the pause ends
 	w.mu.Unlock()
 	w.poke()
 }
@@ -252,7 +277,8 @@ func (r *run) attempt() {
 
 	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
-	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.prio, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, rec.Priority, ev
+	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
+	w.claimFails = 0
 	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
 		r.cause = ErrClaimLost
 	}
@@ -390,10 +416,14 @@ func (w *Worker) settle(so *sentOutcome) {
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
-			// take it over again (endRun files it).
+			// take it over again (endRun files it), after the claims'
+			// pause when the write failed rather than was refused.
 			w.mu.Lock()
 			w.ix.orphans[r.key] = r.fence
 			w.mu.Unlock()
+			if !refused(err) {
+				w.retryLater(r.key)
+			}
 		}
 		ev.Result, ev.Err = ResultLost, errors.Join(herr, err)
 		w.observe(hctx, ev)

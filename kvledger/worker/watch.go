@@ -1,11 +1,9 @@
 package worker
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -237,22 +235,18 @@ func (w *Worker) watchEnded(what string, err error) {
 }
 
 // considerAllLocked judges every record once, when both watches have
-// delivered their initial values: in the order they were last written,
-// so that tasks of one priority already ready start first written first,
-// as those that become ready later do.
+// delivered their initial values. Each ready one is placed by its own
+// revisions (readyRev), as if it had been seen becoming ready.
 func (w *Worker) considerAllLocked() {
 	if !w.ix.recSynced || !w.ix.leaseSynced {
 		return
 	}
 	now := w.now()
-	keys := make([]kvledger.IdempotencyKey, 0, len(w.ix.recs))
+	w.ix.backlog = true
 	for k := range w.ix.recs {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b kvledger.IdempotencyKey) int { return cmp.Compare(w.ix.recs[a].rev, w.ix.recs[b].rev) })
-	for _, k := range keys {
 		w.considerLocked(k, now)
 	}
+	w.ix.backlog = false
 }
 
 // considerLocked files k where it belongs: the ready queue, a timer, or
@@ -290,7 +284,7 @@ func (w *Worker) fileLocked(k kvledger.IdempotencyKey, e *entry, now time.Time) 
 			w.poke()
 		}
 	case candidate:
-		w.ix.enqueue(k, e.kind)
+		w.ix.enqueue(k, e)
 		w.poke()
 	}
 }

@@ -48,6 +48,14 @@ type Worker struct {
 	// claim order (ahead.go).
 	inHandler int
 	ahead     []*run
+	// claiming holds the runs holding a slot whose claim has not come
+	// back yet: a handler slot is kept for the first of them in order
+	// (grantLocked).
+	claiming []*run
+	// claimFails counts the claims that failed transiently in a row;
+	// no claim starts before claimPause (retryLater, claimRetry).
+	claimFails int
+	claimPause time.Time
 	// outcomes feeds the collector (collect.go) while collecting;
 	// collected is closed when it ended. Guarded by mu.
 	outcomes   chan *sentOutcome
