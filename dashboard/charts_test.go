@@ -149,20 +149,24 @@ func TestChartsAfterRestartShowTheLastHourFromTheStream(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewManual(t0)
 	e := dashtest.NewEnv(t, nil, func(c *dashboard.Config) { c.Clock = clk })
-	for _, k := range []string{"old", "a", "b", "c"} {
+	for _, k := range []string{"old", "a", "b", "c", "d"} {
 		dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: kvledger.IdempotencyKey(k), Kind: "mail"})
 	}
 	finish(t, e.Ledger, "old", kvledger.StatusCompleted, t0.Add(-61*time.Minute))
 	finish(t, e.Ledger, "a", kvledger.StatusCompleted, t0.Add(-30*time.Minute))
 	finish(t, e.Ledger, "b", kvledger.StatusFailed, t0.Add(-30*time.Minute+30*time.Second))
 	finish(t, e.Ledger, "c", kvledger.StatusCompleted, t0.Add(-4*time.Minute))
+	// A cancellation leaves the task failed, but it did not finish.
+	_, err := e.Ledger.Cancel(natstest.Context(t, 5*time.Second), dashtest.Source, "d", "not needed", t0.Add(-3*time.Minute))
+	require.NoError(t, err)
 	// More writes than the events page keeps, after the completions.
 	for i := range 250 {
 		dashtest.Admit(t, e.Ledger, fmt.Sprintf("later-%d", i), nil)
 	}
 	require.NoError(t, e.Handler.Close())
 
-	h, err := dashboard.New(natstest.Context(t, 10*time.Second), dashboard.Config{JS: e.Node.NewJS(t), Clock: clk})
+	var h *dashboard.Handler
+	h, err = dashboard.New(natstest.Context(t, 10*time.Second), dashboard.Config{JS: e.Node.NewJS(t), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = h.Close() })
 	page := func() string {
@@ -177,4 +181,29 @@ func TestChartsAfterRestartShowTheLastHourFromTheStream(t *testing.T) {
 	require.NotContains(t, b, "still reading the last hour")
 	require.Contains(t, b, "2 completed and 1 failed in all", "the completion of 61 minutes ago is not in the hour")
 	require.Contains(t, b, "<b>1</b> in the last 5 minutes", "the throughput figures read the same counts")
+}
+
+// Open pages are told to move their charts along as each minute ends,
+// but only while the last hour holds something to draw: an idle
+// dashboard sends nothing.
+func TestChartsMoveAlongOnlyWhileTheHourHoldsSomething(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(t0)
+	e := dashtest.NewEnv(t, nil, func(c *dashboard.Config) { c.Clock = clk })
+	s := e.OpenSSE(t)
+	clk.Advance(time.Minute) // nothing in the hour: no push
+	dashtest.Submit(t, e.Ledger, kvledger.Submission{Key: "m1", Kind: "mail"})
+	for {
+		data := s.WaitFor(t, "event: ")
+		require.NotEqual(t, "data: {}", data, "a chart push while the hour held nothing")
+		if strings.Contains(data, `"key":"m1"`) {
+			break
+		}
+	}
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		got, _ := chartColumn(e.Page(t, "/"), "backlog", chartT(t0, 1))
+		return got == "1"
+	}, "the view holds m1")
+	clk.Advance(time.Minute) // the minute ended with m1 pending
+	s.WaitFor(t, "event: chart")
 }
