@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
 )
 
 // A backlog sample keeps sampleKinds kinds by name, the largest, and sums
@@ -44,4 +47,29 @@ func TestFinishesWindow(t *testing.T) {
 	f.add(later, later, false) // the slot of now, an hour on
 	require.Equal(t, 1, f.count(later, chartWindow))
 	require.Equal(t, []int{1, 2, 5, 10, 20, 50}, []int{niceCeil(0), niceCeil(2), niceCeil(3), niceCeil(7), niceCeil(11), niceCeil(50)})
+}
+
+// storedBefore finds the first write on the subject at or after a
+// sequence, skipping other subjects, and says whether it is older than a
+// time; with none it says no, so the feed starts by time.
+func TestStoredBefore(t *testing.T) {
+	n := natstest.WithServer(t)
+	js := n.NewJS(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"t.>", "o.>"}})
+	require.NoError(t, err)
+	for _, subj := range []string{"o.1", "t.1", "o.2"} {
+		_, err := js.Publish(ctx, subj, nil)
+		require.NoError(t, err)
+	}
+	now := time.Now()
+	before, err := storedBefore(ctx, st, "t.>", 1, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, before, "t.1, at sequence 2, is older than an hour ahead")
+	before, err = storedBefore(ctx, st, "t.>", 1, now.Add(-time.Hour))
+	require.NoError(t, err)
+	require.False(t, before)
+	before, err = storedBefore(ctx, st, "t.>", 3, now.Add(time.Hour))
+	require.NoError(t, err)
+	require.False(t, before, "no t. write from sequence 3 on")
 }

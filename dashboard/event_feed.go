@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ const otherEvent = "other"
 // events: kvledger.EventSource) for the events page, its live rows, the
 // event counters and the finished chart. It starts recentEvents messages
 // before the stream's end, or at the last chartWindow's first write when
-// that is earlier, so that one consumer (no second read) also counts the
+// that is earlier, so that one consumer (no second one) also counts the
 // finishes of the hour before the dashboard started: those older writes
 // are counted, not kept, and only a completion among them is decoded.
 // The task view does not read events (see recordFeed).
@@ -57,8 +58,15 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    ring,
 	}
-	if ring > 1 && !storedBefore(ctx, st, src.Subject, ring, since) {
-		ccfg.DeliverPolicy, ccfg.OptStartSeq, ccfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &since
+	if ring > 1 {
+		switch before, err := storedBefore(ctx, st, src.Subject, ring, since); {
+		case err != nil:
+			// The ring comes first: the chart may miss the part of the
+			// hour before it, and says nothing false about it.
+			h.cfg.Logger.Warn("dashboard: the finished chart starts at the recent events", "err", err)
+		case !before:
+			ccfg.DeliverPolicy, ccfg.OptStartSeq, ccfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &since
+		}
 	}
 	cons, err := h.cfg.JS.OrderedConsumer(ctx, src.Stream, ccfg)
 	if err != nil {
@@ -94,6 +102,9 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
 	h.stops = append(h.stops, c.Stop)
+	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
+		caught() // nothing to read from where it starts
+	}
 	// Not reaching it (the stream's last message is not a task write, or
 	// the hour holds many) only leaves the ring short or the chart
 	// filling for a while: wait a bounded moment, then go on.
@@ -106,11 +117,17 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 }
 
 // storedBefore reports whether the stream's first write on subject at or
-// after seq was stored before t. On an error it reports false: the feed
-// then starts at t, which reads more but misses nothing of the hour.
-func storedBefore(ctx context.Context, st jetstream.Stream, subject string, seq uint64, t time.Time) bool {
+// after seq was stored before t; false when there is none (the ring then
+// keeps nothing, and starting at t costs it nothing).
+func storedBefore(ctx context.Context, st jetstream.Stream, subject string, seq uint64, t time.Time) (bool, error) {
 	m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-	return err == nil && m.Time.Before(t)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return m.Time.Before(t), nil
 }
 
 // eventFeedStart is where the event feed started: ring is the first
