@@ -56,6 +56,7 @@ func (c barChart) svg() string {
 	colW := plotW / float64(max(1, len(c.Cols)))
 	y := func(v int) float64 { return float64(chartTop) + plotH - plotH*float64(v)/float64(ymax) }
 	var b strings.Builder
+	b.Grow(256 * (len(c.Cols) + 1) * (len(c.Series) + 1)) // about what a full chart takes
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="%s" viewBox="0 0 %d %d" preserveAspectRatio="xMidYMid meet" role="img" aria-labelledby="%s-title %s-desc">`,
 		esc(c.ID), chartW, chartH, esc(c.ID), esc(c.ID))
 	fmt.Fprintf(&b, `<title id="%s-title">%s</title><desc id="%s-desc">%s</desc>`, esc(c.ID), esc(c.Title), esc(c.ID), esc(c.Desc))
