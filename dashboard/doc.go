@@ -1,6 +1,7 @@
 // Package dashboard is natscoord's live web dashboard: an http.Handler,
 // mountable under a path prefix, that shows one task ledger (counts per
-// phase, a paged task list with each task's last error, a task's
+// phase, charts of the last hour's finished tasks and ready backlog, a
+// paged task list with each task's last error, a task's
 // arguments, result, attempts, timeline and dependency graph with the
 // claim lease's real expiry, the live workers, idle ones included, with
 // the kinds each handles, the kinds with pending tasks that no live
@@ -59,6 +60,27 @@
 //     and the event counters. Events never change a task's state on a
 //     page (the record watch does), and only the ledger's own event names
 //     get a series on /metrics (the rest count as "other").
+//   - Charts (the overview), over the last hour a bar a minute, placed
+//     by Config.Clock; neither writes anything. Finished per minute: the
+//     ledger.completed events (kvledger.CompletedEvent; the Ledger-Status
+//     header tells completed from failed; a cancellation is not one), by
+//     the minute their write states (the record's UpdatedAt, the
+//     writer's clock), counted by the same event consumer. It starts an
+//     hour back (or at the 200 events the events page keeps, if those go
+//     further back: one message read at start tells which), so a
+//     restarted dashboard shows the hour before it started; of the writes
+//     before those 200 only the completions are decoded. It shows what
+//     the stream still holds: not a completion whose record was removed
+//     (ledger rm, purge), expired under a Retention, or rewritten more
+//     than kvledger.EventHistory times since. The throughput figures read
+//     the same counts. Ready backlog per kind: the records in phase
+//     pending (kvledger.PhasePending: due, not claimed, needs completed
+//     or not, as the pending card counts them) per kind, from the task
+//     view's kvledger.Tally as each minute ends; the last bar is now. It
+//     starts with the dashboard (earlier minutes have no bar). The 8
+//     kinds highest in the hour are named, the rest drawn as "other
+//     kinds"; memory is fixed (an hour of seconds, 60 samples of at most
+//     16 kinds).
 //   - Leases: per lease bucket, a feed of the bucket's kvlease Manager
 //     (Manager.ViewAll, View.Feed: the manager's one watch, which also
 //     serves force releases) keeps the live entries in memory, decoded
@@ -90,7 +112,8 @@
 // single EventSource on /sse; the server pushes each ledger event, lease
 // change and action as it happens, and the page updates rows in place or
 // reloads one fragment. Nothing polls: with nothing happening, nothing is
-// sent.
+// sent (the charts are moved along once a minute, and only while the
+// last hour holds something to draw).
 //
 // # Scale
 //

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,8 +34,12 @@ var knownEvents = func() map[events.Name]bool {
 const otherEvent = "other"
 
 // startEventFeed follows the ledger bucket's stream (its writes are the
-// events: kvledger.EventSource) for the events page, its live rows and
-// the event counters, starting recentEvents messages before its end.
+// events: kvledger.EventSource) for the events page, its live rows, the
+// event counters and the finished chart. It starts recentEvents messages
+// before the stream's end, or at the last chartWindow's first write when
+// that is earlier, so that one consumer (no second one) also counts the
+// finishes of the hour before the dashboard started: those older writes
+// are counted, not kept, and only a completion among them is decoded.
 // The task view does not read events (see recordFeed).
 func (h *Handler) startEventFeed(ctx context.Context) error {
 	src := h.store.EventSource()
@@ -43,42 +48,66 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 		return fmt.Errorf("dashboard: ledger stream %q: %w", src.Stream, err)
 	}
 	last := st.CachedInfo().State.LastSeq
-	start := uint64(1)
+	ring := uint64(1)
 	if last > recentEvents {
-		start = last - recentEvents + 1
+		ring = last - recentEvents + 1
 	}
-	cons, err := h.cfg.JS.OrderedConsumer(ctx, src.Stream, jetstream.OrderedConsumerConfig{
+	since := h.cfg.Clock.Now().Add(-chartWindow)
+	ccfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{src.Subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    start,
-	})
+		OptStartSeq:    ring,
+	}
+	if ring > 1 {
+		switch before, err := storedBefore(ctx, st, src.Subject, ring, since); {
+		case err != nil:
+			// The ring comes first: the chart may miss the part of the
+			// hour before it, and says nothing false about it.
+			h.cfg.Logger.Warn("dashboard: the finished chart starts at the recent events", "err", err)
+		case !before:
+			ccfg.DeliverPolicy, ccfg.OptStartSeq, ccfg.OptStartTime = jetstream.DeliverByStartTimePolicy, 0, &since
+		}
+	}
+	cons, err := h.cfg.JS.OrderedConsumer(ctx, src.Stream, ccfg)
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
 	// caughtUp closes once the consumer delivered the stream's last
 	// message as of the start, so the recent-events ring is full when New
-	// returns.
+	// returns; the charts say they are still reading the hour until then.
 	caughtUp := make(chan struct{})
+	h.eventsCaughtUp = caughtUp
 	var once sync.Once
-	if start > last {
-		once.Do(func() { close(caughtUp) })
+	caught := func() {
+		once.Do(func() {
+			close(caughtUp)
+			h.broker.publish(push{Type: "chart", Data: []byte("{}")})
+		})
 	}
+	if ring > last {
+		caught()
+	}
+	feed := eventFeedStart{ring: ring, last: last}
 	c, err := kvx.Consume(cons, func(_ context.Context, m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
 		}
-		h.onEventMsg(m, md, last)
+		h.onEventMsg(m, md, feed)
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
-			once.Do(func() { close(caughtUp) })
+			caught()
 		}
 	}, func(err error) { h.cfg.Logger.Warn("dashboard: event consumer", "err", err) })
 	if err != nil {
 		return fmt.Errorf("dashboard: event consumer: %w", err)
 	}
 	h.stops = append(h.stops, c.Stop)
-	// Not reaching it (the stream's last message is not a task write)
-	// only leaves the ring short: wait a bounded moment, then go on.
+	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
+		caught() // nothing to read from where it starts
+	}
+	// Not reaching it (the stream's last message is not a task write, or
+	// the hour holds many) only leaves the ring short or the chart
+	// filling for a while: wait a bounded moment, then go on.
 	select {
 	case <-caughtUp:
 	case <-ctx.Done():
@@ -87,22 +116,54 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 	return nil
 }
 
-// onEventMsg handles one stream message and its metadata. Messages at or
-// below startLast were written before the dashboard started: they fill
-// the recent-events ring but are not counted or announced as live.
-func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, startLast uint64) {
+// storedBefore reports whether the stream's first write on subject at or
+// after seq was stored before t; false when there is none (the ring then
+// keeps nothing, and starting at t costs it nothing).
+func storedBefore(ctx context.Context, st jetstream.Stream, subject string, seq uint64, t time.Time) (bool, error) {
+	m, err := st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return m.Time.Before(t), nil
+}
+
+// eventFeedStart is where the event feed started: ring is the first
+// sequence the recent-events ring keeps, last the stream's last sequence
+// when the feed started (later writes are live).
+type eventFeedStart struct {
+	ring, last uint64
+}
+
+// onEventMsg handles one stream message and its metadata. Messages
+// before f.ring are read for the finished chart only; those up to f.last
+// were written before the dashboard started: they fill the recent-events
+// ring but are not counted on /metrics or announced as live.
+func (h *Handler) onEventMsg(m jetstream.Msg, md *jetstream.MsgMetadata, f eventFeedStart) {
+	seq := md.Sequence.Stream
+	h.metrics.pending.Set(float64(md.NumPending))
+	if n := events.Name(m.Headers().Get(kvledger.EventHeader)); seq < f.ring && knownEvents[n] && n != kvledger.CompletedEvent {
+		return // the chart counts completions only; any other name is not decoded
+	}
 	ev, ok, err := kvledger.DecodeEvent(events.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
-		Revision: md.Sequence.Stream, Time: md.Timestamp})
+		Revision: seq, Time: md.Timestamp})
 	if err != nil {
 		h.cfg.Logger.Warn("dashboard: undecodable ledger write", "subject", m.Subject(), "err", err)
 		return
 	}
-	h.metrics.pending.Set(float64(md.NumPending))
 	if !ok {
 		return
 	}
+	if ev.Name == kvledger.CompletedEvent {
+		h.finishes.add(ev.Time, h.cfg.Clock.Now(), ev.Status == string(kvledger.StatusFailed))
+	}
+	if seq < f.ring {
+		return
+	}
 	h.recent.add(ev)
-	if md.Sequence.Stream <= startLast {
+	if seq <= f.last {
 		return
 	}
 	name, status := otherEvent, ""

@@ -31,7 +31,6 @@ type Handler struct {
 	recent    *ring[events.Event]
 	leaseLog  *ring[leaseChange]
 	actionLog *ring[actionRecord]
-	finished  rate
 	metrics   *metrics
 	conn      connState
 	streams   atomic.Int64 // open /sse streams
@@ -40,6 +39,15 @@ type Handler struct {
 	pages     *pages
 	root      http.Handler
 	started   time.Time
+
+	// finishes and backlog are the overview charts' numbers (charts.go):
+	// the event feed counts the finishes, chartClock samples the backlog.
+	finishes   finishes
+	backlog    backlogs
+	chartClock chartClock
+	// eventsCaughtUp is closed once the event feed delivered what the
+	// stream held when it started (the charts' hour included).
+	eventsCaughtUp chan struct{}
 
 	mgrMu    sync.Mutex
 	managers map[string]*kvlease.Manager
@@ -100,6 +108,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 		return fail(err)
 	}
 	h.wg.Go(h.runAtClock)
+	h.startChartClock()
 	h.root = h.routes()
 	return h, nil
 }

@@ -174,12 +174,8 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		}
 	default:
 		s := summarize(c.Record, h.cfg.KindOf(c.Record))
-		old, had := h.tasks.get(c.Key)
 		if !h.tasks.put(s) {
 			return
-		}
-		if done := s.Status == kvledger.StatusCompleted || s.Status == kvledger.StatusFailed; done && (!had || old.Status != s.Status) {
-			h.finished.add(s.UpdatedAt)
 		}
 		h.broker.publish(push{Type: "ledger", Data: recordJSON(s, h.cfg.Clock.Now())})
 	}

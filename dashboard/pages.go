@@ -71,6 +71,7 @@ func baseFuncs(prefix string) template.FuncMap {
 		"evclass":    func(name string) string { return strings.TrimPrefix(name, "ledger.") },
 		"errtext":    errText,
 		"maxPayload": func() int { return maxPayloadShown },
+		"minute":     func(t time.Time) string { return t.Local().Format("15:04") },
 	}
 }
 

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"sync"
-	"time"
 )
 
 // ring keeps the last n items of a stream, oldest first.
@@ -46,41 +45,4 @@ func (r *ring[T]) newest(n int) []T {
 		out = append(out, all[i])
 	}
 	return out
-}
-
-// rate counts events in one-second buckets over the last rateWindow.
-type rate struct {
-	mu      sync.Mutex
-	buckets [rateWindow]struct {
-		sec int64
-		n   int
-	}
-}
-
-const rateWindow = 300
-
-func (r *rate) add(t time.Time) {
-	s := t.Unix()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b := &r.buckets[s%rateWindow]
-	if b.sec != s {
-		b.sec, b.n = s, 0
-	}
-	b.n++
-}
-
-// count returns the events in the d before now (d at most rateWindow s).
-func (r *rate) count(now time.Time, d time.Duration) int {
-	from := now.Add(-d).Unix()
-	to := now.Unix()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, b := range r.buckets {
-		if b.sec > from && b.sec <= to {
-			n += b.n
-		}
-	}
-	return n
 }

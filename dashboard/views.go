@@ -35,6 +35,7 @@ type overviewData struct {
 	// Unserved and Unknown: as on the workers page (Handler.unserved).
 	Unserved []kindAlert
 	Unknown  int
+	Charts   chartsData
 }
 
 func (h *Handler) overview(r *http.Request) overviewData {
@@ -48,7 +49,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 	if s, ok := h.tasks.oldestReady(now); ok {
 		d.OldestReady = &s
 	}
-	d.Done1m, d.Done5m = h.finished.count(now, time.Minute), h.finished.count(now, 5*time.Minute)
+	d.Done1m, d.Done5m = h.finishes.count(now, time.Minute), h.finishes.count(now, 5*time.Minute)
 	d.Rate1m = strconv.FormatFloat(float64(d.Done1m)/60, 'f', 2, 64)
 	for _, v := range h.leases {
 		c := v.kindCounts()
@@ -56,6 +57,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 	}
 	d.Recent = h.recent.newest(10)
 	d.Unserved, d.Unknown = h.unserved(now)
+	d.Charts = h.charts()
 	return d
 }
 

@@ -59,6 +59,8 @@
   // "ledger" pushes, which come from the records, not from events.
   function onEvent(e) {
     var ev = JSON.parse(e.data);
+    // A completion moves the overview's finished chart.
+    if (ev.name === "ledger.completed") reloadFor("chart");
     var rows = document.getElementById("event-rows");
     if (rows && document.getElementById("live-events")) {
       var tr = document.createElement("tr");
@@ -114,6 +116,8 @@
     es.addEventListener("event", onEvent);
     es.addEventListener("coord", function (e) { reloadFor("coord", JSON.parse(e.data).ref); });
     es.addEventListener("schedule", function () { reloadFor("schedule"); });
+    // A minute passed: the charts move along.
+    es.addEventListener("chart", function () { reloadFor("chart"); });
     es.addEventListener("action", function (e) {
       var a = JSON.parse(e.data);
       reloadFor("action", a.task ? a.ref : null);
