@@ -31,6 +31,11 @@ func TestLedgerRemovalKeepsWhatATaskNeeds(t *testing.T) {
 	require.Regexp(t, `(?m)^a\s+completed\s+error\s+kvledger: record is needed by tasks that have not ended: "a" is needed by "b"; remove it after they end, or cancel them first$`, r.stdout)
 	require.Contains(t, r.stdout, "removed 0 task(s), 1 error(s)")
 	require.Contains(t, r.stderr, "ledger purge: 1 of 1 task(s) not changed")
+	// Without --yes too: --yes would change nothing, so it is not asked for.
+	r = c.run("ledger", "purge")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stdout, "would remove 0 task(s), 1 error(s)")
+	require.Equal(t, "natscoord: ledger purge: 1 of 1 task(s) not changed\n", r.stderr)
 	for _, args := range [][]string{
 		{"ledger", "rm", "a"},
 		{"ledger", "rm", "--phase", "completed", "--yes"},

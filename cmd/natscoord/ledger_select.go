@@ -100,19 +100,25 @@ func pickTasks(ctx context.Context, l *kvledger.Ledger, f taskFilter, applies fu
 
 // confirmBulk carries out act on picked, the tasks a filter chose. With
 // --dry-run it shows what it would do. Without --yes it shows the same
-// and changes nothing: the command fails saying to add --yes (picking
-// nothing needs no --yes).
+// and changes nothing: the command fails saying to add --yes, unless
+// --yes would change nothing either (nothing picked, or every task
+// refused: the dry run's report is the answer).
 func (a *app) confirmBulk(ctx context.Context, l *kvledger.Ledger, sel *opSelect, act opAction, picked []opResult) error {
 	ask := !sel.yes && !sel.dryRun && len(picked) > 0
 	dry := sel.dryRun || ask
 	out := make([]opResult, 0, len(picked))
+	would := 0
 	for _, r := range picked {
-		out = append(out, a.apply(ctx, l, act, r, dry))
+		r = a.apply(ctx, l, act, r, dry)
+		if r.Error == "" {
+			would++
+		}
+		out = append(out, r)
 	}
 	err := a.reportOp(out, act, dry)
-	if ask {
-		return fmt.Errorf("ledger %s: nothing changed: add --yes to %s the %d task(s) listed, which the filters picked (--dry-run only lists them)",
-			act.cmd, act.verb, len(out))
+	if ask && would > 0 {
+		return fmt.Errorf("ledger %s: nothing changed: add --yes to %s the %d task(s) listed as %q (--dry-run only lists them)",
+			act.cmd, act.verb, would, "would "+act.verb)
 	}
 	return err
 }

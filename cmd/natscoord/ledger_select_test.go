@@ -35,7 +35,7 @@ func TestFilteredChangesNeedYes(t *testing.T) {
 		require.Regexp(t, `(?m)^mail-1\s+pending\s+would cancel\s+-$`, r.stdout, args)
 		require.Regexp(t, `(?m)^mail-2\s+pending\s+would cancel\s+-$`, r.stdout, args)
 		require.Contains(t, r.stdout, "would cancel 2 task(s), 0 error(s)", args)
-		require.Equal(t, "natscoord: ledger cancel: nothing changed: add --yes to cancel the 2 task(s) listed, which the filters picked (--dry-run only lists them)\n",
+		require.Equal(t, "natscoord: ledger cancel: nothing changed: add --yes to cancel the 2 task(s) listed as \"would cancel\" (--dry-run only lists them)\n",
 			r.stderr, args)
 	}
 	require.Equal(t, kvledger.PhasePending, taskPhase(t, l, "mail-1"), "nothing changed without --yes")
