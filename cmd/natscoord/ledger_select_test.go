@@ -154,6 +154,8 @@ func TestKeyFiltersAtABoundary(t *testing.T) {
 	require.Contains(t, help, "--prefix etl picks etl/a and etl2/a")
 	require.Contains(t, help, `--under etl (or etl/) picks etl and etl/a, not etl2/a`)
 	require.Contains(t, help, "not those of a schedule named NAMEly or NAME/x")
+	require.Contains(t, strings.Join(strings.Fields(c.ok("ledger", "schedule", "--help")), " "),
+		"List a schedule's tasks with natscoord ledger ls --schedule NAME")
 }
 
 // admit without --kind warns that no worker runs the task, and no worker
