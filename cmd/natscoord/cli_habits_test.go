@@ -230,7 +230,7 @@ func TestTablesSurviveAnyKey(t *testing.T) {
 	require.Contains(t, out, `rtl\u202eevil`)
 	col := -1
 	for _, l := range lines {
-		i := strings.Index(l, "STATUS")
+		i := strings.Index(l, "PHASE")
 		if i < 0 {
 			i = strings.Index(l, "pending")
 		}

@@ -168,8 +168,11 @@ func TestLedgerCommands(t *testing.T) {
 	require.Equal(t, kvledger.StatusPending, adm.Task.Status)
 
 	out = c.ok("ledger", "ls")
-	require.Regexp(t, `(?m)^KEY\s+STATUS\s+PHASE\s+SEQ\s+OWNER\s+FENCE\s+NEEDS\s+BLOCKED-BY\s+REV$`, out)
-	require.Regexp(t, `(?m)^test\s+pending\s+pending\s+1\s+-\s+\d+\s+build\s+-\s+\d+$`, out)
+	require.Regexp(t, `(?m)^KEY\s+KIND\s+PHASE\s+ATTEMPTS\s+OWNER\s+NEEDS\s+BLOCKED-BY\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^test\s+-\s+pending\s+0/3\s+-\s+build\s+-\s+-$`, out)
+	out = c.ok("ledger", "ls", "--wide")
+	require.Regexp(t, `(?m)^KEY\s+KIND\s+PHASE\s+ATTEMPTS\s+SEQ\s+OWNER\s+FENCE\s+NEEDS\s+BLOCKED-BY\s+REV\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^test\s+-\s+pending\s+0/3\s+1\s+-\s+\d+\s+build\s+-\s+\d+\s+-$`, out)
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
 	require.Len(t, tasks, 2)

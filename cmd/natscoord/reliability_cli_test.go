@@ -79,9 +79,9 @@ func TestLedgerCorruptRecordListedAndRemoved(t *testing.T) {
 	require.NoError(t, err)
 
 	out := c.ok("ledger", "ls")
-	require.Regexp(t, `(?m)^a\s+pending\s`, out)
-	require.Regexp(t, `(?m)^c\s+pending\s`, out)
-	require.Regexp(t, `(?m)^b\s+!corrupt\s`, out)
+	require.Regexp(t, `(?m)^a\s+-\s+pending\s`, out)
+	require.Regexp(t, `(?m)^c\s+-\s+pending\s`, out)
+	require.Regexp(t, `(?m)^b\s+-\s+!corrupt\s`, out)
 
 	r := c.run("ledger", "snapshot")
 	require.NotEqual(t, 0, r.code)
@@ -213,7 +213,7 @@ func TestLedgerInspectionsWriteNothing(t *testing.T) {
 	}
 	before := last()
 
-	require.Regexp(t, `(?m)^a\s+pending\s`, c.ok("ledger", "ls"))
+	require.Regexp(t, `(?m)^a\s+-\s+pending\s`, c.ok("ledger", "ls"))
 	require.Contains(t, c.ok("ledger", "show", "a"), "pending")
 	c.ok("ledger", "snapshot")
 	c.run("ledger", "wait", "--for", "100ms", "a") // pending: it gives up; it must not write

@@ -87,7 +87,7 @@ func TestEventsTailColumnsAligned(t *testing.T) {
 	t.Log("\n" + out)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 5)
-	requireColumn(t, lines, "PHASE", "pending")
+	requireColumn(t, lines, "STATUS", "pending")
 	last := -1
 	for _, l := range lines {
 		w := displayWidth(l[:strings.LastIndex(l, " ")])
@@ -105,6 +105,6 @@ func TestEventsTailColumnsAligned(t *testing.T) {
 	out = c.ok("events", "tail", "--bucket", long, "--durable", "aligned", "--count", "1")
 	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 2)
-	requireColumn(t, lines, "PHASE", "pending")
+	requireColumn(t, lines, "STATUS", "pending")
 	require.Contains(t, out, truncMarker)
 }
