@@ -129,9 +129,9 @@ its ATTEMPTS and the first line of its last ERROR, cut to ` + fmt.Sprint(errCell
   phases: ` + nameList(kvledger.Phases) + `
 
 ATTEMPTS is N/MAX: the attempts counted, and the most the task is allowed: its own
---max-attempts, else the default of ` + fmt.Sprint(kvledger.DefaultMaxAttempts) + ` (a worker started with another
---max-attempts applies its own). --wide adds SEQ (the submission sequence), FENCE (the
-claim's fencing token) and REV (the record's revision).
+--max-attempts, else the default of ` + fmt.Sprint(kvledger.DefaultMaxAttempts) + ` (a worker started with another --max-attempts
+applies its own). --wide adds SEQ (the submission sequence), FENCE (the claim's
+fencing token) and REV (the record's revision).
 
 --phase picks tasks by phase (repeated or comma-separated; "claimed" names running),
 --kind by kind. --limit N prints the first N tasks that match and says on stderr how
@@ -144,7 +144,7 @@ unless a phase or kind filter is given.
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
-		Use:   "ls [--phase P,...] [--kind K] [--prefix P | --under P | --schedule S] [--limit N] [--wide]",
+		Use:   "ls [--phase P,...] [--kind K] [--prefix P] [--under P] [--schedule S] [--limit N] [--wide]",
 		Short: "List the tasks of the ledger: kind, phase, attempts and last error; filter by phase, kind and key",
 		Long:  lsHelp,
 		Args:  cobra.NoArgs,

@@ -36,9 +36,10 @@ type taskFilter struct {
 // filterHelp says what the key filters match, for the help of every
 // command that takes them.
 const filterHelp = `--prefix P picks the keys that start with the string P, whatever follows:
---prefix etl picks etl/a and etl2/a. --under P picks P itself and the keys
-under it at a "/" boundary: --under etl (or etl/) picks etl and etl/a, not
-etl2/a. --schedule NAME picks the tasks schedule NAME admitted (keys
+--prefix etl picks etl/a and etl2/a. --under P picks the key P and the keys
+that start with P followed by "/" (a "/" that ends P is dropped first):
+--under etl and --under etl/ both pick etl, etl/a and etl/b/c, not etl2/a.
+--schedule NAME picks the tasks schedule NAME admitted (keys
 schedule/NAME/PERIOD-START), not those of a schedule named NAMEly or NAME/x.
 A task must match every filter given.`
 

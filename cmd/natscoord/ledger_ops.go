@@ -46,7 +46,7 @@ func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 			return err
 		}}
 	cmd := &cobra.Command{
-		Use:   "reopen KEY... | reopen [--phase P] [--kind K] [--prefix P | --under P | --schedule S] [--dry-run | --yes]",
+		Use:   "reopen KEY... | reopen [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes]",
 		Short: "Run failed or cancelled tasks again, and unblock their dependents",
 		Long: `Reopen returns failed and cancelled tasks to pending with their attempts
 reset, and unblocks the tasks they blocked. A filter picks only failed and
@@ -71,7 +71,7 @@ func (a *app) ledgerCancel(lf *ledgerFlags) *cobra.Command {
 			return err
 		}}
 	cmd := &cobra.Command{
-		Use:   "cancel KEY... | cancel [--phase P] [--kind K] [--prefix P | --under P | --schedule S] [--dry-run | --yes] [--reason R]",
+		Use:   "cancel KEY... | cancel [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] [--reason R]",
 		Short: "Cancel tasks that have not ended (their dependents are blocked)",
 		Long: `Cancel ends pending, scheduled, retrying and running tasks as cancelled;
 a running task's worker sees its claim end and its handler's context is
@@ -105,7 +105,7 @@ func (a *app) ledgerPurge(lf *ledgerFlags) *cobra.Command {
 		confirm string
 	)
 	cmd := &cobra.Command{
-		Use:   "purge [--phase P] [--kind K] [--prefix P | --under P | --schedule S] [--dry-run | --yes] | purge --all --confirm BUCKET",
+		Use:   "purge [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] | purge --all --confirm BUCKET",
 		Short: "Remove ended tasks, or with --all every task of the ledger",
 		Long: `Purge removes every ended task (completed, failed, cancelled, blocked)
 that the filters choose (without a filter: every ended task), each with its

@@ -68,7 +68,7 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 		force bool
 	)
 	cmd := &cobra.Command{
-		Use:   "rm KEY... | rm [--phase P] [--kind K] [--prefix P | --under P | --schedule S] [--dry-run | --yes] | rm KEY --force",
+		Use:   "rm KEY... | rm [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] | rm KEY --force",
 		Short: "Remove ended tasks (each with an event); --force removes one record whatever it holds",
 		Long: `rm removes completed, failed, cancelled and blocked tasks, named by key or
 chosen with filters, each by a compare-and-set that leaves an event; the

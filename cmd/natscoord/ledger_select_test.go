@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -152,7 +153,8 @@ func TestKeyFiltersAtABoundary(t *testing.T) {
 
 	help := strings.Join(strings.Fields(c.ok("ledger", "ls", "--help")), " ")
 	require.Contains(t, help, "--prefix etl picks etl/a and etl2/a")
-	require.Contains(t, help, `--under etl (or etl/) picks etl and etl/a, not etl2/a`)
+	require.Contains(t, help, `--under P picks the key P and the keys that start with P followed by "/" (a "/" that ends P is dropped first)`)
+	require.Contains(t, help, "--under etl and --under etl/ both pick etl, etl/a and etl/b/c, not etl2/a")
 	require.Contains(t, help, "not those of a schedule named NAMEly or NAME/x")
 	require.Contains(t, strings.Join(strings.Fields(c.ok("ledger", "schedule", "--help")), " "),
 		"List a schedule's tasks with natscoord ledger ls --schedule NAME")
@@ -180,9 +182,8 @@ func TestAdmitWithoutKindWarns(t *testing.T) {
 	work := c.start("work", "--kind", "echo", "--", "cat")
 	require.Equal(t, waitCompleted, c.run("ledger", "wait", "echoed").code)
 	require.Equal(t, 0, work.stop(t).code)
-	var rec kvledger.TaskState
-	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "orphan")), &rec))
-	require.Equal(t, kvledger.StatusPending, rec.Status)
+	rec := jsonTask(t, c.ok("--json", "ledger", "show", "orphan"))
+	require.Equal(t, kvledger.PhasePending, rec.Phase(time.Now()), "no worker ran it")
 	require.Zero(t, rec.Attempts)
 }
 
