@@ -37,8 +37,8 @@ func jsonTask(t *testing.T, out string) kvledger.TaskState {
 // complete, all with the fence that claim printed.
 func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "build", "--seq", "1")
-	c.ok("ledger", "admit", "test", "--seq", "1", "--needs", "build")
+	c.ok("ledger", "admit", "--no-kind", "build", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "test", "--seq", "1", "--needs", "build")
 
 	out := c.ok("ledger", "claim", "build", "--owner", "w1", "--lease", "1m")
 	require.Regexp(t, `^build claimed by w1: fence \d+, lease until \S+\n$`, out)
@@ -60,8 +60,8 @@ func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 	require.Contains(t, c.ok("ledger", "claim", "test", "--owner", "w3"), "test claimed by w3")
 
 	// A task whose need failed is refused, and written blocked.
-	c.ok("ledger", "admit", "lint", "--seq", "1")
-	c.ok("ledger", "admit", "ship", "--seq", "1", "--needs", "lint")
+	c.ok("ledger", "admit", "--no-kind", "lint", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "ship", "--seq", "1", "--needs", "lint")
 	lint := jsonTask(t, c.ok("--json", "ledger", "claim", "lint", "--owner", "w1"))
 	c.ok("ledger", "complete", "lint", "--owner", "w1", "--fence", fmt.Sprint(uint64(lint.Fence)), "--status", "failed")
 	require.Contains(t, c.fail("ledger", "claim", "ship", "--owner", "w1"), "not claimed")
@@ -69,7 +69,7 @@ func TestLedgerClaimRenewReleaseComplete(t *testing.T) {
 
 	// A takeover after the lease ran out: the claim holds a lease in the
 	// lease bucket, which the server expires (below 1s is refused).
-	c.ok("ledger", "admit", "short", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "short", "--seq", "1")
 	require.Contains(t, c.fail("ledger", "claim", "short", "--owner", "w1", "--lease", "1ms"), "lease")
 	short := jsonTask(t, c.ok("--json", "ledger", "claim", "short", "--owner", "w1", "--lease", "1s"))
 	require.NotEmpty(t, short.Lease)
@@ -100,21 +100,21 @@ func TestLedgerTaskFromFileAndStdin(t *testing.T) {
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "task.json")
 	require.NoError(t, os.WriteFile(file, data, 0o600))
-	c.ok("ledger", "admit", "big", "--seq", "1", "--task", "@"+file)
+	c.ok("ledger", "admit", "--no-kind", "big", "--seq", "1", "--task", "@"+file)
 	require.Equal(t, big, jsonTask(t, c.ok("--json", "ledger", "show", "big")).Task)
 
-	r := c.runStdin(`{"from":"stdin"}`, "ledger", "admit", "piped", "--seq", "1", "--task", "-")
+	r := c.runStdin(`{"from":"stdin"}`, "ledger", "admit", "--no-kind", "piped", "--seq", "1", "--task", "-")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, map[string]any{"from": "stdin"}, jsonTask(t, c.ok("--json", "ledger", "show", "piped")).Task)
 
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"a":`), 0o600))
-	require.Contains(t, c.fail("ledger", "admit", "x", "--seq", "1", "--task", "@"+bad), bad)
-	require.Contains(t, c.fail("ledger", "admit", "x", "--seq", "1", "--task", "@/nonexistent/task.json"), "/nonexistent/task.json")
-	c.fail("ledger", "admit", "x", "--seq", "1", "--task", "@")
-	r = c.runStdin("", "ledger", "admit", "x", "--seq", "1", "--task", "-")
+	require.Contains(t, c.fail("ledger", "admit", "--no-kind", "x", "--seq", "1", "--task", "@"+bad), bad)
+	require.Contains(t, c.fail("ledger", "admit", "--no-kind", "x", "--seq", "1", "--task", "@/nonexistent/task.json"), "/nonexistent/task.json")
+	c.fail("ledger", "admit", "--no-kind", "x", "--seq", "1", "--task", "@")
+	r = c.runStdin("", "ledger", "admit", "--no-kind", "x", "--seq", "1", "--task", "-")
 	require.Contains(t, requireFailure(t, r, nil), "stdin is empty")
-	r = c.runStdin("[1,2] 3", "ledger", "admit", "x", "--seq", "1", "--task", "-")
+	r = c.runStdin("[1,2] 3", "ledger", "admit", "--no-kind", "x", "--seq", "1", "--task", "-")
 	require.Contains(t, requireFailure(t, r, nil), "trailing data")
 	c.fail("ledger", "show", "x") // nothing refused was written
 }
@@ -123,9 +123,9 @@ func TestLedgerTaskFromFileAndStdin(t *testing.T) {
 // stored, and says so; --task null and --needs "" drop them.
 func TestLedgerRebaseKeepsPayload(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "dep", "--seq", "1")
-	c.ok("ledger", "admit", "job", "--seq", "1", "--task", `{"cmd":"make"}`, "--needs", "dep")
-	out := c.ok("ledger", "admit", "job", "--seq", "2")
+	c.ok("ledger", "admit", "--no-kind", "dep", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "job", "--seq", "1", "--task", `{"cmd":"make"}`, "--needs", "dep")
+	out := c.ok("ledger", "admit", "--no-kind", "job", "--seq", "2")
 	require.Contains(t, out, "job rebased from sequence 1 to 2: pending")
 	require.Contains(t, out, "kept the task payload and needs of sequence 1")
 	s := jsonTask(t, c.ok("--json", "ledger", "show", "job"))
@@ -134,14 +134,14 @@ func TestLedgerRebaseKeepsPayload(t *testing.T) {
 	require.Equal(t, []kvledger.IdempotencyKey{"dep"}, s.Needs)
 
 	var adm map[string]any
-	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "job", "--seq", "3", "--needs", "")), &adm))
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "--no-kind", "job", "--seq", "3", "--needs", "")), &adm))
 	require.Equal(t, []any{"task"}, adm["kept"])
-	out = c.ok("ledger", "admit", "job", "--seq", "4", "--task", "null")
+	out = c.ok("ledger", "admit", "--no-kind", "job", "--seq", "4", "--task", "null")
 	require.NotContains(t, out, "kept")
 	s = jsonTask(t, c.ok("--json", "ledger", "show", "job"))
 	require.Nil(t, s.Task)
 	require.Empty(t, s.Needs)
-	require.Contains(t, c.ok("ledger", "admit", "job", "--seq", "4"), "not admitted")
+	require.Contains(t, c.ok("ledger", "admit", "--no-kind", "job", "--seq", "4"), "not admitted")
 }
 
 func TestMistakesAreErrors(t *testing.T) {
@@ -157,7 +157,7 @@ func TestMistakesAreErrors(t *testing.T) {
 	require.Contains(t, c.fail("ledger", "ls", "--nope"), "unknown flag: --nope")
 
 	// Flags with values in every spelling still reach their command.
-	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
 	for _, args := range [][]string{
 		{"--timeout", "3s", "ledger", "ls"}, {"--timeout=3s", "ledger", "--bucket=natscoord_ledger", "ls"},
 		{"--json", "ledger", "ls"}, {"ledger", "ls", "--json"},
@@ -211,14 +211,14 @@ func TestTablesSurviveAnyKey(t *testing.T) {
 	store := openTestLedger(t, n).Store()
 	for _, k := range keys {
 		if strings.ContainsAny(k, "\n\x1b") {
-			require.Contains(t, c.fail("ledger", "admit", k, "--seq", "1"), "control character")
+			require.Contains(t, c.fail("ledger", "admit", "--no-kind", k, "--seq", "1"), "control character")
 			ok, err := store.CompareAndSwap(natstest.Context(t, 10*time.Second), kvledger.IdempotencyKey(k), kvledger.TaskState{},
 				kvledger.TaskState{Key: kvledger.IdempotencyKey(k), Status: kvledger.StatusPending, Sequence: 1})
 			require.NoError(t, err)
 			require.True(t, ok)
 			continue
 		}
-		c.ok("ledger", "admit", k, "--seq", "1")
+		c.ok("ledger", "admit", "--no-kind", k, "--seq", "1")
 	}
 	out := c.ok("ledger", "ls")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -230,7 +230,7 @@ func TestTablesSurviveAnyKey(t *testing.T) {
 	require.Contains(t, out, `rtl\u202eevil`)
 	col := -1
 	for _, l := range lines {
-		i := strings.Index(l, "STATUS")
+		i := strings.Index(l, "PHASE")
 		if i < 0 {
 			i = strings.Index(l, "pending")
 		}
@@ -251,14 +251,14 @@ func TestTablesSurviveAnyKey(t *testing.T) {
 	for _, k := range keys {
 		require.True(t, got[k], k)
 	}
-	require.Contains(t, c.ok("ledger", "admit", "rtl\u202eevil", "--seq", "1"), `rtl\u202eevil not admitted`)
+	require.Contains(t, c.ok("ledger", "admit", "--no-kind", "rtl\u202eevil", "--seq", "1"), `rtl\u202eevil not admitted`)
 }
 
 func TestEventsTailFilters(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "x", "--seq", "1")
-	c.ok("ledger", "--bucket", "other", "admit", "x", "--seq", "1", "--create")
-	c.ok("ledger", "--bucket", "other", "admit", "y", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "x", "--seq", "1")
+	c.ok("ledger", "--bucket", "other", "admit", "--no-kind", "x", "--seq", "1", "--create")
+	c.ok("ledger", "--bucket", "other", "admit", "--no-kind", "y", "--seq", "1")
 	c.ok("ledger", "--bucket", "other", "claim", "x", "--owner", "w")
 
 	tail := func(args ...string) []events.Event {
@@ -291,8 +291,8 @@ func TestEventsTailFilters(t *testing.T) {
 	// Live, with a filter: only the matching write is printed.
 	b := c.start("--json", "events", "tail", "--bucket", "other", "--key", "z", "--count", "1")
 	natstest.Eventually(t, 20*time.Second, func() bool {
-		c.ok("ledger", "admit", fmt.Sprintf("n%d", time.Now().UnixNano()), "--seq", "1")
-		c.ok("ledger", "--bucket", "other", "admit", "z", "--seq", fmt.Sprint(time.Now().UnixNano()))
+		c.ok("ledger", "admit", "--no-kind", fmt.Sprintf("n%d", time.Now().UnixNano()), "--seq", "1")
+		c.ok("ledger", "--bucket", "other", "admit", "--no-kind", "z", "--seq", fmt.Sprint(time.Now().UnixNano()))
 		return strings.Count(b.out.String(), "\n") >= 1
 	})
 	require.Equal(t, 0, b.wait(t), b.err.String())
@@ -306,7 +306,7 @@ func TestEventsTailFilters(t *testing.T) {
 func TestStoredValues(t *testing.T) {
 	c, n := newCLI(t)
 	ctx := natstest.Context(t, 10*time.Second)
-	c.ok("ledger", "admit", "build", "--seq", "1", "--task", `{"cmd":"make"}`)
+	c.ok("ledger", "admit", "--no-kind", "build", "--seq", "1", "--task", `{"cmd":"make"}`)
 	c.ok("ledger", "claim", "build", "--owner", "w1")
 	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
 	require.NoError(t, err)
@@ -349,16 +349,16 @@ func TestLiveFeedOneMessagePerWrite(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	require.NoError(t, n.NC.Flush())
-	c.ok("ledger", "admit", "first", "--seq", "1", "--create")
+	c.ok("ledger", "admit", "--no-kind", "first", "--seq", "1", "--create")
 	natstest.Recv(t, msgs, 5*time.Second, "the first admission")
 	tail := c.start("--json", "events", "tail", "--count", "5")
 	natstest.Eventually(t, 10*time.Second, liveTailSubscribed(n.Server.NATS, defaultLedgerBucket), "the live tail subscribed")
 
-	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
 	fence := fmt.Sprint(uint64(jsonTask(t, c.ok("--json", "ledger", "claim", "a", "--owner", "w")).Fence))
 	c.ok("ledger", "renew", "a", "--owner", "w", "--fence", fence)
 	c.ok("ledger", "complete", "a", "--owner", "w", "--fence", fence, "--status", "completed")
-	c.ok("ledger", "admit", "b", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "b", "--seq", "1")
 	const writes = 5
 	require.Equal(t, 0, tail.wait(t), tail.err.String())
 	require.Len(t, strings.Split(strings.TrimSpace(tail.out.String()), "\n"), writes, "events tail prints each write once")

@@ -88,7 +88,7 @@ func TestPasswordsOutsideArgv(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("secret\n"), 0o600))
 	url := "nats://" + host
 
-	r := runCLI(t, "--server", url, "--user", "app", "--password-file", file, "ledger", "admit", "a", "--seq", "1")
+	r := runCLI(t, "--server", url, "--user", "app", "--password-file", file, "ledger", "admit", "--no-kind", "a", "--seq", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	t.Run("env", func(t *testing.T) {
 		t.Setenv("NATS_PASSWORD", "secret")
@@ -192,7 +192,7 @@ func TestRefusedSubjectNamed(t *testing.T) {
 	})
 	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	admin := &cli{t: t, url: "nats://admin:a@" + host}
-	admin.ok("ledger", "admit", "k", "--seq", "1")
+	admin.ok("ledger", "admit", "--no-kind", "k", "--seq", "1")
 
 	args := []string{"--server", "nats://nosub:n@" + host, "--timeout", "1s", "ledger", "ls"}
 	msg := requireFailure(t, runCLI(t, args...), args)

@@ -154,8 +154,8 @@ func bucketExists(t *testing.T, n *natstest.Node, bucket string) bool {
 
 func TestLedgerCommands(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "build", "--seq", "1", "--task", `{"cmd":"make"}`)
-	out := c.ok("ledger", "admit", "test", "--seq", "1", "--needs", "build")
+	c.ok("ledger", "admit", "--no-kind", "build", "--seq", "1", "--task", `{"cmd":"make"}`)
+	out := c.ok("ledger", "admit", "--no-kind", "test", "--seq", "1", "--needs", "build")
 	require.Contains(t, out, "test admitted: pending")
 
 	// A duplicate is not admitted and not an error.
@@ -163,13 +163,16 @@ func TestLedgerCommands(t *testing.T) {
 		Admitted bool               `json:"admitted"`
 		Task     kvledger.TaskState `json:"task"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "test", "--seq", "1")), &adm))
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "--no-kind", "test", "--seq", "1")), &adm))
 	require.False(t, adm.Admitted)
 	require.Equal(t, kvledger.StatusPending, adm.Task.Status)
 
 	out = c.ok("ledger", "ls")
-	require.Regexp(t, `(?m)^KEY\s+STATUS\s+PHASE\s+SEQ\s+OWNER\s+FENCE\s+NEEDS\s+BLOCKED-BY\s+REV$`, out)
-	require.Regexp(t, `(?m)^test\s+pending\s+pending\s+1\s+-\s+\d+\s+build\s+-\s+\d+$`, out)
+	require.Regexp(t, `(?m)^KEY\s+KIND\s+PHASE\s+ATTEMPTS\s+OWNER\s+NEEDS\s+BLOCKED-BY\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^test\s+-\s+pending\s+0/3\s+-\s+build\s+-\s+-$`, out)
+	out = c.ok("ledger", "ls", "--wide")
+	require.Regexp(t, `(?m)^KEY\s+KIND\s+PHASE\s+ATTEMPTS\s+SEQ\s+OWNER\s+FENCE\s+NEEDS\s+BLOCKED-BY\s+REV\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^test\s+-\s+pending\s+0/3\s+1\s+-\s+\d+\s+build\s+-\s+\d+\s+-$`, out)
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
 	require.Len(t, tasks, 2)
@@ -218,11 +221,11 @@ func TestLedgerCommands(t *testing.T) {
 // Restoring a file one of whose keys exists writes nothing at all.
 func TestLedgerRestoreConflictWritesNothing(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
-	c.ok("ledger", "admit", "b", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "b", "--seq", "1")
 	file := filepath.Join(t.TempDir(), "snap.json")
 	c.ok("ledger", "snapshot", "-o", file)
-	c.ok("ledger", "--bucket", "half", "admit", "b", "--seq", "7", "--create")
+	c.ok("ledger", "--bucket", "half", "admit", "--no-kind", "b", "--seq", "7", "--create")
 	require.Contains(t, c.fail("ledger", "--bucket", "half", "restore", file), `task "b" already exists; nothing restored`)
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "--bucket", "half", "ls")), &tasks))
@@ -269,8 +272,8 @@ func TestLeaseCommands(t *testing.T) {
 
 func TestEventsTailDurable(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "x", "--seq", "1")
-	c.ok("ledger", "admit", "y", "--seq", "1", "--needs", "x")
+	c.ok("ledger", "admit", "--no-kind", "x", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "y", "--seq", "1", "--needs", "x")
 	out := c.ok("--json", "events", "tail", "--durable", "cli-test", "--count", "2")
 	var got []events.Event
 	sc := bufio.NewScanner(strings.NewReader(out))
@@ -285,7 +288,7 @@ func TestEventsTailDurable(t *testing.T) {
 	require.Equal(t, kvledger.AdmittedEvent, got[0].Name)
 
 	// The durable consumer resumes after what it acknowledged.
-	c.ok("ledger", "admit", "z", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "z", "--seq", "1")
 	out = c.ok("events", "tail", "--durable", "cli-test", "--count", "1")
 	require.Regexp(t, `(?m)^TIME\s+EVENT\s+SOURCE\s+KEY\s+STATUS\s+OWNER\s+FENCE\s+REV\s+BLOCKED-BY$`, out)
 	require.Regexp(t, `(?m)ledger\.admitted\s+natscoord_ledger\s+z\s+pending\s+-\s+\d+\s+\d+\s+-$`, out)
@@ -299,7 +302,7 @@ func TestEventsTailLive(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; !tail.ended(); i++ {
 		require.True(t, time.Now().Before(deadline), "live tail printed nothing")
-		c.ok("ledger", "admit", fmt.Sprintf("k%d", i), "--seq", "1")
+		c.ok("ledger", "admit", "--no-kind", fmt.Sprintf("k%d", i), "--seq", "1")
 	}
 	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -317,7 +320,7 @@ func TestEventsTailInterrupted(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
 
 	t.Run("unknown key", func(t *testing.T) {
 		require.Contains(t, c.fail("ledger", "show", "missing"), `no task "missing"`)
@@ -348,11 +351,11 @@ func TestBadInput(t *testing.T) {
 	})
 	t.Run("bad flags", func(t *testing.T) {
 		for _, args := range [][]string{
-			{"ledger", "admit", "b", "--seq", "1", "--needs", "a,,c"},
-			{"ledger", "admit", "b", "--seq", "1", "--needs", "b"},
-			{"ledger", "admit", "b", "--seq", "1", "--task", "{"},
-			{"ledger", "admit", "b", "--seq", "-1"},
-			{"ledger", "admit", "b", "--seq", "x"},
+			{"ledger", "admit", "--no-kind", "b", "--seq", "1", "--needs", "a,,c"},
+			{"ledger", "admit", "--no-kind", "b", "--seq", "1", "--needs", "b"},
+			{"ledger", "admit", "--no-kind", "b", "--seq", "1", "--task", "{"},
+			{"ledger", "admit", "--no-kind", "b", "--seq", "-1"},
+			{"ledger", "admit", "--no-kind", "b", "--seq", "x"},
 			{"ledger", "complete", "a", "--owner", "o", "--fence", "1", "--status", "done?"},
 			{"ledger", "complete", "a", "--owner", "o", "--status", "failed"},
 			{"ledger", "show"},
@@ -393,7 +396,7 @@ func TestWrongCredentials(t *testing.T) {
 		r := runCLI(t, append(args, "ledger", "ls")...)
 		require.Contains(t, strings.ToLower(requireFailure(t, r, args)), "authorization violation")
 	}
-	r := runCLI(t, "--server", url, "--user", "app", "--password", "secret", "ledger", "admit", "a", "--seq", "1")
+	r := runCLI(t, "--server", url, "--user", "app", "--password", "secret", "ledger", "admit", "--no-kind", "a", "--seq", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 }
 
@@ -444,7 +447,7 @@ func TestServe(t *testing.T) {
 		return b, info.URL
 	}
 	b, url := serve()
-	r := runCLI(t, "--server", url, "ledger", "admit", "kept", "--seq", "1")
+	r := runCLI(t, "--server", url, "ledger", "admit", "--no-kind", "kept", "--seq", "1")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = b.stop(t)
 	require.Equal(t, 0, r.code, r.stderr)

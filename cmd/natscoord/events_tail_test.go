@@ -33,13 +33,13 @@ func TestEventsTailLiveNeedsOnlyItsSubject(t *testing.T) {
 	})
 	host := strings.TrimPrefix(srv.ClientURL(), "nats://")
 	admin := &cli{t: t, url: "nats://admin:a@" + host}
-	admin.ok("ledger", "admit", "before", "--seq", "1") // the bucket exists
+	admin.ok("ledger", "admit", "--no-kind", "before", "--seq", "1") // the bucket exists
 
 	tail := startRun(t, "--server", "nats://live:l@"+host, "--timeout", "1s", "--json", "events", "tail", "--count", "1")
 	natstest.Eventually(t, 20*time.Second, func() bool {
 		return strings.Contains(tail.err.String(), "printing the live feed")
 	}, "the tail says it could not check the bucket")
-	admin.ok("ledger", "admit", "after", "--seq", "1")
+	admin.ok("ledger", "admit", "--no-kind", "after", "--seq", "1")
 	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, `"key":"after"`)
@@ -69,7 +69,7 @@ func TestEventsTailUnknownEvent(t *testing.T) {
 func TestEventsTailFailedCompletion(t *testing.T) {
 	c, _ := newCLI(t)
 	for _, k := range []string{"good", "bad"} {
-		c.ok("ledger", "admit", k, "--seq", "1")
+		c.ok("ledger", "admit", "--no-kind", k, "--seq", "1")
 		claimed := jsonTask(t, c.ok("--json", "ledger", "claim", k, "--owner", "w"))
 		status := "completed"
 		if k == "bad" {
@@ -108,9 +108,9 @@ func TestEventsTailFailedCompletion(t *testing.T) {
 // reconnection messages and errors do.
 func TestEventsTailGapSaid(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "first", "--seq", "1") // the stream starts before k's first write
+	c.ok("ledger", "admit", "--no-kind", "first", "--seq", "1") // the stream starts before k's first write
 	for seq := 1; seq <= kvledger.EventHistory+2; seq++ {
-		c.ok("ledger", "admit", "k", "--seq", fmt.Sprint(seq))
+		c.ok("ledger", "admit", "--no-kind", "k", "--seq", fmt.Sprint(seq))
 	}
 	r := c.run("events", "tail", "--durable", "gap", "--key", "k", "--count", "1")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -123,7 +123,7 @@ func TestEventsTailGapSaid(t *testing.T) {
 func TestEventsTailOwnerWhole(t *testing.T) {
 	c, _ := newCLI(t)
 	const owner = "3f4e5d6c7b8a:1234:OcvkxNuBKALAo0SAWKKEv5" // a container's 12-character host name, a 4-digit pid
-	c.ok("ledger", "admit", "k", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "k", "--seq", "1")
 	c.ok("ledger", "claim", "k", "--owner", owner)
 	out := c.ok("events", "tail", "--durable", "owner", "--count", "2")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -137,7 +137,7 @@ func TestEventsTailOwnerWhole(t *testing.T) {
 // README said "no event").
 func TestRmForceLeavesDeletedEvent(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "k", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "k", "--seq", "1")
 	require.Contains(t, c.ok("ledger", "rm", "k", "--help"), "it still leaves a ledger.deleted event")
 	c.ok("ledger", "rm", "k", "--force")
 	out := c.ok("--json", "events", "tail", "--durable", "rm", "--key", "k", "--count", "2")

@@ -79,3 +79,32 @@ func FuzzParseTask(f *testing.F) {
 		require.Equal(t, v, w)
 	})
 }
+
+// --under P picks the key P and the keys P followed by "/" (P without a
+// trailing "/"): a subset of what --prefix P picks, and never a key that
+// continues P's last segment.
+func FuzzKeyFilterUnder(f *testing.F) {
+	for _, s := range [][2]string{{"etl", "etl/a"}, {"etl/", "etl"}, {"etl", "etl2/a"}, {"etl//", "etl/"}, {"/", "/a"},
+		{"schedule/night", "schedule/nightly/2026-12-01T02:00:00Z"}, {"", "x"}, {"a/b", "a/b/c"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, path, key string) {
+		if path == "" {
+			return // no --under: no key filter
+		}
+		var under taskFilter
+		if err := under.setKey("", path, ""); err != nil {
+			require.Empty(t, strings.TrimSuffix(path, "/"), "only an empty path is refused")
+			return
+		}
+		p := strings.TrimSuffix(path, "/")
+		picked := under.matchKey(key)
+		require.Equal(t, key == p || strings.HasPrefix(key, p+"/"), picked, "under %q, key %q", path, key)
+		if picked {
+			require.True(t, taskFilter{prefix: p}.matchKey(key), "a subset of --prefix")
+		}
+		for _, next := range []string{"x", "2", "-"} {
+			require.False(t, under.matchKey(p+next), "a continued segment %q", p+next)
+		}
+	})
+}

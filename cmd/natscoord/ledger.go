@@ -111,68 +111,108 @@ func openStore(ctx context.Context, js jetstream.JetStream, bucket string, creat
 	return kvledger.NewKVStore(ctx, js, kvledger.KVStoreConfig{Bucket: bucket})
 }
 
-// lsFlags are the filters of `ledger ls`.
+// lsFlags are the filters and columns of `ledger ls`.
 type lsFlags struct {
-	status, phase []string
-	kind, prefix  string
-	limit         int
+	filterFlags
+	// status is --status, a filter by stored status before --phase was
+	// the one vocabulary: hidden, and warned about.
+	status []string
+	limit  int
+	wide   bool
 }
+
+// lsHelp is the help of `ledger ls`.
+var lsHelp = `ls lists the tasks of the ledger, each with its KIND, its PHASE (kvledger's name for
+the state a person asks about: a pending task waiting for its run-at is scheduled, or
+retrying after a failed attempt; running is claimed; cancelled is an operator's cancel),
+its ATTEMPTS and the first line of its last ERROR, cut to ` + fmt.Sprint(errCellWidth) + ` columns.
+  phases: ` + nameList(kvledger.Phases) + `
+
+ATTEMPTS is N/MAX: the attempts counted, and the most the task is allowed: its own
+--max-attempts, else the default of ` + fmt.Sprint(kvledger.DefaultMaxAttempts) + ` (a worker started with another --max-attempts
+applies its own). --wide adds SEQ (the submission sequence), FENCE (the claim's
+fencing token) and REV (the record's revision).
+
+--phase picks tasks by phase (repeated or comma-separated; "claimed" names running),
+--kind by kind. --limit N prints the first N tasks that match and says on stderr how
+many more there were. --json prints the records, each with its stored "status" and
+its "phase". A stored value that is not a record is listed as ` + corruptStatus + `
+unless a phase or kind filter is given.
+
+` + filterHelp
 
 func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 	var lsf lsFlags
 	cmd := &cobra.Command{
-		Use:   "ls [--status S,...] [--phase P,...] [--kind K] [--prefix P] [--limit N]",
-		Short: "List the tasks of the ledger, with their status and phase; filter by either, kind and key prefix",
-		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
-			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
-			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
-			"stored failed.\n" +
-			"  statuses: " + nameList(kvledger.Statuses) + "\n" +
-			"  phases:   " + nameList(kvledger.Phases) + "\n\n" +
-			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
-			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
-			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
-			"match and says on stderr how many more there were. --json prints the records, each\n" +
-			"with its \"phase\". A stored value that is not a record is listed as " + corruptStatus + "\n" +
-			"unless a status, phase or kind filter is given.",
-		Args: cobra.NoArgs,
+		Use:   "ls [--phase P,...] [--kind K] [--prefix P] [--under P] [--schedule S] [--limit N] [--wide]",
+		Short: "List the tasks of the ledger: kind, phase, attempts and last error; filter by phase, kind and key",
+		Long:  lsHelp,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f := taskFilter{kind: lsf.kind, prefix: lsf.prefix}
-			if err := f.addStatuses("status", lsf.status); err != nil {
+			f, err := lsf.filter(a.stderr, "ledger ls")
+			if err != nil {
 				return err
 			}
-			if err := f.addPhases("phase", lsf.phase); err != nil {
-				return err
+			if len(lsf.status) > 0 {
+				fmt.Fprintln(a.stderr, `natscoord: ledger ls: --status is deprecated: use --phase, or read "status" in --json`)
+				if err := f.addStatuses("status", lsf.status); err != nil {
+					return err
+				}
 			}
 			if lsf.limit < 0 {
 				return fmt.Errorf("--limit must be 0 (no limit) or more, not %d", lsf.limit)
 			}
-			err := a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
-				return a.printLedger(lf, snap, bad, f, lsf.limit)
+			err = a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
+				return a.printLedger(lf, snap, bad, f, lsf)
 			})
 			if defaultBucketMissing(cmd, err) {
 				// Nothing was ever admitted on this server: an empty list, as
 				// lease ls and lock ls print.
-				return a.printLedger(lf, kvledger.Snapshot{}, nil, f, lsf.limit)
+				return a.printLedger(lf, kvledger.Snapshot{}, nil, f, lsf)
 			}
 			return err
 		},
 	}
+	lsf.register(cmd, "list")
 	fl := cmd.Flags()
-	fl.StringSliceVar(&lsf.status, "status", nil, "list tasks with these stored statuses (repeated or comma-separated: "+nameList(kvledger.Statuses)+"); "+
-		"reopen, cancel, rm and purge select by phase, as --phase does")
-	fl.StringSliceVar(&lsf.phase, "phase", nil, "list tasks in these phases, which reopen, cancel, rm and purge select by too (repeated or comma-separated: "+nameList(kvledger.Phases)+")")
-	fl.StringVar(&lsf.kind, "kind", "", "list tasks of this kind")
-	fl.StringVar(&lsf.prefix, "prefix", "", "list tasks whose key starts with this prefix")
+	fl.StringSliceVar(&lsf.status, "status", nil, "deprecated: --phase")
+	_ = fl.MarkHidden("status")
 	fl.IntVar(&lsf.limit, "limit", 0, "list at most this many tasks (0: all)")
+	fl.BoolVar(&lsf.wide, "wide", false, "add the SEQ, FENCE and REV columns")
 	return cmd
+}
+
+// errCellWidth bounds the ERROR column of `ledger ls`, in display
+// columns: the first line of the error, cut (ledger show prints it whole).
+const errCellWidth = 60
+
+// lsColumns are the columns of `ledger ls`, and with --wide.
+var (
+	lsColumns     = []string{"KEY", "KIND", "PHASE", "ATTEMPTS", "OWNER", "NEEDS", "BLOCKED-BY", "ERROR"}
+	lsWideColumns = []string{"KEY", "KIND", "PHASE", "ATTEMPTS", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV", "ERROR"}
+)
+
+// lsRow is t's row of `ledger ls`, its columns those of lsWideColumns
+// when wide, else lsColumns.
+func lsRow(t listedTask, wide bool) []string {
+	attempts := strconv.Itoa(t.Attempts) + "/" + strconv.Itoa(kvledger.AttemptLimit(t.TaskState, kvledger.DefaultMaxAttempts))
+	last, _, _ := strings.Cut(t.LastError, "\n")
+	errCell := truncateCell(escapeCell(strings.TrimSpace(last)), errCellWidth)
+	if !wide {
+		return []string{string(t.Key), dash(t.Kind), string(t.Phase), attempts, dash(string(t.Owner)),
+			dash(joinKeys(t.Needs)), dash(string(t.BlockedBy)), dash(errCell)}
+	}
+	return []string{string(t.Key), dash(t.Kind), string(t.Phase), attempts, strconv.FormatUint(uint64(t.Sequence), 10),
+		dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
+		dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10), dash(errCell)}
 }
 
 // printLedger prints the tasks of a snapshot that f picks, then the
 // corrupt records bad names that f picks, as `ledger ls` lists them: at
-// most limit of the two together (0: all), and the count says how many
-// matched, the corrupt ones included.
-func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, limit int) error {
+// most lsf.limit of the two together (0: all), and the count says how
+// many matched, the corrupt ones included.
+func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, lsf lsFlags) error {
+	limit := lsf.limit
 	now := time.Now()
 	tasks := make([]listedTask, 0, len(snap.Tasks))
 	matched := 0
@@ -205,14 +245,16 @@ func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger
 	}
 	rows := make([][]string, 0, len(tasks))
 	for _, t := range tasks {
-		rows = append(rows, []string{string(t.Key), string(t.Status), string(t.Phase), strconv.FormatUint(uint64(t.Sequence), 10),
-			dash(string(t.Owner)), strconv.FormatUint(uint64(t.Fence), 10), dash(joinKeys(t.Needs)),
-			dash(string(t.BlockedBy)), strconv.FormatUint(t.Rev, 10)})
+		rows = append(rows, lsRow(t, lsf.wide))
 	}
 	if bad != nil {
-		rows = append(rows, corruptRows(bad)...)
+		rows = append(rows, corruptRows(bad, lsf.wide)...)
 	}
-	return writeTable(a.stdout, []string{"KEY", "STATUS", "PHASE", "SEQ", "OWNER", "FENCE", "NEEDS", "BLOCKED-BY", "REV"}, rows)
+	header := lsColumns
+	if lsf.wide {
+		header = lsWideColumns
+	}
+	return writeTable(a.stdout, header, rows)
 }
 
 func (a *app) ledgerShow(lf *ledgerFlags) *cobra.Command {
@@ -265,7 +307,7 @@ func (a *app) printTask(t kvledger.TaskState, until string) error {
 	}
 	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, append([][]string{
 		{"key", string(t.Key)},
-		{"status", string(t.Status)},
+		{"phase", string(t.Phase(time.Now()))},
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
 		{"owner", dash(string(t.Owner))},
 		{"fence", strconv.FormatUint(uint64(t.Fence), 10)},
@@ -286,9 +328,10 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 		needs, task string
 		rt          admitRuntime
 		create      bool
+		noKind      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "admit KEY [--seq N] [--needs a,b] [--task JSON|@FILE|-] [--kind K] [--run-at T | --delay D]",
+		Use:   "admit KEY --kind K [--seq N] [--needs a,b] [--task JSON|@FILE|-] [--run-at T | --delay D]",
 		Short: "Admit a task once per key (a duplicate or older sequence is not admitted)",
 		Long: "admit admits a task once per key (a duplicate or older sequence is not admitted).\n" +
 			"The default ledger bucket is created when missing; a bucket named with --bucket must\n" +
@@ -300,7 +343,11 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			"It prints the record as this admission wrote it (a worker may claim the task at once;\n" +
 			"`ledger show` reads it now). A key that already holds a record it did not change (an\n" +
 			"idempotent hit) prints \"not admitted\", why, and the state that record holds.\n" +
-			"--json prints {\"admitted\": bool, \"task\": record}, the record written or found.",
+			"--json prints {\"admitted\": bool, \"task\": record}, the record written or found.\n\n" +
+			"--kind names the handler that runs the task: a worker runs only the kinds it handles\n" +
+			"(natscoord work --kind K, a Go worker's Handle). A task admitted without one is run by\n" +
+			"no such worker, so admit warns on stderr, unless --no-kind says it is meant: a task an\n" +
+			"owner claims and completes by hand (ledger claim, ledger complete).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			key := args[0]
@@ -314,6 +361,9 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 			payload, err := readTaskArg(a.stdin, task)
 			if err != nil {
 				return err
+			}
+			if noKind && rt.kind != "" {
+				return errors.New("ledger admit: --no-kind and --kind exclude each other")
 			}
 			sub, err := rt.submission(key, seq, payload, ns)
 			if err != nil {
@@ -356,6 +406,9 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					}
 					return writeJSON(a.stdout, out)
 				}
+				if ok && t.Kind == "" && !noKind {
+					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(noKindNote(t.Key)))
+				}
 				if len(missing) > 0 {
 					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
@@ -371,6 +424,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&create, "create", false, "create the --bucket ledger when it does not exist")
+	f.BoolVar(&noKind, "no-kind", false, "admit without a kind on purpose: no worker runs it (claim it with ledger claim); silences the warning")
 	f.Uint64Var(&seq, "seq", 1, "submission sequence: a higher one rebases a pending task, an equal or lower one changes nothing")
 	f.StringVar(&needs, "needs", "", "comma-separated keys this task needs (a rebase without it keeps the stored ones)")
 	f.StringVar(&task, "task", "", "task payload: JSON, @FILE or - (stdin); null for none (a rebase without it keeps the stored one)")

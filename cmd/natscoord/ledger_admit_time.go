@@ -100,3 +100,12 @@ func runtimeRows(t kvledger.TaskState) [][]string {
 	}
 	return rows
 }
+
+// noKindNote is the warning `ledger admit` prints for a task it admitted
+// without a kind: a worker claims only the kinds it has a handler for
+// (worker: the record watch files a task of an unhandled kind nowhere),
+// and natscoord work and tasks.Client refuse the empty kind.
+func noKindNote(key kvledger.IdempotencyKey) string {
+	return fmt.Sprintf("warning: %q has no kind, so no worker runs it (a worker runs only the kinds it handles: natscoord work --kind K); "+
+		"admit it with --kind, or with --no-kind when an owner claims it by hand (ledger claim)", string(key))
+}

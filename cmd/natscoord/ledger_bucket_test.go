@@ -18,20 +18,20 @@ import (
 // default bucket is created by the first admit.
 func TestLedgerBucketMissing(t *testing.T) {
 	c, n := newCLI(t)
-	require.Equal(t, "KEY  STATUS  PHASE  SEQ  OWNER  FENCE  NEEDS  BLOCKED-BY  REV\n", c.ok("ledger", "ls"))
+	require.Equal(t, "KEY  KIND  PHASE  ATTEMPTS  OWNER  NEEDS  BLOCKED-BY  ERROR\n", c.ok("ledger", "ls"))
 	require.Equal(t, "[]\n", c.ok("--json", "ledger", "ls"))
 	require.False(t, bucketExists(t, n, defaultLedgerBucket), "listing created nothing")
 	require.Contains(t, c.fail("ledger", "--bucket", "nope", "ls"), `bucket "nope" does not exist`)
 
-	msg := c.fail("ledger", "--bucket", "nope", "admit", "a", "--seq", "1")
+	msg := c.fail("ledger", "--bucket", "nope", "admit", "--no-kind", "a", "--seq", "1")
 	require.Contains(t, msg, `bucket "nope" does not exist`)
 	require.Contains(t, msg, "--create")
 	require.False(t, bucketExists(t, n, "nope"), "a refused admit created no bucket")
 
-	require.Contains(t, c.ok("ledger", "--bucket", "nope", "admit", "a", "--seq", "1", "--create"), "a admitted")
-	require.Contains(t, c.ok("ledger", "--bucket", "nope", "admit", "b", "--seq", "1"), "b admitted", "it exists now")
-	require.Contains(t, c.ok("ledger", "admit", "a", "--seq", "1"), "a admitted", "the default bucket is created")
-	require.Regexp(t, `(?m)^a\s+pending\s`, c.ok("ledger", "ls"))
+	require.Contains(t, c.ok("ledger", "--bucket", "nope", "admit", "--no-kind", "a", "--seq", "1", "--create"), "a admitted")
+	require.Contains(t, c.ok("ledger", "--bucket", "nope", "admit", "--no-kind", "b", "--seq", "1"), "b admitted", "it exists now")
+	require.Contains(t, c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1"), "a admitted", "the default bucket is created")
+	require.Regexp(t, `(?m)^a\s+-\s+pending\s`, c.ok("ledger", "ls"))
 }
 
 // A bucket of the layout before events came from its stream (History 1,
@@ -91,7 +91,7 @@ func TestLedgerMigrateOldStream(t *testing.T) {
 	out := c.ok("ledger", "--bucket", "mig", "migrate")
 	require.Contains(t, out, "stream LEDGER: subjects ledger.> -> ledger.*")
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		c.ok("ledger", "--bucket", "mig", "admit", k, "--seq", "1")
+		c.ok("ledger", "--bucket", "mig", "admit", "--no-kind", k, "--seq", "1")
 	}
 	require.EqualValues(t, 1, msgs(), "the migrated bucket's 5 writes are not recorded in LEDGER")
 	_, err = n.JS.Publish(ctx, "ledger.claimed", []byte(`{"name":"ledger.claimed","source":"other","key":"x"}`))

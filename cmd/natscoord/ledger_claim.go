@@ -134,7 +134,7 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 					return noTask(lf, args[0], err)
 				}
 				return a.printClaim(ctx, l, key, "released by", cf.owner, func(t kvledger.TaskState) string {
-					return fmt.Sprintf("%s, fence %d", t.Status, t.Fence)
+					return fmt.Sprintf("%s, fence %d", t.Phase(time.Now()), t.Fence)
 				})
 			})
 		},

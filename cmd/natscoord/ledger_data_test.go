@@ -19,7 +19,7 @@ import (
 func TestLedgerKeepsLargeNumbers(t *testing.T) {
 	c, _ := newCLI(t)
 	const payload = `{"big":12345678901234567890,"id":9007199254740993}`
-	c.ok("ledger", "admit", "n", "--seq", "1", "--task", payload)
+	c.ok("ledger", "admit", "--no-kind", "n", "--seq", "1", "--task", payload)
 	c.ok("ledger", "claim", "n", "--owner", "w")
 	require.Contains(t, compact(t, c.ok("--json", "ledger", "show", "n")), `"task":`+payload)
 	file := filepath.Join(t.TempDir(), "snap.json")
@@ -55,7 +55,7 @@ func compact(t *testing.T, s string) string {
 // release said the fence was stale).
 func TestLedgerReleaseFinishedIsNotClaimed(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "k", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "k", "--seq", "1")
 	var rec struct {
 		Fence uint64 `json:"fence"`
 	}
@@ -79,8 +79,8 @@ func TestLedgerReleaseFinishedIsNotClaimed(t *testing.T) {
 // which the runtime could never pass to a command: issue 25 item 18).
 func TestLedgerAdmitRefusesControlCharacters(t *testing.T) {
 	c, _ := newCLI(t)
-	require.Contains(t, c.fail("ledger", "admit", "tab\there", "--seq", "1"), "control character U+0009")
-	require.Contains(t, c.fail("ledger", "admit", "ok", "--seq", "1", "--needs", "new\nline"), "control character U+000A")
+	require.Contains(t, c.fail("ledger", "admit", "--no-kind", "tab\there", "--seq", "1"), "control character U+0009")
+	require.Contains(t, c.fail("ledger", "admit", "--no-kind", "ok", "--seq", "1", "--needs", "new\nline"), "control character U+000A")
 	file := filepath.Join(t.TempDir(), "snap.json")
 	require.NoError(t, os.WriteFile(file, []byte(`{"tasks":[{"key":"a\u0000b","status":"pending","sequence":1,"fence":0,"rev":0}]}`), 0o600))
 	require.Contains(t, c.fail("ledger", "restore", file), "control character U+0000")
@@ -111,7 +111,7 @@ func TestWorkResultKeepsItsLimit(t *testing.T) {
 // item 13: --lease 2562047h held the task until 2319).
 func TestLedgerClaimLeaseIsBounded(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "k", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "k", "--seq", "1")
 	require.Contains(t, c.fail("ledger", "claim", "k", "--owner", "w", "--lease", "2562047h"), "--lease: kvlease: invalid TTL: 2562047h0m0s outside 1s..24h0m0s")
 	require.Contains(t, c.ok("ledger", "show", "k"), "pending")
 	out := c.ok("ledger", "claim", "k", "--owner", "w", "--lease", "24h")
@@ -127,20 +127,20 @@ func TestLedgerClaimLeaseIsBounded(t *testing.T) {
 // (issue 25 item 25).
 func TestLedgerMissingNeedIsSaid(t *testing.T) {
 	c, _ := newCLI(t)
-	r := c.run("ledger", "admit", "t", "--seq", "1", "--needs", "ghost,real")
+	r := c.run("ledger", "admit", "--no-kind", "t", "--seq", "1", "--needs", "ghost,real")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "t admitted: pending")
 	require.Contains(t, r.stderr, `note: needs "ghost", "real" have no record yet; "t" waits until it is admitted and completes`)
 
-	c.ok("ledger", "admit", "real", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "real", "--seq", "1")
 	var adm struct {
 		Admitted bool     `json:"admitted"`
 		Missing  []string `json:"missing_needs"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "u", "--seq", "1", "--needs", "real,ghost")), &adm))
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "admit", "--no-kind", "u", "--seq", "1", "--needs", "real,ghost")), &adm))
 	require.True(t, adm.Admitted)
 	require.Equal(t, []string{"ghost"}, adm.Missing)
-	c.ok("ledger", "admit", "v", "--seq", "1", "--needs", "real") // no note (ok checks stderr is empty)
+	c.ok("ledger", "admit", "--no-kind", "v", "--seq", "1", "--needs", "real") // no note (ok checks stderr is empty)
 
 	r = c.run("ledger", "wait", "t", "real", "--for", "200ms")
 	require.Equal(t, waitGaveUp, r.code, r.stderr)
@@ -162,8 +162,8 @@ func TestLedgerMissingNeedIsSaid(t *testing.T) {
 // matter, so that is what it is said to wait for.
 func TestLedgerWaitReasonFollowsReadiness(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "real", "--seq", "1")
-	c.ok("ledger", "admit", "later", "--seq", "1", "--needs", "real", "--delay", "1h")
+	c.ok("ledger", "admit", "--no-kind", "real", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "later", "--seq", "1", "--needs", "real", "--delay", "1h")
 	r := c.run("--json", "ledger", "wait", "later", "--for", "200ms")
 	require.Equal(t, waitGaveUp, r.code, r.stderr)
 	var rows []struct {

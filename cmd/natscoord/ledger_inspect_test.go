@@ -168,7 +168,7 @@ func TestLedgerWorkers(t *testing.T) {
 // could disagree about a write made in between.
 func TestLedgerShowReadsTheRecordOnce(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "once", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "once", "--seq", "1")
 	stream := "KV_" + defaultLedgerBucket
 	// Synchronous subscriptions: after the Flush below, every get the
 	// server routed here is counted in Pending (the reader queues a

@@ -24,7 +24,7 @@ func TestLedgerAdmitPriorityAndGroup(t *testing.T) {
 	require.Regexp(t, `group\s+tenant-1`, shown)
 	require.Contains(t, compact(t, c.ok("--json", "ledger", "show", "c")), `"priority":-1`)
 
-	require.Contains(t, c.fail("ledger", "admit", "x", "--group", strings.Repeat("g", 129)), "--group")
+	require.Contains(t, c.fail("ledger", "admit", "--no-kind", "x", "--group", strings.Repeat("g", 129)), "--group")
 	require.Contains(t, c.fail("work", "--kind", "ord", "--group-limit", "tenant-1=0", "--", "true"), "--group-limit")
 
 	order := filepath.Join(t.TempDir(), "order")

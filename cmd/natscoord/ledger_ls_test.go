@@ -12,11 +12,11 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// ledger ls shows each task's stored status and its phase as kvledger
-// names it, and filters by status (--status, the STATUS column), phase
-// (--phase, "claimed" for running), each repeated or comma-separated,
-// kind, key prefix and count; a bad status or phase is refused naming the
-// valid ones, before any connection.
+// ledger ls shows each task's kind and its phase as kvledger names it,
+// and filters by phase (--phase, "claimed" for running), repeated or
+// comma-separated, kind, key prefix and count; a bad phase is refused
+// naming the valid ones, before any connection. The stored status is in
+// --json only, and the deprecated --status still filters by it.
 func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	c, n := newCLI(t)
 	c.ok("ledger", "admit", "a.ready", "--kind", "x")
@@ -31,11 +31,12 @@ func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	require.NoError(t, err)
 
 	out := c.ok("ledger", "ls")
-	require.Regexp(t, `(?m)^KEY\s+STATUS\s+PHASE\s+SEQ\s`, out)
-	require.Regexp(t, `(?m)^a\.later\s+pending\s+scheduled\s`, out)
-	require.Regexp(t, `(?m)^a\.ready\s+pending\s+pending\s`, out)
-	require.Regexp(t, `(?m)^b\.run\s+claimed\s+running\s+1\s+w1\s`, out)
-	require.Regexp(t, `(?m)^c\.gone\s+failed\s+cancelled\s`, out)
+	require.Regexp(t, `(?m)^KEY\s+KIND\s+PHASE\s+ATTEMPTS\s+OWNER\s+NEEDS\s+BLOCKED-BY\s+ERROR$`, out)
+	require.Regexp(t, `(?m)^a\.later\s+y\s+scheduled\s`, out)
+	require.Regexp(t, `(?m)^a\.ready\s+x\s+pending\s`, out)
+	require.Regexp(t, `(?m)^b\.run\s+x\s+running\s+0/3\s+w1\s`, out)
+	require.Regexp(t, `(?m)^c\.gone\s+y\s+cancelled\s+0/3\s+-\s+-\s+-\s+no longer needed$`, out)
+	require.NotRegexp(t, `\b(claimed|STATUS)\b`, out, "the stored status is in --json only")
 
 	keys := func(args ...string) []string {
 		t.Helper()
@@ -53,11 +54,10 @@ func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	require.ElementsMatch(t, []string{"a.later=scheduled", "a.ready=pending", "b.done=completed", "b.run=running", "c.gone=cancelled"}, keys())
 	require.ElementsMatch(t, []string{"b.run=running"}, keys("--phase", "running"))
 	require.ElementsMatch(t, []string{"b.run=running"}, keys("--phase", "claimed"), "the stored name of running")
-	require.ElementsMatch(t, []string{"b.run=running"}, keys("--status", "claimed"))
 	require.ElementsMatch(t, []string{"a.later=scheduled", "a.ready=pending"}, keys("--phase", "pending,scheduled"))
 	require.ElementsMatch(t, []string{"a.ready=pending", "c.gone=cancelled"}, keys("--phase", "pending", "--phase", "Cancelled"))
-	require.ElementsMatch(t, []string{"c.gone=cancelled"}, keys("--status", "failed"), "a cancelled task is stored failed")
-	require.ElementsMatch(t, []string{"a.later=scheduled"}, keys("--status", "pending", "--phase", "scheduled"), "both filters apply")
+	require.ElementsMatch(t, []string{"c.gone=cancelled"}, keys("--phase", "cancelled"))
+	require.ElementsMatch(t, []string{}, keys("--phase", "failed"), "a cancelled task is not failed")
 	require.ElementsMatch(t, []string{"a.ready=pending", "b.done=completed", "b.run=running"}, keys("--kind", "x"))
 	require.ElementsMatch(t, []string{"b.done=completed", "b.run=running"}, keys("--prefix", "b."))
 	require.ElementsMatch(t, []string{"a.later=scheduled"}, keys("--prefix", "a.", "--kind", "y"))
@@ -71,43 +71,54 @@ func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	require.Equal(t, "natscoord: ledger ls: 2 of 3 matching tasks listed (--limit 2)\n", r.stderr)
 	require.ElementsMatch(t, []string{"a.ready=pending", "b.done=completed", "b.run=running"}, keys("--kind", "x", "--limit", "3"))
 
-	for _, bad := range [][]string{{"--phase", "done"}, {"--phase", "pending,bogus"}, {"--status", "pending", "--phase", "runing"}} {
+	for _, bad := range [][]string{{"--phase", "done"}, {"--phase", "pending,bogus"}, {"--kind", "x", "--phase", "runing"}} {
 		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
 		require.Contains(t, msg, "--phase: kvledger: unknown phase", bad)
 		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, completed, failed, cancelled, blocked", bad)
 	}
-	for _, bad := range [][]string{{"--status", "done"}, {"--status", "pending,bogus"}, {"--status", "runing", "--phase", "running"}} {
-		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
-		require.Contains(t, msg, "--status: kvledger: unknown status", bad)
-		require.Contains(t, msg, "(one of pending, claimed, completed, failed, blocked)", bad)
-	}
-	require.Contains(t, c.fail("ledger", "ls", "--status", "scheduled"), "scheduled is a phase: use --phase scheduled")
-	require.Contains(t, c.fail("ledger", "ls", "--state", "pending"), "unknown flag: --state", "no hidden alias")
 	require.Contains(t, c.fail("ledger", "ls", "--limit", "-1"), "--limit must be 0 (no limit) or more")
 	help := c.ok("ledger", "ls", "--help")
-	for _, f := range []string{"--status", "--phase", "--kind", "--prefix", "--limit", "PHASE"} {
+	for _, f := range []string{"--phase", "--kind", "--prefix", "--under", "--schedule", "--limit", "--wide", "PHASE", "KIND", "ATTEMPTS", "ERROR"} {
 		require.Contains(t, help, f)
 	}
 }
 
-// --status picks by the STATUS column it is listed next to: a task stored
-// pending whose phase is scheduled (its run-at ahead) is listed by
-// --status pending, where it was left out when --status matched phases.
-func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
+// --status, deprecated, still picks by the stored status (in --json
+// only), saying on stderr to use --phase; a bad one is refused naming the
+// valid ones, and a phase given to it is pointed to --phase. --state, the
+// operator actions' deprecated name of --phase, is --phase for ls too.
+// The help names neither, and every phase in kvledger's order.
+func TestLedgerLsStatusIsDeprecated(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "later", "--delay", "1h")
-	out := c.ok("ledger", "ls", "--status", "pending")
-	require.Regexp(t, `(?m)^later\s+pending\s+scheduled\s`, out)
+	c.ok("ledger", "admit", "--no-kind", "later", "--delay", "1h")
+	r := c.run("ledger", "ls", "--status", "pending")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^later\s+-\s+scheduled\s`, r.stdout)
+	require.Equal(t, "natscoord: ledger ls: --status is deprecated: use --phase, or read \"status\" in --json\n", r.stderr)
 	require.NotContains(t, c.ok("ledger", "ls", "--phase", "pending"), "later")
+	require.Contains(t, c.ok("--json", "ledger", "ls"), `"status": "pending"`)
+	r = c.run("ledger", "ls", "--state", "scheduled")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `(?m)^later\s`, r.stdout)
+	require.Contains(t, r.stderr, "--state is deprecated: use --phase")
+	for _, bad := range [][]string{{"--status", "done"}, {"--status", "pending,bogus"}} {
+		r := c.run(append([]string{"ledger", "ls"}, bad...)...)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, "--status: kvledger: unknown status", bad)
+		require.Contains(t, r.stderr, "(one of pending, claimed, completed, failed, blocked)", bad)
+	}
+	require.Contains(t, c.run("ledger", "ls", "--status", "scheduled").stderr, "scheduled is a phase: use --phase scheduled")
+
 	help := c.ok("ledger", "ls", "--help")
-	require.Contains(t, help, "--status picks tasks by their stored status, --phase by their phase")
+	require.NotContains(t, help, "--status")
 	require.NotContains(t, help, "--state")
-	require.Contains(t, help, "reopen, cancel, rm and purge select by phase, as --phase does")
-	// The help names every status and phase, in kvledger's order.
-	require.Contains(t, help, "  statuses: pending, claimed, completed, failed, blocked\n")
-	require.Contains(t, help, "  phases:   pending, scheduled, retrying, running, completed, failed, cancelled, blocked\n")
-	require.Contains(t, strings.Join(strings.Fields(c.ok("ledger", "reopen", "--help")), " "),
-		"(comma-separated: pending, scheduled, retrying, running, completed, failed, cancelled, blocked)")
+	require.Contains(t, help, "  phases: pending, scheduled, retrying, running, completed, failed, cancelled, blocked\n")
+	for _, cmd := range []string{"ls", "reopen", "cancel", "rm", "purge"} {
+		h := c.ok("ledger", cmd, "--help")
+		require.Contains(t, strings.Join(strings.Fields(h), " "),
+			"(repeated or comma-separated: pending, scheduled, retrying, running, completed, failed, cancelled, blocked;", cmd)
+		require.NotContains(t, h, "--state", cmd)
+	}
 }
 
 // `ledger ls --limit` counts the stored values that are not records with
@@ -117,8 +128,8 @@ func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
 // phase says that "claimed" is taken for running.
 func TestLedgerLsLimitCountsCorruptRows(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a")
-	c.ok("ledger", "admit", "b")
+	c.ok("ledger", "admit", "--no-kind", "a")
+	c.ok("ledger", "admit", "--no-kind", "b")
 	ctx := natstest.Context(t, 10*time.Second)
 	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
 	require.NoError(t, err)

@@ -80,9 +80,9 @@ func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 		case !r.found:
 			return fmt.Sprintf("needs %q, which has no record", string(v.Need))
 		}
-		return fmt.Sprintf("needs %q, which is %s", string(v.Need), r.t.Status)
+		return fmt.Sprintf("needs %q, which is %s", string(v.Need), r.t.Phase(time.Now()))
 	case kvledger.VerdictReady:
 		return "pending, not claimed yet"
 	}
-	return string(t.Status)
+	return string(t.Phase(time.Now()))
 }

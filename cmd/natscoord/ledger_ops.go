@@ -17,25 +17,6 @@ import (
 // compare-and-set on the record that leaves an event, so a task that
 // moved between the listing and the write is refused, never overwritten.
 
-// opSelect is how an action picks its tasks: keys, or a filter over
-// every record (phase, kind, key prefix), never both.
-type opSelect struct {
-	phases []string
-	kind   string
-	prefix string
-	dryRun bool
-}
-
-func (s *opSelect) flags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringSliceVar(&s.phases, "state", nil, "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status (comma-separated: "+nameList(kvledger.Phases)+")")
-	f.StringVar(&s.kind, "kind", "", "select tasks of this kind")
-	f.StringVar(&s.prefix, "prefix", "", "select tasks whose key starts with this prefix")
-	f.BoolVar(&s.dryRun, "dry-run", false, "print what would change and change nothing")
-}
-
-func (s *opSelect) filtered() bool { return len(s.phases) > 0 || s.kind != "" || s.prefix != "" }
-
 // opAction is one operator action: its verb, the phases it applies to,
 // and the ledger call that carries it out.
 type opAction struct {
@@ -51,7 +32,7 @@ type opAction struct {
 // opResult is one task's line of an action's report.
 type opResult struct {
 	Key    string `json:"key"`
-	Phase  string `json:"state"`
+	Phase  string `json:"phase"`
 	Action string `json:"action"` // the verb done, "would <verb>" in a dry run, or "error"
 	Error  string `json:"error,omitempty"`
 }
@@ -65,11 +46,13 @@ func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 			return err
 		}}
 	cmd := &cobra.Command{
-		Use:   "reopen [KEY...] [--state S] [--kind K] [--prefix P] [--dry-run]",
+		Use:   "reopen KEY... | reopen [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes]",
 		Short: "Run failed or cancelled tasks again, and unblock their dependents",
 		Long: `Reopen returns failed and cancelled tasks to pending with their attempts
-reset, and unblocks the tasks they blocked. Name tasks by key, or choose
-them with filters; a filter picks only failed and cancelled tasks.`,
+reset, and unblocks the tasks they blocked. A filter picks only failed and
+cancelled tasks.
+
+` + selectHelp,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
 	}
 	sel.flags(cmd)
@@ -88,13 +71,14 @@ func (a *app) ledgerCancel(lf *ledgerFlags) *cobra.Command {
 			return err
 		}}
 	cmd := &cobra.Command{
-		Use:   "cancel [KEY...] [--state S] [--kind K] [--prefix P] [--reason R] [--dry-run]",
+		Use:   "cancel KEY... | cancel [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] [--reason R]",
 		Short: "Cancel tasks that have not ended (their dependents are blocked)",
 		Long: `Cancel ends pending, scheduled, retrying and running tasks as cancelled;
 a running task's worker sees its claim end and its handler's context is
-cancelled. Their dependents are blocked, as by a failure. Name tasks by
-key, or choose them with filters; a filter picks only tasks that have not
-ended.`,
+cancelled. Their dependents are blocked, as by a failure. A filter picks
+only tasks that have not ended.
+
+` + selectHelp,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
 	}
 	sel.flags(cmd)
@@ -121,15 +105,19 @@ func (a *app) ledgerPurge(lf *ledgerFlags) *cobra.Command {
 		confirm string
 	)
 	cmd := &cobra.Command{
-		Use:   "purge [--state S] [--kind K] [--prefix P] [--dry-run] | --all --confirm BUCKET",
+		Use:   "purge [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] | purge --all --confirm BUCKET",
 		Short: "Remove ended tasks, or with --all every task of the ledger",
 		Long: `Purge removes every ended task (completed, failed, cancelled, blocked)
-that the filters choose, each with its own event. A task that a pending or
-running task still needs is kept: its line names the tasks that need it,
-and the command exits 1 (remove it once they have ended, or cancel them).
-With --all it empties the ledger: tasks that have not ended are cancelled
-first, then every task is removed. --all asks for the bucket's name again
-in --confirm.`,
+that the filters choose (without a filter: every ended task), each with its
+own event. It takes no key, so it changes nothing without --yes: it lists
+what it would remove, as --dry-run does, and exits 1. A task that a pending
+or running task still needs is kept: its line names the tasks that need
+it, and the command exits 1 (remove it once they have ended, or cancel
+them). With --all it empties the ledger: tasks that have not ended are
+cancelled first, then every task is removed. --all asks for the bucket's
+name again in --confirm, instead of --yes.
+
+` + filterHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !all {
@@ -201,48 +189,6 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 	})
 }
 
-// runOp carries out act on the tasks sel or keys name.
-func (a *app) runOp(parent context.Context, lf *ledgerFlags, sel *opSelect, act opAction, keys []string) error {
-	if len(keys) > 0 && sel.filtered() {
-		return fmt.Errorf("ledger %s takes keys or filters, not both", act.cmd)
-	}
-	if len(keys) == 0 && !sel.filtered() {
-		return fmt.Errorf("ledger %s needs keys or a filter (--state, --kind, --prefix)", act.cmd)
-	}
-	f := taskFilter{kind: sel.kind, prefix: sel.prefix}
-	if err := f.addPhases("state", sel.phases); err != nil {
-		return err
-	}
-	return a.withLedger(parent, lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
-		var out []opResult
-		if len(keys) > 0 {
-			for _, k := range keys {
-				r, err := a.applyKey(ctx, l, lf, act, k, sel.dryRun)
-				if err != nil && len(keys) == 1 {
-					// One key named: its error is the command's, alone.
-					return err
-				}
-				out = append(out, r)
-			}
-			return a.reportOp(out, act, sel.dryRun)
-		}
-		snap, err := l.Snapshot(ctx)
-		var bad *kvledger.CorruptRecordsError
-		if err != nil && !errors.As(err, &bad) {
-			return err
-		}
-		now := time.Now()
-		for _, t := range snap.Tasks {
-			p := t.Phase(now)
-			if !act.applies(p) || !f.match(t, p) {
-				continue
-			}
-			out = append(out, a.apply(ctx, l, act, opResult{Key: string(t.Key), Phase: string(p)}, sel.dryRun))
-		}
-		return a.reportOp(out, act, sel.dryRun)
-	})
-}
-
 // applyKey carries out act on the task named key and returns its report
 // line and, when it failed, its error (a corrupt record's names the
 // repair tool).
@@ -311,7 +257,7 @@ func (a *app) reportOp(out []opResult, act opAction, dryRun bool) error {
 			rows = append(rows, []string{r.Key, dash(r.Phase), r.Action, dash(r.Error)})
 		}
 		if len(rows) > 0 {
-			if err := writeTable(a.stdout, []string{"KEY", "STATE", "ACTION", "ERROR"}, rows); err != nil {
+			if err := writeTable(a.stdout, []string{"KEY", "PHASE", "ACTION", "ERROR"}, rows); err != nil {
 				return err
 			}
 		}

@@ -49,11 +49,7 @@ func TestLedgerOperatorActions(t *testing.T) {
 	// Keys and filters do not mix; an action needs one of them.
 	require.Contains(t, c.fail("ledger", "reopen"), "needs keys or a filter")
 	require.Contains(t, c.fail("ledger", "reopen", "mail.1", "--kind", "mail"), "keys or filters, not both")
-	require.Contains(t, c.fail("ledger", "reopen", "--state", "done"), "unknown phase")
-	// --state takes phases, not the stored statuses ls --status takes.
-	for _, action := range []string{"reopen", "cancel", "rm", "purge"} {
-		require.Contains(t, c.ok("ledger", action, "--help"), "select tasks in these phases, as ledger ls --phase lists them, not the stored statuses of ledger ls --status", action)
-	}
+	require.Contains(t, c.fail("ledger", "reopen", "--phase", "done"), "--phase: kvledger: unknown phase")
 
 	// A dry run shows what would change and changes nothing.
 	require.Equal(t, map[string]string{"mail.1": "would reopen", "mail.2": "would reopen"},
@@ -68,7 +64,7 @@ func TestLedgerOperatorActions(t *testing.T) {
 	// Reopen by filter: only failed and cancelled tasks of the kind, and
 	// the dependent they blocked is unblocked.
 	require.Equal(t, map[string]string{"mail.1": "reopened", "mail.2": "reopened"},
-		opReport(t, c.ok("--json", "ledger", "reopen", "--state", "failed", "--prefix", "mail.")))
+		opReport(t, c.ok("--json", "ledger", "reopen", "--phase", "failed", "--prefix", "mail.", "--yes")))
 	for _, k := range []kvledger.IdempotencyKey{"mail.1", "mail.2", "report"} {
 		require.Equal(t, kvledger.PhasePending, taskPhase(t, l, k), k)
 	}
@@ -78,7 +74,7 @@ func TestLedgerOperatorActions(t *testing.T) {
 
 	// rm removes ended tasks only; a filter skips those that have not ended.
 	require.Contains(t, c.fail("ledger", "rm", "mail.1"), "not final")
-	require.Equal(t, map[string]string{"other": "removed"}, opReport(t, c.ok("--json", "ledger", "rm", "--state", "cancelled,failed")))
+	require.Equal(t, map[string]string{"other": "removed"}, opReport(t, c.ok("--json", "ledger", "rm", "--phase", "cancelled,failed", "--yes")))
 	_, found, err := l.State(natstest.Context(t, 10*time.Second), "other")
 	require.NoError(t, err)
 	require.False(t, found)
@@ -89,15 +85,15 @@ func TestLedgerOperatorActions(t *testing.T) {
 // bucket is named again.
 func TestLedgerPurge(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
-	c.ok("ledger", "admit", "b", "--seq", "1")
-	c.ok("ledger", "admit", "c", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "b", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "c", "--seq", "1")
 	l := openTestLedger(t, n)
 	finish(t, l, "a", kvledger.StatusCompleted)
 	claim(t, l, "b", "w")
 
 	require.Equal(t, map[string]string{"a": "would remove"}, opReport(t, c.ok("--json", "ledger", "purge", "--dry-run")))
-	require.Equal(t, map[string]string{"a": "removed"}, opReport(t, c.ok("--json", "ledger", "purge")))
+	require.Equal(t, map[string]string{"a": "removed"}, opReport(t, c.ok("--json", "ledger", "purge", "--yes")))
 
 	require.Contains(t, c.fail("ledger", "purge", "--all"), "--confirm "+defaultLedgerBucket)
 	require.Contains(t, c.fail("ledger", "purge", "--all", "--confirm", "other"), "--confirm "+defaultLedgerBucket)
@@ -136,21 +132,21 @@ func TestLedgerStats(t *testing.T) {
 // submission rebases a pending task, an older one changes nothing.
 func TestLedgerAdmitSeqDefault(t *testing.T) {
 	c, _ := newCLI(t)
-	require.Contains(t, c.ok("ledger", "admit", "x", "--task", `"v1"`), "x admitted: pending")
-	c.ok("ledger", "admit", "x", "--seq", "2", "--task", `"v2"`)
-	c.ok("ledger", "admit", "x", "--task", `"stale"`)
+	require.Contains(t, c.ok("ledger", "admit", "--no-kind", "x", "--task", `"v1"`), "x admitted: pending")
+	c.ok("ledger", "admit", "--no-kind", "x", "--seq", "2", "--task", `"v2"`)
+	c.ok("ledger", "admit", "--no-kind", "x", "--task", `"stale"`)
 	var rec kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "x")), &rec))
 	require.Equal(t, "v2", rec.Task)
 	require.Equal(t, kvledger.Sequence(2), rec.Sequence)
-	require.Contains(t, c.ok("ledger", "admit", "--help"), "--seq protects a task from stale resubmissions")
+	require.Contains(t, c.ok("ledger", "admit", "--no-kind", "--help"), "--seq protects a task from stale resubmissions")
 }
 
 // purge --all empties what it can around a value that is not a record,
 // then says so and how to remove it, as ls and the filtered actions do.
 func TestLedgerPurgeAllAroundACorruptValue(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a")
+	c.ok("ledger", "admit", "--no-kind", "a")
 	kv, err := n.JS.KeyValue(natstest.Context(t, 5*time.Second), defaultLedgerBucket)
 	require.NoError(t, err)
 	_, err = kv.Put(natstest.Context(t, 5*time.Second), "task.b", []byte("garbage"))

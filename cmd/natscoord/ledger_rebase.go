@@ -84,14 +84,11 @@ func (rb rebase) note(ok bool) string {
 		" (" + strings.Join(flags, " or ") + " drops them)"
 }
 
-// stateText is a record's status, and its phase (kvledger's
-// TaskState.Phase) where that tells more: "claimed (running)", "pending
-// (scheduled)", "blocked by dep".
+// stateText is a record's phase (kvledger's TaskState.Phase, the one
+// vocabulary the CLI shows; the stored status is in --json), with what
+// blocks it: "running", "scheduled", "blocked by dep".
 func stateText(t kvledger.TaskState, now time.Time) string {
-	s := string(t.Status)
-	if p := t.Phase(now); string(p) != s {
-		s += " (" + string(p) + ")"
-	}
+	s := string(t.Phase(now))
 	if t.BlockedBy != "" {
 		s += " by " + escapeCell(string(t.BlockedBy))
 	}

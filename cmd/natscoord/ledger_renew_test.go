@@ -22,7 +22,7 @@ import (
 // left to live out its TTL.
 func TestLedgerRenewSaysItTakesANewLease(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "build")
+	c.ok("ledger", "admit", "--no-kind", "build")
 	c.ok("ledger", "claim", "build", "--owner", "w1", "--lease", "1m")
 	claimed := jsonTask(t, c.ok("--json", "ledger", "show", "build"))
 	require.NotEmpty(t, claimed.Lease)
@@ -100,7 +100,7 @@ func TestLedgerRenewNamesTheLeaseItReplaced(t *testing.T) {
 	c, _ := newCLI(t)
 	for i := range 4 {
 		key := fmt.Sprintf("k%d", i)
-		c.ok("ledger", "admit", key)
+		c.ok("ledger", "admit", "--no-kind", key)
 		c.ok("ledger", "claim", key, "--owner", "w1", "--lease", "1m")
 		claimed := jsonTask(t, c.ok("--json", "ledger", "show", key))
 		fence := fmt.Sprint(uint64(claimed.Fence))
@@ -125,7 +125,7 @@ func TestLedgerRenewNamesTheLeaseItReplaced(t *testing.T) {
 // named, and nothing else (the lease lines are the text output's).
 func TestLedgerRenewJSONPrintsTheRenewedRecord(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "build")
+	c.ok("ledger", "admit", "--no-kind", "build")
 	claimed := jsonTask(t, c.ok("--json", "ledger", "claim", "build", "--owner", "w1", "--lease", "1m"))
 	require.NotEmpty(t, claimed.Lease)
 

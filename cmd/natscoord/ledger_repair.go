@@ -39,11 +39,16 @@ func corruptAfter(err error, bucket string, bad *kvledger.CorruptRecordsError) e
 	return fmt.Errorf("ledger %q: %w; remove one with: natscoord ledger rm --force KEY", bucket, bad)
 }
 
-// corruptRows are the `ledger ls` table rows of corrupt records, marked.
-func corruptRows(bad *kvledger.CorruptRecordsError) [][]string {
+// corruptRows are the `ledger ls` table rows of corrupt records, marked
+// in the PHASE column; with wide, their revision in REV.
+func corruptRows(bad *kvledger.CorruptRecordsError, wide bool) [][]string {
 	rows := make([][]string, 0, len(bad.Records))
 	for _, r := range bad.Records {
-		rows = append(rows, []string{corruptKey(r), corruptStatus, "-", "-", "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10)})
+		row := []string{corruptKey(r), "-", corruptStatus, "-", "-", "-", "-", "-"}
+		if wide {
+			row = []string{corruptKey(r), "-", corruptStatus, "-", "-", "-", "-", "-", "-", strconv.FormatUint(r.Revision, 10), "-"}
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }
@@ -63,7 +68,7 @@ func (a *app) ledgerRm(lf *ledgerFlags) *cobra.Command {
 		force bool
 	)
 	cmd := &cobra.Command{
-		Use:   "rm [KEY...] [--state S] [--kind K] [--prefix P] [--dry-run] | rm KEY --force",
+		Use:   "rm KEY... | rm [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] | rm KEY --force",
 		Short: "Remove ended tasks (each with an event); --force removes one record whatever it holds",
 		Long: `rm removes completed, failed, cancelled and blocked tasks, named by key or
 chosen with filters, each by a compare-and-set that leaves an event; the
@@ -74,7 +79,9 @@ cancel them). rm KEY --force is the repair tool: it removes one stored
 value whatever it holds, a corrupt one included, with no check, not even
 of the tasks that need it (they then wait for a need that has no record,
 until it is admitted again); its delete marker is still a ledger.deleted
-event, as every removal's is.`,
+event, as every removal's is.
+
+` + selectHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !force {
 				return a.runOp(cmd.Context(), lf, &sel, deleteAction(lf, "rm"), args)

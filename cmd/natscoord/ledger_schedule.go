@@ -23,7 +23,9 @@ const scheduleHelp = `A schedule admits one task per period of its spec into the
 worker of the ledger that handles the schedule's kind (natscoord work --kind,
 a Go worker) runs it, and the period's task is admitted once under the key
 schedule/NAME/PERIOD-START however many workers run it. Adding, replacing or
-removing a schedule takes effect on running workers at once.
+removing a schedule takes effect on running workers at once. List a
+schedule's tasks with natscoord ledger ls --schedule NAME (--prefix
+schedule/NAME also lists those of a schedule named NAMEly).
 
 Specs:
   @every DURATION      e.g. @every 30s, @every 1h (at least 1s; periods aligned

@@ -43,7 +43,7 @@ func TestLedgerWait(t *testing.T) {
 	for _, a := range [][]string{
 		{"a"}, {"b", "--needs", "a"}, {"c"}, {"d", "--needs", "c"}, {"e"},
 	} {
-		c.ok(append([]string{"ledger", "admit", a[0], "--seq", "1"}, a[1:]...)...)
+		c.ok(append([]string{"ledger", "admit", "--no-kind", a[0], "--seq", "1"}, a[1:]...)...)
 	}
 	l := openTestLedger(t, n)
 
@@ -90,7 +90,7 @@ func TestLedgerWait(t *testing.T) {
 
 func TestLedgerWaitBadInput(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
 	require.Contains(t, c.fail("ledger", "wait", "a", "missing"), `no task "missing"`)
 	require.Contains(t, c.fail("ledger", "wait", "a", "a"), `"a" is listed twice`)
 	require.Contains(t, c.fail("ledger", "wait", ""), "empty key")
@@ -138,7 +138,7 @@ func startWatching(t *testing.T, js jetstream.JetStream, start func() *backgroun
 func TestLedgerWaitEndsOnDelete(t *testing.T) {
 	c, n := newCLI(t)
 	for _, k := range []string{"a", "b", "c", "d"} {
-		c.ok("ledger", "admit", k, "--seq", "1")
+		c.ok("ledger", "admit", "--no-kind", k, "--seq", "1")
 	}
 	l := openTestLedger(t, n)
 	finish(t, l, "a", kvledger.StatusCompleted)
@@ -169,7 +169,7 @@ func TestLedgerWaitEndsOnDelete(t *testing.T) {
 func TestLedgerWaitResumesAfterRestart(t *testing.T) {
 	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
-	c.ok("ledger", "admit", "x", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "x", "--seq", "1")
 	js, err := s.JetStream()
 	require.NoError(t, err)
 

@@ -24,7 +24,7 @@ import (
 // the owner that acted.
 func TestLedgerCompleteChecksOwner(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "build", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "build", "--seq", "1")
 	fence := claim(t, openTestLedger(t, n), "build", "w1")
 	f := fmt.Sprint(uint64(fence))
 	require.Contains(t, c.fail("ledger", "complete", "build", "--owner", "w2", "--fence", f, "--status", "completed"), "fence token is stale")
@@ -69,9 +69,9 @@ func TestLeaseCorruptValueListedAndForceReleased(t *testing.T) {
 // removes it.
 func TestLedgerCorruptRecordListedAndRemoved(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
-	c.ok("ledger", "admit", "b", "--seq", "1")
-	c.ok("ledger", "admit", "c", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "b", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "c", "--seq", "1")
 	ctx := natstest.Context(t, 10*time.Second)
 	kv, err := n.JS.KeyValue(ctx, defaultLedgerBucket)
 	require.NoError(t, err)
@@ -79,9 +79,9 @@ func TestLedgerCorruptRecordListedAndRemoved(t *testing.T) {
 	require.NoError(t, err)
 
 	out := c.ok("ledger", "ls")
-	require.Regexp(t, `(?m)^a\s+pending\s`, out)
-	require.Regexp(t, `(?m)^c\s+pending\s`, out)
-	require.Regexp(t, `(?m)^b\s+!corrupt\s`, out)
+	require.Regexp(t, `(?m)^a\s+-\s+pending\s`, out)
+	require.Regexp(t, `(?m)^c\s+-\s+pending\s`, out)
+	require.Regexp(t, `(?m)^b\s+-\s+!corrupt\s`, out)
 
 	r := c.run("ledger", "snapshot")
 	require.NotEqual(t, 0, r.code)
@@ -136,7 +136,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	ctx := natstest.Context(t, 60*time.Second)
 	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
-	c.ok("ledger", "admit", "x", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "x", "--seq", "1")
 
 	tail := c.start("--json", "events", "tail", "--durable", "resume", "--count", "2")
 	js, err := s.JetStream()
@@ -151,7 +151,7 @@ func TestEventsTailDurableResumesAfterRestart(t *testing.T) {
 	}, "the tail printed the first event and waits for more")
 
 	s.Restart()
-	c.ok("ledger", "admit", "y", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "y", "--seq", "1")
 
 	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -183,14 +183,14 @@ func liveTailSubscribed(s func() *server.Server, bucket string) func() bool {
 func TestEventsTailLiveReconnects(t *testing.T) {
 	s := natstest.StartRestartable(t)
 	c := &cli{t: t, url: s.ClientURL()}
-	c.ok("ledger", "admit", "before", "--seq", "1") // creates the bucket and the stream
+	c.ok("ledger", "admit", "--no-kind", "before", "--seq", "1") // creates the bucket and the stream
 
 	tail := c.start("--json", "events", "tail", "--count", "1")
 	subscribed := liveTailSubscribed(func() *server.Server { return s.NATS() }, defaultLedgerBucket)
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed")
 	s.Restart()
 	natstest.Eventually(t, 20*time.Second, subscribed, "tail subscribed again")
-	c.ok("ledger", "admit", "after", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "after", "--seq", "1")
 
 	r := tail.result(t)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -204,7 +204,7 @@ func TestEventsTailLiveReconnects(t *testing.T) {
 // ledger's stream (its event log) as it was; a write adds one message.
 func TestLedgerInspectionsWriteNothing(t *testing.T) {
 	c, n := newCLI(t)
-	c.ok("ledger", "admit", "a", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "a", "--seq", "1")
 	ctx := natstest.Context(t, 10*time.Second)
 	last := func() uint64 {
 		s, err := n.JS.Stream(ctx, "KV_"+defaultLedgerBucket)
@@ -213,12 +213,12 @@ func TestLedgerInspectionsWriteNothing(t *testing.T) {
 	}
 	before := last()
 
-	require.Regexp(t, `(?m)^a\s+pending\s`, c.ok("ledger", "ls"))
+	require.Regexp(t, `(?m)^a\s+-\s+pending\s`, c.ok("ledger", "ls"))
 	require.Contains(t, c.ok("ledger", "show", "a"), "pending")
 	c.ok("ledger", "snapshot")
 	c.run("ledger", "wait", "--for", "100ms", "a") // pending: it gives up; it must not write
 	require.Equal(t, before, last(), "an inspection wrote to the ledger")
 
-	c.ok("ledger", "admit", "b", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "b", "--seq", "1")
 	require.Equal(t, before+1, last(), "a write is one message: its event")
 }

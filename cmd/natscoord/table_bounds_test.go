@@ -41,14 +41,14 @@ func TestLedgerLsRowsBounded(t *testing.T) {
 	for i := range needs {
 		needs[i] = fmt.Sprintf("dependency-with-a-long-name-%04d", i)
 	}
-	r := c.run("--timeout", "30s", "ledger", "admit", "big", "--seq", "1", "--needs", strings.Join(needs, ","))
+	r := c.run("--timeout", "30s", "ledger", "admit", "--no-kind", "big", "--seq", "1", "--needs", strings.Join(needs, ","))
 	require.Equal(t, 0, r.code, r.stderr)
 	// The note on needs without a record names a few and counts the rest.
 	require.Contains(t, r.stderr, `"dependency-with-a-long-name-0004", and 295 more have no record yet`)
 	require.Less(t, len(r.stderr), 400)
-	c.ok("ledger", "admit", "small", "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", "small", "--seq", "1")
 	long := strings.Repeat("k", 200)
-	c.ok("ledger", "admit", long, "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", long, "--seq", "1")
 
 	out := c.ok("ledger", "ls")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -58,7 +58,7 @@ func TestLedgerLsRowsBounded(t *testing.T) {
 	}
 	require.Contains(t, out, "dependency-with-a-long-name-0000,")
 	require.Contains(t, out, truncMarker)
-	requireColumn(t, lines, "STATUS", "pending")
+	requireColumn(t, lines, "PHASE", "pending")
 
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
@@ -79,10 +79,10 @@ func TestLedgerLsRowsBounded(t *testing.T) {
 func TestEventsTailColumnsAligned(t *testing.T) {
 	c, _ := newCLI(t)
 	keys := []string{"x", strings.Repeat("long-key-", 8), "日本語のキー日本語のキー日本語", "a"}
-	c.ok("ledger", "admit", keys[0], "--seq", "1")
-	c.ok("ledger", "admit", keys[1], "--seq", "1")
-	c.ok("ledger", "admit", keys[2], "--seq", "1")
-	c.ok("ledger", "admit", keys[3], "--seq", "1", "--needs", keys[0])
+	c.ok("ledger", "admit", "--no-kind", keys[0], "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", keys[1], "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", keys[2], "--seq", "1")
+	c.ok("ledger", "admit", "--no-kind", keys[3], "--seq", "1", "--needs", keys[0])
 	out := c.ok("events", "tail", "--durable", "aligned", "--count", "4")
 	t.Log("\n" + out)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -101,7 +101,7 @@ func TestEventsTailColumnsAligned(t *testing.T) {
 
 	// A long source (bucket name) is cut to its column too.
 	long := strings.Repeat("bucket_", 6)
-	c.ok("ledger", "--bucket", long, "admit", "k", "--seq", "1", "--create")
+	c.ok("ledger", "--bucket", long, "admit", "--no-kind", "k", "--seq", "1", "--create")
 	out = c.ok("events", "tail", "--bucket", long, "--durable", "aligned", "--count", "1")
 	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 2)

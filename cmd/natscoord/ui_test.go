@@ -108,7 +108,7 @@ func TestDemoUIKeepsThePageUp(t *testing.T) {
 // them off it.
 func TestUIHidePayloads(t *testing.T) {
 	c, _ := newCLI(t)
-	c.ok("ledger", "admit", "login", "--seq", "1", "--create", "--task", `{"password":"hunter2"}`)
+	c.ok("ledger", "admit", "--no-kind", "login", "--seq", "1", "--create", "--task", `{"password":"hunter2"}`)
 	_, page := get(t, dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0"))+"task?key=login")
 	require.Contains(t, page, "hunter2", "shown by default")
 	code, page := get(t, dashboardAddr(t, startUI(t, c.url, "--listen", "127.0.0.1:0", "--hide-payloads"))+"task?key=login")

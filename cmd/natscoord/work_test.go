@@ -174,10 +174,10 @@ func TestWorkBadInput(t *testing.T) {
 	}
 	// Bad input to admit's runtime flags writes nothing.
 	for _, args := range [][]string{
-		{"ledger", "admit", "a", "--seq", "1", "--delay", "-1s"},
-		{"ledger", "admit", "a", "--seq", "1", "--delay", "1s", "--run-at", "2030-01-01T00:00:00Z"},
-		{"ledger", "admit", "a", "--seq", "1", "--run-at", "tomorrow"},
-		{"ledger", "admit", "a", "--seq", "1", "--max-attempts", "-2"},
+		{"ledger", "admit", "--no-kind", "a", "--seq", "1", "--delay", "-1s"},
+		{"ledger", "admit", "--no-kind", "a", "--seq", "1", "--delay", "1s", "--run-at", "2030-01-01T00:00:00Z"},
+		{"ledger", "admit", "--no-kind", "a", "--seq", "1", "--run-at", "tomorrow"},
+		{"ledger", "admit", "--no-kind", "a", "--seq", "1", "--max-attempts", "-2"},
 		{"ledger", "admit", "a", "--seq", "1", "--kind", strings.Repeat("k", kvledger.MaxKindBytes+1)},
 	} {
 		c.fail(args...)
