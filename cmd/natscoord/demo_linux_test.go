@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/natscoord/natscoord/internal/testkit/natstest"
+)
+
+// The demo's `natscoord work` processes die with it, even when it is
+// killed (SIGKILL) in the middle of the run, and so do the commands they
+// run: nothing of a demo outlives it.
+func TestDemoChildrenDieWithIt(t *testing.T) {
+	demoChildren(t)
+	var out natstest.SyncBuffer
+	demo := exec.Command(os.Args[0], "demo", "--deadline", "60s")
+	demo.Stdout, demo.Stderr = &out, &out
+	require.NoError(t, demo.Start())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = demo.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = demo.Process.Kill()
+		natstest.WaitClosed(t, done, 30*time.Second, "the demo to end")
+	})
+	// Once a shell task has run, both workers are up.
+	natstest.Eventually(t, 30*time.Second, func() bool { return strings.Contains(out.String(), "lint        done by work-") },
+		"a shell task ran: %q", &out)
+	var family []int
+	natstest.Eventually(t, 10*time.Second, func() bool {
+		family = descendants(t, demo.Process.Pid)
+		return len(family) >= 2
+	}, "the demo's workers are its children")
+	require.NoError(t, demo.Process.Kill())
+	natstest.WaitClosed(t, done, 30*time.Second, "the demo to die")
+	requireGone(t, family, "the processes the demo started")
+}
+
+// descendants lists the processes below pid (Linux: /proc).
+func descendants(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	require.NoError(t, err)
+	parent := map[int]int{}
+	for _, f := range stats {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		pp, _ := strconv.Atoi(fields[1])
+		parent[p] = pp
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// demoProcAttr gives the demo's children a process group of their own: a
+// terminal's Ctrl-C reaches them through the demo, which stops them.
+// Outside Linux nothing stops them if the demo itself is killed.
+func demoProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// demoInterrupt asks a child to drain and exit.
+func demoInterrupt(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
