@@ -126,7 +126,12 @@ func (a *app) startDemoServer(ctx context.Context, remote bool) (demoServer, err
 		stop()
 		return demoServer{}, err
 	}
-	d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
+	return demoServer{dial: embeddedDialer(srv), child: child, where: "an embedded server", stop: stop}, nil
+}
+
+// embeddedDialer connects in-process to srv.
+func embeddedDialer(srv *embedded.Server) dialer {
+	return func(name string) (*nats.Conn, jetstream.JetStream, error) {
 		nc, err := srv.Connect(nats.Name(name))
 		if err != nil {
 			return nil, nil, err
@@ -138,7 +143,6 @@ func (a *app) startDemoServer(ctx context.Context, remote bool) (demoServer, err
 		}
 		return nc, js, nil
 	}
-	return demoServer{dial: d, child: child, where: "an embedded server", stop: stop}, nil
 }
 
 // demoProcs is the number of `natscoord work` processes: two, so that one

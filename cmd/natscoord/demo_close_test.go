@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"github.com/stretchr/testify/require"
 
@@ -20,22 +18,10 @@ import (
 // its connection.
 func TestDemoServicesCloseTheirClients(t *testing.T) {
 	n := natstest.WithServer(t)
-	dial := func(name string) (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := n.Server.Connect(nats.Name(name))
-		if err != nil {
-			return nil, nil, err
-		}
-		js, err := jetstream.New(nc)
-		if err != nil {
-			nc.Close()
-			return nil, nil, err
-		}
-		return nc, js, nil
-	}
 	ctx := natstest.Context(t, 30*time.Second)
 	runID := nuid.Next()
 	run := &demoRun{bucket: "natscoord_demo_" + runID, runID: runID, names: map[kvledger.OwnerID]string{}}
-	ss, closeAll, err := startDemoServices(ctx, dial, run, 2)
+	ss, closeAll, err := startDemoServices(ctx, embeddedDialer(n.Server), run, 2)
 	require.NoError(t, err)
 	closeAll()
 	require.Len(t, ss, 2)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -36,7 +35,7 @@ var demoCanCrash = runtime.GOOS == "linux"
 type demoProc struct {
 	name string
 	proc *os.Process
-	out  cappedBuffer // its stdout and stderr, for a failed run's report
+	out  boundedBuffer // its stdout and stderr (one writer: exec writes it from one goroutine), read once it exited
 	done chan struct{}
 	err  error // how it ended: set before done is closed
 }
@@ -86,7 +85,7 @@ func startDemoProcs(run *demoRun, conn demoChildConn, n int) (map[string]*demoPr
 }
 
 func startDemoProc(exe, name string, args, env []string) (*demoProc, error) {
-	p := &demoProc{name: name, done: make(chan struct{})}
+	p := &demoProc{name: name, out: boundedBuffer{limit: 4096}, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal (Linux) follows the thread that started
@@ -137,7 +136,7 @@ func (p *demoProc) stop(wait time.Duration) {
 // exited returns the worker's end as an error when it exited by itself
 // (it should run until the demo stops it), with the last of its output.
 func (p *demoProc) exited() error {
-	out := strings.TrimSpace(p.out.String())
+	out := strings.TrimSpace(string(p.out.Bytes()))
 	if out != "" {
 		out = ": " + out
 	}
@@ -187,25 +186,4 @@ func withoutNATSEnv(env []string) []string {
 		}
 	}
 	return kept
-}
-
-// cappedBuffer keeps the first 4 KiB written to it.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := 4096 - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
