@@ -16,11 +16,16 @@ import (
 
 // The demo's `natscoord work` processes die with it, even when it is
 // killed (SIGKILL) in the middle of the run, and so do the commands they
-// run: nothing of a demo outlives it.
+// run: nothing of a demo outlives it. Against a server that stays up
+// (--server), so that losing the server is not what ends them. (A child
+// that writes a line after the demo died, to its output, a pipe to the
+// demo, also dies then, of SIGPIPE: this test does not tell that apart
+// from the parent-death signal, which ends the children at once.)
 func TestDemoChildrenDieWithIt(t *testing.T) {
 	demoChildren(t)
+	n := natstest.WithServer(t)
 	var out natstest.SyncBuffer
-	demo := exec.Command(os.Args[0], "demo", "--deadline", "60s")
+	demo := exec.Command(os.Args[0], "demo", "--server", n.Server.ClientURL(), "--deadline", "60s")
 	demo.Stdout, demo.Stderr = &out, &out
 	require.NoError(t, demo.Start())
 	done := make(chan struct{})

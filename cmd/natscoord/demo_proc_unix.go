@@ -9,7 +9,9 @@ import (
 
 // demoProcAttr gives the demo's children a process group of their own: a
 // terminal's Ctrl-C reaches them through the demo, which stops them.
-// Outside Linux nothing stops them if the demo itself is killed.
+// Outside Linux, a child of a demo that was killed lives on until it next
+// writes a line (its output is a pipe to the demo: SIGPIPE), which it does
+// at once when it loses the demo's embedded server.
 func demoProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // demoInterrupt asks a child to drain and exit.
