@@ -29,7 +29,7 @@ const demoShellTTL = 2 * time.Second
 // Linux does `natscoord work` stop its command's whole process tree when
 // the worker itself is killed (its supervisor); elsewhere the hung
 // command would run on beside the worker that takes the task over.
-var demoCanCrash = runtime.GOOS == "linux"
+const demoCanCrash = runtime.GOOS == "linux"
 
 // demoProc is one `natscoord work` child process.
 type demoProc struct {
