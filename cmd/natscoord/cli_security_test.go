@@ -71,7 +71,6 @@ func TestServerURLCredentialsNeverPrinted(t *testing.T) {
 	require.Contains(t, msg, "nats://***@"+down, "the URL is still named, without its credentials")
 
 	// A demo run against the server names it, without the password.
-	demoChildren(t)
 	r := runCLI(t, "demo", "--server", "nats://app:secret@"+host, "--workers", "2")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "on nats://***@"+host)

@@ -16,7 +16,7 @@ import (
 
 // The demo's `natscoord work` processes die with it, even when it is
 // killed (SIGKILL) in the middle of the run, and so do the commands they
-// run: nothing of a demo outlives it. Against a server that stays up
+// run: nothing of a demo outlives it. Nor do they get its secrets. Against a server that stays up
 // (--server), so that losing the server is not what ends them. (A child
 // that writes a line after the demo died, to its output, a pipe to the
 // demo, also dies then, of SIGPIPE: this test does not tell that apart
@@ -26,6 +26,8 @@ func TestDemoChildrenDieWithIt(t *testing.T) {
 	n := natstest.WithServer(t)
 	var out natstest.SyncBuffer
 	demo := exec.Command(os.Args[0], "demo", "--server", n.Server.ClientURL(), "--deadline", "60s")
+	const token = "ui-token-Xyzzy-4711" // a secret of the demo's: its children never see it
+	demo.Env = append(os.Environ(), cliProcessEnv+"=1", "NATSCOORD_UI_TOKEN="+token)
 	demo.Stdout, demo.Stderr = &out, &out
 	require.NoError(t, demo.Start())
 	done := make(chan struct{})
@@ -45,6 +47,12 @@ func TestDemoChildrenDieWithIt(t *testing.T) {
 		family = descendants(t, demo.Process.Pid)
 		return len(family) >= 2
 	}, "the demo's workers are its children")
+	for _, pid := range family {
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err == nil {
+			require.NotContains(t, string(env), token, "the environment of %d", pid)
+		}
+	}
 	require.NoError(t, demo.Process.Kill())
 	natstest.WaitClosed(t, done, 30*time.Second, "the demo to die")
 	requireGone(t, family, "the processes the demo started")

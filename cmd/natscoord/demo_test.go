@@ -12,13 +12,12 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// demoChildren makes the test binary run as natscoord when the demo
-// starts it (its `natscoord work` processes: os.Executable), as TestMain
-// does for startProcess.
+// demoChildren readies a demo run by a test: its `natscoord work`
+// children are the test binary (os.Executable), which TestMain runs as
+// natscoord; NATS_URL, which the demo does not follow, is cleared.
 func demoChildren(t *testing.T) {
 	t.Helper()
 	t.Setenv("NATS_URL", "")
-	t.Setenv(cliProcessEnv, "1")
 }
 
 // requireInOrder checks that each of lines appears in out after the one

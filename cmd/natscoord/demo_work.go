@@ -146,8 +146,8 @@ func (p *demoProc) exited() error {
 // childConn is how the demo's `natscoord work` children reach the server
 // the demo uses: the URL and credentials in their environment (where the
 // CLI reads them, and which `work` strips from the commands it runs), the
-// file-based settings as flags. The parent's own NATS_* variables are
-// not passed on.
+// file-based settings as flags. The demo's own NATS_* and NATSCOORD_*
+// variables (a dashboard token, say) are not passed on (commandEnv).
 func (c *connFlags) childConn(url string) (demoChildConn, error) {
 	password, err := c.password.resolve()
 	if err != nil {
@@ -157,7 +157,7 @@ func (c *connFlags) childConn(url string) (demoChildConn, error) {
 	if user == "" {
 		user = os.Getenv("NATS_USER")
 	}
-	out := demoChildConn{env: append(withoutNATSEnv(os.Environ()), "NATS_URL="+url)}
+	out := demoChildConn{env: append(commandEnv(os.Environ(), false), "NATS_URL="+url)}
 	if user != "" {
 		out.env = append(out.env, "NATS_USER="+user)
 	}
@@ -175,15 +175,4 @@ func (c *connFlags) childConn(url string) (demoChildConn, error) {
 		out.args = append(out.args, "--timeout", c.timeout.String())
 	}
 	return out, nil
-}
-
-// withoutNATSEnv drops the NATS_* variables from env.
-func withoutNATSEnv(env []string) []string {
-	kept := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "NATS_") {
-			kept = append(kept, kv)
-		}
-	}
-	return kept
 }

@@ -91,7 +91,6 @@ func TestUINonLoopbackWithTokenSaysSo(t *testing.T) {
 }
 
 func TestDemoUIKeepsThePageUp(t *testing.T) {
-	demoChildren(t)
 	demo := startRun(t, "demo", "--ui", "--ui-listen", "127.0.0.1:0", "--ui-wait", "10ms")
 	t.Cleanup(func() { require.Equal(t, 0, demo.stop(t).code, "the demo ended as predicted and stopped on cancel") })
 	addr := dashboardAddr(t, demo.line(t, 40*time.Second, "dashboard at "))
