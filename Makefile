@@ -48,8 +48,8 @@ lint: $(STATICCHECK) ## go vet plus staticcheck (installed at a pinned version i
 	$(STATICCHECK) ./...
 	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...); done
 
-demo: ## Run the main job (a task graph with workers, leases, a failure and a leader) on an embedded server.
-	$(GO) run ./cmd/natscoord demo
+demo: ## Run a task graph on Go services and natscoord work processes, on an embedded server (ARGS=--detail: the ledger underneath).
+	$(GO) run ./cmd/natscoord demo $(ARGS)
 
 soak: ## Long fault-injection run, bounded by SOAKTIME.
 	NATSCOORD_SOAK=$(SOAKTIME) $(GO) test -race -count=1 -run 'Soak' -timeout 60m ./...

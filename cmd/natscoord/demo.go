@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/natscoord/natscoord/embedded"
 	"github.com/natscoord/natscoord/events"
-	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -24,6 +24,7 @@ func init() { extraCommands = append(extraCommands, (*app).demoCommand) }
 // demoOptions are the demo's own flags.
 type demoOptions struct {
 	workers  int
+	detail   bool
 	deadline time.Duration
 	keep     bool
 	ui       demoUIOptions
@@ -33,15 +34,18 @@ func (a *app) demoCommand() *cobra.Command {
 	var o demoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the main job: a task graph, leased workers with fencing, a failure, a leader",
-		Long: "demo starts an embedded NATS server (or uses --server), admits a dependency graph of\n" +
-			"12 tasks into a ledger, and runs several workers, each with its own connection, that\n" +
-			"elect a leader and run the tasks on the task runtime (kvledger/worker): ready tasks are\n" +
-			"found by push and claimed under fenced, automatically renewed leases. integ-test fails,\n" +
-			"so the tasks that need it end blocked; the leader claims docs and pauses, no longer\n" +
-			"renewing its lease; once the server expires it another worker takes docs over, and the\n" +
-			"paused worker's late completion is refused by its stale fence. Events are shown live; a\n" +
-			"summary table ends the run. The exit code is 0 when every task ended as predicted.",
+		Short: "Run a task graph as users do: Go services (tasks.Client) and `natscoord work` processes",
+		Long: "demo starts an embedded NATS server (or uses --server) and runs a build pipeline of 12\n" +
+			"tasks the way an application does. Go services, each with its own connection and\n" +
+			"tasks.Client, run the \"build\" tasks with a typed handler; they elect a leader, which\n" +
+			"submits the graph (Submit with needs) and waits for it (Wait). Two `natscoord work`\n" +
+			"processes, started from this executable, run the \"shell\" tasks as a shell command.\n" +
+			"fetch-deps fails once and is retried; integ-test fails, so the tasks that need it end\n" +
+			"blocked; on Linux, docs hangs and the demo kills its worker, and once the server has\n" +
+			"expired the dead worker's claim the other worker runs docs again. The report says what\n" +
+			"ran, in what order, and why; --detail adds the ledger underneath (every event with its\n" +
+			"fence token, the claims, and a stale fence refused). The exit code is 0 when every\n" +
+			"task ended as predicted.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.workers < 2 || o.workers > 16 {
@@ -54,7 +58,8 @@ func (a *app) demoCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.workers, "workers", 4, "number of workers, each with its own NATS connection (2..16)")
+	f.IntVar(&o.workers, "workers", 3, "number of Go services, each with its own NATS connection and tasks.Client (2..16)")
+	f.BoolVar(&o.detail, "detail", false, "also show the ledger underneath: every event with its fence token, the claims, a stale fence refused")
 	f.DurationVar(&o.deadline, "deadline", 30*time.Second, "give up (non-zero exit) if the run has not ended by then")
 	f.BoolVar(&o.keep, "keep", false, "keep the demo's ledger bucket (its events) afterwards (with --server)")
 	o.ui.register(f)
@@ -64,15 +69,33 @@ func (a *app) demoCommand() *cobra.Command {
 // dialer opens one named connection: one demo "process".
 type dialer func(name string) (*nats.Conn, jetstream.JetStream, error)
 
-// demoDialer returns connections to an embedded server started here, or to
-// --server when it was given.
-func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func(), error) {
+// demoServer is the server a run uses: how its in-process services
+// connect, how its `natscoord work` children do, and what stops it.
+type demoServer struct {
+	dial  dialer
+	child demoChildConn
+	where string
+	stop  func()
+}
+
+// demoUser is the user of the demo's embedded server. Its password is
+// random: the server listens on loopback for the demo's children, and
+// no other local process may use it.
+const demoUser = "natscoord-demo"
+
+// startDemoServer starts an embedded server, or connects to --server
+// when it was given.
+func (a *app) startDemoServer(ctx context.Context, remote bool) (demoServer, error) {
 	if remote {
 		opts, err := a.conn.options()
 		if err != nil {
-			return nil, "", nil, err
+			return demoServer{}, err
 		}
 		url := a.conn.url()
+		child, err := a.conn.childConn(url)
+		if err != nil {
+			return demoServer{}, err
+		}
 		d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
 			nc, err := nats.Connect(url, append(opts, nats.Name(name))...)
 			if err != nil {
@@ -85,18 +108,30 @@ func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func
 			}
 			return nc, js, nil
 		}
-		return d, redactURLs(url), func() {}, nil
+		return demoServer{dial: d, child: child, where: redactURLs(url), stop: func() {}}, nil
 	}
-	srv, err := embedded.Start(ctx, embedded.Options{InProcessOnly: true})
+	password := rand.Text()
+	srv, err := embedded.Start(ctx, embedded.Options{Auth: embedded.Auth{User: demoUser, Password: password}})
 	if err != nil {
-		return nil, "", nil, err
+		return demoServer{}, err
 	}
 	stop := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}
-	d := func(name string) (*nats.Conn, jetstream.JetStream, error) {
+	own := connFlags{user: demoUser, password: secretFlag{value: password}, timeout: a.conn.timeout}
+	child, err := own.childConn(srv.ClientURL())
+	if err != nil {
+		stop()
+		return demoServer{}, err
+	}
+	return demoServer{dial: embeddedDialer(srv), child: child, where: "an embedded server", stop: stop}, nil
+}
+
+// embeddedDialer connects in-process to srv.
+func embeddedDialer(srv *embedded.Server) dialer {
+	return func(name string) (*nats.Conn, jetstream.JetStream, error) {
 		nc, err := srv.Connect(nats.Name(name))
 		if err != nil {
 			return nil, nil, err
@@ -108,25 +143,26 @@ func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func
 		}
 		return nc, js, nil
 	}
-	return d, "an embedded server", stop, nil
 }
 
-// demoNote is a line a worker wants the reporter to print.
-type demoNote string
+// demoProcs is the number of `natscoord work` processes: two, so that one
+// can take over what the other was running when it died.
+const demoProcs = 2
 
 func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, o.deadline+o.ui.waitBudget())
 	defer cancel()
-	dial, where, stopServer, err := a.demoDialer(ctx, remote)
+	srv, err := a.startDemoServer(ctx, remote)
 	if err != nil {
 		return err
 	}
-	defer stopServer()
+	defer srv.stop()
 
 	runID := nuid.Next()
-	run := &demoRun{bucket: "natscoord_demo_" + runID, runID: runID}
-	nc, js, err := dial("natscoord-demo-reporter")
+	run := &demoRun{bucket: "natscoord_demo_" + runID, runID: runID, crash: demoCanCrash,
+		names: map[kvledger.OwnerID]string{}}
+	nc, js, err := srv.dial("natscoord-demo-reporter")
 	if err != nil {
 		return err
 	}
@@ -168,110 +204,105 @@ func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error 
 	}
 	defer func() { _ = live.Close() }()
 
-	notes := make(chan demoNote, 4*o.workers)
-	human := !a.json
-	if human {
-		fmt.Fprintf(a.stdout, "natscoord demo: %d tasks, %d workers, ledger %q on %s\n", len(demoGraph), o.workers, run.bucket, where)
+	rep := newDemoReport(a.stdout, !a.json, o.detail, run, start)
+	rep.header(o.workers, srv.where)
+
+	procs, stopProcs, err := startDemoProcs(run, srv.child, demoProcs)
+	if err != nil {
+		return err
+	}
+	defer stopProcs() // after the services closed: deferred first
+	procExit := make(chan *demoProc, len(procs))
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.done:
+				select {
+				case procExit <- p:
+				case <-done:
+				}
+			case <-done:
+			}
+		}()
 	}
 
-	workers, closeWorkers, err := startDemoWorkers(ctx, dial, run, o.workers, runID)
+	services, closeServices, err := startDemoServices(ctx, srv.dial, run, o.workers)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		return err
 	case err != nil:
-		// The deadline ran out while the workers started (a loaded
+		// The deadline ran out while the services started (a loaded
 		// machine, a short --deadline): the run is reported as any run
 		// that did not finish in time, below.
-		workers, closeWorkers = nil, func() {}
+		services, closeServices = nil, func() {}
 	}
-	defer closeWorkers()
+	defer closeServices()
 
-	errc := make(chan error, 2*o.workers)
-	started := make(chan struct{}) // closed once the graph is admitted
-	var startOnce sync.Once
-	leadDone := make(chan struct{}) // closed when the first leader's part has ended
-	var leadOnce sync.Once
-	var campWG, startWG sync.WaitGroup
+	// Every service campaigns; the first leader submits the graph and
+	// waits for it with its tasks.Client.
+	errc := make(chan error, len(services))
+	waited := make(chan map[kvledger.IdempotencyKey]kvledger.TaskState, 1)
+	var campWG sync.WaitGroup
 	campCtx, stopCampaigns := context.WithCancel(ctx)
-	defer stopCampaigns()
-	note := func(s string) {
-		select {
-		case notes <- demoNote(s):
-		case <-campCtx.Done():
-		}
-	}
-	isLeader := func(name kvledger.OwnerID) bool {
-		run.mu.Lock()
-		defer run.mu.Unlock()
-		return run.leader == name
-	}
-	for _, w := range workers {
+	defer func() { stopCampaigns(); campWG.Wait() }()
+	for _, s := range services {
 		campWG.Go(func() {
-			term, err := w.cand.campaign(campCtx)
+			term, err := s.cand.campaign(campCtx)
 			if err != nil {
 				if campCtx.Err() == nil {
-					errc <- fmt.Errorf("%s: campaign: %w", w.name, err)
+					errc <- fmt.Errorf("%s: campaign: %w", s.name, err)
 				}
 				return
 			}
 			run.mu.Lock()
 			run.leaders++
-			run.leader = w.name
-			run.term = term
+			run.leader, run.term = s.name, term
 			run.mu.Unlock()
-			note(fmt.Sprintf("%s was elected leader (term %d); it admits the graph", w.name, term))
-			err = w.lead(campCtx, func() { startOnce.Do(func() { close(started) }) }, note)
-			leadOnce.Do(func() { close(leadDone) })
-			if err != nil && campCtx.Err() == nil {
-				errc <- err
+			final, err := s.lead(campCtx)
+			if err != nil {
+				if campCtx.Err() == nil {
+					errc <- err
+				}
+				return
 			}
-		})
-		// Every other worker's runtime starts once the graph is admitted,
-		// so that who blocks whom does not depend on timing; the leader
-		// starts its own after its pause.
-		startWG.Go(func() {
 			select {
-			case <-started:
+			case waited <- final:
 			case <-campCtx.Done():
-				return
-			}
-			if isLeader(w.name) {
-				return
-			}
-			if err := w.rt.Start(campCtx); err != nil && campCtx.Err() == nil {
-				errc <- fmt.Errorf("%s: start: %w", w.name, err)
 			}
 		})
 	}
-	// On every way out, stop the campaigns and starts before waiting for
-	// them (closeWorkers then drains the runtimes).
-	defer func() { stopCampaigns(); campWG.Wait(); startWG.Wait() }()
 
 	prog := newProgress(len(demoGraph))
+	claimedBy := map[string]string{} // key -> owner of its latest claim
 	var (
 		runErr         error
 		extraTakeovers []string
+		final          map[kvledger.IdempotencyKey]kvledger.TaskState
 	)
-	stalling := (<-chan struct{})(leadDone)
 wait:
-	for prog.final() < len(demoGraph) || stalling != nil {
+	for final == nil || prog.final() < len(demoGraph) {
 		select {
 		case e := <-evc:
 			prog.apply(e)
-			if e.Name == kvledger.TakenOverEvent && kvledger.IdempotencyKey(e.Key) != demoStalling {
-				// Only the paused worker's claim may be taken over: any
-				// other takeover took a live worker's task.
+			if e.Name == kvledger.TakenOverEvent && !run.wasKilled(claimedBy[e.Key]) {
+				// Only the killed worker's claims may be taken over (docs,
+				// and a task whose completion it had not yet written):
+				// any other takeover took a live worker's task.
 				extraTakeovers = append(extraTakeovers, e.Key)
 			}
-			if human {
-				printDemoEvent(a.stdout, time.Since(start), e, prog)
+			if e.Name == kvledger.ClaimedEvent || e.Name == kvledger.TakenOverEvent {
+				claimedBy[e.Key] = e.Owner
 			}
-		case n := <-notes:
-			if human {
-				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
+			if p := run.crashes(e, procs); p != nil {
+				p.kill()
 			}
-		case <-stalling:
-			stalling = nil
+			rep.event(e)
+		case p := <-procExit:
+			if !run.wasKilled(p.name) {
+				runErr = p.exited()
+				break wait
+			}
+		case final = <-waited:
 		case err := <-errc:
 			runErr = err
 			break wait
@@ -282,20 +313,13 @@ wait:
 	}
 	stopCampaigns()
 	campWG.Wait()
-	for {
-		select {
-		case n := <-notes:
-			if human {
-				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
-			}
-			continue
-		default:
-		}
-		break
+	if final != nil {
+		rep.leaderWaited()
 	}
 
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer scancel()
+	run.checkStaleFence(sctx, reporter)
 	snap, err := reporter.Snapshot(sctx)
 	if err != nil {
 		return errors.Join(runErr, err)
@@ -312,7 +336,7 @@ wait:
 	if a.json {
 		err = writeJSON(a.stdout, sum)
 	} else {
-		err = printDemoSummary(a.stdout, sum)
+		err = rep.summary(sum)
 	}
 	if err != nil {
 		return err
@@ -321,66 +345,4 @@ wait:
 		return exitError{code: 1, err: fmt.Errorf("demo: unexpected outcome: %s", sum.Problems[0])}
 	}
 	return nil
-}
-
-// demoWorkerSet is a started worker plus what closes it.
-type demoWorkerSet struct {
-	*demoWorker
-	cand *candidate
-}
-
-// startDemoWorkers gives each worker its own connection, ledger handle,
-// lease manager, task runtime (not started yet) and candidacy. The
-// returned function drains the runtimes and closes everything.
-func startDemoWorkers(ctx context.Context, dial dialer, run *demoRun, n int, runID string) ([]demoWorkerSet, func(), error) {
-	var ws []demoWorkerSet
-	closeAll := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		var wg sync.WaitGroup
-		for _, w := range ws {
-			if w.rt != nil {
-				wg.Go(func() { _ = w.rt.Close(cctx) })
-			}
-		}
-		wg.Wait()
-		for _, w := range ws {
-			if w.cand != nil {
-				_ = w.cand.close(cctx)
-			}
-			if w.leases != nil {
-				_ = w.leases.Close(cctx)
-			}
-			if w.ledger != nil {
-				closeStore(w.ledger) // its runtime, which wrote through it, closed above
-			}
-			w.nc.Close()
-		}
-	}
-	for i := range n {
-		name := kvledger.OwnerID(fmt.Sprintf("worker-%d", i+1))
-		nc, js, err := dial("natscoord-demo-" + string(name))
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		w := demoWorkerSet{demoWorker: &demoWorker{name: name, index: i, nc: nc, js: js, run: run}}
-		ws = append(ws, w)
-		last := &ws[len(ws)-1]
-		last.ledger, err = openLedger(ctx, js, run.bucket, ledgerCreate)
-		if err == nil {
-			last.leases, err = kvlease.NewManager(ctx, js, kvlease.Config{Bucket: run.claimsBucket(), Holder: string(name)})
-		}
-		if err == nil {
-			err = last.newRuntime(ctx)
-		}
-		if err == nil {
-			last.cand, err = newCandidate(ctx, js, runID, string(name))
-		}
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-	}
-	return ws, closeAll, nil
 }

@@ -34,6 +34,7 @@ func requireDemoLeftNothing(t *testing.T, n *natstest.Node, bucket string) {
 
 // --keep keeps the ledger and its stream, for inspection.
 func TestDemoKeep(t *testing.T) {
+	demoChildren(t)
 	n := natstest.WithServer(t)
 	r := runCLI(t, "demo", "--server", n.Server.ClientURL(), "--keep", "--json", "--workers", "2")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -7,34 +7,38 @@ import (
 // demoTask is one node of the demo's dependency graph.
 type demoTask struct {
 	key   kvledger.IdempotencyKey
-	layer int
+	shell bool // run by `natscoord work --kind shell`; otherwise by the Go services
 	needs []kvledger.IdempotencyKey
 }
 
-// demoGraph is a small build pipeline in five layers. integ-test fails, so
-// package, publish and announce end blocked by it; docs is the task whose
-// first worker "pauses" past its lease, is taken over, and is then fenced
-// out when it wakes and tries to complete it.
+// demoGraph is a small build pipeline. The Go services (tasks.Client)
+// run the "build" tasks, two `natscoord work` processes the "shell" ones.
+// fetch-deps fails its first attempt and is retried; integ-test fails, so
+// package, publish and announce end blocked by it; docs hangs on its first
+// worker, which the demo then kills (on Linux), and another worker takes
+// it over once the server has expired the dead worker's claim.
 var demoGraph = []demoTask{
-	{"fetch-src", 0, nil},
-	{"fetch-deps", 0, nil},
-	{"gen-code", 1, keys("fetch-src")},
-	{"lint", 1, keys("fetch-src")},
-	{"compile", 1, keys("fetch-src", "fetch-deps")},
-	{"unit-test", 2, keys("compile")},
-	{"integ-test", 2, keys("compile", "gen-code")},
-	{"docs", 2, keys("gen-code")},
-	{"package", 3, keys("unit-test", "integ-test", "lint")},
-	{"site", 3, keys("docs")},
-	{"publish", 4, keys("package")},
-	{"announce", 4, keys("publish", "site")},
+	{"fetch-src", false, nil},
+	{"fetch-deps", false, nil},
+	{"gen-code", false, keys("fetch-src")},
+	{"lint", true, keys("fetch-src")},
+	{"compile", false, keys("fetch-src", "fetch-deps")},
+	{"unit-test", false, keys("compile")},
+	{"integ-test", false, keys("compile", "gen-code")},
+	{"docs", true, keys("gen-code")},
+	{"package", false, keys("unit-test", "integ-test", "lint")},
+	{"site", true, keys("docs")},
+	{"publish", false, keys("package")},
+	{"announce", false, keys("publish", "site")},
 }
 
 const (
-	// demoFailing is the task whose worker reports failure.
+	// demoFailing is the task whose handler fails for good.
 	demoFailing kvledger.IdempotencyKey = "integ-test"
-	// demoStalling is the task whose first claimant pauses past its lease.
-	demoStalling kvledger.IdempotencyKey = "docs"
+	// demoRetried is the task whose first attempt fails.
+	demoRetried kvledger.IdempotencyKey = "fetch-deps"
+	// demoCrashed is the task whose first worker hangs and is killed.
+	demoCrashed kvledger.IdempotencyKey = "docs"
 )
 
 func keys(ks ...string) []kvledger.IdempotencyKey {

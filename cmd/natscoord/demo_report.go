@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/natscoord/natscoord/events"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
 // progress tracks the latest status of every task from the live events.
@@ -33,59 +37,173 @@ func (p *progress) final() int {
 	return n
 }
 
-func (p *progress) count(s kvledger.Status) int {
+// crashReport records the crash: the worker killed while it ran
+// demoCrashed, who took the task over, and a write with the dead
+// worker's fence refused.
+type crashReport struct {
+	Worker      string `json:"worker"`
+	Fence       uint64 `json:"fence"`
+	TakenBy     string `json:"taken_over_by,omitempty"`
+	TakenFence  uint64 `json:"takeover_fence,omitempty"`
+	LateRefused bool   `json:"stale_fence_refused"`
+	LateError   string `json:"stale_fence_error,omitempty"`
+}
+
+// crashes says which worker to kill for event e: the `natscoord work`
+// process that has just claimed demoCrashed on its first attempt (the one
+// that hangs), once.
+func (r *demoRun) crashes(e events.Event, procs map[string]*demoProc) *demoProc {
+	if !r.crash || e.Name != kvledger.ClaimedEvent || kvledger.IdempotencyKey(e.Key) != demoCrashed {
+		return nil
+	}
+	p := procs[e.Owner]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p == nil || r.killed.Worker != "" {
+		return nil
+	}
+	r.killed = crashReport{Worker: e.Owner, Fence: e.Fence}
+	return p
+}
+
+// wasKilled says whether the demo killed worker name.
+func (r *demoRun) wasKilled(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return name != "" && r.killed.Worker == name
+}
+
+// checkStaleFence writes, as the killed worker would had it only paused
+// and then woken, a completion of demoCrashed with its old fence: the
+// ledger must refuse it, since the task was claimed again with a larger
+// one.
+func (r *demoRun) checkStaleFence(ctx context.Context, l *kvledger.Ledger) {
+	r.mu.Lock()
+	k := r.killed
+	r.mu.Unlock()
+	if k.Worker == "" {
+		return
+	}
+	late := l.Complete(ctx, kvledger.Actor(k.Worker), demoCrashed, kvledger.OwnerID(k.Worker), kvledger.FenceToken(k.Fence), kvledger.StatusCompleted, time.Now())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.killed.LateRefused = errors.Is(late, kvledger.ErrFenced)
+	if late != nil {
+		r.killed.LateError = late.Error()
+	}
+}
+
+// demoReport prints the run as it goes: a line per thing a user would
+// want to know (a task done, failed, retried, blocked, a worker killed, a
+// task taken over), and with --detail the ledger's events underneath.
+type demoReport struct {
+	w        io.Writer
+	human    bool
+	detail   bool
+	run      *demoRun
+	start    time.Time
+	admitted bool
+	events   []timedEvent // with --detail: printed after the run, owners named
+	retries  map[string]string
+}
+
+type timedEvent struct {
+	at time.Duration
+	e  events.Event
+}
+
+func newDemoReport(w io.Writer, human, detail bool, run *demoRun, start time.Time) *demoReport {
+	return &demoReport{w: w, human: human, detail: detail, run: run, start: start, retries: map[string]string{}}
+}
+
+func (r *demoReport) line(format string, v ...any) {
+	if r.human {
+		fmt.Fprintf(r.w, "%6.2fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, v...))
+	}
+}
+
+// demoKeyWidth fits every key of the graph.
+var demoKeyWidth = func() int {
 	n := 0
-	for _, v := range p.status {
-		if v == s {
-			n++
-		}
+	for _, t := range demoGraph {
+		n = max(n, displayWidth(string(t.key)))
 	}
 	return n
-}
-
-// line is the progress line printed after each event.
-func (p *progress) line() string {
-	return fmt.Sprintf("[%2d/%d final: %d ok %d failed %d blocked, %d running]", p.final(), p.total,
-		p.count(kvledger.StatusCompleted), p.count(kvledger.StatusFailed), p.count(kvledger.StatusBlocked),
-		p.count(kvledger.StatusClaimed))
-}
-
-// demoEventWidths are the widths of the demo's event columns (event,
-// key, status, who acted), fitting every value a run can print: the
-// longest event name, the longest key of the graph, and a worker name or
-// "by " and the key that blocked a task, whichever is longer.
-var demoEventWidths = func() [4]int {
-	w := [4]int{len(kvledger.TakenOverEvent), 0, len(kvledger.StatusCompleted), len("worker-16")}
-	for _, t := range demoGraph {
-		w[1] = max(w[1], displayWidth(string(t.key)))
-		w[3] = max(w[3], displayWidth("by "+string(t.key)))
-	}
-	return w
 }()
 
-func printDemoEvent(w io.Writer, since time.Duration, e events.Event, p *progress) {
-	who := e.Owner
-	if e.BlockedBy != "" {
-		who = "by " + e.BlockedBy
+func (r *demoReport) header(services int, where string) {
+	if !r.human {
+		return
 	}
-	c := demoEventWidths
-	fmt.Fprintf(w, "%7.2fs  %s %s %s %s fence %-2d %s\n", since.Seconds(), fitCell(string(e.Name), c[0]),
-		fitCell(e.Key, c[1]), fitCell(e.Status, c[2]), fitCell(who, c[3]), e.Fence, p.line())
+	fmt.Fprintf(r.w, "natscoord demo: a build pipeline of %d tasks on %s\n", len(demoGraph), where)
+	fmt.Fprintf(r.w, "  svc-1..svc-%d    Go services: tasks.Client, AddWorker for the typed \"build\" tasks\n", services)
+	fmt.Fprintf(r.w, "  work-1, work-2  natscoord work --kind shell -- sh -c '...', for the \"shell\" tasks\n\n")
+}
+
+// event reports one ledger event.
+func (r *demoReport) event(e events.Event) {
+	if r.detail {
+		r.events = append(r.events, timedEvent{at: time.Since(r.start), e: e})
+	}
+	key := fitCell(e.Key, demoKeyWidth)
+	who := r.run.nameOf(e.Owner)
+	switch e.Name {
+	case kvledger.AdmittedEvent:
+		if !r.admitted {
+			r.admitted = true
+			r.run.mu.Lock()
+			leader := r.run.leader
+			r.run.mu.Unlock()
+			r.line("%s was elected leader: it submits the tasks (Submit with needs) and waits for them (Wait)", leader)
+		}
+	case kvledger.RetriedEvent:
+		r.retries[e.Key] = e.LastError
+		r.line("%s  attempt %d failed (%s): retried after a backoff", key, e.Attempts, e.LastError)
+	case kvledger.CompletedEvent:
+		switch {
+		case e.Status == string(kvledger.StatusFailed):
+			r.line("%s  FAILED on %s: %s", key, who, e.LastError)
+		case e.Attempts > 1:
+			r.line("%s  done by %s (attempt %d)", key, who, e.Attempts)
+		default:
+			r.line("%s  done by %s", key, who)
+		}
+	case kvledger.BlockedEvent:
+		r.line("%s  blocked: it needs %s, which failed", key, e.BlockedBy)
+	case kvledger.ClaimedEvent:
+		if r.run.wasKilled(e.Owner) && kvledger.IdempotencyKey(e.Key) == demoCrashed {
+			r.line("%s  runs on %s, and hangs: the demo kills %s (SIGKILL), as a crash would", key, who, who)
+		}
+	case kvledger.TakenOverEvent:
+		r.run.mu.Lock()
+		dead := r.run.killed.Worker
+		r.run.mu.Unlock()
+		r.line("%s  taken over by %s: the server expired %s's claim (%v TTL)", key, who, dash(dead), demoShellTTL)
+	}
+}
+
+// leaderWaited reports the end of the leader's Wait.
+func (r *demoReport) leaderWaited() {
+	r.run.mu.Lock()
+	leader := r.run.leader
+	r.run.mu.Unlock()
+	r.line("%s's Wait returned: every task has ended", leader)
 }
 
 // demoSummary is the end of a demo run, also its --json output.
 type demoSummary struct {
-	OK        bool          `json:"ok"`
-	Bucket    string        `json:"bucket"`
-	Workers   int           `json:"workers"`
-	Leader    string        `json:"leader"`
-	Term      uint64        `json:"leader_term"`
-	Leaders   int           `json:"leaders_elected"`
-	ElapsedMS int64         `json:"elapsed_ms"`
-	Counts    demoCounts    `json:"counts"`
-	Tasks     []demoTaskOut `json:"tasks"`
-	Fencing   stallReport   `json:"fencing"`
-	Problems  []string      `json:"problems,omitempty"`
+	OK           bool          `json:"ok"`
+	Bucket       string        `json:"bucket"`
+	Services     int           `json:"services"`
+	ShellWorkers int           `json:"shell_workers"`
+	Leader       string        `json:"leader"`
+	Term         uint64        `json:"leader_term"`
+	Leaders      int           `json:"leaders_elected"`
+	ElapsedMS    int64         `json:"elapsed_ms"`
+	Counts       demoCounts    `json:"counts"`
+	Tasks        []demoTaskOut `json:"tasks"`
+	Crash        *crashReport  `json:"crash,omitempty"`
+	Problems     []string      `json:"problems,omitempty"`
 }
 
 type demoCounts struct {
@@ -98,19 +216,26 @@ type demoCounts struct {
 
 type demoTaskOut struct {
 	Task      string `json:"task"`
+	Kind      string `json:"kind"`
 	Status    string `json:"status"`
 	Owner     string `json:"owner,omitempty"`
+	Attempts  int    `json:"attempts"`
 	Fence     uint64 `json:"fence"`
 	BlockedBy string `json:"blocked_by,omitempty"`
+	LastError string `json:"last_error,omitempty"`
 	Expected  string `json:"expected"`
 }
 
 // summarize compares the final snapshot with the predicted outcome.
-func summarize(run *demoRun, snap kvledger.Snapshot, workers int, elapsed time.Duration) demoSummary {
+func summarize(run *demoRun, snap kvledger.Snapshot, services int, elapsed time.Duration) demoSummary {
 	run.mu.Lock()
 	s := demoSummary{
-		Bucket: run.bucket, Workers: workers, Leader: string(run.leader), Term: run.term, Leaders: run.leaders,
-		ElapsedMS: elapsed.Milliseconds(), Fencing: run.stall,
+		Bucket: run.bucket, Services: services, ShellWorkers: demoProcs, Leader: run.leader, Term: run.term,
+		Leaders: run.leaders, ElapsedMS: elapsed.Milliseconds(),
+	}
+	if run.crash {
+		k := run.killed
+		s.Crash = &k
 	}
 	run.mu.Unlock()
 	byKey := make(map[kvledger.IdempotencyKey]kvledger.TaskState, len(snap.Tasks))
@@ -123,7 +248,8 @@ func summarize(run *demoRun, snap kvledger.Snapshot, workers int, elapsed time.D
 		exp := expected[t.key]
 		out := demoTaskOut{Task: string(t.key), Status: "missing", Expected: string(exp.status)}
 		if ok {
-			out.Status, out.Owner, out.Fence, out.BlockedBy = string(rec.Status), string(rec.Owner), uint64(rec.Fence), string(rec.BlockedBy)
+			out.Kind, out.Status, out.Owner, out.Attempts = rec.Kind, string(rec.Status), run.nameOf(string(rec.Owner)), rec.Attempts
+			out.Fence, out.BlockedBy, out.LastError = uint64(rec.Fence), string(rec.BlockedBy), rec.LastError
 		}
 		s.Tasks = append(s.Tasks, out)
 		s.Counts.Tasks++
@@ -141,60 +267,134 @@ func summarize(run *demoRun, snap kvledger.Snapshot, workers int, elapsed time.D
 			s.Problems = append(s.Problems, fmt.Sprintf("task %s is %s (blocked by %q), expected %s (blocked by %q)",
 				t.key, out.Status, out.BlockedBy, exp.status, exp.blockedBy))
 		}
+		if t.key == demoRetried && ok && rec.Attempts != 2 {
+			s.Problems = append(s.Problems, fmt.Sprintf("task %s took %d attempts, expected 2", t.key, rec.Attempts))
+		}
+		if t.key == demoCrashed && s.Crash != nil && ok {
+			s.Crash.TakenBy, s.Crash.TakenFence = out.Owner, out.Fence
+		}
 	}
 	if s.Leaders != 1 {
 		s.Problems = append(s.Problems, fmt.Sprintf("%d leaders were elected, expected exactly 1", s.Leaders))
 	}
-	switch f := s.Fencing; {
-	case f.Worker == "":
-		s.Problems = append(s.Problems, fmt.Sprintf("no worker paused on %s", demoStalling))
-	case f.TakenBy == "" || f.TakenBy == f.Worker || f.TakenFence <= f.Fence:
-		s.Problems = append(s.Problems, fmt.Sprintf("%s was not taken over with a larger fence", demoStalling))
-	case !f.LateRefused:
-		s.Problems = append(s.Problems, fmt.Sprintf("the paused worker's late Complete was not refused (%q)", f.LateError))
+	switch c := s.Crash; {
+	case c == nil:
+	case c.Worker == "":
+		s.Problems = append(s.Problems, fmt.Sprintf("no worker was killed running %s", demoCrashed))
+	case c.TakenBy == "" || c.TakenBy == c.Worker || c.TakenFence <= c.Fence:
+		s.Problems = append(s.Problems, fmt.Sprintf("%s was not taken over with a larger fence", demoCrashed))
+	case !c.LateRefused:
+		s.Problems = append(s.Problems, fmt.Sprintf("a completion with the killed worker's fence was not refused (%q)", c.LateError))
 	}
 	s.OK = len(s.Problems) == 0
 	return s
 }
 
-func printDemoSummary(w io.Writer, s demoSummary) error {
-	rows := make([][]string, 0, len(s.Tasks))
+// summary prints the run's outcome in plain words, and with --detail the
+// ledger underneath.
+func (r *demoReport) summary(s demoSummary) error {
+	w := r.w
+	var done, failed, blocked []string
 	for _, t := range s.Tasks {
-		rows = append(rows, []string{t.Task, t.Status, dash(t.Owner), strconv.FormatUint(t.Fence, 10), dash(t.BlockedBy)})
-	}
-	fmt.Fprintln(w)
-	if err := writeTable(w, []string{"TASK", "STATUS", "OWNER", "FENCE", "BLOCKED-BY"}, rows); err != nil {
-		return err
+		switch kvledger.Status(t.Status) {
+		case kvledger.StatusCompleted:
+			done = append(done, t.Task)
+		case kvledger.StatusFailed:
+			failed = append(failed, t.Task+" ("+t.LastError+")")
+		case kvledger.StatusBlocked:
+			blocked = append(blocked, t.Task)
+		}
 	}
 	fmt.Fprintf(w, "\n%d tasks: %d completed, %d failed, %d blocked", s.Counts.Tasks, s.Counts.Completed, s.Counts.Failed, s.Counts.Blocked)
 	if s.Counts.Other > 0 {
 		fmt.Fprintf(w, ", %d unfinished", s.Counts.Other)
 	}
-	fmt.Fprintf(w, " in %.2fs with %d workers\n", float64(s.ElapsedMS)/1000, s.Workers)
-	fmt.Fprintf(w, "leader:  %s (term %d, %d elected)\n", dash(s.Leader), s.Term, s.Leaders)
-	if f := s.Fencing; f.Worker != "" {
-		fmt.Fprintf(w, "fencing: %s paused holding %s (fence %d); %s took it over (fence %d); the late Complete with fence %d was %s\n",
-			f.Worker, demoStalling, f.Fence, dash(string(f.TakenBy)), f.TakenFence, f.Fence, refused(f))
+	fmt.Fprintf(w, " in %.2fs\n", float64(s.ElapsedMS)/1000)
+	fmt.Fprintf(w, "  completed  %s\n", strings.Join(done, ", "))
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "  failed     %s\n", strings.Join(failed, ", "))
 	}
-	if s.OK {
-		_, err := fmt.Fprintln(w, "outcome: as predicted")
-		return err
+	if len(blocked) > 0 {
+		fmt.Fprintf(w, "  blocked    %s: they need %s, which failed, so they never ran\n", strings.Join(blocked, ", "), demoFailing)
+	}
+	if e, ok := r.retries[string(demoRetried)]; ok {
+		fmt.Fprintf(w, "  retried    %s: attempt 1 failed (%s), attempt 2 completed\n", demoRetried, e)
+	}
+	fmt.Fprintf(w, "  leader     %s, elected among %d services: it submitted the graph and waited for it\n", dash(s.Leader), s.Services)
+	if c := s.Crash; c != nil && c.Worker != "" {
+		fmt.Fprintf(w, "  crash      %s was killed running %s; %s ran it again once the server expired the dead worker's claim\n",
+			c.Worker, demoCrashed, dash(c.TakenBy))
+	}
+	if r.detail {
+		if err := r.printDetail(s); err != nil {
+			return err
+		}
 	}
 	for _, p := range s.Problems {
 		fmt.Fprintf(w, "problem: %s\n", p)
 	}
-	_, err := fmt.Fprintln(w, "outcome: NOT as predicted")
-	return err
+	if !s.OK {
+		_, err := fmt.Fprintln(w, "outcome: NOT as predicted")
+		return err
+	}
+	fmt.Fprintln(w, "outcome: as predicted")
+	if !r.detail {
+		_, err := fmt.Fprintln(w, "The ledger underneath all this: natscoord demo --detail")
+		return err
+	}
+	return nil
 }
 
-func refused(f stallReport) string {
-	if f.LateRefused {
-		return "refused (" + f.LateError + ")"
+// printDetail prints the ledger's events of the run, the final records
+// with their fence tokens, and the stale fence refused.
+func (r *demoReport) printDetail(s demoSummary) error {
+	w := r.w
+	fmt.Fprintf(w, "\nThe ledger underneath (bucket %s): its events, in order\n", s.Bucket)
+	widths := [4]int{len(kvledger.TakenOverEvent), demoKeyWidth, len(kvledger.StatusCompleted), 0}
+	for _, te := range r.events {
+		widths[3] = max(widths[3], displayWidth(r.who(te.e)))
 	}
-	if f.LateError == "" {
+	for _, te := range r.events {
+		e := te.e
+		fmt.Fprintf(w, "%6.2fs  %s %s %s %s fence %-2d rev %d\n", te.at.Seconds(), fitCell(string(e.Name), widths[0]),
+			fitCell(e.Key, widths[1]), fitCell(e.Status, widths[2]), fitCell(r.who(e), widths[3]), e.Fence, e.Revision)
+	}
+	rows := make([][]string, 0, len(s.Tasks))
+	for _, t := range s.Tasks {
+		rows = append(rows, []string{t.Task, t.Kind, t.Status, dash(t.Owner), strconv.Itoa(t.Attempts), strconv.FormatUint(t.Fence, 10), dash(t.BlockedBy)})
+	}
+	fmt.Fprintln(w)
+	if err := writeTable(w, []string{"TASK", "KIND", "STATUS", "OWNER", "ATTEMPTS", "FENCE", "BLOCKED-BY"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "claims:  each worker's claims are held by one lease in bucket %s that it renews; the server expires it\n", r.run.claimsBucket())
+	fmt.Fprintf(w, "         if the worker dies (TTL %v for the shell workers, %v for the services)\n", demoShellTTL, worker.DefaultClaimTTL)
+	fmt.Fprintf(w, "leader:  %s (term %d, its fencing token; %d elected)\n", dash(s.Leader), s.Term, s.Leaders)
+	if c := s.Crash; c != nil && c.Worker != "" {
+		fmt.Fprintf(w, "fencing: %s held %s with fence %d when it was killed; %s took it over with fence %d;\n",
+			c.Worker, demoCrashed, c.Fence, dash(c.TakenBy), c.TakenFence)
+		fmt.Fprintf(w, "         a completion with the old fence %d (as from %s, had it only paused) was %s\n", c.Fence, c.Worker, refused(c))
+	}
+	return nil
+}
+
+// who is an event's actor column: the claim's owner, or what blocked it.
+func (r *demoReport) who(e events.Event) string {
+	if e.BlockedBy != "" {
+		return "by " + e.BlockedBy
+	}
+	return r.run.nameOf(e.Owner)
+}
+
+func refused(c *crashReport) string {
+	if c.LateRefused {
+		return "refused (" + c.LateError + ")"
+	}
+	if c.LateError == "" {
 		return "ACCEPTED"
 	}
-	return "rejected for another reason (" + f.LateError + ")"
+	return "rejected for another reason (" + c.LateError + ")"
 }
 
 func dash(s string) string {

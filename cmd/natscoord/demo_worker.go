@@ -8,52 +8,59 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
-	"github.com/natscoord/natscoord/kvledger/worker"
+	"github.com/natscoord/natscoord/tasks"
 )
 
-const (
-	// demoLease is the claim TTL of ordinary work: far longer than a task
-	// takes (claims renew every third of it), so no ordinary claim is
-	// ever taken over.
-	demoLease = 10 * time.Second
-	// demoStallLease is the lease TTL of the claim whose worker pauses:
-	// short, so the takeover happens within the demo's few seconds (the
-	// server's TTLs are whole seconds, at least one).
-	demoStallLease = time.Second
-	// demoWork is how long a task "runs".
-	demoWork = 40 * time.Millisecond
-	// demoKind is the kind of every demo task.
-	demoKind = "demo"
-)
+// The demo's Go side is what a service does with package tasks: each
+// "service" is a process of its own in miniature (its own NATS connection
+// and tasks.Client) that runs the "build" tasks with a typed handler, and
+// the one elected leader submits the graph and waits for it.
 
-// demoWorker is one worker "process": its own NATS connection, ledger
-// handle, lease manager, task-runtime worker and election candidacy.
-type demoWorker struct {
-	name   kvledger.OwnerID
-	index  int
+// buildStep is the arguments of the tasks the Go services run.
+type buildStep struct {
+	Step string `json:"step"`
+}
+
+func (buildStep) Kind() string { return "build" }
+
+// shellStep is the arguments of the tasks `natscoord work` runs: its
+// command reads them as JSON on stdin. Hang makes the first attempt hang
+// until its worker is killed (the crash the demo shows).
+type shellStep struct {
+	Step string `json:"step"`
+	Hang bool   `json:"hang,omitempty"`
+}
+
+func (shellStep) Kind() string { return "shell" }
+
+// demoWork is how long a build task "runs".
+const demoWork = 40 * time.Millisecond
+
+// demoService is one Go service: its own connection, tasks.Client and
+// candidacy in the leader election.
+type demoService struct {
+	name   string
 	nc     *nats.Conn
-	js     jetstream.JetStream
-	ledger *kvledger.Ledger
-	leases *kvlease.Manager
-	rt     *worker.Worker
+	client *tasks.Client
+	cand   *candidate
 	run    *demoRun
 }
 
-// demoRun is the state the workers share with the reporter: the outcome of
-// the stall-and-takeover and of the election.
+// demoRun is what the services, the `natscoord work` processes and the
+// reporter share.
 type demoRun struct {
 	bucket string
 	runID  string
+	crash  bool // the crash is shown: docs hangs, and its worker is killed
 
 	mu      sync.Mutex
-	stall   stallReport
-	leader  kvledger.OwnerID
+	names   map[kvledger.OwnerID]string // owner id in claims -> service name
+	leader  string
 	term    uint64
 	leaders int
+	killed  crashReport
 }
 
 // claimsBucket holds the leases of the run's workers' claims. It is the
@@ -62,123 +69,103 @@ type demoRun struct {
 // --server.
 func (r *demoRun) claimsBucket() string { return "natscoord_demo_claims_" + r.runID }
 
-// stallReport records what happened to the paused worker.
-type stallReport struct {
-	Worker      kvledger.OwnerID `json:"worker"`
-	Fence       uint64           `json:"fence"`
-	TakenBy     kvledger.OwnerID `json:"taken_over_by,omitempty"`
-	TakenFence  uint64           `json:"takeover_fence,omitempty"`
-	LateRefused bool             `json:"late_complete_refused"`
-	LateError   string           `json:"late_complete_error,omitempty"`
+// nameOf is the name the report gives a claim's owner: a service's name
+// (its tasks.Client claims under a generated owner id), or the --name of
+// a `natscoord work` process.
+func (r *demoRun) nameOf(owner string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, ok := r.names[kvledger.OwnerID(owner)]; ok {
+		return n
+	}
+	return owner
 }
 
-func (w *demoWorker) actor() kvledger.Actor { return kvledger.Actor(w.name) }
-
-// newRuntime makes the worker's task runtime: it runs every ready task of
-// the demo ledger, one claim per task paired with a lease that the server
-// expires if the worker stops renewing it.
-func (w *demoWorker) newRuntime(ctx context.Context) error {
-	rt, err := worker.New(ctx, w.js, w.ledger, worker.Config{
-		Owner: w.name, Leases: w.leases, ClaimTTL: demoLease, Concurrency: 2, DrainTimeout: time.Second,
-	})
-	if err == nil {
-		err = rt.Handle(demoKind, w.handle)
+// startDemoServices starts n services, their workers running. The
+// returned function drains them and closes everything.
+func startDemoServices(ctx context.Context, dial dialer, run *demoRun, n int) ([]*demoService, func(), error) {
+	var ss []*demoService
+	closeAll := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, s := range ss {
+			if s.client != nil {
+				wg.Go(func() { _ = s.client.Close(cctx) })
+			}
+		}
+		wg.Wait()
+		for _, s := range ss {
+			if s.cand != nil {
+				_ = s.cand.close(cctx)
+			}
+			s.nc.Close()
+		}
 	}
-	if err != nil {
-		return err
+	for i := range n {
+		name := fmt.Sprintf("svc-%d", i+1)
+		nc, js, err := dial("natscoord-demo-" + name)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		s := &demoService{name: name, nc: nc, run: run}
+		ss = append(ss, s)
+		s.client, err = tasks.NewClient(ctx, js, tasks.Config{
+			Ledger: run.bucket, ClaimBucket: run.claimsBucket(), Actor: kvledger.Actor(name),
+			Concurrency: 2, DrainTimeout: time.Second, IgnoreSchedules: true,
+		})
+		if err == nil {
+			err = tasks.AddWorker(s.client, s.build)
+		}
+		if err == nil {
+			err = s.client.Start(ctx)
+		}
+		if err == nil {
+			s.cand, err = newCandidate(ctx, js, run.runID, name)
+		}
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
 	}
-	w.rt = rt
-	return nil
+	return ss, closeAll, nil
 }
 
-// handle "runs" a task: integ-test fails for good (a permanent error is
-// not retried), everything else succeeds.
-func (w *demoWorker) handle(ctx context.Context, t *worker.Task) error {
+// build runs a build task: fetch-deps fails its first attempt (and is
+// retried), integ-test fails for good, everything else succeeds.
+func (s *demoService) build(ctx context.Context, t *tasks.Task[buildStep]) error {
+	s.run.mu.Lock()
+	s.run.names[t.Record().Owner] = s.name
+	s.run.mu.Unlock()
 	if err := sleepCtx(ctx, demoWork); err != nil {
 		return err
 	}
-	if t.Key() == demoFailing {
-		return worker.Permanent(errors.New("integration tests failed"))
+	switch {
+	case t.Key == demoFailing:
+		return tasks.Permanent(errors.New("integration tests failed"))
+	case t.Key == demoRetried && t.Attempt == 1:
+		return errors.New("package registry timed out")
 	}
 	return nil
 }
 
-// lead is what the elected leader does. It takes the lease of
-// demoStalling before anything can run it, admits the graph, lets the
-// other workers start (started), and then plays a worker that pauses
-// (a GC pause, SIGSTOP, a partition) while holding a claim: it claims
-// demoStalling once its need completed, stops renewing the claim's lease,
-// waits until another worker has taken the task over and finished it,
-// and tries a late Complete with its old fence, which the ledger must
-// refuse. Only then does its own runtime start: a paused process runs
-// nothing.
-func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)) error {
-	g, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(ctx), worker.LeaseKey(w.run.bucket, demoStalling), demoStallLease)
-	if err != nil {
-		return fmt.Errorf("%s: lease of %s: %w", w.name, demoStalling, err)
-	}
-	if !ok {
-		return fmt.Errorf("%s: the lease of %s is held by someone else", w.name, demoStalling)
-	}
-	defer func() { _ = g.Release(context.WithoutCancel(ctx)) }()
-	if err := g.StartRenewing(0); err != nil {
-		return err
-	}
-	if err := w.admit(ctx); err != nil {
-		return err
-	}
-	started()
-	if _, err := w.ledger.WaitFinal(ctx, needsOf(demoStalling)...); err != nil {
-		return err
-	}
-	rec, err := w.ledger.ClaimLeased(ctx, w.actor(), demoStalling, w.name, g, time.Now())
-	if err != nil {
-		return fmt.Errorf("%s: claim %s: %w", w.name, demoStalling, err)
-	}
-	g.StopRenewing()
-	note(fmt.Sprintf("%s claimed %s (fence %d) and pauses: its lease (TTL %v) is no longer renewed", w.name, demoStalling, rec.Fence, demoStallLease))
-	final, err := w.ledger.WaitFinal(ctx, demoStalling)
-	if err != nil {
-		return err
-	}
-	now := final[demoStalling]
-	late := w.ledger.Complete(ctx, w.actor(), demoStalling, w.name, rec.Fence, kvledger.StatusCompleted, time.Now())
-	w.run.mu.Lock()
-	w.run.stall = stallReport{
-		Worker: w.name, Fence: uint64(rec.Fence), TakenBy: now.Owner, TakenFence: uint64(now.Fence),
-		// Refused as fenced, also now that the taker finished the task:
-		// a stale token is judged before the record's status.
-		LateRefused: errors.Is(late, kvledger.ErrFenced),
-	}
-	if late != nil {
-		w.run.stall.LateError = late.Error()
-	}
-	w.run.mu.Unlock()
-	note(fmt.Sprintf("%s woke up; its late Complete of %s with fence %d: %v", w.name, demoStalling, rec.Fence, late))
-	return w.rt.Start(ctx)
-}
-
-// admit admits the whole graph. Admission is idempotent, so a second
-// leader (after a failover) admitting again is harmless.
-func (w *demoWorker) admit(ctx context.Context) error {
+// lead is what the elected service does: submit the graph and wait until
+// every task has ended. Submission is idempotent (each task has its key),
+// so a second leader after a failover would admit nothing twice.
+func (s *demoService) lead(ctx context.Context) (map[kvledger.IdempotencyKey]kvledger.TaskState, error) {
+	all := make([]kvledger.IdempotencyKey, 0, len(demoGraph))
 	for _, t := range demoGraph {
-		sub := kvledger.Submission{Key: t.key, Seq: 1, Kind: demoKind, Needs: t.needs,
-			Task: map[string]any{"step": string(t.key), "layer": t.layer}}
-		if _, err := w.ledger.Submit(ctx, w.actor(), sub); err != nil {
-			return fmt.Errorf("%s: admit %s: %w", w.name, t.key, err)
+		var args tasks.Args = buildStep{Step: string(t.key)}
+		if t.shell {
+			args = shellStep{Step: string(t.key), Hang: s.run.crash && t.key == demoCrashed}
 		}
-	}
-	return nil
-}
-
-// needsOf returns the needs of a task of the graph.
-func needsOf(k kvledger.IdempotencyKey) []kvledger.IdempotencyKey {
-	for _, t := range demoGraph {
-		if t.key == k {
-			return t.needs
+		if _, err := s.client.Submit(ctx, args, &tasks.SubmitOpts{Key: t.key, Needs: t.needs}); err != nil {
+			return nil, fmt.Errorf("%s: submit %s: %w", s.name, t.key, err)
 		}
+		all = append(all, t.key)
 	}
-	return nil
+	return s.client.Wait(ctx, all...)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

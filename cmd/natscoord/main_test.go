@@ -16,7 +16,10 @@ func TestMain(m *testing.M) {
 	// commands `work` runs (it starts /proc/self/exe), and the CLI of the
 	// tests that must run it as a process of its own (startProcess).
 	maybeSupervise()
-	if os.Getenv(cliProcessEnv) == "1" {
+	// The demo's `natscoord work` children (its own executable, here the
+	// test binary) get an environment without NATSCOORD_* (commandEnv):
+	// their first argument says what they are.
+	if os.Getenv(cliProcessEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "work") {
 		main()
 	}
 	natstest.VerifyTestMain(m)
