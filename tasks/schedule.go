@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -14,8 +15,8 @@ type ScheduleOpts struct {
 	// ("Europe/Paris"). Default "": UTC.
 	TimeZone string
 	// Needs, MaxAttempts, Priority, Group and Delay are each period's
-	// task's, as in SubmitOpts. Defaults: none, the worker's
-	// Config.MaxAttempts, 0, none, none.
+	// task's, as in SubmitOpts. Defaults: none, the client's
+	// Config.MaxAttempts (stored in the schedule), 0, none, none.
 	Needs       []kvledger.IdempotencyKey
 	MaxAttempts int
 	Priority    int
@@ -47,6 +48,7 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 	if opts != nil {
 		o = *opts
 	}
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, c.cfg.MaxAttempts)
 	sc := kvledger.Schedule{
 		Name: name, Spec: spec, TimeZone: o.TimeZone, Actor: c.cfg.Actor,
 		Task: kvledger.ScheduleTask{Kind: kind, Task: payload, Needs: o.Needs, MaxAttempts: o.MaxAttempts,

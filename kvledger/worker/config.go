@@ -121,7 +121,10 @@ type Config struct {
 	// the system clock. Liveness never depends on it: leases are judged by
 	// the server and by the lease manager's monotonic clock.
 	Clock clock.Clock
-	// Logger receives one line per failed attempt, loss and drain.
+	// Logger receives one line per attempt that did not complete
+	// (failed, retried, given back, lost, cancelled, released by a
+	// drain: Error for a failure, Info for a cancellation or a drain's
+	// release, Warn for the rest) and the worker's own faults.
 	// Default: discard.
 	Logger *slog.Logger
 	// Observer receives one call per handler start and finish. Default:

@@ -119,3 +119,32 @@ func (o SlogObserver) OnFinish(ctx context.Context, e Event) {
 	}
 	o.logger().LogAttrs(ctx, lvl, "worker: task finished", attrs...)
 }
+
+// logAttempt writes Config.Logger's line for an attempt that did not
+// complete, as the Logger's doc promises: a failure at Error, a retry,
+// a give-back or a loss at Warn, a cancellation or a drain's release at
+// Info. Every end of an attempt passes here (Worker.observe).
+func (w *Worker) logAttempt(ctx context.Context, e Event) {
+	lvl := slog.LevelWarn
+	switch {
+	case e.Result == ResultCompleted:
+		return
+	case e.Result == ResultFailed:
+		lvl = slog.LevelError
+	case e.Result == ResultCancelled, e.Result == ResultReleased && !isGiveBack(e.Err):
+		lvl = slog.LevelInfo
+	}
+	l := w.cfg.Logger
+	if !l.Enabled(ctx, lvl) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("key", string(e.Key)), slog.String("kind", e.Kind),
+		slog.Int("attempt", e.Attempt), slog.Uint64("fence", uint64(e.Fence))}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("err", e.Err))
+	}
+	if !e.RunAt.IsZero() {
+		attrs = append(attrs, slog.Time("run_at", e.RunAt))
+	}
+	l.LogAttrs(ctx, lvl, "worker: attempt "+string(e.Result), attrs...)
+}

@@ -477,6 +477,7 @@ func (w *Worker) release(r *run) {
 }
 
 func (w *Worker) observe(ctx context.Context, ev Event) {
+	w.logAttempt(ctx, ev)
 	if o := w.cfg.Observer; o != nil {
 		o.OnFinish(ctx, ev)
 	}
