@@ -17,6 +17,9 @@ const (
 	// CancelledEvent: Cancel failed a pending or claimed record
 	// (Cancelled is set); its dependents are then blocked.
 	CancelledEvent events.Name = "ledger.cancelled"
+	// RunNowEvent: RunNow made a scheduled or retrying record ready at
+	// once (RunAt cleared; attempts unchanged).
+	RunNowEvent events.Name = "ledger.run_now"
 	// DeletedEvent: Delete removed a final record. Its revision is the
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
@@ -36,7 +39,7 @@ const (
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
 	FailedEvent, BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
-	RestoredEvent, ExpiredEvent}
+	RestoredEvent, ExpiredEvent, RunNowEvent}
 
 // outcomeEvent names a final write of status: FailedEvent for a failure,
 // CompletedEvent otherwise.

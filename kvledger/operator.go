@@ -48,6 +48,40 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 	}
 }
 
+// RunNow makes a pending record that waits for its RunAt (a scheduled
+// task, or one retrying after a backoff: Phase.Delayed) ready at once:
+// one compare-and-set that clears RunAt, written at rev when rev is not
+// 0 (the revision the caller saw: a record that moved since is
+// ErrChanged, not overwritten) and named RunNowEvent. Attempts, fence
+// and LastError stay. A record that is pending and already due is
+// returned as it is, with no write; any other is ErrNotDelayed. A task
+// with needs still waits for them.
+func (l *Ledger) RunNow(ctx context.Context, actor Actor, key IdempotencyKey, rev uint64, now time.Time) (TaskState, error) {
+	for {
+		cur, err := l.load(ctx, key)
+		if err != nil {
+			return TaskState{}, err
+		}
+		switch {
+		case rev != 0 && cur.Rev != rev:
+			return TaskState{}, fmt.Errorf("%w: %q is at revision %d, not %d", ErrChanged, string(key), cur.Rev, rev)
+		case cur.Status == StatusPending && !cur.RunAt.After(now):
+			return cur, nil // due already: nothing to write
+		case !cur.Phase(now).Delayed():
+			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotDelayed, string(key), cur.Phase(now))
+		}
+		next := cur.clone()
+		next.RunAt = time.Time{}
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RunNowEvent
+		if rec, ok, err := l.commit(ctx, cur, next, "", nil); err != nil || ok {
+			return rec, err
+		}
+		if rev != 0 {
+			return TaskState{}, fmt.Errorf("%w: %q moved from revision %d", ErrChanged, string(key), rev)
+		}
+	}
+}
+
 // unblockDependents walks breadth first from the reopened key through
 // the dependency index and returns to pending every blocked record whose
 // BlockedBy is the reopened key or a record unblocked on the way.

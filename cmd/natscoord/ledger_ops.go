@@ -24,6 +24,10 @@ type opSelect struct {
 	kind   string
 	prefix string
 	dryRun bool
+	// yes confirms an action chosen by a filter, for actions that ask
+	// (opAction.confirm): without it the command prints what the
+	// filter picks and changes nothing.
+	yes bool
 }
 
 func (s *opSelect) flags(cmd *cobra.Command) {
@@ -43,6 +47,9 @@ type opAction struct {
 	verb, past string
 	applies    func(kvledger.Phase) bool
 	do         func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error
+	// confirm: on a filter, the action shows what it picks and acts only
+	// with --yes.
+	confirm bool
 }
 
 // opResult is one task's line of an action's report.
@@ -70,6 +77,31 @@ them with filters; a filter picks only failed and cancelled tasks.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
 	}
 	sel.flags(cmd)
+	return cmd
+}
+
+func (a *app) ledgerRunNow(lf *ledgerFlags) *cobra.Command {
+	var sel opSelect
+	act := opAction{cmd: "run-now", verb: "run now", past: "made ready", confirm: true,
+		applies: kvledger.Phase.Delayed,
+		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
+			_, err := l.RunNow(ctx, kvledger.Actor(lf.actor), key, 0, now)
+			return err
+		}}
+	cmd := &cobra.Command{
+		Use:   "run-now [KEY...] [--state S] [--kind K] [--prefix P] [--dry-run | --yes]",
+		Short: "Make scheduled or retrying tasks ready at once",
+		Long: `Run-now makes tasks that wait for their time ready at once: scheduled
+tasks (admitted with a run-at or delay ahead) and retrying ones (waiting
+out a failed attempt's backoff). Their attempts are unchanged, and needs
+not completed still hold them. Each task is one compare-and-set on its
+record, with the event ledger.run_now; a task already due is left as it is.
+Name tasks by key, or choose them with filters: a filter picks only
+scheduled and retrying tasks, prints them, and changes them only with --yes.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
+	}
+	sel.flags(cmd)
+	cmd.Flags().BoolVar(&sel.yes, "yes", false, "with a filter, change the tasks it picks (without it, only print them)")
 	return cmd
 }
 
@@ -216,12 +248,20 @@ func (a *app) runOp(parent context.Context, lf *ledgerFlags, sel *opSelect, act 
 			return err
 		}
 		now := time.Now()
+		// An action that asks, without --yes, shows what it would touch.
+		ask := act.confirm && !sel.yes && !sel.dryRun
 		for _, t := range snap.Tasks {
 			p := t.Phase(now)
 			if !act.applies(p) || !f.match(t, p) {
 				continue
 			}
-			out = append(out, a.apply(ctx, l, act, opResult{Key: string(t.Key), Phase: string(p)}, sel.dryRun))
+			out = append(out, a.apply(ctx, l, act, opResult{Key: string(t.Key), Phase: string(p)}, sel.dryRun || ask))
+		}
+		if ask {
+			if err := a.reportOp(out, act, true); err != nil || len(out) == 0 {
+				return err
+			}
+			return fmt.Errorf("ledger %s: nothing changed: the filter picks %d task(s); add --yes to %s them", act.cmd, len(out), act.verb)
 		}
 		return a.reportOp(out, act, sel.dryRun)
 	})
