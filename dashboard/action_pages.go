@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -12,6 +13,7 @@ type confirmData struct {
 	common
 	Action, Question string
 	Bucket, Key      string // query-escaped, so any bytes survive the form
+	Rev              uint64 // the revision the action is bound to (run now); 0: none
 	CSRF             string
 	Back             string
 }
@@ -51,6 +53,12 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actRemove:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
+	case actRunNow:
+		// Bound to the revision the task page showed: a task that moved
+		// since is refused, not run.
+		d.Rev, _ = strconv.ParseUint(q.Get("rev"), 10, 64)
+		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
+		d.Question = fmt.Sprintf("Run task %s now instead of at its time? Its attempts stay as they are.", displayKey(key))
 	}
 	if action != actRelease {
 		// Say what the task is now, as the bulk dry run does; the action
@@ -98,7 +106,12 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.cfg.opCtx(r.Context())
 	defer cancel()
-	rec, err := h.act(ctx, actor, action, bucket, key)
+	rev, err3 := parseRev(r.PostFormValue("rev"))
+	if err3 != nil {
+		h.fail(w, r, http.StatusBadRequest, "malformed revision")
+		return
+	}
+	rec, err := h.act(ctx, actor, action, bucket, key, rev)
 	done := url.Values{}
 	if err != nil {
 		done.Set("done", fmt.Sprintf("failed: %s %s: %v", action, displayKey(key), err))
@@ -111,4 +124,12 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		back = h.cfg.Prefix + "/task?" + done.Encode()
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// parseRev reads a form's revision: empty is 0, none.
+func parseRev(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseUint(s, 10, 64)
 }

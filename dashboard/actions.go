@@ -33,12 +33,23 @@ type TaskRemover interface {
 	Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error
 }
 
+// TaskRunner makes a scheduled or retrying task ready at once: the
+// dashboard's "run now" action, offered when Config.Tasks implements it
+// too. rev is the record's revision the page showed (0: the current
+// one): like kvledger's Ledger.RunNow, it writes only while the record
+// is still at rev, so an operator never acts on a task that moved
+// since, and returns an error the page shows otherwise.
+type TaskRunner interface {
+	RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
+}
+
 // The actions the dashboard offers.
 const (
 	actRelease = "force-release"
 	actReopen  = "reopen"
 	actCancel  = "cancel"
 	actRemove  = "rm"
+	actRunNow  = "run-now"
 )
 
 // appliesTo reports whether task action applies to a task in phase p,
@@ -51,6 +62,8 @@ func appliesTo(action string, p kvledger.Phase) bool {
 		return p.Cancellable()
 	case actRemove:
 		return p.Final()
+	case actRunNow:
+		return p.Delayed()
 	}
 	return false
 }
@@ -85,12 +98,16 @@ func (h *Handler) offered(action string) bool {
 	case actRemove:
 		_, ok := h.cfg.Tasks.(TaskRemover)
 		return ok
+	case actRunNow:
+		_, ok := h.cfg.Tasks.(TaskRunner)
+		return ok
 	}
 	return false
 }
 
 // act performs one confirmed action and records it, whatever its outcome.
-func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (actionRecord, error) {
+// rev is the task's revision the action is bound to (run now; 0: none).
+func (h *Handler) act(ctx context.Context, actor, action, bucket, key string, rev uint64) (actionRecord, error) {
 	rec := actionRecord{Time: h.cfg.Clock.Now(), Action: action, Key: key, Bucket: bucket, Actor: actor}
 	var err error
 	switch {
@@ -107,6 +124,9 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string) (a
 	case action == actRemove:
 		rec.Task = true
 		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key))
+	case action == actRunNow:
+		rec.Task = true
+		err = h.cfg.Tasks.(TaskRunner).RunNow(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
 	}
 	rec.Result = "ok"
 	result := "ok"

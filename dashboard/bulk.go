@@ -48,7 +48,7 @@ type bulkData struct {
 // taskActions are the task actions this dashboard offers, in order.
 func (h *Handler) taskActions() []string {
 	var out []string
-	for _, a := range []string{actReopen, actCancel, actRemove} {
+	for _, a := range []string{actReopen, actRunNow, actCancel, actRemove} {
 		if h.offered(a) {
 			out = append(out, a)
 		}
@@ -154,7 +154,7 @@ func (h *Handler) bulkPost(w http.ResponseWriter, r *http.Request, action, actor
 	var failed []string
 	for _, key := range keys {
 		ctx, cancel := h.cfg.opCtx(r.Context())
-		_, err := h.act(ctx, actor, action, "", key)
+		_, err := h.act(ctx, actor, action, "", key, 0)
 		cancel()
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", displayKey(key), err))

@@ -124,7 +124,7 @@ type taskData struct {
 	Dependents                          []kvledger.IdempotencyKey
 	Timeline                            []timelineEntry
 	Truncated                           bool
-	CanReopen, CanCancel, NoTaskActions bool
+	CanReopen, CanCancel, CanRunNow, NoTaskActions bool
 	CanRemove                           bool
 	// Claim is the claim's lease as the server holds it, for a claimed
 	// record that names one (claimLease); zero otherwise, when the page
@@ -194,6 +194,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	}
 	d.CanReopen = h.offered(actReopen) && d.Phase.Reopenable()
 	d.CanCancel = h.offered(actCancel) && d.Phase.Cancellable()
+	d.CanRunNow = h.offered(actRunNow) && d.Phase.Delayed()
 	d.CanRemove = h.offered(actRemove) && d.Phase.Final()
 	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
 	return d, true

@@ -14,7 +14,7 @@ import (
 )
 
 // OperatorActions are the dashboard's task actions carried out by the
-// ledger's own operator calls (Reopen, Cancel, Delete), as natscoord ui
+// ledger's own operator calls (Reopen, Cancel, RunNow, Delete), as natscoord ui
 // wires them: each is one compare-and-set that leaves an event.
 type OperatorActions struct{ L *kvledger.Ledger }
 
@@ -27,6 +27,12 @@ func (a OperatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key k
 // Cancel cancels a task that has not ended.
 func (a OperatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey) error {
 	_, err := a.L.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now())
+	return err
+}
+
+// RunNow makes a scheduled or retrying task ready, at rev (0: current).
+func (a OperatorActions) RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.L.RunNow(ctx, actor, key, rev, time.Now())
 	return err
 }
 
