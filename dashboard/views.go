@@ -119,13 +119,14 @@ func (h *Handler) filterOf(q url.Values) (taskFilter, error) {
 
 type taskData struct {
 	common
-	Task                                           taskSummary
-	Phase                                          kvledger.Phase
-	Dependents                                     []kvledger.IdempotencyKey
-	Timeline                                       []timelineEntry
-	Truncated                                      bool
-	CanReopen, CanCancel, CanRunNow, NoTaskActions bool
-	CanRemove                                      bool
+	Task                                taskSummary
+	Phase                               kvledger.Phase
+	Dependents                          []kvledger.IdempotencyKey
+	Timeline                            []timelineEntry
+	Truncated                           bool
+	CanReopen, CanCancel, NoTaskActions bool
+	CanRemove                           bool
+	CanRunNow                           bool
 	// Claim is the claim's lease as the server holds it, for a claimed
 	// record that names one (claimLease); zero otherwise, when the page
 	// shows the record's LeaseUntil (a reference claim's own expiry).
