@@ -20,6 +20,10 @@ const (
 	// RunNowEvent: RunNow made a scheduled or retrying record ready at
 	// once (RunAt cleared; attempts unchanged).
 	RunNowEvent events.Name = "ledger.run_now"
+	// SnoozedEvent: the runtime gave a claim back to pending because its
+	// handler snoozed the task (worker.Snooze): RunAt is when it runs
+	// again; the attempt is not counted, Snoozes is.
+	SnoozedEvent events.Name = "ledger.snoozed"
 	// DeletedEvent: Delete removed a final record. Its revision is the
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
@@ -39,7 +43,7 @@ const (
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
 	FailedEvent, BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
-	RestoredEvent, ExpiredEvent, RunNowEvent}
+	RestoredEvent, ExpiredEvent, RunNowEvent, SnoozedEvent}
 
 // outcomeEvent names a final write of status: FailedEvent for a failure,
 // CompletedEvent otherwise.

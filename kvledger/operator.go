@@ -18,7 +18,7 @@ type RecordDeleter interface {
 
 // Reopen returns a failed record to pending so it runs again: a new
 // fence (one above the old, so nothing from the failed run can write),
-// no owner, Attempts back to 0, Cancelled cleared; LastError stays as a
+// no owner, Attempts and Snoozes back to 0, Cancelled cleared; LastError stays as a
 // record of the failure. Then every record blocked by key, directly or
 // through records this call unblocks, becomes pending again, each with
 // its own UnblockedEvent, unless another of its needs still blocks it
@@ -39,7 +39,7 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		}
 		next := cur.clone()
 		next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusPending, "", fence, time.Time{}, ""
-		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
+		next.Attempts, next.Cancelled, next.RunAt, next.Result, next.Snoozes = 0, false, time.Time{}, nil, 0
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
 		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after); err != nil || ok {

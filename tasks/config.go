@@ -57,6 +57,17 @@ type Config struct {
 	// BackoffBase and BackoffMax shape the default Backoff. Defaults 1s
 	// and 1h; tests that retry may set BackoffBase to a millisecond.
 	BackoffBase, BackoffMax time.Duration
+	// Timeout bounds each attempt's handler of a task submitted without
+	// its own (SubmitOpts.Timeout): Submit stores it in the task's
+	// record, so every worker obeys it, and the client's worker applies
+	// it to records that state none. When it runs out the handler's ctx
+	// ends with cause ErrTimeout, and the attempt fails with that error
+	// and is retried by the usual rule; the task is not run again before
+	// the handler has returned. Default 0: no bound.
+	Timeout time.Duration
+	// MaxSnoozes bounds how often a handler may snooze one task (Snooze):
+	// the next snooze fails it. Default 100 (worker.DefaultMaxSnoozes).
+	MaxSnoozes int
 	// Observer receives one call when a handler starts and one when its
 	// attempt has been recorded: the one hook that logging, metrics and
 	// tracing plug into. worker.SlogObserver logs each attempt,
@@ -111,6 +122,8 @@ func (c Config) workerConfig() worker.Config {
 		DrainTimeout:    c.DrainTimeout,
 		Logger:          c.Logger,
 		Observer:        c.Observer,
+		Timeout:         c.Timeout,
+		MaxSnoozes:      c.MaxSnoozes,
 
 		IgnoreStoredSchedules: c.IgnoreSchedules,
 	}

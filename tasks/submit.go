@@ -42,6 +42,11 @@ type SubmitOpts struct {
 	// Config.MaxAttempts (3), stored in the record so that every worker
 	// obeys it.
 	MaxAttempts int
+	// Timeout bounds each attempt's handler: its ctx then ends with
+	// cause ErrTimeout and the attempt fails (retried by the usual
+	// rule). Stored in the record in whole milliseconds, so every
+	// worker obeys it. Default: the client's Config.Timeout (0: none).
+	Timeout time.Duration
 	// Priority orders the ready tasks of the kind: higher starts first,
 	// equal ones in the order they became ready. Default 0.
 	Priority int
@@ -76,7 +81,7 @@ type Submission struct {
 // needs is followed by a read of each need (Submitted.MissingNeeds); an
 // error of those reads comes with Admitted as the admission left it.
 func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
-	sub, err := submission(args, opts, c.cfg.MaxAttempts)
+	sub, err := submission(args, opts, c.cfg)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -108,7 +113,7 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 	out := make([]Submitted, len(subs))
 	ks := make([]kvledger.Submission, len(subs))
 	for i, s := range subs {
-		sub, err := submission(s.Args, s.Opts, c.cfg.MaxAttempts)
+		sub, err := submission(s.Args, s.Opts, c.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("submission %d: %w", i, err)
 		}
@@ -150,10 +155,11 @@ func payloadOf(args Args) (string, json.RawMessage, error) {
 	return kind, payload, nil
 }
 
-// submission is the ledger's submission of args with opts; maxAttempts
-// is the client's default, stored when opts state none, so the record
-// shows the limit that bounds it (not 0) whichever worker claims it.
-func submission(args Args, opts *SubmitOpts, maxAttempts int) (kvledger.Submission, error) {
+// submission is the ledger's submission of args with opts; the client's
+// defaults (cfg's MaxAttempts and Timeout) are stored when opts state
+// none, so the record shows what bounds it (not 0) whichever worker
+// claims it.
+func submission(args Args, opts *SubmitOpts, cfg Config) (kvledger.Submission, error) {
 	kind, payload, err := payloadOf(args)
 	if err != nil {
 		return kvledger.Submission{}, err
@@ -169,11 +175,14 @@ func submission(args Args, opts *SubmitOpts, maxAttempts int) (kvledger.Submissi
 		o.Seq = 1
 	}
 	if o.MaxAttempts == 0 {
-		o.MaxAttempts = maxAttempts
+		o.MaxAttempts = cfg.MaxAttempts
+	}
+	if o.Timeout == 0 {
+		o.Timeout = cfg.Timeout
 	}
 	sub := kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
-		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
+		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
 		Priority: o.Priority, Group: o.Group,
 	}
 	return sub, validate(sub)

@@ -28,6 +28,7 @@ type workOptions struct {
 	concurrency int
 	ttl         time.Duration
 	maxAttempts int
+	timeout     time.Duration
 	backoff     time.Duration
 	grace       time.Duration
 	drain       time.Duration
@@ -85,9 +86,12 @@ error kept as its last error, and the worker stops (other running
 commands still get --drain) and exits 127 or 126.
 
 When the claim is lost (this worker could not renew it in time, or another
-took the task over), the task is cancelled, or the worker drains (SIGINT,
-SIGTERM), CMD's process group gets SIGTERM, and SIGKILL --grace later if
-it is still running. A drained task is given back, not failed, so another
+took the task over), the task is cancelled, its attempt runs past its
+timeout (ledger admit --timeout, else --timeout), or the worker drains
+(SIGINT, SIGTERM), CMD's process group gets SIGTERM, and SIGKILL --grace
+later if it is still running. A timed-out attempt fails ("worker: task
+timed out after D") and is retried by the usual rule, once CMD and what
+it started have ended: the task is never run twice at once. A drained task is given back, not failed, so another
 worker starts it at once. When CMD exits, whatever it left running in the
 background is stopped the same way. On Linux, CMD runs under a small
 supervisor (natscoord itself) that stops CMD and everything it started,
@@ -131,6 +135,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.DurationVar(&o.ttl, "ttl", worker.DefaultClaimTTL, "claim TTL: how soon another worker takes a task over if this one dies (1s..24h)")
 	f.IntVar(&o.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts of a task that does not set its own")
 	f.DurationVar(&o.backoff, "backoff", worker.DefaultBackoffBase, "pause after the first failed attempt; doubles each time, jittered")
+	f.DurationVar(&o.timeout, "timeout", 0, "bound on each attempt of a task that states none (ledger admit --timeout): CMD then gets SIGTERM, SIGKILL --grace later, and the attempt fails and is retried (default: none)")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when a command must stop")
 	f.DurationVar(&o.drain, "drain", worker.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may finish before they are stopped and given back")
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
@@ -156,6 +161,8 @@ func (o workOptions) validate() error {
 		return fmt.Errorf("--max-attempts must be 1..%d, got %d", maxWorkAttempts, o.maxAttempts)
 	case o.backoff <= 0 || o.backoff > maxWorkDuration:
 		return fmt.Errorf("--backoff must be positive and at most %v", maxWorkDuration)
+	case o.timeout < 0 || o.timeout > kvledger.MaxTimeout:
+		return fmt.Errorf("--timeout must be 0..%v", kvledger.MaxTimeout)
 	case o.grace <= 0 || o.grace > maxWorkGrace:
 		return fmt.Errorf("--grace must be positive and at most %v", maxWorkGrace)
 	case o.drain < 0 || o.drain > maxWorkDuration:
@@ -200,7 +207,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
-		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
+		MaxAttempts: o.maxAttempts, Timeout: o.timeout, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
 		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
 		IgnoreStoredSchedules: o.noSchedules,

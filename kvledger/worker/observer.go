@@ -24,6 +24,9 @@ const (
 	// ResultReleased: the worker drained and gave the claim back, or
 	// the handler returned GiveBack; the attempt does not count.
 	ResultReleased Result = "released"
+	// ResultSnoozed: the handler returned Snooze; the task will run
+	// again at Event.RunAt, the attempt not counted.
+	ResultSnoozed Result = "snoozed"
 	// ResultCancelled: an operator cancelled the task while it ran.
 	ResultCancelled Result = "cancelled"
 	// ResultLost: the claim could not be confirmed (lease lost, or the
@@ -104,7 +107,7 @@ func (o SlogObserver) OnStart(ctx context.Context, e Event) {
 // OnFinish logs e at Level, or at Warn when the attempt went wrong.
 func (o SlogObserver) OnFinish(ctx context.Context, e Event) {
 	lvl := o.Level
-	if e.Result != ResultCompleted && e.Result != ResultReleased || isGiveBack(e.Err) {
+	if e.Result != ResultCompleted && e.Result != ResultReleased && e.Result != ResultSnoozed || isGiveBack(e.Err) {
 		lvl = slog.LevelWarn // a give-back is a fault of this worker's
 	}
 	attrs := []slog.Attr{
@@ -131,7 +134,7 @@ func (w *Worker) logAttempt(ctx context.Context, e Event) {
 		return
 	case e.Result == ResultFailed:
 		lvl = slog.LevelError
-	case e.Result == ResultCancelled, e.Result == ResultReleased && !isGiveBack(e.Err):
+	case e.Result == ResultCancelled, e.Result == ResultSnoozed, e.Result == ResultReleased && !isGiveBack(e.Err):
 		lvl = slog.LevelInfo
 	}
 	l := w.cfg.Logger
