@@ -66,6 +66,12 @@ func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 		applies: kvledger.Phase.Reopenable,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			_, err := l.Reopen(ctx, kvledger.Actor(lf.actor), key, now)
+			if errors.Is(err, kvledger.ErrNotFailed) {
+				// A task waiting for its time is what run-now is for.
+				if t, found, serr := l.State(ctx, key); serr == nil && found && t.Phase(now).Delayed() {
+					err = fmt.Errorf("%w; to run it now: natscoord ledger run-now %s", err, string(key))
+				}
+			}
 			return err
 		}}
 	cmd := &cobra.Command{

@@ -23,6 +23,9 @@ func TestLedgerRunNow(t *testing.T) {
 	l := openTestLedger(t, n)
 	require.Equal(t, kvledger.PhaseScheduled, taskPhase(t, l, "mail.1"))
 
+	// reopen points a task waiting for its time to run-now.
+	require.Contains(t, c.fail("ledger", "reopen", "one"), `record is not failed: "one" is pending; to run it now: natscoord ledger run-now one`)
+
 	// A key: at once.
 	c.ok("ledger", "run-now", "one")
 	require.Equal(t, kvledger.PhasePending, taskPhase(t, l, "one"))
