@@ -29,6 +29,8 @@ type workOptions struct {
 	ttl         time.Duration
 	maxAttempts int
 	timeout     time.Duration
+	snoozeExit  int
+	snooze      time.Duration
 	backoff     time.Duration
 	grace       time.Duration
 	drain       time.Duration
@@ -89,7 +91,9 @@ When the claim is lost (this worker could not renew it in time, or another
 took the task over), the task is cancelled, its attempt runs past its
 timeout (ledger admit --timeout, else --timeout), or the worker drains
 (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and SIGKILL --grace
-later if it is still running. A timed-out attempt fails ("worker: task
+later if it is still running. An exit status given to --snooze-exit snoozes
+the task: it runs again after --snooze, the attempt not counted (a task
+snoozed 100 times fails at its next snooze). A timed-out attempt fails ("worker: task
 timed out after D") and is retried by the usual rule, once CMD and what
 it started have ended: the task is never run twice at once. A drained task is given back, not failed, so another
 worker starts it at once. When CMD exits, whatever it left running in the
@@ -136,6 +140,8 @@ func (a *app) workCommand() *cobra.Command {
 	f.IntVar(&o.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts of a task that does not set its own")
 	f.DurationVar(&o.backoff, "backoff", worker.DefaultBackoffBase, "pause after the first failed attempt; doubles each time, jittered")
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on each attempt of a task that states none (ledger admit --timeout): CMD then gets SIGTERM, SIGKILL --grace later, and the attempt fails and is retried (default: none)")
+	f.IntVar(&o.snoozeExit, "snooze-exit", 0, "an exit status (1..255) that snoozes the task: it runs again after --snooze, the attempt not counted, at most 100 times (default 0: none)")
+	f.DurationVar(&o.snooze, "snooze", time.Minute, "with --snooze-exit, how long a snoozed task waits")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when a command must stop")
 	f.DurationVar(&o.drain, "drain", worker.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may finish before they are stopped and given back")
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
@@ -163,6 +169,10 @@ func (o workOptions) validate() error {
 		return fmt.Errorf("--backoff must be positive and at most %v", maxWorkDuration)
 	case o.timeout < 0 || o.timeout > kvledger.MaxTimeout:
 		return fmt.Errorf("--timeout must be 0..%v", kvledger.MaxTimeout)
+	case o.snoozeExit < 0 || o.snoozeExit > 255:
+		return fmt.Errorf("--snooze-exit must be 1..255, or 0 for none")
+	case o.snooze < 0 || o.snooze > maxWorkDuration:
+		return fmt.Errorf("--snooze must be 0..%v", maxWorkDuration)
 	case o.grace <= 0 || o.grace > maxWorkGrace:
 		return fmt.Errorf("--grace must be positive and at most %v", maxWorkGrace)
 	case o.drain < 0 || o.drain > maxWorkDuration:
@@ -216,7 +226,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	r := &commandRunner{argv: argv, grace: o.grace, orphanGrace: min(o.grace, o.ttl/3), limit: o.resultLimit, stderr: a.stderr,
-		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1)}
+		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1), snoozeExit: o.snoozeExit, snooze: o.snooze}
 	if err := w.Handle(o.kind, r.handle(o.ledger.bucket)); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))
 		return err
@@ -272,6 +282,10 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 			default:
 			}
 			return worker.GiveBack(err)
+		}
+		var ee *exitCodeError
+		if r.snoozeExit != 0 && errors.As(err, &ee) && ee.code == r.snoozeExit {
+			return worker.Snooze(r.snooze)
 		}
 		if err != nil {
 			return err
@@ -368,8 +382,12 @@ func (p *workPrinter) closed(s worker.Stats) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back\n",
-		s.Started, s.Completed, s.Retried, s.Failed, s.Released)
+	snoozed := ""
+	if s.Snoozed > 0 {
+		snoozed = fmt.Sprintf(", %d snoozed", s.Snoozed)
+	}
+	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back%s\n",
+		s.Started, s.Completed, s.Retried, s.Failed, s.Released, snoozed)
 }
 
 // draining says, on Ctrl-C, what the worker waits for before it exits,

@@ -58,3 +58,27 @@ func TestWorkTimeout(t *testing.T) {
 	require.Equal(t, 0, out.code, out.stderr)
 	require.Regexp(t, `(?m)^retried\s+own\s+attempt 1 .*timed out after 150ms`, out.stdout)
 }
+
+// An exit status given to --snooze-exit snoozes the task: it runs again
+// after --snooze, the attempt not counted, the record counting the
+// snooze.
+func TestWorkSnoozeExit(t *testing.T) {
+	c, _ := newCLI(t)
+	mark := filepath.Join(t.TempDir(), "snoozed")
+	t.Setenv("MARK", mark)
+	c.ok("ledger", "admit", "nap", "--seq", "1", "--kind", "nap", "--max-attempts", "1")
+	work := c.start("work", "--kind", "nap", "--snooze-exit", "75", "--snooze", "20ms", "--",
+		"sh", "-c", `if [ ! -e "$MARK" ]; then echo x > "$MARK"; exit 75; fi; echo "attempt $NATSCOORD_TASK_ATTEMPT"`)
+	r := c.run("ledger", "wait", "nap")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	var rec kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "nap")), &rec))
+	require.Equal(t, 1, rec.Attempts, "the snoozed run used no attempt: MaxAttempts 1 was enough")
+	require.Equal(t, 1, rec.Snoozes)
+	require.JSONEq(t, `"attempt 1"`, string(rec.Result))
+	require.Regexp(t, `(?m)^snoozes\s+1$`, c.ok("ledger", "show", "nap"))
+	out := work.stop(t)
+	require.Equal(t, 0, out.code, out.stderr)
+	require.Regexp(t, `(?m)^snoozed\s+nap\s+attempt 1 `, out.stdout)
+	require.Contains(t, out.stdout, "1 completed, 0 retried, 0 failed, 0 given back, 1 snoozed")
+}

@@ -401,8 +401,10 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.failed.Add(1)
 	case ResultRetried:
 		w.stats.retried.Add(1)
-	case ResultReleased, ResultSnoozed:
+	case ResultReleased:
 		w.stats.released.Add(1)
+	case ResultSnoozed:
+		w.stats.snoozed.Add(1)
 	}
 }
 
