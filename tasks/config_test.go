@@ -158,3 +158,19 @@ func TestEffectiveMaxAttemptsShown(t *testing.T) {
 	require.Len(t, as, 3)
 	require.Equal(t, 3, as[0].Max)
 }
+
+// A Config whose controls are out of range is refused before anything
+// runs.
+func TestConfigControlsRefused(t *testing.T) {
+	n := natstest.WithServer(t)
+	ctx := natstest.Context(t, 10*time.Second)
+	for name, cfg := range map[string]tasks.Config{
+		"negative timeout":       {Timeout: -time.Second},
+		"negative snoozes":       {MaxSnoozes: -1},
+		"backoff base above max": {BackoffBase: time.Hour, BackoffMax: time.Second},
+	} {
+		c, err := tasks.NewClient(ctx, n.JS, cfg)
+		require.ErrorIs(t, err, worker.ErrInvalidConfig, name)
+		require.Nil(t, c, name)
+	}
+}
