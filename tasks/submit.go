@@ -44,8 +44,10 @@ type SubmitOpts struct {
 	MaxAttempts int
 	// Timeout bounds each attempt's handler: its ctx then ends with
 	// cause ErrTimeout and the attempt fails (retried by the usual
-	// rule). Stored in the record in whole milliseconds, so every
-	// worker obeys it. Default: the client's Config.Timeout (0: none).
+	// rule; a handler that returns nil anyway completes the task). Stored
+	// in the record in whole milliseconds, so every worker obeys it; at
+	// most kvledger.MaxTimeout (a week). Default: the client's
+	// Config.Timeout (0: none).
 	Timeout time.Duration
 	// Priority orders the ready tasks of the kind: higher starts first,
 	// equal ones in the order they became ready. Default 0.

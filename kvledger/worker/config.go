@@ -111,9 +111,10 @@ type Config struct {
 	// Timeout bounds each attempt's handler of a task whose record states
 	// no timeout of its own (kvledger.Submission.Timeout): when it has
 	// run that long its context ends with cause ErrTimeout, and the
-	// attempt fails with that error and is retried by the usual rule.
-	// The claim is kept until the handler has returned. Default 0: no
-	// bound.
+	// attempt fails with that error and is retried by the usual rule (a
+	// handler that returns nil anyway completes the task). The claim is
+	// kept until the handler has returned. At most kvledger.MaxTimeout.
+	// Default 0: no bound.
 	Timeout time.Duration
 	// MaxSnoozes bounds how often a handler may snooze one task
 	// (Snooze): the snooze after the MaxSnoozes-th fails the task
