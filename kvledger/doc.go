@@ -174,7 +174,11 @@
 // (a failed record back to pending with a new fence, and the records it
 // blocked unblocked transitively, one UnblockedEvent each), Cancel (a
 // pending or claimed record failed with Cancelled set; dependents are
-// blocked) and Delete (a final record removed; fences keep rising).
+// blocked), RunNow (a scheduled or retrying record made ready at once,
+// RunAt cleared, attempts kept: RunNowEvent) and Delete (a final record
+// removed; fences keep rising). A handler's snooze is the runtime's
+// outcome, named SnoozedEvent (pending again, uncounted, Snoozes one
+// higher).
 // Events of these transitions carry the runtime fields too (Kind,
 // Attempts, MaxAttempts, LastError, RunAt, Cancelled), so a key's events
 // tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it
