@@ -53,6 +53,9 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actRemove:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
+	case actRunNow:
+		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
+		d.Question = fmt.Sprintf("Run task %s now instead of at its time? Its attempts stay as they are.", displayKey(key))
 	}
 	if action != actRelease {
 		// Say what the task is now, as the bulk dry run does; the form

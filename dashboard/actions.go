@@ -40,12 +40,23 @@ type TaskRemover interface {
 	Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
 }
 
+// TaskRunner makes a scheduled or retrying task ready at once: the
+// dashboard's "run now" action, offered when Config.Tasks implements it
+// too. rev is the record's revision the page showed (0: the current
+// one): like kvledger's Ledger.RunNow, it writes only while the record
+// is still at rev, so an operator never acts on a task that moved
+// since, and returns an error the page shows otherwise.
+type TaskRunner interface {
+	RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
+}
+
 // The actions the dashboard offers.
 const (
 	actRelease = "force-release"
 	actReopen  = "reopen"
 	actCancel  = "cancel"
 	actRemove  = "rm"
+	actRunNow  = "run-now"
 )
 
 // appliesTo reports whether task action applies to a task in phase p,
@@ -58,6 +69,8 @@ func appliesTo(action string, p kvledger.Phase) bool {
 		return p.Cancellable()
 	case actRemove:
 		return p.Final()
+	case actRunNow:
+		return p.Delayed()
 	}
 	return false
 }
@@ -92,6 +105,9 @@ func (h *Handler) offered(action string) bool {
 	case actRemove:
 		_, ok := h.cfg.Tasks.(TaskRemover)
 		return ok
+	case actRunNow:
+		_, ok := h.cfg.Tasks.(TaskRunner)
+		return ok
 	}
 	return false
 }
@@ -115,6 +131,9 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string, re
 	case action == actRemove:
 		rec.Task = true
 		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
+	case action == actRunNow:
+		rec.Task = true
+		err = h.cfg.Tasks.(TaskRunner).RunNow(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
 	}
 	rec.Result = "ok"
 	result := "ok"

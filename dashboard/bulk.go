@@ -53,7 +53,7 @@ type bulkData struct {
 // taskActions are the task actions this dashboard offers, in order.
 func (h *Handler) taskActions() []string {
 	var out []string
-	for _, a := range []string{actReopen, actCancel, actRemove} {
+	for _, a := range []string{actReopen, actRunNow, actCancel, actRemove} {
 		if h.offered(a) {
 			out = append(out, a)
 		}

@@ -29,7 +29,8 @@
 // run-at passed, as it pushes a write.
 //
 // Task actions (Config.Tasks): reopen, cancel and, when Config.Tasks also
-// implements TaskRemover, rm; each on one task from its page, or in bulk
+// implements TaskRemover, rm, and TaskRunner, run now (bound to the
+// record's revision the task page showed); each on one task from its page, or in bulk
 // on keys or a filter (phase, kind, key prefix) from /bulk, whose
 // confirmation page is the dry run listing each task and what would
 // happen to it. The form then carries exactly the tasks listed, each

@@ -95,6 +95,10 @@ func eventEntry(ev events.Event) timelineEntry {
 		e.Detail = fmt.Sprintf("reopened: pending again with fence %d", ev.Fence)
 	case kvledger.UnblockedEvent:
 		e.Detail = "unblocked: its blocker was reopened"
+	case kvledger.SnoozedEvent:
+		e.Detail = "snoozed by its handler: it runs again later, this attempt not counted"
+	case kvledger.RunNowEvent:
+		e.Detail = "made ready at once (run now), attempts unchanged"
 	case kvledger.CancelledEvent:
 		e.Detail = "cancelled"
 	case kvledger.RetriedEvent:

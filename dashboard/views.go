@@ -131,6 +131,7 @@ type taskData struct {
 	Truncated                           bool
 	CanReopen, CanCancel, NoTaskActions bool
 	CanRemove                           bool
+	CanRunNow                           bool
 	// Claim is the claim's lease as the server holds it, for a claimed
 	// record that names one (claimLease); zero otherwise, when the page
 	// shows the record's LeaseUntil (a reference claim's own expiry).
@@ -200,6 +201,7 @@ func (h *Handler) task(w http.ResponseWriter, r *http.Request) (taskData, bool) 
 	}
 	d.CanReopen = h.offered(actReopen) && d.Phase.Reopenable()
 	d.CanCancel = h.offered(actCancel) && d.Phase.Cancellable()
+	d.CanRunNow = h.offered(actRunNow) && d.Phase.Delayed()
 	d.CanRemove = h.offered(actRemove) && d.Phase.Final()
 	d.NoTaskActions = !h.cfg.ReadOnly && h.cfg.Tasks == nil
 	return d, true

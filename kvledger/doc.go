@@ -185,11 +185,14 @@
 // (a failed record back to pending with a new fence, and the records it
 // blocked unblocked transitively, one UnblockedEvent each), Cancel (a
 // pending or claimed record failed with Cancelled set; dependents are
-// blocked) and Delete (a final record removed; fences keep rising;
-// refused with ErrNeeded while a pending or claimed task needs it).
-// AtRevision binds each to the record as its caller read it: a record
-// written since is refused with ErrMoved (a confirmation page acts only
-// on what it showed).
+// blocked), RunNow (a scheduled or retrying record made ready at once,
+// RunAt cleared, attempts kept: RunNowEvent) and Delete (a final record
+// removed; fences keep rising; refused with ErrNeeded while a pending or
+// claimed task needs it). AtRevision binds each to the record as its
+// caller read it: a record written since is refused with ErrMoved (a
+// confirmation page acts only on what it showed). A handler's snooze is
+// the runtime's outcome, named SnoozedEvent (pending again, uncounted,
+// Snoozes one higher).
 // Events of these transitions carry the runtime fields too (Kind,
 // Attempts, MaxAttempts, LastError, RunAt, Cancelled), so a key's events
 // tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it

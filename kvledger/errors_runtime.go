@@ -24,6 +24,9 @@ var (
 	// ErrNotCancellable: Cancel found a completed, failed or blocked
 	// record.
 	ErrNotCancellable = errors.New("kvledger: record is not pending or claimed")
+	// ErrNotDelayed: RunNow found a record that is neither pending and
+	// due nor waiting for its RunAt (scheduled or retrying).
+	ErrNotDelayed = errors.New("kvledger: record is not scheduled or retrying")
 	// ErrNoWatch: the store cannot push changes (it does not implement
 	// RecordWatcher): WaitFinal and the runtime need one.
 	ErrNoWatch = errors.New("kvledger: store has no record watch")

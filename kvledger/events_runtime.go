@@ -17,6 +17,13 @@ const (
 	// CancelledEvent: Cancel failed a pending or claimed record
 	// (Cancelled is set); its dependents are then blocked.
 	CancelledEvent events.Name = "ledger.cancelled"
+	// RunNowEvent: RunNow made a scheduled or retrying record ready at
+	// once (RunAt cleared; attempts unchanged).
+	RunNowEvent events.Name = "ledger.run_now"
+	// SnoozedEvent: the runtime gave a claim back to pending because its
+	// handler snoozed the task (worker.Snooze): RunAt is when it runs
+	// again; the attempt is not counted, Snoozes is.
+	SnoozedEvent events.Name = "ledger.snoozed"
 	// DeletedEvent: Delete removed a final record. Its revision is the
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
@@ -42,7 +49,7 @@ const (
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
 	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
-	RestoredEvent, ExpiredEvent, RetainedEvent}
+	RestoredEvent, ExpiredEvent, RetainedEvent, RunNowEvent, SnoozedEvent}
 
 // admissionEvent names the admission of rec: ScheduledEvent when its RunAt
 // is ahead of the admission (it waits for its time), AdmittedEvent

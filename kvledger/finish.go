@@ -30,6 +30,10 @@ type Outcome struct {
 	// started (the runtime's rule: an attempt counts only when its handler
 	// ran), a drain that stopped the handler, a handler's GiveBack.
 	Uncount bool
+	// Snooze, with StatusPending and Uncount, is a handler's snooze: the
+	// record counts it (Snoozes), keeps its LastError and names the
+	// write SnoozedEvent.
+	Snooze bool
 }
 
 // finish ends the caller's claim with o, checked like Complete
@@ -96,6 +100,9 @@ func checkOutcome(key IdempotencyKey, o Outcome) error {
 	if len(o.Result) > 0 && o.Status != StatusCompleted {
 		return fmt.Errorf("%w: key %q: a result needs StatusCompleted", ErrInvalidState, string(key))
 	}
+	if o.Snooze && (o.Status != StatusPending || !o.Uncount) {
+		return fmt.Errorf("%w: key %q: a snooze is pending and uncounted", ErrInvalidState, string(key))
+	}
 	return nil
 }
 
@@ -104,7 +111,7 @@ func checkOutcome(key IdempotencyKey, o Outcome) error {
 func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState {
 	next := cur.clone()
 	next.LeaseUntil, next.Lease, next.UpdatedBy, next.UpdatedAt = time.Time{}, "", actor, now
-	if o.Error != "" || o.Status != StatusCompleted {
+	if (o.Error != "" || o.Status != StatusCompleted) && !o.Snooze {
 		next.LastError = TruncateError(o.Error)
 	}
 	switch o.Status {
@@ -116,6 +123,10 @@ func finishNext(cur TaskState, actor Actor, o Outcome, now time.Time) TaskState 
 		}
 		if o.Uncount && next.Attempts > 0 {
 			next.Attempts--
+		}
+		if o.Snooze {
+			next.Snoozes++
+			next.LastEvent = SnoozedEvent
 		}
 	default:
 		next.Status, next.Result, next.LastEvent = o.Status, o.Result, CompletedEvent

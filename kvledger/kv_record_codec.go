@@ -99,6 +99,12 @@ func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {
 	if r.Priority != 0 {
 		b = strconv.AppendInt(append(b, `,"priority":`...), int64(r.Priority), 10)
 	}
+	if r.TimeoutMS != 0 {
+		b = strconv.AppendInt(append(b, `,"timeout_ms":`...), int64(r.TimeoutMS), 10)
+	}
+	if r.Snoozes != 0 {
+		b = strconv.AppendInt(append(b, `,"snoozes":`...), int64(r.Snoozes), 10)
+	}
 	if r.Rev != 0 {
 		b = strconv.AppendUint(append(b, `,"rev":`...), r.Rev, 10)
 	}
@@ -161,10 +167,14 @@ func recordField(d *jsonx.Scanner, name []byte, r *kvRecord, share string) (uint
 		return 1 << 22, decodeString(d, &r.Group, share, r)
 	case "priority":
 		return 1 << 23, d.IntInto(&r.Priority)
+	case "timeout_ms":
+		return 1 << 24, d.IntInto(&r.TimeoutMS)
+	case "snoozes":
+		return 1 << 25, d.IntInto(&r.Snoozes)
 	case "rev":
-		return 1 << 24, d.UintInto(&r.Rev)
+		return 1 << 26, d.UintInto(&r.Rev)
 	case "ins":
-		return 1 << 25, d.BoolInto(&r.Ins)
+		return 1 << 27, d.BoolInto(&r.Ins)
 	}
 	return 0, false
 }

@@ -18,7 +18,8 @@ type RecordDeleter interface {
 	DeleteRecord(ctx context.Context, key IdempotencyKey, old TaskState) (rev uint64, ok bool, err error)
 }
 
-// ActionOption adjusts an operator action: Reopen, Cancel or Delete.
+// ActionOption adjusts an operator action: Reopen, RunNow, Cancel or
+// Delete.
 type ActionOption func(*actionOpts)
 
 type actionOpts struct{ rev uint64 }
@@ -59,7 +60,7 @@ func (o actionOpts) load(ctx context.Context, l *Ledger, key IdempotencyKey) (Ta
 
 // Reopen returns a failed record to pending so it runs again: a new
 // fence (one above the old, so nothing from the failed run can write),
-// no owner, Attempts back to 0, Cancelled cleared; LastError stays as a
+// no owner, Attempts and Snoozes back to 0, Cancelled cleared; LastError stays as a
 // record of the failure. Then every record blocked by key, directly or
 // through records this call unblocks, becomes pending again, each with
 // its own UnblockedEvent, unless another of its needs still blocks it
@@ -82,10 +83,39 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		}
 		next := cur.clone()
 		next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusPending, "", fence, time.Time{}, ""
-		next.Attempts, next.Cancelled, next.RunAt, next.Result = 0, false, time.Time{}, nil
+		next.Attempts, next.Cancelled, next.RunAt, next.Result, next.Snoozes = 0, false, time.Time{}, nil, 0
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, ReopenedEvent
 		after := func() error { return l.unblockDependents(ctx, actor, key, now) }
 		if rec, ok, err := l.commit(ctx, cur, next, "reopened, unblocking its dependents", after); err != nil || ok {
+			return rec, err
+		}
+	}
+}
+
+// RunNow makes a pending record that waits for its RunAt (a scheduled
+// task, or one retrying after a backoff: Phase.Delayed) ready at once:
+// one compare-and-set that clears RunAt, named RunNowEvent. Attempts,
+// fence and LastError stay. A record that is pending and already due is
+// returned as it is, with no write; any other is ErrNotDelayed. A task
+// with needs still waits for them. AtRevision binds it to the record as
+// the caller read it.
+func (l *Ledger) RunNow(ctx context.Context, actor Actor, key IdempotencyKey, now time.Time, opts ...ActionOption) (TaskState, error) {
+	o := actionOptsOf(opts)
+	for {
+		cur, err := o.load(ctx, l, key)
+		if err != nil {
+			return TaskState{}, err
+		}
+		switch {
+		case cur.Status == StatusPending && !cur.RunAt.After(now):
+			return cur, nil // due already: nothing to write
+		case !cur.Phase(now).Delayed():
+			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotDelayed, string(key), cur.Phase(now))
+		}
+		next := cur.clone()
+		next.RunAt = time.Time{}
+		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, RunNowEvent
+		if rec, ok, err := l.commit(ctx, cur, next, "", nil); err != nil || ok {
 			return rec, err
 		}
 	}

@@ -87,6 +87,11 @@ func (p Phase) Reopenable() bool { return p == PhaseFailed || p == PhaseCancelle
 // p (one that has not ended). Ledger.Delete applies to the Final ones.
 func (p Phase) Cancellable() bool { return !p.Final() }
 
+// Delayed reports whether a task in phase p waits for its RunAt
+// (scheduled, or retrying after a backoff): the tasks Ledger.RunNow
+// makes ready at once.
+func (p Phase) Delayed() bool { return p == PhaseScheduled || p == PhaseRetrying }
+
 // ParsePhase reads a phase name; "claimed" is accepted for running, as
 // the stored status names it.
 func ParsePhase(s string) (Phase, error) {

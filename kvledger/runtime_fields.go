@@ -39,6 +39,8 @@ func (s TaskState) validateRuntime() error {
 		return bad("kind is not valid UTF-8")
 	case s.Attempts < 0 || s.MaxAttempts < 0:
 		return bad("negative attempts or max_attempts")
+	case s.TimeoutMS < 0 || s.Snoozes < 0:
+		return bad("negative timeout_ms or snoozes")
 	case len(s.LastError) > MaxLastErrorBytes:
 		return bad("last_error above MaxLastErrorBytes")
 	case len(s.Result) > MaxResultBytes:

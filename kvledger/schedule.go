@@ -61,13 +61,14 @@ type ScheduleTask struct {
 	// (numbers keep their digits, integers beyond 2^53 too); empty for
 	// none. Insignificant white space is dropped.
 	Task json.RawMessage
-	// Needs, MaxAttempts, Priority, Group and Delay mean what they mean
-	// in a Submission.
+	// Needs, MaxAttempts, Priority, Group, Delay and Timeout mean what
+	// they mean in a Submission.
 	Needs       []IdempotencyKey
 	MaxAttempts int
 	Priority    int
 	Group       string
 	Delay       time.Duration
+	Timeout     time.Duration
 }
 
 // MaxScheduleNameBytes bounds Schedule.Name.
@@ -198,6 +199,8 @@ func (s Schedule) check() (SchedulePeriods, error) {
 		return bad("negative max attempts %d", t.MaxAttempts)
 	case t.Delay < 0:
 		return bad("negative delay %v", t.Delay)
+	case t.Timeout < 0 || t.Timeout > MaxTimeout:
+		return bad("timeout %v outside 0..%v", t.Timeout, MaxTimeout)
 	case len(t.Group) > MaxGroupBytes || !utf8.ValidString(t.Group):
 		return bad("group is not valid UTF-8 of at most %d bytes", MaxGroupBytes)
 	case !utf8.ValidString(t.Kind) || len(t.Kind) > MaxKindBytes:
@@ -219,7 +222,7 @@ func (s Schedule) check() (SchedulePeriods, error) {
 func (t ScheduleTask) Submission(key IdempotencyKey, now time.Time) Submission {
 	sub := Submission{
 		Key: key, Needs: t.Needs, Kind: t.Kind, MaxAttempts: t.MaxAttempts,
-		Priority: t.Priority, Group: t.Group, Delay: t.Delay, Now: now,
+		Priority: t.Priority, Group: t.Group, Delay: t.Delay, Timeout: t.Timeout, Now: now,
 	}
 	if len(t.Task) > 0 {
 		sub.Task = t.Task

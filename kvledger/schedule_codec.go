@@ -43,7 +43,8 @@ type scheduleWire struct {
 	MaxAttempts int              `json:"max_attempts,omitempty"`
 	Priority    int              `json:"priority,omitempty"`
 	Group       string           `json:"group,omitempty"`
-	Delay       string           `json:"delay,omitempty"` // time.Duration.String, exact
+	Delay       string           `json:"delay,omitempty"`   // time.Duration.String, exact
+	Timeout     string           `json:"timeout,omitempty"` // the same
 	Actor       Actor            `json:"actor,omitempty"`
 	UpdatedAt   time.Time        `json:"updated_at,omitzero"`
 }
@@ -62,6 +63,9 @@ func encodeSchedule(s Schedule) ([]byte, error) {
 	}
 	if s.Task.Delay != 0 {
 		w.Delay = s.Task.Delay.String()
+	}
+	if s.Task.Timeout != 0 {
+		w.Timeout = s.Task.Timeout.String()
 	}
 	if len(s.Task.Task) > 0 {
 		var c bytes.Buffer
@@ -109,6 +113,13 @@ func decodeSchedule(name string, value []byte, rev uint64) (Schedule, SchedulePe
 			return corrupt("delay: %v", err)
 		}
 		s.Task.Delay = d
+	}
+	if w.Timeout != "" {
+		d, err := time.ParseDuration(w.Timeout)
+		if err != nil {
+			return corrupt("timeout: %v", err)
+		}
+		s.Task.Timeout = d
 	}
 	p, err := s.check()
 	if err != nil {

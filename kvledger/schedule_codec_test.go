@@ -14,7 +14,8 @@ func TestScheduleCodecRoundTrip(t *testing.T) {
 	s := Schedule{
 		Name: "nightly/report é", Spec: "0 2 * * 1-5", TimeZone: "Europe/Paris",
 		Task: ScheduleTask{Kind: "report", Task: json.RawMessage(`{"id": 9007199254740993, "f": 1.000000000000000000001, "s": "<a&b>"}`),
-			Needs: []IdempotencyKey{"setup"}, MaxAttempts: 2, Priority: -3, Group: "g", Delay: 1500 * time.Millisecond},
+			Needs: []IdempotencyKey{"setup"}, MaxAttempts: 2, Priority: -3, Group: "g", Delay: 1500 * time.Millisecond,
+			Timeout: 90 * time.Second},
 		Actor: "me", UpdatedAt: time.Date(2026, 12, 2, 1, 2, 3, 4, time.UTC),
 	}
 	b, err := encodeSchedule(s)
@@ -34,7 +35,7 @@ func TestScheduleCodecRoundTrip(t *testing.T) {
 	if want := `{"id":9007199254740993,"f":1.000000000000000000001,"s":"<a&b>"}`; string(got.Task.Task) != want {
 		t.Fatalf("payload %s, want %s", got.Task.Task, want)
 	}
-	if got.Rev != 7 || got.Task.Delay != s.Task.Delay || !got.UpdatedAt.Equal(s.UpdatedAt) || got.TimeZone != s.TimeZone ||
+	if got.Rev != 7 || got.Task.Delay != s.Task.Delay || got.Task.Timeout != s.Task.Timeout || got.Task.Submission("k", at).Timeout != s.Task.Timeout || !got.UpdatedAt.Equal(s.UpdatedAt) || got.TimeZone != s.TimeZone ||
 		got.Task.Priority != -3 || got.Task.MaxAttempts != 2 || got.Task.Needs[0] != "setup" || got.Task.Group != "g" || got.Actor != "me" {
 		t.Fatalf("decoded %+v", got)
 	}
@@ -61,6 +62,7 @@ func TestScheduleValidate(t *testing.T) {
 		"no kind":    {Name: "n", Spec: "@daily"},
 		"payload":    {Name: "n", Spec: "@daily", Task: ScheduleTask{Kind: "k", Task: json.RawMessage(`{`)}},
 		"delay":      {Name: "n", Spec: "@daily", Task: ScheduleTask{Kind: "k", Delay: -1}},
+		"timeout":    {Name: "n", Spec: "@daily", Task: ScheduleTask{Kind: "k", Timeout: -1}},
 	} {
 		if err := s.Validate(); !errors.Is(err, ErrInvalidSchedule) {
 			t.Errorf("%s: %v", name, err)

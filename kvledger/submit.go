@@ -29,6 +29,10 @@ type Submission struct {
 	// MaxAttempts bounds how often the runtime runs the task before it
 	// fails it. Default 0: the worker's Config.MaxAttempts.
 	MaxAttempts int
+	// Timeout bounds each attempt's handler (TaskState.TimeoutMS, stored
+	// in whole milliseconds, rounded up). Default 0: the worker's
+	// Config.Timeout.
+	Timeout time.Duration
 	// Group names the concurrency group the task counts against (see
 	// TaskState.Group; at most MaxGroupBytes of UTF-8). Default "": none.
 	Group string
@@ -40,6 +44,14 @@ type Submission struct {
 	Now time.Time
 }
 
+// MaxTimeout bounds Submission.Timeout (a week: a handler meant to run
+// longer should not hold a claim that long).
+const MaxTimeout = 7 * 24 * time.Hour
+
+// Timeout is the per-attempt bound the record states (TimeoutMS), 0
+// when it states none.
+func (t TaskState) Timeout() time.Duration { return time.Duration(t.TimeoutMS) * time.Millisecond }
+
 // runtimeFields are the fields a Submission adds to an admitted record.
 type runtimeFields struct {
 	kind        string
@@ -47,11 +59,12 @@ type runtimeFields struct {
 	maxAttempts int
 	group       string
 	priority    int
+	timeoutMS   int
 }
 
 func (rt runtimeFields) apply(s *TaskState) {
 	s.Kind, s.RunAt, s.MaxAttempts = rt.kind, rt.runAt, rt.maxAttempts
-	s.Group, s.Priority = rt.group, rt.priority
+	s.Group, s.Priority, s.TimeoutMS = rt.group, rt.priority, rt.timeoutMS
 }
 
 // Validate checks sub as its admission would before any write: every
@@ -81,13 +94,15 @@ func (sub Submission) resolve() (Submission, runtimeFields, error) {
 		return sub, runtimeFields{}, fmt.Errorf("%w: key %q: both RunAt and Delay set", ErrInvalidState, string(sub.Key))
 	case sub.MaxAttempts < 0:
 		return sub, runtimeFields{}, fmt.Errorf("%w: key %q: negative MaxAttempts", ErrInvalidState, string(sub.Key))
+	case sub.Timeout < 0 || sub.Timeout > MaxTimeout:
+		return sub, runtimeFields{}, fmt.Errorf("%w: key %q: Timeout %v outside 0..%v", ErrInvalidState, string(sub.Key), sub.Timeout, MaxTimeout)
 	}
 	runAt := sub.RunAt
 	if sub.Delay > 0 {
 		runAt = sub.Now.Add(sub.Delay)
 	}
 	return sub, runtimeFields{kind: sub.Kind, runAt: runAt, maxAttempts: sub.MaxAttempts,
-		group: sub.Group, priority: sub.Priority}, nil
+		group: sub.Group, priority: sub.Priority, timeoutMS: int((sub.Timeout + time.Millisecond - 1) / time.Millisecond)}, nil
 }
 
 // Submit admits sub exactly as Admit admits a task (idempotency, rebase

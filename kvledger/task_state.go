@@ -122,6 +122,15 @@ type TaskState struct {
 	// priorities first, equal ones in the order they became ready.
 	// Default 0; negative values run after the default.
 	Priority int `json:"priority,omitempty"`
+	// TimeoutMS bounds each attempt's handler, in milliseconds: a
+	// runtime worker ends the handler's context at that time after its
+	// start (worker.ErrTimeout) and the attempt fails. 0: the worker's
+	// Config.Timeout (none by default).
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+	// Snoozes counts the times a handler snoozed the task (worker.Snooze):
+	// a snooze uses no attempt, and a task snoozed MaxSnoozes times
+	// fails at its next snooze. Reopen sets it back to 0.
+	Snoozes int `json:"snoozes,omitempty"`
 }
 
 // Validate checks the record rules: a non-empty Key, one of the five

@@ -8,7 +8,8 @@ import (
 )
 
 // Attempts returns key's attempts, oldest first: each one's number (of
-// its MaxAttempts), owner, start and end, and how it ended with its
+// its MaxAttempts, the client's Config.MaxAttempts for a record that
+// states none), owner, start and end, and how it ended with its
 // error (kvledger.Attempts over the record's stored writes,
 // Ledger.History). None when key has no record.
 //
@@ -22,7 +23,15 @@ func (c *Client) Attempts(ctx context.Context, key kvledger.IdempotencyKey) ([]k
 	if err != nil {
 		return nil, err
 	}
-	return kvledger.Attempts(h), nil
+	as := kvledger.Attempts(h)
+	for i := range as {
+		// A record admitted without a limit (`ledger admit`) is bounded
+		// by the worker's default: show it, not 0.
+		if as[i].Max == 0 && as[i].N > 0 {
+			as[i].Max = c.cfg.MaxAttempts
+		}
+	}
+	return as, nil
 }
 
 // Workers returns the workers of the ledger that are alive now, from any

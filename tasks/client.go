@@ -54,6 +54,7 @@ func NewClient(ctx context.Context, js jetstream.JetStream, cfg Config) (*Client
 	}
 	c := &Client{cfg: cfg, store: store, ledger: l, kinds: make(map[string]bool), released: make(chan struct{})}
 	if c.worker, err = worker.New(ctx, js, l, cfg.workerConfig()); err != nil {
+		store.Close() // a worker setting refused: nothing else holds the store
 		return nil, err
 	}
 	return c, nil

@@ -355,6 +355,8 @@ func TestSubmitOptionsRefusedAsErrInvalidArgs(t *testing.T) {
 		"run-at and delay":     {RunAt: time.Now().Add(time.Hour), Delay: time.Second},
 		"negative delay":       {Delay: -time.Second},
 		"negative attempts":    {MaxAttempts: -1},
+		"negative timeout":     {Timeout: -time.Second},
+		"timeout above a week": {Timeout: kvledger.MaxTimeout + 1},
 		"group too long":       {Group: strings.Repeat("g", kvledger.MaxGroupBytes+1)},
 		"group not utf-8":      {Group: "\xff"},
 		"needs itself":         {Needs: []kvledger.IdempotencyKey{"opt"}},

@@ -47,8 +47,36 @@ type Config struct {
 	// Default: no bound.
 	GroupLimits map[string]int
 	// MaxAttempts bounds the attempts of a task submitted without its
-	// own. Default 3; 1 disables retries.
+	// own: Submit stores it in the task's record, so every worker obeys
+	// it and the record, Attempts and Task.MaxAttempts show it. Default
+	// 3; 1 disables retries.
 	MaxAttempts int
+	// Backoff returns the pause before attempt n+1 after attempt n
+	// failed (n >= 1; a negative pause is none). Default: exponential
+	// from BackoffBase, doubling, capped at BackoffMax, each pause
+	// jittered into [d/2, d] (worker.Config.Backoff).
+	Backoff func(attempt int) time.Duration
+	// BackoffBase and BackoffMax shape the default Backoff. Defaults 1s
+	// and 1h; tests that retry may set BackoffBase to a millisecond.
+	BackoffBase, BackoffMax time.Duration
+	// Timeout bounds each attempt's handler of a task submitted without
+	// its own (SubmitOpts.Timeout): Submit stores it in the task's
+	// record, so every worker obeys it, and the client's worker applies
+	// it to records that state none. When it runs out the handler's ctx
+	// ends with cause ErrTimeout, and the attempt fails with that error
+	// and is retried by the usual rule; the task is not run again before
+	// the handler has returned. Default 0: no bound.
+	Timeout time.Duration
+	// MaxSnoozes bounds how often a handler may snooze one task (Snooze):
+	// the next snooze fails it. Default 100 (worker.DefaultMaxSnoozes).
+	MaxSnoozes int
+	// Observer receives one call when a handler starts and one when its
+	// attempt has been recorded: the one hook that logging, metrics and
+	// tracing plug into. worker.SlogObserver logs each attempt,
+	// worker.RecorderObserver records them for /metrics, the
+	// kvledger/worker/otelworker module adapts OpenTelemetry; join
+	// several with worker.Observers. Default: none.
+	Observer worker.Observer
 	// ClaimTTL is how long after a worker's last renewal its claims are
 	// taken over by other workers when it dies. 1s to 24h; default 10s.
 	ClaimTTL time.Duration
@@ -59,7 +87,9 @@ type Config struct {
 	// DrainTimeout is how long Close lets running handlers finish.
 	// Default 30s; negative means do not wait.
 	DrainTimeout time.Duration
-	// Logger receives one line per failed attempt, lost claim and drain.
+	// Logger receives one line per attempt that did not complete (failed,
+	// retried, given back, lost, cancelled, released by a drain) and
+	// the worker's own faults (a claim or outcome write that failed).
 	// Default: discard.
 	Logger *slog.Logger
 	// IgnoreSchedules keeps the client's worker off the schedules stored
@@ -71,6 +101,7 @@ type Config struct {
 func (c Config) withDefaults() (Config, error) {
 	c.Ledger = cmp.Or(c.Ledger, DefaultLedger)
 	c.Actor = cmp.Or(c.Actor, "tasks")
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, worker.DefaultMaxAttempts)
 	if c.Retention < 0 {
 		return c, fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
 	}
@@ -87,8 +118,14 @@ func (c Config) workerConfig() worker.Config {
 		KindConcurrency: c.KindConcurrency,
 		GroupLimits:     c.GroupLimits,
 		MaxAttempts:     c.MaxAttempts,
+		Backoff:         c.Backoff,
+		BackoffBase:     c.BackoffBase,
+		BackoffMax:      c.BackoffMax,
 		DrainTimeout:    c.DrainTimeout,
 		Logger:          c.Logger,
+		Observer:        c.Observer,
+		Timeout:         c.Timeout,
+		MaxSnoozes:      c.MaxSnoozes,
 
 		IgnoreStoredSchedules: c.IgnoreSchedules,
 	}

@@ -40,6 +40,28 @@
 // failed attempts too, the first without retry. GiveBack hands a task back
 // without counting the attempt, for a cause that lies with the worker.
 //
+// # Controls
+//
+// Each is stored in the task's record, so every worker obeys it, and
+// adds no write to a task that does not use it.
+//
+//   - RunNow makes a scheduled or retrying task ready at once, its
+//     attempts unchanged: one compare-and-set per task (event
+//     "ledger.run_now"). `natscoord ledger run-now` and the dashboard's
+//     Run now button do the same.
+//   - SubmitOpts.Timeout (default Config.Timeout) bounds each attempt:
+//     the handler's ctx ends with cause ErrTimeout, and the attempt
+//     fails with that error and is retried by the usual rule. The claim
+//     is kept until the handler has returned, so the task never runs
+//     twice at once.
+//   - A handler that returns Snooze(d) runs its task again after d, the
+//     attempt not counted. The bound: a task snoozed Config.MaxSnoozes
+//     times (default 100) fails at its next snooze.
+//
+// Config.Backoff, BackoffBase and BackoffMax shape the retry pauses;
+// Config.Observer is the one hook for logs, metrics and traces
+// (worker.SlogObserver, worker.RecorderObserver, the otelworker module).
+//
 // # Inspection
 //
 // Attempts lists a task's attempts: each one's number of its maximum,

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -13,14 +14,16 @@ type ScheduleOpts struct {
 	// TimeZone is the IANA name of the zone of cron patterns
 	// ("Europe/Paris"). Default "": UTC.
 	TimeZone string
-	// Needs, MaxAttempts, Priority, Group and Delay are each period's
-	// task's, as in SubmitOpts. Defaults: none, the worker's
-	// Config.MaxAttempts, 0, none, none.
+	// Needs, MaxAttempts, Priority, Group, Delay and Timeout are each
+	// period's task's, as in SubmitOpts. Defaults: none, the client's
+	// Config.MaxAttempts (stored in the schedule), 0, none, none, the
+	// client's Config.Timeout (stored too).
 	Needs       []kvledger.IdempotencyKey
 	MaxAttempts int
 	Priority    int
 	Group       string
 	Delay       time.Duration
+	Timeout     time.Duration
 	// Replace replaces a schedule stored under the same name (by a
 	// compare-and-set on its revision). Default false: such a schedule is
 	// kvledger.ErrScheduleExists.
@@ -47,10 +50,12 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 	if opts != nil {
 		o = *opts
 	}
+	o.MaxAttempts = cmp.Or(o.MaxAttempts, c.cfg.MaxAttempts)
+	o.Timeout = cmp.Or(o.Timeout, c.cfg.Timeout)
 	sc := kvledger.Schedule{
 		Name: name, Spec: spec, TimeZone: o.TimeZone, Actor: c.cfg.Actor,
 		Task: kvledger.ScheduleTask{Kind: kind, Task: payload, Needs: o.Needs, MaxAttempts: o.MaxAttempts,
-			Priority: o.Priority, Group: o.Group, Delay: o.Delay},
+			Priority: o.Priority, Group: o.Group, Delay: o.Delay, Timeout: o.Timeout},
 	}
 	if err := c.writing(); err != nil {
 		return kvledger.Schedule{}, err

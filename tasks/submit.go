@@ -38,9 +38,17 @@ type SubmitOpts struct {
 	// positive, sets it to now plus Delay (not both). Default: at once.
 	RunAt time.Time
 	Delay time.Duration
-	// MaxAttempts bounds the task's attempts. Default 0: the worker's
-	// Config.MaxAttempts.
+	// MaxAttempts bounds the task's attempts. Default: the client's
+	// Config.MaxAttempts (3), stored in the record so that every worker
+	// obeys it.
 	MaxAttempts int
+	// Timeout bounds each attempt's handler: its ctx then ends with
+	// cause ErrTimeout and the attempt fails (retried by the usual
+	// rule; a handler that returns nil anyway completes the task). Stored
+	// in the record in whole milliseconds, so every worker obeys it; at
+	// most kvledger.MaxTimeout (a week). Default: the client's
+	// Config.Timeout (0: none).
+	Timeout time.Duration
 	// Priority orders the ready tasks of the kind: higher starts first,
 	// equal ones in the order they became ready. Default 0.
 	Priority int
@@ -75,7 +83,7 @@ type Submission struct {
 // needs is followed by a read of each need (Submitted.MissingNeeds); an
 // error of those reads comes with Admitted as the admission left it.
 func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
-	sub, err := submission(args, opts)
+	sub, err := submission(args, opts, c.cfg)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -107,7 +115,7 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 	out := make([]Submitted, len(subs))
 	ks := make([]kvledger.Submission, len(subs))
 	for i, s := range subs {
-		sub, err := submission(s.Args, s.Opts)
+		sub, err := submission(s.Args, s.Opts, c.cfg)
 		if err != nil {
 			return nil, fmt.Errorf("submission %d: %w", i, err)
 		}
@@ -149,8 +157,11 @@ func payloadOf(args Args) (string, json.RawMessage, error) {
 	return kind, payload, nil
 }
 
-// submission is the ledger's submission of args with opts.
-func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
+// submission is the ledger's submission of args with opts; the client's
+// defaults (cfg's MaxAttempts and Timeout) are stored when opts state
+// none, so the record shows what bounds it (not 0) whichever worker
+// claims it.
+func submission(args Args, opts *SubmitOpts, cfg Config) (kvledger.Submission, error) {
 	kind, payload, err := payloadOf(args)
 	if err != nil {
 		return kvledger.Submission{}, err
@@ -165,9 +176,15 @@ func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
 	if o.Seq == 0 {
 		o.Seq = 1
 	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = cfg.MaxAttempts
+	}
+	if o.Timeout == 0 {
+		o.Timeout = cfg.Timeout
+	}
 	sub := kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
-		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
+		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
 		Priority: o.Priority, Group: o.Group,
 	}
 	return sub, validate(sub)

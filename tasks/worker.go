@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
@@ -43,7 +44,9 @@ func (t *Task[T]) Record() kvledger.TaskState { return t.t.Record() }
 // Permanent, which fails it at once, or GiveBack, which hands it back
 // uncounted. A panic is a failed attempt. ctx ends
 // when the claim is lost, the task is cancelled or a drain runs out of
-// time (context.Cause says which).
+// time, or the attempt's Timeout passed (context.Cause says which:
+// ErrTimeout for the last). Returning Snooze(d) runs the task again
+// after d, uncounted.
 type WorkFunc[T Args] func(ctx context.Context, t *Task[T]) error
 
 // Permanent marks err as not worth retrying: the task fails at once.
@@ -56,6 +59,17 @@ func Permanent(err error) error { return worker.Permanent(err) }
 // bound a task given back again and again; stop the client if the cause
 // will not pass.
 func GiveBack(err error) error { return worker.GiveBack(err) }
+
+// Snooze is what a handler returns to run its task again after d: the
+// attempt is not counted, the task's last error is kept, and the record
+// counts the snooze. A task snoozed Config.MaxSnoozes times (100 by
+// default) fails at its next snooze (worker.ErrSnoozeLimit): the bound
+// that stops a task from snoozing forever.
+func Snooze(d time.Duration) error { return worker.Snooze(d) }
+
+// ErrTimeout is the cause of a handler's ctx when its attempt ran out of
+// time (SubmitOpts.Timeout, Config.Timeout); the attempt fails with it.
+var ErrTimeout = worker.ErrTimeout
 
 // AddWorker makes c run fn for tasks of T's kind. Call it before Start;
 // a kind has one worker function per client.

@@ -41,7 +41,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	pf.StringVar(&lf.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the leases that workers' claims name (natscoord work --lease-bucket)")
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
-		a.ledgerReopen(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf), a.ledgerMigrate(&lf))
+		a.ledgerReopen(&lf), a.ledgerRunNow(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf), a.ledgerMigrate(&lf))
 	cmd.AddCommand(a.ledgerSchedule(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd

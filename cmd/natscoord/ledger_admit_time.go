@@ -21,6 +21,7 @@ type admitRuntime struct {
 	maxAttempts int
 	priority    int
 	group       string
+	timeout     time.Duration
 }
 
 func (r *admitRuntime) register(cmd *cobra.Command) {
@@ -31,6 +32,7 @@ func (r *admitRuntime) register(cmd *cobra.Command) {
 	f.IntVar(&r.maxAttempts, "max-attempts", 0, "attempts before the task fails (default: the worker's)")
 	f.IntVar(&r.priority, "priority", 0, "order among the ready tasks of the kind: higher starts first (may be negative)")
 	f.StringVar(&r.group, "group", "", "concurrency group: workers run at most their --group-limit of its tasks at once")
+	f.DurationVar(&r.timeout, "timeout", 0, "bound on each attempt, stored in the task: the worker then stops its handler (natscoord work: SIGTERM, SIGKILL --grace later) and the attempt fails (default: the worker's --timeout)")
 }
 
 // submission builds the admission from the flags, checked before any I/O.
@@ -38,7 +40,7 @@ func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvle
 	sub := kvledger.Submission{
 		Key: kvledger.IdempotencyKey(key), Seq: kvledger.Sequence(seq), Task: task, Needs: needs,
 		Kind: r.kind, Delay: r.delay, MaxAttempts: r.maxAttempts, Now: time.Now(),
-		Priority: r.priority, Group: r.group,
+		Priority: r.priority, Group: r.group, Timeout: r.timeout,
 	}
 	switch {
 	case r.delay < 0:
@@ -47,6 +49,8 @@ func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvle
 		return sub, errors.New("--run-at and --delay exclude each other")
 	case r.maxAttempts < 0:
 		return sub, errors.New("--max-attempts must not be negative")
+	case r.timeout < 0 || r.timeout > kvledger.MaxTimeout:
+		return sub, fmt.Errorf("--timeout must be 0..%v", kvledger.MaxTimeout)
 	case len(r.kind) > kvledger.MaxKindBytes:
 		return sub, fmt.Errorf("--kind is longer than %d bytes", kvledger.MaxKindBytes)
 	case len(r.group) > kvledger.MaxGroupBytes:
@@ -85,6 +89,12 @@ func runtimeRows(t kvledger.TaskState) [][]string {
 	}
 	if t.Group != "" {
 		add("group", t.Group)
+	}
+	if t.TimeoutMS > 0 {
+		add("timeout", t.Timeout().String())
+	}
+	if t.Snoozes > 0 {
+		add("snoozes", strconv.Itoa(t.Snoozes))
 	}
 	if t.Lease != "" {
 		add("lease", t.Lease) // the lease-bucket key keeping the claim alive

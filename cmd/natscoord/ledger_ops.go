@@ -43,6 +43,12 @@ func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 		applies: kvledger.Phase.Reopenable,
 		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
 			_, err := l.Reopen(ctx, kvledger.Actor(lf.actor), key, now)
+			if errors.Is(err, kvledger.ErrNotFailed) {
+				// A task waiting for its time is what run-now is for.
+				if t, found, serr := l.State(ctx, key); serr == nil && found && t.Phase(now).Delayed() {
+					err = fmt.Errorf("%w; to run it now: natscoord ledger run-now %s", err, string(key))
+				}
+			}
 			return err
 		}}
 	cmd := &cobra.Command{
@@ -51,6 +57,31 @@ func (a *app) ledgerReopen(lf *ledgerFlags) *cobra.Command {
 		Long: `Reopen returns failed and cancelled tasks to pending with their attempts
 reset, and unblocks the tasks they blocked. A filter picks only failed and
 cancelled tasks.
+
+` + selectHelp,
+		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
+	}
+	sel.flags(cmd)
+	return cmd
+}
+
+func (a *app) ledgerRunNow(lf *ledgerFlags) *cobra.Command {
+	var sel opSelect
+	act := opAction{cmd: "run-now", verb: "run now", past: "made ready",
+		applies: kvledger.Phase.Delayed,
+		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
+			_, err := l.RunNow(ctx, kvledger.Actor(lf.actor), key, now)
+			return err
+		}}
+	cmd := &cobra.Command{
+		Use:   "run-now KEY... | run-now [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes]",
+		Short: "Make scheduled or retrying tasks ready at once",
+		Long: `Run-now makes tasks that wait for their time ready at once: scheduled
+tasks (admitted with a run-at or delay ahead) and retrying ones (waiting
+out a failed attempt's backoff). Their attempts are unchanged, and needs
+not completed still hold them. Each task is one compare-and-set on its
+record, with the event ledger.run_now; a task already due is left as it is.
+A filter picks only scheduled and retrying tasks.
 
 ` + selectHelp,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },

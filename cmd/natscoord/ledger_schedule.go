@@ -87,7 +87,7 @@ replaces it by a compare-and-set on the revision it read.`,
 			}
 			sc := kvledger.Schedule{Name: args[0], Spec: spec, TimeZone: zone, Actor: kvledger.Actor(lf.actor),
 				Task: kvledger.ScheduleTask{Kind: sub.Kind, Needs: sub.Needs, MaxAttempts: sub.MaxAttempts,
-					Priority: sub.Priority, Group: sub.Group, Delay: sub.Delay}}
+					Priority: sub.Priority, Group: sub.Group, Delay: sub.Delay, Timeout: sub.Timeout}}
 			if task != "" {
 				v, err := readTaskArg(a.stdin, task)
 				if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/natscoord/natscoord/kvledger"
 )
 
-// uiTaskActions returns the dashboard's reopen, cancel and rm actions on the
+// uiTaskActions returns the dashboard's reopen, run now, cancel and rm actions on the
 // ledger bucket (each write is its event, so it reaches the timeline). The
 // ledger handle is opened at the first action: by then the dashboard has
 // checked that the bucket exists, and looking creates nothing. Its owner
@@ -20,7 +20,10 @@ func uiTaskActions(js jetstream.JetStream, bucket string) *operatorActions {
 	return &operatorActions{js: js, bucket: bucket}
 }
 
-var _ dashboard.TaskActions = (*operatorActions)(nil)
+var (
+	_ dashboard.TaskActions = (*operatorActions)(nil)
+	_ dashboard.TaskRunner  = (*operatorActions)(nil)
+)
 
 type operatorActions struct {
 	js     jetstream.JetStream
@@ -59,6 +62,17 @@ func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key 
 	l, err := a.ledger(ctx)
 	if err == nil {
 		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now(), kvledger.AtRevision(rev))
+	}
+	return err
+}
+
+// RunNow makes a scheduled or retrying task ready at once (the
+// dashboard's run now, as `natscoord ledger run-now`), while its record
+// is at rev, the revision the page showed.
+func (a *operatorActions) RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	l, err := a.ledger(ctx)
+	if err == nil {
+		_, err = l.RunNow(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }

@@ -28,6 +28,9 @@ type workOptions struct {
 	concurrency int
 	ttl         time.Duration
 	maxAttempts int
+	timeout     time.Duration
+	snoozeExit  int
+	snooze      time.Duration
 	backoff     time.Duration
 	grace       time.Duration
 	drain       time.Duration
@@ -84,18 +87,22 @@ at once (ready again within --backoff), its attempt not counted and the
 error kept as its last error, and the worker stops (other running
 commands still get --drain) and exits 127 or 126.
 
-A task never runs twice at once. When the task is cancelled or the worker
-drains (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and SIGKILL
---grace later if it is still running. A drained task is given back, not
-failed, but only once CMD and everything it started have exited (at most
---drain + --grace after the signal): the claim is kept, and renewed, until
-then, and another worker starts the task right after. When the claim is
-lost (this worker could not renew it within --ttl less a tenth of it, or
-another took the task over) there is no grace: CMD and everything it
-started get SIGKILL at once, at least a tenth of --ttl (50ms at the least)
-before the server can expire the claim and another worker take the task
-over. When CMD exits, whatever it left running in the background is
-stopped as on a drain. On Linux, CMD runs under a small
+A task never runs twice at once. When the task is cancelled, its attempt
+runs past its timeout (ledger admit --timeout, else --timeout), or the
+worker drains (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and
+SIGKILL --grace later if it is still running. A drained task is given
+back, not failed, and a timed-out attempt fails ("worker: task timed out
+after D") and is retried by the usual rule, but only once CMD and
+everything it started have exited (at most --drain + --grace after the
+signal): the claim is kept, and renewed, until then. An exit status given
+to --snooze-exit snoozes the task: it runs again after --snooze, the
+attempt not counted (a task snoozed 100 times fails at its next snooze).
+When the claim is lost (this worker could not renew it within --ttl less
+a tenth of it, or another took the task over) there is no grace: CMD and
+everything it started get SIGKILL at once, at least a tenth of --ttl
+(50ms at the least) before the server can expire the claim and another
+worker take the task over. When CMD exits, whatever it left running in
+the background is stopped as on a drain. On Linux, CMD runs under a small
 supervisor (natscoord itself) that stops CMD and everything it started,
 grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
 once, SIGKILL a third of --ttl later (at most --grace), before another
@@ -137,6 +144,9 @@ func (a *app) workCommand() *cobra.Command {
 	f.DurationVar(&o.ttl, "ttl", worker.DefaultClaimTTL, "claim TTL: how soon another worker takes a task over if this one dies (1s..24h)")
 	f.IntVar(&o.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts of a task that does not set its own")
 	f.DurationVar(&o.backoff, "backoff", worker.DefaultBackoffBase, "pause after the first failed attempt; doubles each time, jittered")
+	f.DurationVar(&o.timeout, "timeout", 0, "bound on each attempt of a task that states none (ledger admit --timeout): CMD then gets SIGTERM, SIGKILL --grace later, and the attempt fails and is retried (default: none)")
+	f.IntVar(&o.snoozeExit, "snooze-exit", 0, "an exit status (1..255) that snoozes the task: it runs again after --snooze, the attempt not counted, at most 100 times (default 0: none)")
+	f.DurationVar(&o.snooze, "snooze", time.Minute, "with --snooze-exit, how long a snoozed task waits")
 	f.DurationVar(&o.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when a command must stop")
 	f.DurationVar(&o.drain, "drain", worker.DefaultDrainTimeout, "on SIGINT/SIGTERM, how long running commands may finish before they are stopped and given back")
 	f.IntVar(&o.resultLimit, "result-limit", worker.DefaultMaxResultBytes, "bytes of stdout kept as the result")
@@ -162,6 +172,12 @@ func (o workOptions) validate() error {
 		return fmt.Errorf("--max-attempts must be 1..%d, got %d", maxWorkAttempts, o.maxAttempts)
 	case o.backoff <= 0 || o.backoff > maxWorkDuration:
 		return fmt.Errorf("--backoff must be positive and at most %v", maxWorkDuration)
+	case o.timeout < 0 || o.timeout > kvledger.MaxTimeout:
+		return fmt.Errorf("--timeout must be 0..%v", kvledger.MaxTimeout)
+	case o.snoozeExit < 0 || o.snoozeExit > 255:
+		return fmt.Errorf("--snooze-exit must be 1..255, or 0 for none")
+	case o.snooze < 0 || o.snooze > maxWorkDuration:
+		return fmt.Errorf("--snooze must be 0..%v", maxWorkDuration)
 	case o.grace <= 0 || o.grace > maxWorkGrace:
 		return fmt.Errorf("--grace must be positive and at most %v", maxWorkGrace)
 	case o.drain < 0 || o.drain > maxWorkDuration:
@@ -206,7 +222,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
-		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
+		MaxAttempts: o.maxAttempts, Timeout: o.timeout, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
 		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
 		IgnoreStoredSchedules: o.noSchedules,
@@ -215,7 +231,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	r := &commandRunner{argv: argv, grace: o.grace, orphanGrace: min(o.grace, o.ttl/3), limit: o.resultLimit, stderr: a.stderr,
-		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1)}
+		env: commandEnv(os.Environ(), o.passSecrets), startFailed: make(chan error, 1), snoozeExit: o.snoozeExit, snooze: o.snooze}
 	if err := w.Handle(o.kind, r.handle(o.ledger.bucket)); err != nil {
 		_ = w.Close(context.WithoutCancel(ctx))
 		return err
@@ -271,6 +287,10 @@ func (r *commandRunner) handle(bucket string) worker.Handler {
 			default:
 			}
 			return worker.GiveBack(err)
+		}
+		var ee *exitCodeError
+		if r.snoozeExit != 0 && errors.As(err, &ee) && ee.code == r.snoozeExit {
+			return worker.Snooze(r.snooze)
 		}
 		if err != nil {
 			return err
@@ -361,8 +381,8 @@ func (p *workPrinter) closed(s worker.Stats) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back, %d cancelled, %d lost\n",
-		s.Started, s.Completed, s.Retried, s.Failed, s.Released, s.Cancelled, s.Lost)
+	fmt.Fprintf(p.w, "natscoord work: stopped: %d started, %d completed, %d retried, %d failed, %d given back, %d snoozed, %d cancelled, %d lost\n",
+		s.Started, s.Completed, s.Retried, s.Failed, s.Released, s.Snoozed, s.Cancelled, s.Lost)
 }
 
 // draining says, on Ctrl-C, what the worker waits for before it exits,

@@ -72,6 +72,10 @@ type commandRunner struct {
 	env         []string  // the worker's environment, secrets removed (commandEnv)
 	// startFailed gets the first *commandStartError: the worker stops.
 	startFailed chan error
+	// snoozeExit, when not 0, is the exit status that snoozes the task
+	// for snooze (work --snooze-exit, --snooze).
+	snoozeExit int
+	snooze     time.Duration
 }
 
 // exitCodeError is a command that ran and exited non-zero (or was killed

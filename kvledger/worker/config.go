@@ -27,6 +27,8 @@ const (
 	DefaultOpTimeout    = 5 * time.Second
 	DefaultBackoffBase  = time.Second
 	DefaultBackoffMax   = time.Hour
+	// DefaultMaxSnoozes bounds the snoozes of a task (Snooze).
+	DefaultMaxSnoozes = 100
 	// DefaultMaxResultBytes bounds a handler's result (Task.SetResult).
 	DefaultMaxResultBytes = 64 << 10
 )
@@ -106,6 +108,20 @@ type Config struct {
 	Backoff func(attempt int) time.Duration
 	// BackoffBase and BackoffMax shape the default Backoff.
 	BackoffBase, BackoffMax time.Duration
+	// Timeout bounds each attempt's handler of a task whose record states
+	// no timeout of its own (kvledger.Submission.Timeout): when it has
+	// run that long its context ends with cause ErrTimeout, and the
+	// attempt fails with that error and is retried by the usual rule (a
+	// handler that returns nil anyway completes the task). The claim is
+	// kept until the handler has returned. At most kvledger.MaxTimeout.
+	// Default 0: no bound.
+	Timeout time.Duration
+	// MaxSnoozes bounds how often a handler may snooze one task
+	// (Snooze): the snooze after the MaxSnoozes-th fails the task
+	// (ErrSnoozeLimit). The count is stored in the record
+	// (kvledger.TaskState.Snoozes), so it holds across workers. Default
+	// DefaultMaxSnoozes (100).
+	MaxSnoozes int
 	// DrainTimeout is how long Close lets running handlers finish before
 	// it cancels them (cause ErrDraining); each one's claim is given back
 	// once it returned. Default 30s; negative means do not wait.
@@ -121,7 +137,10 @@ type Config struct {
 	// the system clock. Liveness never depends on it: leases are judged by
 	// the server and by the lease manager's monotonic clock.
 	Clock clock.Clock
-	// Logger receives one line per failed attempt, loss and drain.
+	// Logger receives one line per attempt that did not complete
+	// (failed, retried, given back, lost, cancelled, released by a
+	// drain: Error for a failure, Info for a cancellation or a drain's
+	// release, Warn for the rest) and the worker's own faults.
 	// Default: discard.
 	Logger *slog.Logger
 	// Observer receives one call per handler start and finish. Default:
@@ -147,6 +166,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ClaimAhead = 0
 	}
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.MaxSnoozes = cmp.Or(c.MaxSnoozes, DefaultMaxSnoozes)
 	c.BackoffBase = cmp.Or(c.BackoffBase, DefaultBackoffBase)
 	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
@@ -171,6 +191,10 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("ClaimAhead %d above %d", c.ClaimAhead, MaxClaimAhead)
 	case c.MaxAttempts < 0:
 		return bad("MaxAttempts %d is negative", c.MaxAttempts)
+	case c.Timeout < 0 || c.Timeout > kvledger.MaxTimeout:
+		return bad("Timeout %v outside 0..%v", c.Timeout, kvledger.MaxTimeout)
+	case c.MaxSnoozes < 0:
+		return bad("MaxSnoozes %d is negative", c.MaxSnoozes)
 	case c.BackoffBase < 0 || c.BackoffMax < c.BackoffBase:
 		return bad("BackoffBase %v, BackoffMax %v", c.BackoffBase, c.BackoffMax)
 	case c.OpTimeout < 10*time.Millisecond:

@@ -44,6 +44,21 @@
 // is pending again after the first retry's pause, the attempt not
 // counted, err its last error.
 //
+// # Controls on an attempt
+//
+// Two controls shape an attempt, both decided in controls.go and reaching
+// the attempt at two points only (the handler's call and the outcome in
+// run.go): a timeout, the record's TimeoutMS (kvledger.Submission.
+// Timeout) else Config.Timeout, armed on Config.Clock when the handler
+// starts, ends the handler's context with cause ErrTimeout, and the
+// attempt fails with it (retryOrFail, the usual rule) once the handler
+// has returned: the claim is held, renewed, until then. A handler's
+// Snooze(d) gives the claim back pending at now+d, uncounted, with the
+// record's Snoozes one higher (kvledger.SnoozedEvent); the snooze after
+// Config.MaxSnoozes fails the task (ErrSnoozeLimit), the bound that
+// stops a task from snoozing forever. Neither costs a task that does
+// not use it anything: no timer, no write.
+//
 // # Readiness
 //
 // A task is ready when its record is pending, its RunAt (if any) is not

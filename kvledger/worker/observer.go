@@ -26,6 +26,9 @@ const (
 	// loss of the worker's lease; Err says which), the worker drained
 	// a running handler, or the handler returned GiveBack.
 	ResultReleased Result = "released"
+	// ResultSnoozed: the handler returned Snooze; the task will run
+	// again at Event.RunAt, the attempt not counted.
+	ResultSnoozed Result = "snoozed"
 	// ResultCancelled: an operator cancelled the task while it ran.
 	ResultCancelled Result = "cancelled"
 	// ResultLost: the claim could not be confirmed (lease lost, or the
@@ -107,7 +110,7 @@ func (o SlogObserver) OnStart(ctx context.Context, e Event) {
 // OnFinish logs e at Level, or at Warn when the attempt went wrong.
 func (o SlogObserver) OnFinish(ctx context.Context, e Event) {
 	lvl := o.Level
-	if e.Result != ResultCompleted && e.Result != ResultReleased || isGiveBack(e.Err) {
+	if e.Result != ResultCompleted && e.Result != ResultReleased && e.Result != ResultSnoozed || isGiveBack(e.Err) {
 		lvl = slog.LevelWarn // a give-back is a fault of this worker's
 	}
 	attrs := []slog.Attr{
@@ -121,4 +124,33 @@ func (o SlogObserver) OnFinish(ctx context.Context, e Event) {
 		attrs = append(attrs, slog.Time("run_at", e.RunAt))
 	}
 	o.logger().LogAttrs(ctx, lvl, "worker: task finished", attrs...)
+}
+
+// logAttempt writes Config.Logger's line for an attempt that did not
+// complete, as the Logger's doc promises: a failure at Error, a retry,
+// a give-back or a loss at Warn, a cancellation or a drain's release at
+// Info. Every end of an attempt passes here (Worker.observe).
+func (w *Worker) logAttempt(ctx context.Context, e Event) {
+	lvl := slog.LevelWarn
+	switch {
+	case e.Result == ResultCompleted:
+		return
+	case e.Result == ResultFailed:
+		lvl = slog.LevelError
+	case e.Result == ResultCancelled, e.Result == ResultSnoozed, e.Result == ResultReleased && !isGiveBack(e.Err):
+		lvl = slog.LevelInfo
+	}
+	l := w.cfg.Logger
+	if !l.Enabled(ctx, lvl) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("key", string(e.Key)), slog.String("kind", e.Kind),
+		slog.Int("attempt", e.Attempt), slog.Uint64("fence", uint64(e.Fence))}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("err", e.Err))
+	}
+	if !e.RunAt.IsZero() {
+		attrs = append(attrs, slog.Time("run_at", e.RunAt))
+	}
+	l.LogAttrs(ctx, lvl, "worker: attempt "+string(e.Result), attrs...)
 }

@@ -35,7 +35,7 @@ func (f fanout) OnFinish(ctx context.Context, e Event) {
 // handler; keys are never labels), and
 //
 //   - op "attempt", outcome the Result ("completed", "retried",
-//     "failed", "released", "cancelled", "lost"), with the handler's run
+//     "failed", "released", "cancelled", "lost", "snoozed"), with the handler's run
 //     time: one per finished attempt, so its counts are the tasks that
 //     ended each way (an attempt whose task failed at its claim, its
 //     last allowed attempt having been lost, is "failed" with no run

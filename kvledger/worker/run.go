@@ -315,7 +315,9 @@ func (r *run) attempt() {
 		o.OnStart(hctx, ev)
 	}
 	start := time.Now()
+	stopTimeout := w.armTimeout(rec, hcancel)
 	herr, panicked := call(hctx, w.handlers[rec.Kind], t)
+	stopTimeout()
 	ev.Duration = time.Since(start)
 	if panicked {
 		w.stats.panics.Add(1)
@@ -340,6 +342,7 @@ func call(ctx context.Context, h Handler, t *Task) (err error, panicked bool) {
 // claims name it too.
 func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool {
 	g, t := r.g, r.task
+	herr = timedOut(hctx, herr)
 	ev.Err = herr
 	cause := context.Cause(hctx)
 	switch {
@@ -375,6 +378,9 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 		o = kvledger.Outcome{Status: kvledger.StatusPending, Error: herr.Error(), Uncount: true,
 			RunAt: w.now().Add(max(w.cfg.Backoff(1), 0))}
 		ev.Result, ev.RunAt = ResultReleased, o.RunAt
+	case isSnooze(herr):
+		o, ev.Result = w.snoozeOutcome(t.rec, herr)
+		ev.RunAt = o.RunAt
 	default:
 		o = retryOrFail(t.rec, w.cfg.MaxAttempts, herr.Error(), IsPermanent(herr), w.cfg.Backoff, w.now())
 		ev.Result = ResultFailed
@@ -442,6 +448,8 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.retried.Add(1)
 	case ResultReleased:
 		w.stats.released.Add(1)
+	case ResultSnoozed:
+		w.stats.snoozed.Add(1)
 	}
 }
 
@@ -605,6 +613,7 @@ func (w *Worker) stopHandler(r *run) {
 }
 
 func (w *Worker) observe(ctx context.Context, ev Event) {
+	w.logAttempt(ctx, ev)
 	if o := w.cfg.Observer; o != nil {
 		o.OnFinish(ctx, ev)
 	}

@@ -15,6 +15,9 @@ type Stats struct {
 	// count finds the Observer called); Panics counts handler panics
 	// (also counted as Retried or Failed).
 	Started, Completed, Retried, Failed, Released, Cancelled, Lost, Panics uint64
+	// Snoozed counts attempts whose handler returned Snooze (not
+	// counted as attempts of the task).
+	Snoozed uint64
 	// Contended counts claims that another worker was first to: the
 	// record was claimed since this worker saw it, or is no longer
 	// ready, or names a lease that is still held.
@@ -34,4 +37,5 @@ type Stats struct {
 type counters struct {
 	started, completed, retried, failed, released, cancelled, lost, panics atomic.Uint64
 	contended, takenOver, scheduled, groupFull                             atomic.Uint64
+	snoozed                                                                atomic.Uint64
 }

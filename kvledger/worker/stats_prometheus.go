@@ -14,7 +14,7 @@ import (
 //     Running and Ready;
 //   - natscoord_worker_attempts_started_total: Started;
 //   - natscoord_worker_attempts_total{result}: how attempts ended
-//     (Completed, Retried, Failed, Released, Cancelled, Lost);
+//     (Completed, Retried, Failed, Released, Cancelled, Lost, Snoozed);
 //   - natscoord_worker_panics_total, natscoord_worker_claims_contended_total,
 //     natscoord_worker_claims_taken_over_total,
 //     natscoord_worker_scheduled_total, natscoord_worker_group_full_total:
@@ -35,7 +35,7 @@ func (s Stats) Families() []opstats.Family {
 		res Result
 		n   uint64
 	}{{ResultCompleted, s.Completed}, {ResultRetried, s.Retried}, {ResultFailed, s.Failed},
-		{ResultReleased, s.Released}, {ResultCancelled, s.Cancelled}, {ResultLost, s.Lost}} {
+		{ResultReleased, s.Released}, {ResultCancelled, s.Cancelled}, {ResultLost, s.Lost}, {ResultSnoozed, s.Snoozed}} {
 		attempts.Samples = append(attempts.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "result", Value: string(r.res)}}, Value: float64(r.n)})
 	}
 	return []opstats.Family{

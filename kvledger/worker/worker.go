@@ -288,7 +288,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Running: running, Ready: ready,
 		Started: c.started.Load(), Completed: c.completed.Load(), Retried: c.retried.Load(),
-		Failed: c.failed.Load(), Released: c.released.Load(), Cancelled: c.cancelled.Load(),
+		Failed: c.failed.Load(), Released: c.released.Load(), Cancelled: c.cancelled.Load(), Snoozed: c.snoozed.Load(),
 		Lost: c.lost.Load(), Panics: c.panics.Load(), Contended: c.contended.Load(),
 		TakenOver: c.takenOver.Load(), Scheduled: c.scheduled.Load(), GroupFull: c.groupFull.Load(),
 	}

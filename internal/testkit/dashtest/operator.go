@@ -14,9 +14,9 @@ import (
 )
 
 // OperatorActions are the dashboard's task actions carried out by the
-// ledger's own operator calls (Reopen, Cancel, Delete), as natscoord ui
-// wires them: each is one compare-and-set, at the revision the dashboard
-// showed, that leaves an event.
+// ledger's own operator calls (Reopen, Cancel, RunNow, Delete), as
+// natscoord ui wires them: each is one compare-and-set, at the revision
+// the dashboard showed, that leaves an event.
 type OperatorActions struct{ L *kvledger.Ledger }
 
 // Reopen reopens a failed or cancelled task.
@@ -28,6 +28,12 @@ func (a OperatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key k
 // Cancel cancels a task that has not ended.
 func (a OperatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	_, err := a.L.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now(), kvledger.AtRevision(rev))
+	return err
+}
+
+// RunNow makes a scheduled or retrying task ready, at rev (0: current).
+func (a OperatorActions) RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
+	_, err := a.L.RunNow(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
 	return err
 }
 
