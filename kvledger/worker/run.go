@@ -36,11 +36,14 @@ type run struct {
 	rev      uint64        // the claim's record revision; 0 until claimed
 	fence    kvledger.FenceToken
 	cancel   context.CancelCauseFunc
-	cause    error          // a cause seen before the handler's context existed
-	g        *kvlease.Guard // the worker's lease the claim names
-	task     *Task
-	hctx     context.Context // the handler's context, once it exists
-	ev       Event           // the attempt as the Observer sees it, once claimed
+	cause    error // a cause seen before the handler's context existed
+	// cancelReq: the claim's record asks for its cancel (CancelRequested),
+	// so the outcome, once the handler returned, ends the task cancelled.
+	cancelReq bool
+	g         *kvlease.Guard // the worker's lease the claim names
+	task      *Task
+	hctx      context.Context // the handler's context, once it exists
+	ev        Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
 
@@ -225,6 +228,14 @@ func (r *run) attempt() {
 		w.stats.failed.Add(1)
 		return
 	}
+	if errors.Is(err, kvledger.ErrNotClaimed) && rec.Cancelled {
+		// Cancelled while a claimant that died ran it: ended cancelled
+		// instead of running again.
+		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
+			Attempt: rec.Attempts, Result: ResultCancelled, Err: err})
+		w.stats.cancelled.Add(1)
+		return
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, kvledger.ErrNotReady), errors.Is(err, kvledger.ErrNotClaimed), errors.Is(err, kvledger.ErrNoKey),
@@ -253,8 +264,14 @@ func (r *run) attempt() {
 	ev := Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence, Attempt: rec.Attempts}
 	w.mu.Lock()
 	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.prio, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, rec.Priority, ev
-	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
-		r.cause = ErrClaimLost
+	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev {
+		switch {
+		case e.status != kvledger.StatusClaimed || e.fence != rec.Fence:
+			r.cause = ErrClaimLost
+		case e.rec != nil && e.rec.CancelRequested:
+			// Cancelled before r was filed to see it (observeLocked).
+			r.cause, r.cancelReq = ErrCancelled, true
+		}
 	}
 	if err := g.Err(); err != nil && r.cause == nil {
 		// The lease ended before r was filed under it, so its end hook
@@ -318,8 +335,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	g, t := r.g, r.task
 	ev.Err = herr
 	cause := context.Cause(hctx)
+	w.mu.Lock()
+	cancelReq := r.cancelReq
+	w.mu.Unlock()
 	switch {
-	case errors.Is(cause, ErrCancelled):
+	case errors.Is(cause, ErrCancelled) && !cancelReq:
+		// Ended cancelled by another writer: nothing left to write.
 		ev.Result = ResultCancelled
 		w.observe(hctx, ev)
 		w.stats.cancelled.Add(1)
@@ -332,6 +353,11 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	}
 	var o kvledger.Outcome
 	switch {
+	case cancelReq:
+		// Cancel asked for it: the ledger ends the claim cancelled,
+		// whatever the handler returned, now that it has returned.
+		o = kvledger.Outcome{Status: kvledger.StatusFailed, Error: ErrCancelled.Error()}
+		ev.Result = ResultCancelled
 	case herr == nil:
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
@@ -380,7 +406,12 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 func (w *Worker) settle(so *sentOutcome) {
 	r, hctx, ev, g := so.r, so.hctx, so.ev, so.r.g
 	herr := ev.Err
-	_, err := w.finish(r, so.o, so.sent)
+	rec, err := w.finish(r, so.o, so.sent)
+	if err == nil && rec.Cancelled {
+		// Cancelled after the handler returned, before its outcome
+		// landed: the ledger ended it cancelled (as the record says).
+		ev.Result, ev.RunAt = ResultCancelled, time.Time{}
+	}
 	if err != nil {
 		if g.Err() == nil {
 			// The claim may stand, kept alive by the worker's lease:
@@ -406,6 +437,8 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.retried.Add(1)
 	case ResultReleased:
 		w.stats.released.Add(1)
+	case ResultCancelled:
+		w.stats.cancelled.Add(1)
 	}
 }
 
@@ -519,7 +552,11 @@ func (r *run) observeLocked(c kvledger.Change) {
 	case c.Deleted || c.Err != nil:
 		cause = ErrClaimLost
 	case c.Record.Status == kvledger.StatusClaimed && c.Record.Fence == r.fence:
-		return
+		if !c.Record.CancelRequested || r.cancelReq {
+			return // still r's claim (a renewal, say)
+		}
+		r.cancelReq = true
+		cause = ErrCancelled
 	case c.Record.Cancelled:
 		cause = ErrCancelled
 	default:
