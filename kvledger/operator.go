@@ -235,6 +235,10 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if err != nil {
 			return err
 		}
+		if cur.CancelRequested {
+			return fmt.Errorf("%w: %q is %s: its handler still runs; remove it once it is %s",
+				ErrNotFinal, string(key), PhaseCancelling, PhaseCancelled)
+		}
 		if !cur.Status.final() {
 			return fmt.Errorf("%w: %q is %s", ErrNotFinal, string(key), cur.Status)
 		}

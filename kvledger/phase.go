@@ -92,9 +92,9 @@ func (p Phase) Final() bool {
 func (p Phase) Reopenable() bool { return p == PhaseFailed || p == PhaseCancelled }
 
 // Cancellable reports whether Ledger.Cancel applies to a record in phase
-// p (one that has not ended; a cancelling one is left as it is).
-// Ledger.Delete applies to the Final ones.
-func (p Phase) Cancellable() bool { return !p.Final() }
+// p: one that has not ended and is not cancelling already (Cancel leaves
+// that one as it is). Ledger.Delete applies to the Final ones.
+func (p Phase) Cancellable() bool { return !p.Final() && p != PhaseCancelling }
 
 // ParsePhase reads a phase name; "claimed" is accepted for running, as
 // the stored status names it.

@@ -125,10 +125,11 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 		Short: "List the tasks of the ledger, with their status and phase; filter by either, kind and key prefix",
 		Long: "ls lists the tasks of the ledger, each with its stored STATUS and its PHASE, kvledger's\n" +
 			"name for the state a person asks about: a pending task waiting for its run-at is\n" +
-			"scheduled, or retrying after a failed attempt; claimed is running; a cancelled task is\n" +
-			"stored failed.\n" +
+			"scheduled, or retrying after a failed attempt; claimed is running, or cancelling once\n" +
+			"cancelled while it runs; a cancelled task is stored failed.\n" +
 			"  statuses: " + nameList(kvledger.Statuses) + "\n" +
-			"  phases:   " + nameList(kvledger.Phases) + "\n\n" +
+			"  phases:   " + nameList(kvledger.Phases[:5]) + ",\n" +
+			"            " + nameList(kvledger.Phases[5:]) + "\n\n" +
 			"--status picks tasks by their stored status, --phase by their phase (\"claimed\" names\n" +
 			"running), each repeated or comma-separated; --kind and --prefix pick by kind and key\n" +
 			"prefix; a task must match every filter given. --limit N prints the first N tasks that\n" +
@@ -266,6 +267,7 @@ func (a *app) printTask(t kvledger.TaskState, until string) error {
 	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, append([][]string{
 		{"key", string(t.Key)},
 		{"status", string(t.Status)},
+		{"phase", string(t.Phase(time.Now()))},
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
 		{"owner", dash(string(t.Owner))},
 		{"fence", strconv.FormatUint(uint64(t.Fence), 10)},

@@ -74,7 +74,7 @@ func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	for _, bad := range [][]string{{"--phase", "done"}, {"--phase", "pending,bogus"}, {"--status", "pending", "--phase", "runing"}} {
 		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
 		require.Contains(t, msg, "--phase: kvledger: unknown phase", bad)
-		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, completed, failed, cancelled, blocked", bad)
+		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked", bad)
 	}
 	for _, bad := range [][]string{{"--status", "done"}, {"--status", "pending,bogus"}, {"--status", "runing", "--phase", "running"}} {
 		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
@@ -105,9 +105,9 @@ func TestLedgerLsStatusMatchesTheStoredStatus(t *testing.T) {
 	require.Contains(t, help, "reopen, cancel, rm and purge select by phase, as --phase does")
 	// The help names every status and phase, in kvledger's order.
 	require.Contains(t, help, "  statuses: pending, claimed, completed, failed, blocked\n")
-	require.Contains(t, help, "  phases:   pending, scheduled, retrying, running, completed, failed, cancelled, blocked\n")
+	require.Contains(t, help, "  phases:   pending, scheduled, retrying, running, cancelling,\n            completed, failed, cancelled, blocked\n")
 	require.Contains(t, strings.Join(strings.Fields(c.ok("ledger", "reopen", "--help")), " "),
-		"(comma-separated: pending, scheduled, retrying, running, completed, failed, cancelled, blocked)")
+		"(comma-separated: pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked)")
 }
 
 // `ledger ls --limit` counts the stored values that are not records with

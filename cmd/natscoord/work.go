@@ -86,10 +86,12 @@ commands still get --drain) and exits 127 or 126.
 
 A task never runs twice at once. When the task is cancelled or the worker
 drains (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and SIGKILL
---grace later if it is still running. A drained task is given back, not
-failed, but only once CMD and everything it started have exited (at most
---drain + --grace after the signal): the claim is kept, and renewed, until
-then, and another worker starts the task right after. When the claim is
+--grace later if it is still running. A cancelled task ends cancelled,
+and a drained one is given back, not failed, but only once CMD and
+everything it started have exited (at most --drain + --grace after the
+signal, --grace after the cancel): the claim is kept, and renewed, until
+then (the task shows as cancelling meanwhile and cannot be reopened), and
+another worker starts a drained task right after. When the claim is
 lost (this worker could not renew it within --ttl less a tenth of it, or
 another took the task over) there is no grace: CMD and everything it
 started get SIGKILL at once, at least a tenth of --ttl (50ms at the least)
