@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,6 +43,7 @@ func TestCancelNeverRunsBesideTheHandler(t *testing.T) {
 	var runs overlap
 	started := make(chan struct{}, 4)
 	hold := make(chan struct{})
+	var release sync.Once
 	cause := make(chan error, 4)
 	handler := func(ctx context.Context, task *worker.Task) error {
 		runs.enter()
@@ -60,6 +62,7 @@ func TestCancelNeverRunsBesideTheHandler(t *testing.T) {
 	e.submit(kvledger.Submission{Key: "after", Kind: "slow", Needs: []kvledger.IdempotencyKey{"slow"}})
 	natstest.Recv(t, started, 10*time.Second, "A starts the task")
 	b := e.worker(worker.Config{Owner: "B"}, reg)
+	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // on failure too, before the workers close
 
 	ctx := natstest.Context(t, 20*time.Second)
 	asked, err := e.led.Cancel(ctx, "operator", "slow", "no longer wanted", time.Now())
@@ -75,7 +78,7 @@ func TestCancelNeverRunsBesideTheHandler(t *testing.T) {
 	require.Equal(t, asked.Rev, again.Rev)
 	require.Equal(t, kvledger.PhaseCancelling, e.state("slow").Phase(time.Now()))
 
-	close(hold)
+	release.Do(func() { close(hold) })
 	final := e.waitFinal(10*time.Second, "slow", "after")
 	require.Equal(t, kvledger.PhaseCancelled, final["slow"].Phase(time.Now()), "ended cancelled, not completed or retried")
 	require.Equal(t, "no longer wanted", final["slow"].LastError)
