@@ -155,7 +155,9 @@ func (l *Ledger) unblockOne(ctx context.Context, actor Actor, d, parent Idempote
 // (CancelledEvent), as does the claim that finds the claimant's lease
 // ended (the claimant died), without running it. Cancel returns once the
 // request is stored: the returned record is claimed, with
-// CancelRequested; WaitFinal waits for the end. Cancel of a cancelling
+// CancelRequested; WaitFinal waits for the end. A claimant outside the
+// runtime (Claim, ClaimIfReady) is not told: its Renew goes on, and it
+// should read CancelRequested on the record and stop. Cancel of a cancelling
 // record writes nothing and returns it. It returns ErrNotCancellable for
 // a completed, failed or blocked record. AtRevision binds it to the
 // record as the caller read it.

@@ -504,16 +504,23 @@ func (w *Worker) release(r *run) {
 		}
 		ev.Result, ev.Err = ResultReleased, ErrDraining
 		err := g.Err()
+		var rec kvledger.TaskState
 		if err == nil {
-			_, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}, nil)
+			rec, err = w.finish(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true}, nil)
+		}
+		if err == nil && rec.Cancelled {
+			ev.Result, ev.Err = ResultCancelled, ErrCancelled // the ledger ended it cancelled
 		}
 		if err != nil {
 			ev.Result, ev.Err = ResultLost, errors.Join(ErrDraining, err)
 		}
 		w.observe(hctx, ev)
-		if err != nil {
+		switch {
+		case err != nil:
 			w.stats.lost.Add(1)
-		} else {
+		case ev.Result == ResultCancelled:
+			w.stats.cancelled.Add(1)
+		default:
 			w.stats.released.Add(1)
 		}
 	})
