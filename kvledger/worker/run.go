@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -39,7 +40,8 @@ type run struct {
 	cause    error // a cause seen before the handler's context existed
 	// cancelReq: the claim's record asks for its cancel (CancelRequested),
 	// so the outcome, once the handler returned, ends the task cancelled.
-	cancelReq bool
+	// Set under Worker.mu, read without it by record (atomic).
+	cancelReq atomic.Bool
 	g         *kvlease.Guard // the worker's lease the claim names
 	task      *Task
 	hctx      context.Context // the handler's context, once it exists
@@ -270,7 +272,8 @@ func (r *run) attempt() {
 			r.cause = ErrClaimLost
 		case e.rec != nil && e.rec.CancelRequested:
 			// Cancelled before r was filed to see it (observeLocked).
-			r.cause, r.cancelReq = ErrCancelled, true
+			r.cause = ErrCancelled
+			r.cancelReq.Store(true)
 		}
 	}
 	if err := g.Err(); err != nil && r.cause == nil {
@@ -335,9 +338,7 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	g, t := r.g, r.task
 	ev.Err = herr
 	cause := context.Cause(hctx)
-	w.mu.Lock()
-	cancelReq := r.cancelReq
-	w.mu.Unlock()
+	cancelReq := r.cancelReq.Load()
 	switch {
 	case errors.Is(cause, ErrCancelled) && !cancelReq:
 		// Ended cancelled by another writer: nothing left to write.
@@ -559,10 +560,10 @@ func (r *run) observeLocked(c kvledger.Change) {
 	case c.Deleted || c.Err != nil:
 		cause = ErrClaimLost
 	case c.Record.Status == kvledger.StatusClaimed && c.Record.Fence == r.fence:
-		if !c.Record.CancelRequested || r.cancelReq {
+		if !c.Record.CancelRequested || r.cancelReq.Load() {
 			return // still r's claim (a renewal, say)
 		}
-		r.cancelReq = true
+		r.cancelReq.Store(true)
 		cause = ErrCancelled
 	case c.Record.Cancelled:
 		cause = ErrCancelled
