@@ -148,8 +148,9 @@
 //
 // Records may carry what a task runtime needs (all optional, omitted
 // from the stored JSON when zero): Kind, RunAt, Attempts, MaxAttempts,
-// LastError, Cancelled, a bounded JSON Result, and Group and Priority,
-// which the runtime's group limits and ready order read (records written
+// LastError, Cancelled, CancelRequested (a running task asked to stop),
+// a bounded JSON Result, and Group and Priority, which the runtime's
+// group limits and ready order read (records written
 // before them decode with both zero). Submit and AdmitMany
 // admit with them; a task is ready when it is pending, no live lease
 // holds it, its RunAt has passed and every need is completed. That rule is
