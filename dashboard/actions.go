@@ -26,8 +26,11 @@ type TaskActions interface {
 	// Reopen puts a failed task back to pending so that it runs again
 	// (and the tasks it blocked with it).
 	Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
-	// Cancel ends a pending or claimed task so that no worker runs it
-	// (or finishes running it).
+	// Cancel ends a pending task at once so that no worker runs it, and
+	// asks a running one to stop (kvledger's Ledger.Cancel): it returns
+	// once the request is stored, and the task shows as cancelling
+	// until its handler returned and it ended cancelled; it cannot be
+	// reopened before.
 	Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error
 }
 

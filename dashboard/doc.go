@@ -23,8 +23,9 @@
 //
 // Every badge, filter and count names a task's phase, read through
 // kvledger's TaskState.Phase: scheduled (its run-at is ahead), retrying
-// (waiting out a backoff) and cancelled are told apart from pending and
-// failed. Nothing is written when a run-at passes, so the handler keeps
+// (waiting out a backoff), cancelling (a running task asked to stop,
+// whose handler has not returned yet) and cancelled are told apart from
+// pending, running and failed. Nothing is written when a run-at passes, so the handler keeps
 // one timer for the earliest run-at ahead and pushes each record whose
 // run-at passed, as it pushes a write.
 //

@@ -72,8 +72,8 @@ func nodeWhy(n *graphNode) string {
 		return "no record"
 	case n.Phase == kvledger.PhaseBlocked:
 		return "blocked by " + displayKey(string(n.BlockedBy))
-	case n.Phase == kvledger.PhaseRunning:
-		return fmt.Sprintf("running · %s · f%d", displayKey(string(n.Owner)), n.Fence)
+	case n.Phase == kvledger.PhaseRunning, n.Phase == kvledger.PhaseCancelling:
+		return fmt.Sprintf("%s · %s · f%d", n.Phase, displayKey(string(n.Owner)), n.Fence)
 	case !n.Phase.Final() && n.Waiting > 0:
 		return fmt.Sprintf("%s · waits on %d", n.Phase, n.Waiting)
 	case n.Phase == kvledger.PhasePending:

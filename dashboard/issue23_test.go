@@ -339,3 +339,37 @@ func TestRunAtPassingIsPushed(t *testing.T) {
 	require.Contains(t, e.Page(t, "/"), `data-count="pending">1<`)
 	require.Contains(t, e.Page(t, "/"), `data-count="scheduled">0<`)
 }
+
+// Cancel of a running task from the dashboard asks: the task shows as
+// cancelling, with neither Cancel, Reopen nor rm offered, until its
+// claimant has ended it; it is then cancelled, its dependent blocked,
+// and Reopen is offered. Before, it was cancelled at once under its
+// claimant, and Reopen was offered while the claimant still ran it.
+func TestCancelOfARunningTaskShowsCancelling(t *testing.T) {
+	e := operatorEnv(t, func(e *dashtest.Env) {
+		dashtest.Admit(t, e.Ledger, "job", nil)
+		dashtest.Admit(t, e.Ledger, "dep", nil, "job")
+	}, nil)
+	ctx := natstest.Context(t, 10*time.Second)
+	fence, err := e.Ledger.Claim(ctx, "test", "job", "w1", time.Minute, time.Now())
+	require.NoError(t, err)
+	s := e.OpenSSE(t)
+	confirm := e.Page(t, "/confirm?do=cancel&key=job")
+	form := url.Values{"do": {"cancel"}, "key": {"job"}, "csrf": {dashtest.CSRFOf(t, confirm)}}
+	resp := e.Post(t, form, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NotContains(t, resp.Header.Get("Location"), "error")
+	s.WaitFor(t, "event: ledger", `"ref":"job"`, `"phase":"cancelling"`)
+	frag := e.Page(t, "/fragment/task?key=job")
+	require.Contains(t, frag, `class="badge status-cancelling"`)
+	for _, id := range []string{`id="cancel"`, `id="reopen"`, `id="remove"`} {
+		require.NotContains(t, frag, id, "nothing to do on a cancelling task")
+	}
+
+	require.NoError(t, e.Ledger.Complete(ctx, "test", "job", "w1", fence, kvledger.StatusCompleted, time.Now()))
+	s.WaitFor(t, "event: ledger", `"ref":"job"`, `"phase":"cancelled"`)
+	frag = e.Page(t, "/fragment/task?key=job")
+	require.Contains(t, frag, `class="badge status-cancelled"`)
+	require.Contains(t, frag, `id="reopen"`)
+	s.WaitFor(t, "event: ledger", `"ref":"dep"`, `"status":"blocked"`)
+}

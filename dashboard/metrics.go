@@ -70,7 +70,7 @@ func (h *Handler) Families() []opstats.Family {
 	claims := opstats.Family{Name: "natscoord_ledger_claims_in_flight", Help: "Records claimed now.", Kind: opstats.Gauge,
 		Samples: []opstats.Sample{{Value: float64(counts[kvledger.StatusClaimed])}}}
 	phases := opstats.Family{Name: "natscoord_ledger_task_phases", Kind: opstats.Gauge,
-		Help: "Records of the ledger by phase (kvledger.Phase: pending, scheduled, retrying, running, completed, failed, cancelled, blocked)."}
+		Help: "Records of the ledger by phase (kvledger.Phase: pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked)."}
 	byPhase, _ := h.tasks.phaseCounts(h.cfg.Clock.Now())
 	for _, p := range kvledger.Phases {
 		phases.Samples = append(phases.Samples, opstats.Sample{Labels: []opstats.Label{{Name: "phase", Value: string(p)}}, Value: float64(byPhase[p])})

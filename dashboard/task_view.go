@@ -32,7 +32,9 @@ type taskSummary struct {
 	Attempts    int
 	MaxAttempts int
 	Cancelled   bool
-	Lease       string // the claim's lease key in the claims lease bucket
+	// CancelRequested: a running task an operator cancelled (cancelling).
+	CancelRequested bool
+	Lease           string // the claim's lease key in the claims lease bucket
 	// ErrorLine is the record's last error as a task list shows it
 	// (errorLine: its first line, bounded); the task page reads the
 	// whole error from the store.
@@ -43,8 +45,8 @@ func summarize(s kvledger.TaskState, kind string) taskSummary {
 	return taskSummary{Key: s.Key, Status: s.Status, Kind: kind, Owner: s.Owner, Fence: s.Fence,
 		Needs: slices.Clone(s.Needs), BlockedBy: s.BlockedBy, LeaseUntil: s.LeaseUntil,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, LastEvent: s.LastEvent, Rev: s.Rev,
-		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, Lease: s.Lease,
-		ErrorLine: errorLine(s.LastError)}
+		RunAt: s.RunAt, Attempts: s.Attempts, MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled,
+		CancelRequested: s.CancelRequested, Lease: s.Lease, ErrorLine: errorLine(s.LastError)}
 }
 
 // Phase is the record's phase at now, as kvledger defines it: the view
@@ -62,7 +64,7 @@ func (s taskSummary) AttemptLimit() int { return kvledger.AttemptLimit(s.record(
 // attempts limited by (kvledger.AttemptLimit).
 func (s taskSummary) record() kvledger.TaskState {
 	return kvledger.TaskState{Key: s.Key, Kind: s.Kind, Status: s.Status, RunAt: s.RunAt, Needs: s.Needs, Attempts: s.Attempts,
-		MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled}
+		MaxAttempts: s.MaxAttempts, Cancelled: s.Cancelled, CancelRequested: s.CancelRequested}
 }
 
 // taskEntry is a summary at its place in admission order.

@@ -172,10 +172,12 @@ func TestAttemptsOfEventsAgreesWithTheRecords(t *testing.T) {
 	require.NoError(t, l.Delete(ctx, "t", "k", now))
 	_, err = l.Admit(ctx, "t", "k", 1, nil, now)
 	require.NoError(t, err)
-	_, err = l.Claim(ctx, "t", "k", "w2", time.Minute, now)
+	fence, err = l.Claim(ctx, "t", "k", "w2", time.Minute, now)
 	require.NoError(t, err)
 	_, err = l.Cancel(ctx, "t", "k", "stop", now)
 	require.NoError(t, err)
+	// The request keeps the claim; its owner's end makes it cancelled.
+	require.NoError(t, l.Complete(ctx, "t", "k", "w2", fence, kvledger.StatusCompleted, now))
 	h, err := l.History(ctx, "k")
 	require.NoError(t, err)
 	kept, err := l.KeyEvents(ctx, "k")

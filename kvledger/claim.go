@@ -125,7 +125,15 @@ func (l *Ledger) claim(ctx context.Context, actor Actor, key IdempotencyKey, own
 // with Attempts counting this claim when attempt is set (the runtime's
 // claims and ClaimIfReady's; Claim and Takeover count none). ok false
 // means the compare-and-swap lost.
+//
+// A claimed record that Cancel asked to stop (CancelRequested), whose
+// claim ended, is not claimed: its claimant died or lost its lease before
+// it recorded the outcome, so take ends it cancelled instead
+// (endCancelled), runs nothing and counts no attempt.
 func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, needs needReads, owner OwnerID, leaseKey string, leaseUntil, now time.Time, ev events.Name, attempt bool) (TaskState, bool, error) {
+	if cur.Status == StatusClaimed && cur.CancelRequested {
+		return l.endCancelled(ctx, actor, cur, owner, now)
+	}
 	if len(cur.Needs) > 0 { // a task with no needs has no ancestor: no walk, no map
 		blocker, err := l.blockingAncestor(ctx, cur, needs)
 		if err != nil {
@@ -152,6 +160,26 @@ func (l *Ledger) take(ctx context.Context, actor Actor, cur TaskState, needs nee
 		return TaskState{}, false, err
 	}
 	return l.write(ctx, cur, true, next)
+}
+
+// endCancelled writes cur, a claim Cancel asked to stop whose lease
+// ended, cancelled, with a new fence for owner (the dead claimant is
+// fenced), and blocks its dependents: the end its claimant would have
+// written. ok false means the compare-and-swap lost; a write that landed
+// returns the record with ErrNotClaimed (joined with any error of the
+// dependency walk), as the task is final.
+func (l *Ledger) endCancelled(ctx context.Context, actor Actor, cur TaskState, owner OwnerID, now time.Time) (TaskState, bool, error) {
+	fence, err := cur.nextFence()
+	if err != nil {
+		return TaskState{}, false, err
+	}
+	next := cancelled(cur, actor, owner, fence, now)
+	rec, ok, err := l.commit(ctx, cur, next, cancelLabel, func() error { return l.blockDependents(ctx, actor, cur.Key, now) })
+	if !ok {
+		return rec, ok, err
+	}
+	return rec, true, errors.Join(fmt.Errorf("%w: %q was cancelled while %q ran it, whose claim ended: ended cancelled, not run again",
+		ErrNotClaimed, string(cur.Key), string(cur.Owner)), err)
 }
 
 // Renew moves the lease of the caller's claim to now+lease. With a

@@ -230,16 +230,23 @@ func TestEveryClaimEndDeletesItsLease(t *testing.T) {
 	}
 }
 
-// An operator's Cancel of a task claimed through this Ledger deletes the
-// claim's lease with the write that ends the claim, as its owner's
-// outcome would: no record names the lease any more.
+// An operator's Cancel of a task claimed through this Ledger keeps the
+// claim, and its lease, while the claimant runs it (the handler has not
+// returned); the claimant's outcome then ends it cancelled and deletes
+// the lease with that write: no record names the lease any more.
 func TestCancelOfAHeldClaimDeletesItsLease(t *testing.T) {
 	const leases = "cancel_leases"
 	n, ctx, _, l := leaseFixture(t, leases, "k")
-	_, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Hour, time.Now())
+	rec, err := l.ClaimIfReady(ctx, "w", "k", "w", time.Hour, time.Now())
 	require.NoError(t, err)
 	require.Len(t, liveLeaseKeys(t, n.JS, leases), 1)
-	_, err = l.Cancel(ctx, "ops", "k", "not needed", time.Now())
+	asked, err := l.Cancel(ctx, "ops", "k", "not needed", time.Now())
 	require.NoError(t, err)
+	require.Equal(t, kvledger.PhaseCancelling, asked.Phase(time.Now()))
+	require.Len(t, liveLeaseKeys(t, n.JS, leases), 1, "the claim stays while its claimant runs it")
+	done, err := l.Finish(ctx, "w", "k", "w", rec.Fence, kvledger.Outcome{Status: kvledger.StatusPending, Error: "flaky"}, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, kvledger.PhaseCancelled, done.Phase(time.Now()), "a retry of a cancelled claim ends it cancelled")
+	require.Equal(t, "not needed", done.LastError)
 	require.Empty(t, liveLeaseKeys(t, n.JS, leases), "the cancelled claim's lease goes with it")
 }

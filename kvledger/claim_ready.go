@@ -159,7 +159,7 @@ func (l *Ledger) claimLeased(ctx context.Context, actor Actor, cur, judged TaskS
 			rec TaskState
 			ok  bool
 		)
-		if attemptsUsed(cur, maxAttempts) {
+		if attemptsUsed(cur, maxAttempts) && !cur.CancelRequested { // take ends a cancelled claim
 			rec, ok, err = l.exhaust(ctx, actor, cur, owner, AttemptLimit(cur, maxAttempts), now)
 		} else {
 			rec, ok, err = l.take(ctx, actor, cur, needs, owner, lease.Key(), now.Add(lease.TTL()), now, ev, true)

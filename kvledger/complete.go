@@ -144,6 +144,7 @@ func (l *Ledger) block(ctx context.Context, actor Actor, rec TaskState, blocker 
 		}
 		next := rec.clone()
 		next.Status, next.BlockedBy, next.LeaseUntil, next.Lease = StatusBlocked, blocker, time.Time{}, ""
+		next.CancelRequested = false
 		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, BlockedEvent
 		if err := next.Validate(); err != nil {
 			return TaskState{}, false, err

@@ -148,8 +148,9 @@
 //
 // Records may carry what a task runtime needs (all optional, omitted
 // from the stored JSON when zero): Kind, RunAt, Attempts, MaxAttempts,
-// LastError, Cancelled, a bounded JSON Result, and Group and Priority,
-// which the runtime's group limits and ready order read (records written
+// LastError, Cancelled, CancelRequested (a running task asked to stop),
+// a bounded JSON Result, and Group and Priority, which the runtime's
+// group limits and ready order read (records written
 // before them decode with both zero). Submit and AdmitMany
 // admit with them; a task is ready when it is pending, no live lease
 // holds it, its RunAt has passed and every need is completed. That rule is
@@ -184,15 +185,33 @@
 // Operator actions are compare-and-sets with their own events: Reopen
 // (a failed record back to pending with a new fence, and the records it
 // blocked unblocked transitively, one UnblockedEvent each), Cancel (a
-// pending or claimed record failed with Cancelled set; dependents are
-// blocked), RunNow (a scheduled or retrying record made ready at once,
-// RunAt cleared, attempts kept: RunNowEvent) and Delete (a final record
-// removed; fences keep rising; refused with ErrNeeded while a pending or
-// claimed task needs it). AtRevision binds each to the record as its
-// caller read it: a record written since is refused with ErrMoved (a
-// confirmation page acts only on what it showed). A handler's snooze is
-// the runtime's outcome, named SnoozedEvent (pending again, uncounted,
-// Snoozes one higher).
+// pending record failed with Cancelled set at once, its dependents
+// blocked; a claimed one asked to stop, below), RunNow (a scheduled or
+// retrying record made ready at once, RunAt cleared, attempts kept:
+// RunNowEvent) and Delete (a final record removed; fences keep rising;
+// refused with ErrNeeded while a pending or claimed task needs it).
+// AtRevision binds each to the record as its caller read it: a record
+// written since is refused with ErrMoved (a confirmation page acts only
+// on what it showed). A handler's snooze is the runtime's outcome, named
+// SnoozedEvent (pending again, uncounted, Snoozes one higher).
+//
+// Cancel never ends a claim under its handler: that would let a Reopen
+// run the task again beside it. Cancel of a claimed record is one
+// compare-and-set that sets CancelRequested (LastError the reason,
+// CancelRequestedEvent, phase cancelling) and keeps Owner, Fence and
+// the claim's lease. The claim then ends the one way every claim ends,
+// by its owner, after the handler returned: whatever the owner writes
+// (the runtime's outcome, Complete, Release), the record ends failed
+// with Cancelled set (CancelledEvent) and its dependents are blocked
+// (endClaim). A claimant that dies first leaves its lease to expire; the
+// claim that then finds it ended (Claim, Takeover, ClaimIfReady,
+// ClaimNext, the runtime's) ends it cancelled with a new fence instead
+// of claiming it, runs nothing, counts no attempt and returns
+// ErrNotClaimed. Reopen and Delete refuse a cancelling record (ErrNotFailed,
+// ErrNotFinal, naming the phase). Cancel returns once the request is
+// stored; WaitFinal (`ledger cancel --wait`) waits for the end. We chose
+// a flag on the claimed record over a new status so that everything
+// that judges a claim (Judge, the leases, the fences) stays as it is.
 // Events of these transitions carry the runtime fields too (Kind,
 // Attempts, MaxAttempts, LastError, RunAt, Cancelled), so a key's events
 // tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it
@@ -241,7 +260,8 @@
 //     them apart. The runtime's own transitions and the operators' have
 //     names of their own, also those a person tells apart: ScheduledEvent
 //     (admitted with RunAt ahead), RetriedEvent (an outcome that
-//     schedules a retry), CancelledEvent (status failed, never
+//     schedules a retry), CancelRequestedEvent (a running task asked to
+//     stop: still claimed), CancelledEvent (status failed, never
 //     CompletedEvent), ReopenedEvent, UnblockedEvent, DeletedEvent (the
 //     delete marker), RestoredEvent (Restore's writes) and ExpiredEvent
 //     (the server's marker at the end of a Retention) and RetainedEvent (a
@@ -257,8 +277,9 @@
 //     would be missing. So it is CompletedEvent, success or failure, and
 //     so is a claim that finds the last allowed attempt lost with its
 //     claimant (its failure ends that attempt on the claimant's behalf).
-//     Only an operator's Cancel, which ends a task no claim finished, is
-//     a failure under a name of its own.
+//     Only a cancelled task's end is a failure under a name of its own
+//     (CancelledEvent), whoever writes it: Cancel of a pending task, or
+//     the end of a claim Cancel asked to stop.
 //   - Earlier names: a build before this one wrote a failed completion as
 //     "ledger.failed". Such writes read as the transition is named now
 //     (CompletedEvent, status failed) wherever a write is decoded (the

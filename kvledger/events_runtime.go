@@ -14,8 +14,11 @@ const (
 	// key (directly or through other unblocked records) to pending; one
 	// per record.
 	UnblockedEvent events.Name = "ledger.unblocked"
-	// CancelledEvent: Cancel failed a pending or claimed record
-	// (Cancelled is set); its dependents are then blocked.
+	// CancelledEvent: a task ended cancelled (status failed, Cancelled
+	// set): Cancel of a pending record, or the end of a claim that
+	// Cancel asked to stop (CancelRequestedEvent) by its owner's
+	// outcome, or by the claim that found its claimant's lease ended.
+	// Its dependents are then blocked.
 	CancelledEvent events.Name = "ledger.cancelled"
 	// RunNowEvent: RunNow made a scheduled or retrying record ready at
 	// once (RunAt cleared; attempts unchanged).
@@ -24,6 +27,10 @@ const (
 	// handler snoozed the task (worker.Snooze): RunAt is when it runs
 	// again; the attempt is not counted, Snoozes is.
 	SnoozedEvent events.Name = "ledger.snoozed"
+	// CancelRequestedEvent: Cancel of a claimed record: it stays claimed,
+	// with its owner, fence and lease, and CancelRequested set (phase
+	// cancelling), until its handler returned (CancelledEvent then).
+	CancelRequestedEvent events.Name = "ledger.cancel_requested"
 	// DeletedEvent: Delete removed a final record. Its revision is the
 	// delete's; the event carries the deleted record's status and fence.
 	DeletedEvent events.Name = "ledger.deleted"
@@ -48,7 +55,7 @@ const (
 // readers that must tell the ledger's names from anything else written
 // (the record decoder, the dashboard's counters).
 var EventNames = [...]events.Name{AdmittedEvent, ClaimedEvent, RenewedEvent, ReleasedEvent, TakenOverEvent, CompletedEvent,
-	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, DeletedEvent, ScheduledEvent,
+	BlockedEvent, RetriedEvent, ReopenedEvent, UnblockedEvent, CancelledEvent, CancelRequestedEvent, DeletedEvent, ScheduledEvent,
 	RestoredEvent, ExpiredEvent, RetainedEvent, RunNowEvent, SnoozedEvent}
 
 // admissionEvent names the admission of rec: ScheduledEvent when its RunAt

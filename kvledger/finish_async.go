@@ -95,6 +95,10 @@ func (l *Ledger) finishAsync(ctx context.Context, actor Actor, key IdempotencyKe
 	if err != nil {
 		return done(TaskState{}, err)
 	}
+	if cur.CancelRequested {
+		// Ends cancelled, not as o says (endClaim): rare, so awaited.
+		return done(l.finish(ctx, actor, key, owner, fence, o, now))
+	}
 	next := finishNext(cur, actor, o, now)
 	if err := next.Validate(); err != nil {
 		return done(TaskState{}, err)

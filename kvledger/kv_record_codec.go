@@ -90,6 +90,9 @@ func appendRecordFields(b []byte, r *kvRecord) ([]byte, error) {
 	if r.Cancelled {
 		b = append(b, `,"cancelled":true`...)
 	}
+	if r.CancelRequested {
+		b = append(b, `,"cancel_requested":true`...)
+	}
 	if len(r.Result) > 0 {
 		if b, ok = jsonx.AppendMarshaled(append(b, `,"result":`...), r.Result); !ok {
 			return b, fieldError("result", jsonError(r.Result))
@@ -161,20 +164,22 @@ func recordField(d *jsonx.Scanner, name []byte, r *kvRecord, share string) (uint
 		return 1 << 19, decodeString(d, &r.LastError, share, r)
 	case "cancelled":
 		return 1 << 20, d.BoolInto(&r.Cancelled)
+	case "cancel_requested":
+		return 1 << 21, d.BoolInto(&r.CancelRequested)
 	case "result":
-		return 1 << 21, decodeRaw(d, &r.Result)
+		return 1 << 22, decodeRaw(d, &r.Result)
 	case "group":
-		return 1 << 22, decodeString(d, &r.Group, share, r)
+		return 1 << 23, decodeString(d, &r.Group, share, r)
 	case "priority":
-		return 1 << 23, d.IntInto(&r.Priority)
+		return 1 << 24, d.IntInto(&r.Priority)
 	case "timeout_ms":
-		return 1 << 24, d.IntInto(&r.TimeoutMS)
+		return 1 << 25, d.IntInto(&r.TimeoutMS)
 	case "snoozes":
-		return 1 << 25, d.IntInto(&r.Snoozes)
+		return 1 << 26, d.IntInto(&r.Snoozes)
 	case "rev":
-		return 1 << 26, d.UintInto(&r.Rev)
+		return 1 << 27, d.UintInto(&r.Rev)
 	case "ins":
-		return 1 << 27, d.BoolInto(&r.Ins)
+		return 1 << 28, d.BoolInto(&r.Ins)
 	}
 	return 0, false
 }

@@ -74,6 +74,10 @@ func (l *Ledger) Reopen(ctx context.Context, actor Actor, key IdempotencyKey, no
 		if err != nil {
 			return TaskState{}, err
 		}
+		if cur.CancelRequested {
+			return TaskState{}, fmt.Errorf("%w: %q is %s: its handler still runs; reopen it once it is %s",
+				ErrNotFailed, string(key), PhaseCancelling, PhaseCancelled)
+		}
 		if cur.Status != StatusFailed {
 			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotFailed, string(key), cur.Status)
 		}
@@ -167,35 +171,77 @@ func (l *Ledger) unblockOne(ctx context.Context, actor Actor, d, parent Idempote
 	}
 }
 
-// Cancel ends a pending or claimed record as failed with Cancelled set
-// and LastError = reason, and blocks its dependents as a failure does. A
-// claimed record's owner finds its claim gone: its Complete returns
-// ErrNotClaimed, and a runtime worker cancels the handler's context at
-// once (it sees the write through its watch). It returns
-// ErrNotCancellable for a completed, failed or blocked record. AtRevision
-// binds it to the record as the caller read it.
+// Cancel ends a task that has not ended. A pending record ends at once:
+// failed with Cancelled set and LastError = reason, its dependents
+// blocked as by a failure. A claimed (running) record is not ended under
+// its handler, which would let the task run again beside it once
+// reopened: Cancel asks for it instead, in one compare-and-set that sets
+// CancelRequested and LastError = reason and keeps the claim (owner,
+// fence, lease; phase cancelling, CancelRequestedEvent). A runtime
+// worker sees the request through its watch and cancels the handler's
+// context (worker.ErrCancelled); the claim's next end (the owner's
+// outcome, Complete or Release, whatever it says) then writes the task
+// failed with Cancelled set and blocks its dependents
+// (CancelledEvent), as does the claim that finds the claimant's lease
+// ended (the claimant died), without running it. Cancel returns once the
+// request is stored: the returned record is claimed, with
+// CancelRequested; WaitFinal waits for the end. A claimant outside the
+// runtime (Claim, ClaimIfReady) is not told: its Renew goes on, and it
+// should read CancelRequested on the record and stop. Cancel of a cancelling
+// record writes nothing and returns it. It returns ErrNotCancellable for
+// a completed, failed or blocked record. AtRevision binds it to the
+// record as the caller read it.
 func (l *Ledger) Cancel(ctx context.Context, actor Actor, key IdempotencyKey, reason string, now time.Time, opts ...ActionOption) (TaskState, error) {
 	o := actionOptsOf(opts)
+	if reason == "" {
+		reason = "cancelled by " + string(actor)
+	}
 	for {
 		cur, err := o.load(ctx, l, key)
 		if err != nil {
 			return TaskState{}, err
 		}
-		if cur.Status != StatusPending && cur.Status != StatusClaimed {
+		next := cur.clone()
+		next.LastError = TruncateError(reason)
+		next.UpdatedBy, next.UpdatedAt = actor, now
+		switch {
+		case cur.Status == StatusClaimed && cur.CancelRequested:
+			return cur, nil
+		case cur.Status == StatusClaimed:
+			// No commit: the claim does not end, so its lease stays.
+			next.CancelRequested, next.LastEvent = true, CancelRequestedEvent
+			if err := next.Validate(); err != nil {
+				return TaskState{}, err
+			}
+			rec, ok, err := l.write(ctx, cur, true, next)
+			if err != nil || ok {
+				return rec, err
+			}
+			continue
+		case cur.Status != StatusPending:
 			return TaskState{}, fmt.Errorf("%w: %q is %s", ErrNotCancellable, string(key), cur.Status)
 		}
-		if reason == "" {
-			reason = "cancelled by " + string(actor)
-		}
-		next := cur.clone()
-		next.Status, next.LeaseUntil, next.Lease, next.Cancelled = StatusFailed, time.Time{}, "", true
-		next.LastError = TruncateError(reason)
-		next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
+		next.Status, next.Cancelled, next.LastEvent = StatusFailed, true, CancelledEvent
 		after := func() error { return l.blockDependents(ctx, actor, key, now) }
-		if rec, ok, err := l.commit(ctx, cur, next, "cancelled, blocking its dependents", after); err != nil || ok {
+		if rec, ok, err := l.commit(ctx, cur, next, cancelLabel, after); err != nil || ok {
 			return rec, err
 		}
 	}
+}
+
+// cancelLabel names the dependency walk of a cancelled task in its error.
+const cancelLabel = "cancelled, blocking its dependents"
+
+// cancelled is the record that ends cur, a claim Cancel asked to stop,
+// whoever ends it (its owner's outcome, or a claim after its lease
+// ended): failed with Cancelled set, the reason kept in LastError, no
+// lease, Owner and Fence those given.
+func cancelled(cur TaskState, actor Actor, owner OwnerID, fence FenceToken, now time.Time) TaskState {
+	next := cur.clone()
+	next.Status, next.Owner, next.Fence, next.LeaseUntil, next.Lease = StatusFailed, owner, fence, time.Time{}, ""
+	next.Cancelled, next.CancelRequested, next.Result = true, false, nil
+	next.UpdatedBy, next.UpdatedAt, next.LastEvent = actor, now, CancelledEvent
+	return next
 }
 
 // Delete removes a completed, failed or blocked record (ErrNotFinal for
@@ -220,6 +266,10 @@ func (l *Ledger) Delete(ctx context.Context, actor Actor, key IdempotencyKey, no
 		cur, err := o.load(ctx, l, key)
 		if err != nil {
 			return err
+		}
+		if cur.CancelRequested {
+			return fmt.Errorf("%w: %q is %s: its handler still runs; remove it once it is %s",
+				ErrNotFinal, string(key), PhaseCancelling, PhaseCancelled)
 		}
 		if !cur.Status.final() {
 			return fmt.Errorf("%w: %q is %s", ErrNotFinal, string(key), cur.Status)

@@ -25,6 +25,11 @@ const (
 	PhaseRetrying Phase = "retrying"
 	// PhaseRunning: claimed by a worker or an owner.
 	PhaseRunning Phase = "running"
+	// PhaseCancelling: claimed, and an operator cancelled it
+	// (CancelRequested): its handler is being stopped, and the task
+	// ends cancelled once it returned (or once its claimant's lease
+	// ended). It cannot be reopened before.
+	PhaseCancelling Phase = "cancelling"
 	// PhaseCompleted: the task succeeded.
 	PhaseCompleted Phase = "completed"
 	// PhaseFailed: the task failed (attempts used up, a permanent error,
@@ -39,7 +44,7 @@ const (
 
 // Phases lists every phase in life-cycle order, for help texts and
 // tables that show a count per phase.
-var Phases = []Phase{PhasePending, PhaseScheduled, PhaseRetrying, PhaseRunning,
+var Phases = []Phase{PhasePending, PhaseScheduled, PhaseRetrying, PhaseRunning, PhaseCancelling,
 	PhaseCompleted, PhaseFailed, PhaseCancelled, PhaseBlocked}
 
 // Phase is t's phase at now (the caller's clock decides only whether a
@@ -55,6 +60,9 @@ func (t TaskState) Phase(now time.Time) Phase {
 		}
 		return PhaseScheduled
 	case StatusClaimed:
+		if t.CancelRequested {
+			return PhaseCancelling
+		}
 		return PhaseRunning
 	case StatusCompleted:
 		return PhaseCompleted
@@ -84,8 +92,9 @@ func (p Phase) Final() bool {
 func (p Phase) Reopenable() bool { return p == PhaseFailed || p == PhaseCancelled }
 
 // Cancellable reports whether Ledger.Cancel applies to a record in phase
-// p (one that has not ended). Ledger.Delete applies to the Final ones.
-func (p Phase) Cancellable() bool { return !p.Final() }
+// p: one that has not ended and is not cancelling already (Cancel leaves
+// that one as it is). Ledger.Delete applies to the Final ones.
+func (p Phase) Cancellable() bool { return !p.Final() && p != PhaseCancelling }
 
 // Delayed reports whether a task in phase p waits for its RunAt
 // (scheduled, or retrying after a backoff): the tasks Ledger.RunNow

@@ -24,6 +24,7 @@ func TestPhaseTellsSituationsApart(t *testing.T) {
 		{"delayed", kvledger.TaskState{Status: kvledger.StatusPending, RunAt: later}, kvledger.PhaseScheduled},
 		{"backoff", kvledger.TaskState{Status: kvledger.StatusPending, RunAt: later, Attempts: 1}, kvledger.PhaseRetrying},
 		{"claimed", kvledger.TaskState{Status: kvledger.StatusClaimed}, kvledger.PhaseRunning},
+		{"cancel requested", kvledger.TaskState{Status: kvledger.StatusClaimed, CancelRequested: true}, kvledger.PhaseCancelling},
 		{"completed", kvledger.TaskState{Status: kvledger.StatusCompleted}, kvledger.PhaseCompleted},
 		{"failed", kvledger.TaskState{Status: kvledger.StatusFailed}, kvledger.PhaseFailed},
 		{"cancelled", kvledger.TaskState{Status: kvledger.StatusFailed, Cancelled: true}, kvledger.PhaseCancelled},
@@ -43,4 +44,6 @@ func TestPhaseTellsSituationsApart(t *testing.T) {
 	require.ErrorIs(t, err, kvledger.ErrInvalidPhase)
 	require.True(t, kvledger.PhaseCancelled.Final())
 	require.False(t, kvledger.PhaseRetrying.Final())
+	require.False(t, kvledger.PhaseCancelling.Final())
+	require.False(t, kvledger.PhaseCancelling.Reopenable())
 }

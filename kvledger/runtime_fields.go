@@ -51,6 +51,8 @@ func (s TaskState) validateRuntime() error {
 		return bad("result is not valid JSON")
 	case s.Cancelled && s.Status != StatusFailed:
 		return bad("cancelled set on a " + string(s.Status) + " record")
+	case s.CancelRequested && s.Status != StatusClaimed:
+		return bad("cancel_requested set on a " + string(s.Status) + " record")
 	case s.Lease != "" && s.Status != StatusClaimed:
 		return bad("lease set on a " + string(s.Status) + " record")
 	case len(s.Lease) > MaxLeaseBytes:

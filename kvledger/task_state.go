@@ -108,11 +108,18 @@ type TaskState struct {
 	// expires it (LeaseEnded). Empty on every other record, on claims
 	// written by a Ledger without a lease taker, and on records from
 	// before the field existed.
-	Lease       string          `json:"lease,omitempty"`
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	LastError   string          `json:"last_error,omitempty"`
-	Cancelled   bool            `json:"cancelled,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
+	Lease       string `json:"lease,omitempty"`
+	MaxAttempts int    `json:"max_attempts,omitempty"`
+	LastError   string `json:"last_error,omitempty"`
+	Cancelled   bool   `json:"cancelled,omitempty"`
+	// CancelRequested, on a claimed record only, is an operator's Cancel
+	// of the running task (phase cancelling): the claim stays, with its
+	// owner, fence and lease, until its handler returned and the owner
+	// recorded an outcome, which ends the task cancelled whatever it says
+	// (LastError holds the reason). A claimant whose lease ended first is
+	// finished cancelled by the next claim, which runs nothing.
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	Result          json.RawMessage `json:"result,omitempty"`
 	// Group names the concurrency group the task counts against: a
 	// runtime worker whose Config.GroupLimits bounds the group runs at
 	// most that many of its tasks at once across all workers. Empty: no

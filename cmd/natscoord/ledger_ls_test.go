@@ -74,7 +74,7 @@ func TestLedgerLsPhaseAndFilters(t *testing.T) {
 	for _, bad := range [][]string{{"--phase", "done"}, {"--phase", "pending,bogus"}, {"--kind", "x", "--phase", "runing"}} {
 		msg := c.fail(append([]string{"ledger", "ls"}, bad...)...)
 		require.Contains(t, msg, "--phase: kvledger: unknown phase", bad)
-		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, completed, failed, cancelled, blocked", bad)
+		require.Contains(t, msg, "(one of pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked", bad)
 	}
 	require.Contains(t, c.fail("ledger", "ls", "--limit", "-1"), "--limit must be 0 (no limit) or more")
 	help := c.ok("ledger", "ls", "--help")
@@ -112,11 +112,11 @@ func TestLedgerLsStatusIsDeprecated(t *testing.T) {
 	help := c.ok("ledger", "ls", "--help")
 	require.NotContains(t, help, "--status")
 	require.NotContains(t, help, "--state")
-	require.Contains(t, help, "  phases: pending, scheduled, retrying, running, completed, failed, cancelled, blocked\n")
+	require.Contains(t, help, "  phases: pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked\n")
 	for _, cmd := range []string{"ls", "reopen", "cancel", "rm", "purge"} {
 		h := c.ok("ledger", cmd, "--help")
 		require.Contains(t, strings.Join(strings.Fields(h), " "),
-			"(repeated or comma-separated: pending, scheduled, retrying, running, completed, failed, cancelled, blocked;", cmd)
+			"(repeated or comma-separated: pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked;", cmd)
 		require.NotContains(t, h, "--state", cmd)
 	}
 }

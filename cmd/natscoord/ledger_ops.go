@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +26,9 @@ type opAction struct {
 	verb, past string
 	applies    func(kvledger.Phase) bool
 	do         func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error
+	// doSays, when set, is do that also says what it did (empty: past),
+	// for an action whose effect depends on the task: cancel.
+	doSays func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) (string, error)
 	// refused, when set, says without writing why do would refuse key
 	// (nil: it would not), for a dry run.
 	refused func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey) error
@@ -94,27 +99,52 @@ func (a *app) ledgerCancel(lf *ledgerFlags) *cobra.Command {
 	var (
 		sel    opSelect
 		reason string
+		wait   time.Duration
 	)
 	act := opAction{cmd: "cancel", verb: "cancel", past: "cancelled",
 		applies: kvledger.Phase.Cancellable,
-		do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
-			_, err := l.Cancel(ctx, kvledger.Actor(lf.actor), key, reason, now)
-			return err
+		doSays: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) (string, error) {
+			return cancelTask(ctx, l, kvledger.Actor(lf.actor), key, reason, now, wait)
 		}}
 	cmd := &cobra.Command{
-		Use:   "cancel KEY... | cancel [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] [--reason R]",
+		Use:   "cancel KEY... | cancel [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] [--reason R] [--wait D]",
 		Short: "Cancel tasks that have not ended (their dependents are blocked)",
-		Long: `Cancel ends pending, scheduled, retrying and running tasks as cancelled;
-a running task's worker sees its claim end and its handler's context is
-cancelled. Their dependents are blocked, as by a failure. A filter picks
-only tasks that have not ended.
+		Long: `Cancel ends pending, scheduled and retrying tasks as cancelled at once.
+A running task is asked to stop: it shows as cancelling while its worker
+cancels the handler's context (natscoord work: SIGTERM to the command,
+SIGKILL after --grace), and ends cancelled, never retried, once the
+handler has returned, or once its dead worker's claim expired. Until then
+it keeps its claim, so no other worker runs it and it cannot be reopened.
+With --wait the command waits up to that long for running tasks to end.
+Dependents are blocked, as by a failure. A filter picks only tasks that
+have not ended.
 
 ` + selectHelp,
 		RunE: func(cmd *cobra.Command, args []string) error { return a.runOp(cmd.Context(), lf, &sel, act, args) },
 	}
 	sel.flags(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", `reason stored as the task's last error (default "cancelled by ACTOR")`)
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for running tasks to end cancelled (0: report them cancelling)")
 	return cmd
+}
+
+// cancelTask cancels key and says what it did: "cancelled", or
+// "cancelling" for a running task whose handler has not returned within
+// wait (a wait that ends reports it so, no error: the request stands).
+func cancelTask(ctx context.Context, l *kvledger.Ledger, actor kvledger.Actor, key kvledger.IdempotencyKey, reason string, now time.Time, wait time.Duration) (string, error) {
+	rec, err := l.Cancel(ctx, actor, key, reason, now)
+	if err != nil {
+		return "", err
+	}
+	if rec.Status == kvledger.StatusClaimed && wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		final, _ := l.WaitFinal(wctx, key)
+		cancel()
+		if f, ok := final[key]; ok {
+			rec = f
+		}
+	}
+	return string(rec.Phase(time.Now())), nil
 }
 
 // deleteAction removes ended tasks through Ledger.Delete.
@@ -134,6 +164,7 @@ func (a *app) ledgerPurge(lf *ledgerFlags) *cobra.Command {
 		sel     opSelect
 		all     bool
 		confirm string
+		wait    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "purge [--phase P] [--kind K] [--prefix P] [--under P] [--schedule S] [--dry-run | --yes] | purge --all --confirm BUCKET",
@@ -145,8 +176,11 @@ what it would remove, as --dry-run does, and exits 1. A task that a pending
 or running task still needs is kept: its line names the tasks that need
 it, and the command exits 1 (remove it once they have ended, or cancel
 them). With --all it empties the ledger: tasks that have not ended are
-cancelled first, then every task is removed. --all asks for the bucket's
-name again in --confirm, instead of --yes.
+cancelled first, then every task is removed. A running task ends only once
+its handler has returned (it is cancelling meanwhile): purge waits up to
+--wait for those, and keeps any still running, naming it (the command
+exits 1; purge again once it has ended). --all asks for the bucket's name
+again in --confirm, instead of --yes.
 
 ` + filterHelp,
 		Args: cobra.NoArgs,
@@ -164,17 +198,18 @@ name again in --confirm, instead of --yes.
 			if confirm != lf.bucket {
 				return fmt.Errorf("ledger purge --all removes every task of %q: repeat the bucket with --confirm %s", lf.bucket, lf.bucket)
 			}
-			return a.purgeAll(cmd.Context(), lf, sel.dryRun)
+			return a.purgeAll(cmd.Context(), lf, sel.dryRun, wait)
 		},
 	}
 	sel.flags(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "remove every task, cancelling those that have not ended")
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the bucket's name, required with --all")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "with --all, how long to wait for the running tasks it cancels to end")
 	return cmd
 }
 
 // purgeAll cancels every task that has not ended, then removes every task.
-func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) error {
+func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool, wait time.Duration) error {
 	return a.withLedger(parent, lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 		snap, err := l.Snapshot(ctx)
 		var bad *kvledger.CorruptRecordsError
@@ -182,9 +217,8 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 			return err
 		}
 		cancel := opAction{cmd: "purge", verb: "cancel", past: "cancelled",
-			do: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) error {
-				_, err := l.Cancel(ctx, kvledger.Actor(lf.actor), key, "purged by "+lf.actor, now)
-				return err
+			doSays: func(ctx context.Context, l *kvledger.Ledger, key kvledger.IdempotencyKey, now time.Time) (string, error) {
+				return cancelTask(ctx, l, kvledger.Actor(lf.actor), key, "purged by "+lf.actor, now, 0)
 			}}
 		del := deleteAction(lf, "purge")
 		// Every cancel first, then every removal: a removal is refused
@@ -200,18 +234,36 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 			}
 			out = append(out, r)
 		}
+		// A running task ends once its handler returned: all are waited
+		// for at once, up to wait; one still running is then refused
+		// by its removal (not final).
+		var running []kvledger.IdempotencyKey
+		for _, r := range out {
+			if r.Action == string(kvledger.PhaseCancelling) {
+				running = append(running, kvledger.IdempotencyKey(r.Key))
+			}
+		}
+		if len(running) > 0 && wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			_, _ = l.WaitFinal(wctx, running...)
+			cancel()
+		}
 		for i, r := range out {
 			if r.Error != "" {
 				continue
 			}
 			after := kvledger.Phase(r.Phase)
 			if r.Action != "" {
-				after = kvledger.PhaseCancelled
+				after = kvledger.PhaseCancelled // or cancelling: Delete refuses it
 			}
 			done := a.apply(ctx, l, del, opResult{Key: r.Key, Phase: string(after)}, dryRun)
 			done.Phase = r.Phase
 			if r.Action != "" && done.Error == "" {
-				done.Action = r.Action + ", " + done.Action
+				was := r.Action // "cancelled", "would cancel", or "cancelling" that ended since
+				if !dryRun {
+					was = string(kvledger.PhaseCancelled) // removed: it ended
+				}
+				done.Action = was + ", " + done.Action
 			}
 			out[i] = done
 		}
@@ -258,21 +310,32 @@ func (a *app) apply(ctx context.Context, l *kvledger.Ledger, act opAction, r opR
 		r.Action = "would " + act.verb
 		return r
 	}
-	if err := act.do(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now()); err != nil {
-		r.Action, r.Error = "error", err.Error()
-		return r
-	}
 	r.Action = act.past
+	var err error
+	if act.doSays != nil {
+		var said string
+		if said, err = act.doSays(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now()); said != "" {
+			r.Action = said
+		}
+	} else {
+		err = act.do(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now())
+	}
+	if err != nil {
+		r.Action, r.Error = "error", err.Error()
+	}
 	return r
 }
 
 // reportOp prints one line per task and a summary; any task that could
 // not be changed makes the command fail after the report.
 func (a *app) reportOp(out []opResult, act opAction, dryRun bool) error {
-	failed := 0
+	failed, other := 0, map[string]int{} // other: tasks done otherwise than act.past (cancelling)
 	for _, r := range out {
-		if r.Error != "" {
+		switch {
+		case r.Error != "":
 			failed++
+		case !dryRun && act.doSays != nil && r.Action != act.past:
+			other[r.Action]++
 		}
 	}
 	if a.json {
@@ -296,7 +359,13 @@ func (a *app) reportOp(out []opResult, act opAction, dryRun bool) error {
 		if dryRun {
 			verb = "would " + act.verb
 		}
-		if _, err := fmt.Fprintf(a.stdout, "%s %d task(s), %d error(s)\n", verb, len(out)-failed, failed); err != nil {
+		done := len(out) - failed
+		var also string
+		for _, k := range slices.Sorted(maps.Keys(other)) {
+			done -= other[k]
+			also += fmt.Sprintf(", %d %s", other[k], k)
+		}
+		if _, err := fmt.Fprintf(a.stdout, "%s %d task(s)%s, %d error(s)\n", verb, done, also, failed); err != nil {
 			return err
 		}
 	}

@@ -90,7 +90,7 @@ func TestLedgerPurge(t *testing.T) {
 	c.ok("ledger", "admit", "--no-kind", "c", "--seq", "1")
 	l := openTestLedger(t, n)
 	finish(t, l, "a", kvledger.StatusCompleted)
-	claim(t, l, "b", "w")
+	fb := claim(t, l, "b", "w")
 
 	require.Equal(t, map[string]string{"a": "would remove"}, opReport(t, c.ok("--json", "ledger", "purge", "--dry-run")))
 	require.Equal(t, map[string]string{"a": "removed"}, opReport(t, c.ok("--json", "ledger", "purge", "--yes")))
@@ -100,9 +100,18 @@ func TestLedgerPurge(t *testing.T) {
 	require.Equal(t, map[string]string{"b": "would cancel, would remove", "c": "would cancel, would remove"},
 		opReport(t, c.ok("--json", "ledger", "purge", "--all", "--confirm", defaultLedgerBucket, "--dry-run")))
 	require.Equal(t, kvledger.PhaseRunning, taskPhase(t, l, "b"))
+	// b's claimant runs it on: cancelled, b is cancelling, and kept
+	// until its claimant has ended it, so it never runs twice at once.
+	r := c.run("ledger", "purge", "--all", "--confirm", defaultLedgerBucket, "--wait", "200ms")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stdout, "removed 1 task(s), 1 error(s)")
+	require.Regexp(t, `(?m)^b\s+running\s+error\s+.*"b" is cancelling: its handler still runs`, r.stdout)
+	require.Regexp(t, `(?m)^c\s+pending\s+cancelled, removed\s+-$`, r.stdout)
+	require.Equal(t, kvledger.PhaseCancelling, taskPhase(t, l, "b"))
+	require.NoError(t, l.Complete(natstest.Context(t, 10*time.Second), "test", "b", "w", fb, kvledger.StatusCompleted, time.Now()))
+	require.Equal(t, kvledger.PhaseCancelled, taskPhase(t, l, "b"), "its claimant's end ends it cancelled")
 	out := c.ok("ledger", "purge", "--all", "--confirm", defaultLedgerBucket)
-	require.Contains(t, out, "removed 2 task(s), 0 error(s)")
-	require.Regexp(t, `(?m)^b\s+running\s+cancelled, removed\s+-$`, out)
+	require.Contains(t, out, "removed 1 task(s), 0 error(s)")
 	var tasks []kvledger.TaskState
 	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "ls")), &tasks))
 	require.Empty(t, tasks)
@@ -123,9 +132,9 @@ func TestLedgerStats(t *testing.T) {
 	require.Equal(t, map[kvledger.Phase]int{kvledger.PhasePending: 1, kvledger.PhaseScheduled: 1}, counts.ByKind["mail"])
 	require.Equal(t, map[kvledger.Phase]int{kvledger.PhaseCancelled: 1}, counts.ByKind["report"])
 	out := c.ok("ledger", "stats")
-	require.Regexp(t, `(?m)^KIND\s+pending\s+scheduled\s+retrying\s+running\s+completed\s+failed\s+cancelled\s+blocked\s+total$`, out)
-	require.Regexp(t, `(?m)^mail\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+2$`, out)
-	require.Regexp(t, `(?m)^\(all\)\s+1\s+1\s+0\s+0\s+0\s+0\s+1\s+0\s+3$`, out)
+	require.Regexp(t, `(?m)^KIND\s+pending\s+scheduled\s+retrying\s+running\s+cancelling\s+completed\s+failed\s+cancelled\s+blocked\s+total$`, out)
+	require.Regexp(t, `(?m)^mail\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+0\s+0\s+2$`, out)
+	require.Regexp(t, `(?m)^\(all\)\s+1\s+1\s+0\s+0\s+0\s+0\s+0\s+1\s+0\s+3$`, out)
 }
 
 // --seq defaults to 1, and its help says what it protects: a newer

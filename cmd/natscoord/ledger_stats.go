@@ -16,7 +16,7 @@ func (a *app) ledgerStats(lf *ledgerFlags) *cobra.Command {
 		Use:   "stats",
 		Short: "Count the ledger's tasks by state and kind",
 		Long: `stats reads the ledger once and counts its tasks by state (pending,
-scheduled, retrying, running, completed, failed, cancelled, blocked) and
+scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked) and
 kind. A long-running process keeps the same counts current from its watch
 without reading the ledger again (tasks.Client.Counts).`,
 		Args: cobra.NoArgs,

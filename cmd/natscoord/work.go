@@ -90,8 +90,9 @@ commands still get --drain) and exits 127 or 126.
 A task never runs twice at once. When the task is cancelled, its attempt
 runs past its timeout (ledger admit --timeout, else --timeout), or the
 worker drains (SIGINT, SIGTERM), CMD's process group gets SIGTERM, and
-SIGKILL --grace later if it is still running. A drained task is given
-back, not failed, and a timed-out attempt fails ("worker: task timed out
+SIGKILL --grace later if it is still running. A cancelled task ends
+cancelled (it shows as cancelling meanwhile and cannot be reopened), a
+drained task is given back, not failed, and a timed-out attempt fails ("worker: task timed out
 after D") and is retried by the usual rule, but only once CMD and
 everything it started have exited (at most --drain + --grace after the
 signal): the claim is kept, and renewed, until then. An exit status given

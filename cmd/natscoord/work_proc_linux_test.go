@@ -227,3 +227,48 @@ func requireGoneWithin(t *testing.T, pids []int, d time.Duration, what string) {
 		natstest.Eventually(t, d, func() bool { return !alive(pid) }, "%s: pid %d still runs", what, pid)
 	}
 }
+
+// A running task that is cancelled keeps its claim until its command and
+// everything it started have exited: `ledger cancel` reports it
+// cancelling, `ledger reopen` is refused meanwhile, and a second worker
+// never runs it beside the command, which ignores SIGTERM and is killed
+// --grace later. It then ends cancelled, its dependent blocked, and runs
+// again (once) only when reopened after that. Before, the cancel ended
+// the claim at once: the reopen went through and the second worker ran
+// the task beside the first command.
+func TestWorkCancelNeverRunsATaskTwiceAtOnce(t *testing.T) {
+	c, _ := newCLI(t)
+	pidFile, overlap := onceEnv(t)
+	c.ok("ledger", "admit", "k1", "--seq", "1", "--kind", "slow")
+	c.ok("ledger", "admit", "d1", "--seq", "1", "--kind", "other", "--needs", "k1")
+	a := c.start("work", "--kind", "slow", "--grace", "2s", "--", "sh", "-c", onceScript)
+	pids := readPids(t, pidFile)
+	b := c.start("work", "--kind", "slow", "--", "sh", "-c", onceScript)
+
+	out := c.ok("ledger", "cancel", "k1")
+	require.Regexp(t, `(?m)^k1\s+running\s+cancelling\s`, out)
+	r := c.run("ledger", "reopen", "k1")
+	require.NotEqual(t, 0, r.code, "no reopen while the cancelled command runs: %s", r.stdout)
+	require.Contains(t, r.stderr, "cancelling")
+	require.Contains(t, c.ok("ledger", "show", "k1"), "cancelling")
+
+	// Already asked: --wait waits for the command to be killed.
+	out = c.ok("ledger", "cancel", "k1", "--wait", "25s")
+	require.Regexp(t, `(?m)^k1\s+cancelling\s+cancelled\s`, out)
+	requireGone(t, pids, "after the cancel")
+	r = c.run("ledger", "wait", "k1")
+	require.Equal(t, waitCancelled, r.code, r.stdout+r.stderr)
+	var rec kvledger.TaskState
+	require.NoError(t, json.Unmarshal([]byte(c.ok("--json", "ledger", "show", "d1")), &rec))
+	require.Equal(t, kvledger.StatusBlocked, rec.Status)
+	requireNoOverlap(t, overlap)
+
+	c.ok("ledger", "reopen", "k1")
+	r = c.run("ledger", "wait", "k1")
+	require.Equal(t, waitCompleted, r.code, r.stderr)
+	requireNoOverlap(t, overlap)
+	require.Equal(t, 0, b.stop(t).code)
+	ra := a.stop(t)
+	require.Equal(t, 0, ra.code, ra.stderr)
+	require.Regexp(t, `(?m)^cancelled\s+k1\s+attempt 1`, ra.stdout)
+}

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"FenceNeverWraps", testFenceNeverWraps},
 		{"Revisions", testRevisions},
 		{"Capabilities", testCapabilities},
+		{"CancelOfAClaim", testCancelOfAClaim},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })

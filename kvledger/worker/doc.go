@@ -135,8 +135,9 @@
 //     for running handlers: pending again, the attempt not counted, so
 //     other workers start them without waiting for the drain
 //     (TestClaimAheadGivenBackOnClose);
-//   - an operator's cancel ends its wait with ErrCancelled and its
-//     handler never runs (TestClaimAheadCancelledWhileWaiting);
+//   - an operator's cancel ends its wait with ErrCancelled, its handler
+//     never runs, and its claim ends cancelled
+//     (TestClaimAheadCancelledWhileWaiting);
 //   - when the worker's lease ends (a pause, a partition, a server
 //     restart longer than ClaimTTL), its wait ends with ErrClaimLost, as
 //     a running handler's context does, and the claim is given back as
@@ -315,8 +316,9 @@
 // worker's monotonic clock, which is before the server can expire the
 // lease (for all the claims under that lease alike). context.Cause says
 // ErrClaimLost. It is also cancelled when the
-// record moves to another claim or is cancelled by an operator
-// (ErrCancelled), seen through the record watch.
+// record moves to another claim (ErrClaimLost) or an operator cancels
+// the task (ErrCancelled: Ledger.Cancel's request, CancelRequested on the
+// claim), seen through the record watch.
 //
 // Completion is fenced: the outcome is one compare-and-set that presents
 // the claim's fence, and a worker whose claim was taken over gets
@@ -456,11 +458,17 @@
 //   - a drain, with DrainTimeout or -1, and Close with an ended ctx:
 //     above; the claim is kept, renewed, for as long as the handler
 //     runs (TestDrainGivesBackOnlyAfterTheHandlerReturned);
-//   - a task cancelled by an operator: Cancel writes the record failed,
-//     which ends the claim, and no worker starts a final task; a task
-//     reopened (Ledger.Reopen) while its cancelled handler still runs
-//     can start beside it, so reopen a cancelled task once its handler
-//     has stopped;
+//   - a task cancelled by an operator: Cancel of a running task only
+//     asks (CancelRequested on the claim, phase cancelling): the claim,
+//     its fence and the worker's lease stay, so no other worker can
+//     claim it and Reopen refuses it. The worker cancels the handler's
+//     ctx (ErrCancelled; `natscoord work`: SIGTERM, SIGKILL after
+//     --grace) and, once it returned, records its outcome, which the
+//     ledger writes as cancelled (never retried; dependents blocked).
+//     If the worker dies first, the claim that finds its lease expired
+//     ends the task cancelled without running it
+//     (TestCancelNeverRunsBesideTheHandler,
+//     TestCancelOfADeadWorkersTaskEndsItCancelled);
 //   - a worker that dies: its handlers die with it, and the server
 //     expires its lease ClaimTTL after the last renewal;
 //   - a lost lease: when the worker cannot renew its lease (the server

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -42,11 +43,15 @@ type run struct {
 	rev      uint64        // the claim's record revision; 0 until claimed
 	fence    kvledger.FenceToken
 	cancel   context.CancelCauseFunc
-	cause    error          // a cause seen before the handler's context existed
-	g        *kvlease.Guard // the worker's lease the claim names
-	task     *Task
-	hctx     context.Context // the handler's context, once it exists
-	ev       Event           // the attempt as the Observer sees it, once claimed
+	cause    error // a cause seen before the handler's context existed
+	// cancelReq: the claim's record asks for its cancel (CancelRequested),
+	// so the outcome, once the handler returned, ends the task cancelled.
+	// Set under Worker.mu, read without it by record (atomic).
+	cancelReq atomic.Bool
+	g         *kvlease.Guard // the worker's lease the claim names
+	task      *Task
+	hctx      context.Context // the handler's context, once it exists
+	ev        Event           // the attempt as the Observer sees it, once claimed
 
 	once sync.Once // the one outcome: recorded by the attempt, or released by the drain
 
@@ -250,6 +255,14 @@ func (r *run) attempt() {
 		w.stats.failed.Add(1)
 		return
 	}
+	if errors.Is(err, kvledger.ErrNotClaimed) && rec.Cancelled {
+		// Cancelled while a claimant that died ran it: ended cancelled
+		// instead of running again.
+		w.observe(w.values, Event{Key: r.key, Kind: rec.Kind, Owner: w.cfg.Owner, Fence: rec.Fence,
+			Attempt: rec.Attempts, Result: ResultCancelled, Err: err})
+		w.stats.cancelled.Add(1)
+		return
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, kvledger.ErrNotReady), errors.Is(err, kvledger.ErrNotClaimed), errors.Is(err, kvledger.ErrNoKey),
@@ -279,8 +292,15 @@ func (r *run) attempt() {
 	w.mu.Lock()
 	r.rev, r.fence, r.g, r.task, r.cancel, r.hctx, r.ev = rec.Rev, rec.Fence, g, t, hcancel, hctx, ev
 	w.claimFails = 0
-	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev && (e.status != kvledger.StatusClaimed || e.fence != rec.Fence) {
-		r.cause = ErrClaimLost
+	if e := w.ix.recs[r.key]; e != nil && e.rev > rec.Rev {
+		switch {
+		case e.status != kvledger.StatusClaimed || e.fence != rec.Fence:
+			r.cause = ErrClaimLost
+		case e.rec != nil && e.rec.CancelRequested:
+			// Cancelled before r was filed to see it (observeLocked).
+			r.cause = ErrCancelled
+			r.cancelReq.Store(true)
+		}
 	}
 	if err := g.Err(); err != nil && r.cause == nil {
 		// The lease ended before r was filed under it, so its end hook
@@ -345,8 +365,10 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	herr = timedOut(hctx, herr)
 	ev.Err = herr
 	cause := context.Cause(hctx)
+	cancelReq := r.cancelReq.Load()
 	switch {
-	case errors.Is(cause, ErrCancelled):
+	case errors.Is(cause, ErrCancelled) && !cancelReq:
+		// Ended cancelled by another writer: nothing left to write.
 		ev.Result = ResultCancelled
 		w.observe(hctx, ev)
 		w.stats.cancelled.Add(1)
@@ -359,6 +381,11 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 	}
 	var o kvledger.Outcome
 	switch {
+	case cancelReq:
+		// Cancel asked for it: the ledger ends the claim cancelled,
+		// whatever the handler returned, now that it has returned.
+		o = kvledger.Outcome{Status: kvledger.StatusFailed, Error: ErrCancelled.Error()}
+		ev.Result = ResultCancelled
 	case herr == nil:
 		o = kvledger.Outcome{Status: kvledger.StatusCompleted, Result: t.resultBytes()}
 		ev.Result = ResultCompleted
@@ -410,14 +437,19 @@ func (w *Worker) record(r *run, hctx context.Context, herr error, ev Event) bool
 func (w *Worker) settle(so *sentOutcome) {
 	r, hctx, ev, g := so.r, so.hctx, so.ev, so.r.g
 	herr := ev.Err
-	_, err := w.finish(r, so.o, so.sent)
+	rec, err := w.finish(r, so.o, so.sent)
 	if err != nil && !refused(err) && !unwritable(err) {
 		// The server did not answer for as long as finish tries (it
 		// restarted, the connection went): the outcome may have landed,
 		// and the claim stands until someone takes it over. Settle it
 		// when the server answers again, so that what is reported is
 		// what the record holds.
-		_, err = w.finishLate(r, so.o)
+		rec, err = w.finishLate(r, so.o)
+	}
+	if err == nil && rec.Cancelled {
+		// Cancelled after the handler returned, before its outcome
+		// landed: the ledger ended it cancelled (as the record says).
+		ev.Result, ev.RunAt = ResultCancelled, time.Time{}
 	}
 	if err != nil {
 		if g.Err() == nil {
@@ -450,6 +482,8 @@ func (w *Worker) settle(so *sentOutcome) {
 		w.stats.released.Add(1)
 	case ResultSnoozed:
 		w.stats.snoozed.Add(1)
+	case ResultCancelled:
+		w.stats.cancelled.Add(1)
 	}
 }
 
@@ -568,15 +602,21 @@ func (w *Worker) giveBackUnstarted(r *run) {
 		if cancel != nil {
 			cancel(cause)
 		}
-		_, err := w.finishLate(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
+		rec, err := w.finishLate(r, kvledger.Outcome{Status: kvledger.StatusPending, Uncount: true})
 		ev.Result, ev.Err = ResultReleased, cause
-		if err != nil {
+		switch {
+		case err != nil:
 			ev.Result, ev.Err = ResultLost, errors.Join(cause, err)
+		case rec.Cancelled:
+			ev.Result, ev.Err = ResultCancelled, ErrCancelled // the ledger ended it cancelled
 		}
 		w.observe(hctx, ev)
-		if err != nil {
+		switch {
+		case err != nil:
 			w.stats.lost.Add(1)
-		} else {
+		case ev.Result == ResultCancelled:
+			w.stats.cancelled.Add(1)
+		default:
 			w.stats.released.Add(1)
 		}
 	})
@@ -631,7 +671,11 @@ func (r *run) observeLocked(c kvledger.Change) {
 	case c.Deleted || c.Err != nil:
 		cause = ErrClaimLost
 	case c.Record.Status == kvledger.StatusClaimed && c.Record.Fence == r.fence:
-		return
+		if !c.Record.CancelRequested || r.cancelReq.Load() {
+			return // still r's claim (a renewal, say)
+		}
+		r.cancelReq.Store(true)
+		cause = ErrCancelled
 	case c.Record.Cancelled:
 		cause = ErrCancelled
 	default:
