@@ -123,3 +123,23 @@ type manualTimer struct {
 	f     func()
 	index int
 }
+
+// Start is the start of an operation whose duration is reported (an
+// observer's event, a metric), not judged: the monotonic time now when
+// on, else the zero time, so that an operation nobody observes reads no
+// clock. Durations are measured in real time, whatever Clock the
+// component runs on: they describe the work, not a time a test chooses.
+func Start(on bool) time.Time {
+	if !on {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Since is the duration since a time from Start: 0 for the zero time.
+func Since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
+}
