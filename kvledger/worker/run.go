@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
@@ -288,9 +289,9 @@ func (r *run) attempt() {
 	if o := w.cfg.Observer; o != nil {
 		o.OnStart(hctx, ev)
 	}
-	start := time.Now()
+	start := clock.Start(true)
 	herr, panicked := call(hctx, w.handlers[rec.Kind], t)
-	ev.Duration = time.Since(start)
+	ev.Duration = clock.Since(start)
 	if panicked {
 		w.stats.panics.Add(1)
 	}
