@@ -75,7 +75,7 @@ type Submission struct {
 // needs is followed by a read of each need (Submitted.MissingNeeds); an
 // error of those reads comes with Admitted as the admission left it.
 func (c *Client) Submit(ctx context.Context, args Args, opts *SubmitOpts) (Submitted, error) {
-	sub, err := submission(args, opts)
+	sub, err := submission(args, opts, c.cfg.Clock.Now())
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -107,7 +107,7 @@ func (c *Client) SubmitMany(ctx context.Context, subs []Submission) ([]Submitted
 	out := make([]Submitted, len(subs))
 	ks := make([]kvledger.Submission, len(subs))
 	for i, s := range subs {
-		sub, err := submission(s.Args, s.Opts)
+		sub, err := submission(s.Args, s.Opts, c.cfg.Clock.Now())
 		if err != nil {
 			return nil, fmt.Errorf("submission %d: %w", i, err)
 		}
@@ -149,8 +149,9 @@ func payloadOf(args Args) (string, json.RawMessage, error) {
 	return kind, payload, nil
 }
 
-// submission is the ledger's submission of args with opts.
-func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
+// submission is the ledger's submission of args with opts, admitted at
+// now.
+func submission(args Args, opts *SubmitOpts, now time.Time) (kvledger.Submission, error) {
 	kind, payload, err := payloadOf(args)
 	if err != nil {
 		return kvledger.Submission{}, err
@@ -168,7 +169,7 @@ func submission(args Args, opts *SubmitOpts) (kvledger.Submission, error) {
 	sub := kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
 		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts,
-		Priority: o.Priority, Group: o.Group,
+		Priority: o.Priority, Group: o.Group, Now: now,
 	}
 	return sub, validate(sub)
 }
