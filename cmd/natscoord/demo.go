@@ -115,7 +115,7 @@ func (a *app) demoDialer(ctx context.Context, remote bool) (dialer, string, func
 type demoNote string
 
 func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error {
-	start := time.Now()
+	start := wall.Now()
 	ctx, cancel := context.WithTimeout(parent, o.deadline+o.ui.waitBudget())
 	defer cancel()
 	dial, where, stopServer, err := a.demoDialer(ctx, remote)
@@ -264,11 +264,11 @@ wait:
 				extraTakeovers = append(extraTakeovers, e.Key)
 			}
 			if human {
-				printDemoEvent(a.stdout, time.Since(start), e, prog)
+				printDemoEvent(a.stdout, wall.Now().Sub(start), e, prog)
 			}
 		case n := <-notes:
 			if human {
-				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
+				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", wall.Now().Sub(start).Seconds(), n)
 			}
 		case <-stalling:
 			stalling = nil
@@ -286,7 +286,7 @@ wait:
 		select {
 		case n := <-notes:
 			if human {
-				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", time.Since(start).Seconds(), n)
+				fmt.Fprintf(a.stdout, "%7.2fs  %s\n", wall.Now().Sub(start).Seconds(), n)
 			}
 			continue
 		default:
@@ -300,7 +300,7 @@ wait:
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	sum := summarize(run, snap, o.workers, time.Since(start))
+	sum := summarize(run, snap, o.workers, wall.Now().Sub(start))
 	if len(extraTakeovers) > 0 {
 		sum.Problems = append(sum.Problems, fmt.Sprintf("claims of live workers were taken over: %s", strings.Join(extraTakeovers, ", ")))
 		sum.OK = false

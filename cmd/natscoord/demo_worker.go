@@ -79,6 +79,7 @@ func (w *demoWorker) actor() kvledger.Actor { return kvledger.Actor(w.name) }
 // expires if the worker stops renewing it.
 func (w *demoWorker) newRuntime(ctx context.Context) error {
 	rt, err := worker.New(ctx, w.js, w.ledger, worker.Config{
+		Clock: wall,
 		Owner: w.name, Leases: w.leases, ClaimTTL: demoLease, Concurrency: 2, DrainTimeout: time.Second,
 	})
 	if err == nil {
@@ -131,7 +132,7 @@ func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)
 	if _, err := w.ledger.WaitFinal(ctx, needsOf(demoStalling)...); err != nil {
 		return err
 	}
-	rec, err := w.ledger.ClaimLeased(ctx, w.actor(), demoStalling, w.name, g, time.Now())
+	rec, err := w.ledger.ClaimLeased(ctx, w.actor(), demoStalling, w.name, g, wall.Now())
 	if err != nil {
 		return fmt.Errorf("%s: claim %s: %w", w.name, demoStalling, err)
 	}
@@ -142,7 +143,7 @@ func (w *demoWorker) lead(ctx context.Context, started func(), note func(string)
 		return err
 	}
 	now := final[demoStalling]
-	late := w.ledger.Complete(ctx, w.actor(), demoStalling, w.name, rec.Fence, kvledger.StatusCompleted, time.Now())
+	late := w.ledger.Complete(ctx, w.actor(), demoStalling, w.name, rec.Fence, kvledger.StatusCompleted, wall.Now())
 	w.run.mu.Lock()
 	w.run.stall = stallReport{
 		Worker: w.name, Fence: uint64(rec.Fence), TakenBy: now.Owner, TakenFence: uint64(now.Fence),

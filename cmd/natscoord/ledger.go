@@ -173,7 +173,7 @@ func (a *app) ledgerLs(lf *ledgerFlags) *cobra.Command {
 // most limit of the two together (0: all), and the count says how many
 // matched, the corrupt ones included.
 func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, limit int) error {
-	now := time.Now()
+	now := wall.Now()
 	tasks := make([]listedTask, 0, len(snap.Tasks))
 	matched := 0
 	for _, t := range snap.Tasks {
@@ -360,7 +360,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
 				_, err = fmt.Fprintf(a.stdout, "%s %s: %s%s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, kvledger.Sequence(seq), t),
-					stateText(t, time.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
+					stateText(t, wall.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
 			if nb := (noBucketError{}); errors.As(err, &nb) {
@@ -397,7 +397,7 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 			}
 			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
+				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, wall.Now())
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}

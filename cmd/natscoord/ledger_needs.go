@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -59,7 +58,7 @@ func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 		}
 		return r.t.Status, r.found
 	}
-	v := kvledger.Judge(t, need, kvledger.LeaseStateUnknown, time.Now())
+	v := kvledger.Judge(t, need, kvledger.LeaseStateUnknown, wall.Now())
 	switch v.Kind {
 	case kvledger.VerdictReadLease, kvledger.VerdictHeld, kvledger.VerdictTakeover:
 		return fmt.Sprintf("claimed by %q (attempt %d)", string(t.Owner), t.Attempts)

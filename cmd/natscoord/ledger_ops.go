@@ -175,7 +175,7 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool) err
 		del.refused = nil
 		out := make([]opResult, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
-			r := opResult{Key: string(t.Key), Phase: string(t.Phase(time.Now()))}
+			r := opResult{Key: string(t.Key), Phase: string(t.Phase(wall.Now()))}
 			if !kvledger.Phase(r.Phase).Final() {
 				r = a.apply(ctx, l, cancel, r, dryRun)
 			}
@@ -231,7 +231,7 @@ func (a *app) runOp(parent context.Context, lf *ledgerFlags, sel *opSelect, act 
 		if err != nil && !errors.As(err, &bad) {
 			return err
 		}
-		now := time.Now()
+		now := wall.Now()
 		for _, t := range snap.Tasks {
 			p := t.Phase(now)
 			if !act.applies(p) || !f.match(t, p) {
@@ -255,7 +255,7 @@ func (a *app) applyKey(ctx context.Context, l *kvledger.Ledger, lf *ledgerFlags,
 	case err == nil && !found:
 		err = errNoTask(lf.bucket, key)
 	case err == nil:
-		r.Phase = string(t.Phase(time.Now()))
+		r.Phase = string(t.Phase(wall.Now()))
 		if r = a.apply(ctx, l, act, r, dryRun); r.Error != "" {
 			err = errors.New(r.Error)
 		}
@@ -281,7 +281,7 @@ func (a *app) apply(ctx context.Context, l *kvledger.Ledger, act opAction, r opR
 		r.Action = "would " + act.verb
 		return r
 	}
-	if err := act.do(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now()); err != nil {
+	if err := act.do(ctx, l, kvledger.IdempotencyKey(r.Key), wall.Now()); err != nil {
 		r.Action, r.Error = "error", err.Error()
 		return r
 	}
