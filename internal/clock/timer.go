@@ -12,19 +12,20 @@ import (
 type Timer struct {
 	C chan struct{} // buffered 1
 
-	c    Clock
-	mu   sync.Mutex
-	gen  uint64      // the current arming; a timer of an older one sends nothing
-	stop func() bool // the current arming's stop, nil when unarmed
-	rt   *time.Timer // on Real: the one runtime timer, re-armed by Reset
-	due  time.Time   // on Real: when the current arming comes due
+	c     Clock
+	mu    sync.Mutex
+	gen   uint64 // the current arming; a timer of an older one sends nothing
+	armed bool
+	stop  func() bool // the current arming's stop (not on Real)
+	rt    *time.Timer // on Real: the one runtime timer, re-armed by Reset
+	due   time.Time   // on Real: when the current arming comes due
 }
 
 // NewTimer returns an unarmed Timer on c.
 func NewTimer(c Clock) *Timer { return &Timer{C: make(chan struct{}, 1), c: c} }
 
-// Reset arms t to fire after d (at once for d <= 0), replacing any
-// earlier arming.
+// Reset arms t to fire after d (d <= 0: as soon as c runs timers),
+// replacing any earlier arming.
 func (t *Timer) Reset(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -37,10 +38,10 @@ func (t *Timer) Reset(d time.Duration) {
 		} else {
 			t.rt.Reset(d)
 		}
-		t.stop = t.rt.Stop
+		t.armed = true
 		return
 	}
-	t.stop = t.c.AfterFunc(d, func() { t.fire(gen) })
+	t.armed, t.stop = true, t.c.AfterFunc(d, func() { t.fire(gen) })
 }
 
 // Stop disarms t and empties C.
@@ -51,9 +52,13 @@ func (t *Timer) Stop() {
 }
 
 func (t *Timer) stopLocked() {
-	if t.stop != nil {
-		t.stop()
-		t.stop = nil
+	if t.armed {
+		if t.rt != nil {
+			t.rt.Stop()
+		} else {
+			t.stop()
+		}
+		t.armed, t.stop = false, nil
 	}
 	t.gen++
 	select {
@@ -68,7 +73,7 @@ func (t *Timer) stopLocked() {
 func (t *Timer) fireReal() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stop == nil || time.Now().Before(t.due) {
+	if !t.armed || time.Now().Before(t.due) {
 		return
 	}
 	t.fireLocked()
@@ -84,7 +89,7 @@ func (t *Timer) fire(gen uint64) {
 }
 
 func (t *Timer) fireLocked() {
-	t.stop = nil
+	t.armed, t.stop = false, nil
 	select {
 	case t.C <- struct{}{}:
 	default:
