@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/natscoord/natscoord/events"
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -107,12 +108,16 @@ func (h *Handler) startEventFeed(ctx context.Context) error {
 	}
 	// Not reaching it (the stream's last message is not a task write, or
 	// the hour holds many) only leaves the ring short or the chart
-	// filling for a while: wait a bounded moment, then go on.
+	// filling for a while: wait a bounded moment (real time: a wait on
+	// the server), then go on.
+	t := clock.NewTimer(clock.Real())
+	t.Reset(2 * time.Second)
 	select {
 	case <-caughtUp:
 	case <-ctx.Done():
-	case <-time.After(2 * time.Second):
+	case <-t.C:
 	}
+	t.Stop()
 	return nil
 }
 

@@ -84,7 +84,7 @@ func New(ctx context.Context, cfg Config) (*Handler, error) {
 	h.life, h.endLife = context.WithCancel(context.Background())
 	h.stops = append(h.stops, h.endLife)
 	h.metrics = newMetrics()
-	if h.pages, err = parsePages(cfg.Prefix); err != nil {
+	if h.pages, err = parsePages(cfg.Prefix, cfg.Clock); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Handler, error) {

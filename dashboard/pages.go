@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -31,10 +32,10 @@ type pages struct {
 // pageNames are the templates that are whole pages.
 var pageNames = []string{"overview", "tasks", "task", "graph", "coord", "events", "confirm", "error", "bulk", "workers"}
 
-func parsePages(prefix string) (*pages, error) {
+func parsePages(prefix string, clk clock.Clock) (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(baseFuncs(prefix)).ParseFS(templateFS, "templates/base.html", "templates/partials.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(baseFuncs(prefix, clk)).ParseFS(templateFS, "templates/base.html", "templates/partials.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: templates: %w", err)
 		}
@@ -44,8 +45,8 @@ func parsePages(prefix string) (*pages, error) {
 }
 
 // baseFuncs are the template helpers; u prefixes a path with the mount
-// prefix.
-func baseFuncs(prefix string) template.FuncMap {
+// prefix; ago and until read clk (Config.Clock).
+func baseFuncs(prefix string, clk clock.Clock) template.FuncMap {
 	return template.FuncMap{
 		"u":    func(p string) string { return prefix + p },
 		"show": func(k any) string { return displayKey(fmt.Sprint(k)) },
@@ -59,10 +60,10 @@ func baseFuncs(prefix string) template.FuncMap {
 			}
 			return t.Local().Format("15:04:05.000")
 		},
-		"ago": func(t time.Time) string { return time.Since(t).Round(time.Second).String() },
+		"ago": func(t time.Time) string { return clk.Now().Sub(t).Round(time.Second).String() },
 		"ms":  func(t time.Time) int64 { return t.UnixMilli() },
 		"until": func(t time.Time) string {
-			d := time.Until(t).Round(100 * time.Millisecond)
+			d := t.Sub(clk.Now()).Round(100 * time.Millisecond)
 			if d < 0 {
 				return "due"
 			}

@@ -42,3 +42,16 @@ func TestPhaseCountsFollowWritesAndTheClock(t *testing.T) {
 		t.Fatalf("timed holds %d records after their run-at went", len(v.timed))
 	}
 }
+
+// The pages' "ago" and "until" read Config.Clock, as the phases beside
+// them do; they read the system clock before.
+func TestAgoAndUntilReadTheClock(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	f := baseFuncs("", clock.Func(func() time.Time { return t0 }))
+	if got := f["ago"].(func(time.Time) string)(t0.Add(-time.Minute)); got != "1m0s" {
+		t.Fatalf("ago = %q, want 1m0s", got)
+	}
+	if got := f["until"].(func(time.Time) string)(t0.Add(2 * time.Second)); got != "2s" {
+		t.Fatalf("until = %q, want 2s", got)
+	}
+}

@@ -3,7 +3,8 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
-	"time"
+
+	"github.com/natscoord/natscoord/internal/clock"
 )
 
 // sse streams pushes to one browser until it leaves, stops reading (a
@@ -29,9 +30,10 @@ func (h *Handler) sse(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
-	// send writes and flushes one message within the write bound.
+	// send writes and flushes one message within the write bound (a
+	// network deadline: real time).
 	send := func(typ string, data []byte) bool {
-		if err := rc.SetWriteDeadline(time.Now().Add(h.cfg.StreamWriteTimeout)); err != nil {
+		if err := rc.SetWriteDeadline(clock.Real().Now().Add(h.cfg.StreamWriteTimeout)); err != nil {
 			return false // a writer without deadlines could block for ever
 		}
 		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, data); err != nil {

@@ -10,9 +10,7 @@ import (
 // SetClock replaces the clock of validity windows (simulates a pause or a
 // clock that runs ahead). Tests only.
 func (m *Manager) SetClock(now func() time.Time) {
-	m.mu.Lock()
-	m.clk = clock.Func(now)
-	m.mu.Unlock()
+	m.clk.Store(&clockOf{clock.Func(now)})
 }
 
 // CorruptRevision makes g record a revision other than the stored one, as

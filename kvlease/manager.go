@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +29,7 @@ type Manager struct {
 	// prefix is the constant head of every lease value this manager
 	// writes (see appendValue).
 	prefix []byte
-	clk    clock.Clock // the clock of validity windows (now); replaced in tests
+	clk    atomic.Pointer[clockOf] // the clock of validity windows (now); replaced in tests
 
 	ctx    context.Context // cancelled by Close: waiters and renewals stop
 	cancel context.CancelFunc
@@ -87,15 +88,16 @@ func NewManager(ctx context.Context, js jetstream.JetStream, cfg Config) (*Manag
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg: cfg, b: b, hub: b.NewHub(">"), log: cfg.Logger,
-		host: hostname(), pid: os.Getpid(), clk: clock.Real(),
+		host: hostname(), pid: os.Getpid(),
 		ctx: mctx, cancel: cancel,
 		guards: make(map[*Guard]struct{}), families: make(map[Name]any),
 		done: make(chan struct{}),
 	}
+	m.clk.Store(&clockOf{clock.Real()})
 	m.prefix = valuePrefix(cfg.Holder, m.host, m.pid)
 	m.opTimeout = kvx.NewOpTimeout(cfg.OpTimeout)
 	m.hints.init(4096)
-	m.sched = newScheduler(m.due)
+	m.sched = newScheduler(clock.Real(), m.now, m.due)
 	m.pool = newRenewPool()
 	return m, nil
 }
@@ -304,4 +306,8 @@ func (h *hintCache) drop(key string) {
 
 // now is the time on the manager's clock (validity windows, renewal
 // deadlines).
-func (m *Manager) now() time.Time { return m.clk.Now() }
+func (m *Manager) now() time.Time { return m.clk.Load().Now() }
+
+// clockOf holds the manager's clock, which a test may replace while the
+// scheduler reads it.
+type clockOf struct{ clock.Clock }

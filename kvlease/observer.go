@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/opstats"
 )
 
@@ -47,11 +48,11 @@ type Observer interface {
 	OnLost(ctx context.Context, e Event)
 }
 
-// clock is time.Now when an observer will see durations, else zero.
-func (m *Manager) clock() time.Time { return opstats.Start(m.cfg.Observer != nil) }
+// clock is clock.Start: the time now when an observer will see durations, else zero.
+func (m *Manager) clock() time.Time { return clock.Start(m.cfg.Observer != nil) }
 
-// since is opstats.Since: the duration since a time from clock.
-func since(t time.Time) time.Duration { return opstats.Since(t) }
+// since is clock.Since: the duration since a time from clock.
+func since(t time.Time) time.Duration { return clock.Since(t) }
 
 func (m *Manager) observe(ctx context.Context, e Event) {
 	o := m.cfg.Observer
@@ -74,7 +75,7 @@ func (m *Manager) acquire(ctx context.Context, r request, wait time.Duration) (*
 // renewal took, measured once for the observer and, when timed is set,
 // for a renewal hook (0 when neither needs it: no clock is read).
 func (g *Guard) renew(ctx context.Context, timed bool) (time.Duration, error) {
-	start := opstats.Start(timed || g.m.cfg.Observer != nil)
+	start := clock.Start(timed || g.m.cfg.Observer != nil)
 	err := g.renewOnce(ctx)
 	took := since(start)
 	g.m.observe(ctx, Event{Op: OpRenew, Guard: g, Duration: took, Err: err})

@@ -142,9 +142,9 @@ func (g *Guard) settleDeleteAt(ctx context.Context, rev uint64, first error) (ui
 			movedSince, refusals = time.Time{}, 0
 			continue
 		case movedSince.IsZero():
-			movedSince = time.Now()
+			movedSince = g.m.now()
 		}
-		if refusals++; refusals >= staleRefusals && time.Since(movedSince) >= staleWindow {
+		if refusals++; refusals >= staleRefusals && g.m.now().Sub(movedSince) >= staleWindow {
 			return 0, fmt.Errorf("%w: %q moved on (%s at revision %d) before the release at revision %d", ErrLost, g.key, e.Op, e.Revision, rev)
 		}
 	}

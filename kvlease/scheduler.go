@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/heapx"
 )
 
@@ -26,13 +27,20 @@ type scheduler struct {
 	// then costs no scheduler wake-up, since each new guard is due no
 	// earlier than the one before it.
 	armed time.Time
+
+	// now is the manager's clock, on which due times are read; the timer
+	// runs on clk, real time: a renewal must reach the server before the
+	// lease's TTL runs out on the server's clock.
+	now func() time.Time
+	clk clock.Clock
 }
 
-func newScheduler(onDue func(*Guard)) *scheduler {
+func newScheduler(clk clock.Clock, now func() time.Time, onDue func(*Guard)) *scheduler {
 	s := &scheduler{
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), onDue: onDue,
-		armed: time.Now().Add(time.Hour),
+		armed: now().Add(time.Hour),
 		h:     heapx.New(func(a, b *Guard) bool { return a.at.Before(b.at) }, func(g *Guard, i int) { g.hidx = i }),
+		now:   now, clk: clk,
 	}
 	go s.run()
 	return s
@@ -78,10 +86,10 @@ func (s *scheduler) len() int {
 
 func (s *scheduler) run() {
 	defer close(s.done)
-	t := time.NewTimer(time.Hour)
+	t := clock.NewTimer(s.clk)
 	defer t.Stop()
 	for {
-		now := time.Now()
+		now := s.now()
 		var due []*Guard
 		next := time.Hour
 		s.mu.Lock()

@@ -204,7 +204,7 @@ func (l Leases[K]) restore(ctx context.Context, t Token[K]) (*Guard, error) {
 	}
 	sec := newSecret()
 	owner := sec.hash()
-	value := m.encodeValue(time.Now(), t.ttl, owner, "") // a token does not carry the Info
+	value := m.encodeValue(m.now(), t.ttl, owner, "") // a token does not carry the Info
 	rev, sent, err := l.restoreWrite(octx, t, e, owner, value)
 	if err != nil {
 		return nil, err

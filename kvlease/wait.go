@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -27,7 +28,9 @@ const verifyAfter = 250 * time.Millisecond
 // reconnect) and the lease is ours.
 func (m *Manager) waitLoop(ctx, wctx context.Context, sub *kvx.Sub, r *request,
 	hints map[string]uint64, recheck time.Duration, pending *attempt) (*Guard, error) {
-	t := time.NewTimer(recheck)
+	// Real time: the re-check bounds a wait on the server's TTLs.
+	t := clock.NewTimer(clock.Real())
+	t.Reset(recheck)
 	defer t.Stop()
 	for {
 		select {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -62,7 +63,7 @@ func (c *claimGuards) file(key IdempotencyKey, fence FenceToken, g *kvlease.Guar
 	if err := g.Abandon(); err != nil {
 		return // it ended already: nothing to renew in place
 	}
-	now := time.Now()
+	now := clock.Real().Now() // real time, as the lease's TTL on the server
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

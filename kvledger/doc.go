@@ -99,8 +99,9 @@
 //     until the server expires it (natscoord ledger claim does this). A
 //     claim that names no lease (a Ledger without a lease taker) is
 //     judged by LeaseUntil against the caller's now, which its owner
-//     moves with Renew: the ledger judges it by no clock of its own (the
-//     one time it reads the clock is a Submission's default Now), and
+//     moves with Renew: the ledger judges it by no clock of its own (it
+//     reads the system clock only for the defaults of a Submission's Now
+//     and a Schedule's UpdatedAt), and
 //     callers must pass comparable clocks (see clock skew below); the runtime judges such
 //     a claim by the per-record lease key (package worker's LeaseKey),
 //     which its claimant must hold beside running workers.

@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
 // CreateSchedule stores sc when no schedule of its name is stored (one
 // removed before may be created again), and returns it as stored (Rev
 // set). A schedule of that name is ErrScheduleExists; sc is checked
-// first (ErrInvalidSchedule). UpdatedAt defaults to now.
+// first (ErrInvalidSchedule). UpdatedAt defaults to the system clock now.
 func (s *KVStore) CreateSchedule(ctx context.Context, sc Schedule) (Schedule, error) {
 	return s.writeSchedule(ctx, sc, 0, true)
 }
@@ -64,7 +64,7 @@ func (s *KVStore) UpdateSchedule(ctx context.Context, sc Schedule, rev uint64) (
 
 func (s *KVStore) writeSchedule(ctx context.Context, sc Schedule, rev uint64, create bool) (Schedule, error) {
 	if sc.UpdatedAt.IsZero() {
-		sc.UpdatedAt = time.Now().UTC()
+		sc.UpdatedAt = clock.Real().Now().UTC() // the caller gave no time: the system clock
 	}
 	value, err := encodeSchedule(sc)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/opstats"
 )
 
@@ -61,9 +62,9 @@ type observedSwap struct {
 }
 
 func (s observedSwap) Swap(ctx context.Context, key IdempotencyKey, old, new TaskState) (TaskState, bool, error) {
-	start := time.Now()
+	start := clock.Start(true)
 	rec, ok, err := s.inner.Swap(ctx, key, old, new)
-	e := WriteEvent{Source: s.l.source, Key: key, Swapped: ok, Duration: time.Since(start), Err: err}
+	e := WriteEvent{Source: s.l.source, Key: key, Swapped: ok, Duration: clock.Since(start), Err: err}
 	if ok {
 		e.Status = rec.Status
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 )
 
@@ -39,8 +40,9 @@ type Submission struct {
 	// Priority orders the ready tasks of one kind, higher first (see
 	// TaskState.Priority). Default 0.
 	Priority int
-	// Now is the admission time (CreatedAt, UpdatedAt). Default: the
-	// clock at the call.
+	// Now is the admission time (CreatedAt, UpdatedAt), on the caller's
+	// clock (the worker's and the tasks client's Config.Clock). Default:
+	// the system clock at the call.
 	Now time.Time
 }
 
@@ -85,7 +87,7 @@ func (sub Submission) Validate() error {
 // resolve checks sub's timing and attempt options and fills its defaults.
 func (sub Submission) resolve() (Submission, runtimeFields, error) {
 	if sub.Now.IsZero() {
-		sub.Now = time.Now()
+		sub.Now = clock.Real().Now()
 	}
 	switch {
 	case sub.Delay < 0:

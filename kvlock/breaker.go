@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/natscoord/natscoord/internal/clock"
 )
 
 // Defaults of BreakerPolicy.
@@ -107,8 +109,9 @@ type breaker struct {
 	mu   sync.Mutex
 	st   BreakerState
 	fail int
-	// at is when it last opened, on real time: the breaker is the NATS
-	// Locker's, which always runs on real time (see Clock).
+	// at is when it last opened, on real time (clock.Real): the breaker
+	// is the NATS Locker's, which always runs on real time (see Clock), as
+	// its cool-down bounds a wait for the server.
 	at   time.Time
 	last error // the failure that opened it
 	prob bool  // a probe is in flight (half-open)
@@ -130,7 +133,7 @@ func (b *breaker) allow() (probe bool, err error) {
 		b.mu.Unlock()
 		return false, nil
 	case BreakerOpen:
-		if time.Since(b.at) < b.p.CoolDown {
+		if clock.Real().Now().Sub(b.at) < b.p.CoolDown {
 			break
 		}
 		ev := b.moveLocked(BreakerHalfOpen, b.last)
@@ -145,7 +148,7 @@ func (b *breaker) allow() (probe bool, err error) {
 			return true, nil
 		}
 	}
-	last, wait := b.last, b.p.CoolDown-time.Since(b.at)
+	last, wait := b.last, b.p.CoolDown-clock.Real().Now().Sub(b.at)
 	b.mu.Unlock()
 	if last != nil {
 		return false, fmt.Errorf("%w after %d transient failures (next probe in %v): %w", ErrCircuitOpen, b.p.Failures, max(wait, 0), last)
@@ -179,7 +182,7 @@ func (b *breaker) done(probe, failed, cut bool, err error) {
 	default:
 		b.fail++
 		if b.st == BreakerHalfOpen && probe || b.st == BreakerClosed && b.fail >= b.p.Failures {
-			b.at, b.last = time.Now(), err
+			b.at, b.last = clock.Real().Now(), err
 			ev = b.moveLocked(BreakerOpen, err)
 		}
 	}

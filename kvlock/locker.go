@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 )
@@ -276,11 +277,12 @@ func (l *Locker) acquireLease(ctx context.Context, key string, wait bool) (*kvle
 }
 
 // waitFor is the wait handed to kvlease: until ctx's deadline, at most
-// kvlease's default MaxWait (a longer wait is simply repeated).
+// kvlease's default MaxWait (a longer wait is simply repeated). A
+// context's deadline is on the real clock.
 func waitFor(ctx context.Context) time.Duration {
 	w := kvlease.DefaultMaxWait
 	if d, ok := ctx.Deadline(); ok {
-		w = min(w, max(time.Until(d), time.Millisecond))
+		w = min(w, max(d.Sub(clock.Real().Now()), time.Millisecond))
 	}
 	return w
 }

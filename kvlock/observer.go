@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/opstats"
 )
@@ -101,12 +102,13 @@ func (o SlogObserver) OnRelease(ctx context.Context, e Event) { o.log(ctx, e) }
 // OnLost logs e at Warn.
 func (o SlogObserver) OnLost(ctx context.Context, e Event) { o.log(ctx, e) }
 
-// clock is time.Now when an observer will see durations, else the zero
-// time: a lock cycle reads the clock several times only to report them.
-func (l *Locker) clock() time.Time { return opstats.Start(l.cfg.Observer != nil) }
+// clock is clock.Start: the time now when an observer will see
+// durations, else the zero time: a lock cycle reads the clock several
+// times only to report them.
+func (l *Locker) clock() time.Time { return clock.Start(l.cfg.Observer != nil) }
 
-// since is opstats.Since: the duration since a time from clock.
-func since(t time.Time) time.Duration { return opstats.Since(t) }
+// since is clock.Since: the duration since a time from clock.
+func since(t time.Time) time.Duration { return clock.Since(t) }
 
 // observe dispatches e to the configured observer, if any.
 func (l *Locker) observe(ctx context.Context, e Event) { dispatch(ctx, l.cfg, e) }

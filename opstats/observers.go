@@ -2,7 +2,6 @@ package opstats
 
 import (
 	"context"
-	"time"
 )
 
 // Hooks is the observer of kvlock and kvlease: one call per finished
@@ -119,22 +118,4 @@ func Call[E any](ctx context.Context, h Hooks[E], op string, e E) {
 	case "lost":
 		h.OnLost(ctx, e)
 	}
-}
-
-// Start returns time.Now when on (an observer will see the duration),
-// else the zero time: an operation reads the clock only to report it, so
-// without an observer it reads none.
-func Start(on bool) time.Time {
-	if !on {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
-// Since is time.Since for a time from Start: 0 for the zero time.
-func Since(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
 }

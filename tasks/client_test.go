@@ -16,6 +16,7 @@ import (
 
 	"github.com/natscoord/natscoord/internal/testkit/natstest"
 	"github.com/natscoord/natscoord/kvledger"
+	"github.com/natscoord/natscoord/kvlock"
 	"github.com/natscoord/natscoord/tasks"
 )
 
@@ -422,4 +423,34 @@ func TestWaitForAMissingKeyAndMissingNeeds(t *testing.T) {
 	final, err := c.Wait(ctx, "later")
 	require.NoError(t, err)
 	require.Equal(t, kvledger.StatusCompleted, final["later"].Status, "submitted before its needs, it ran after them")
+}
+
+// The client's Clock is the time of its submissions, of the phases it
+// reports and of its worker: on a manual clock a task delayed by an hour
+// is scheduled until the clock has moved an hour on, then pending, then
+// run. The client used to read the system clock for all three.
+func TestClientRunsOnItsClock(t *testing.T) {
+	clk := kvlock.NewManualClock(time.Time{})
+	c := newClient(t, tasks.Config{Clock: clk})
+	ctx := natstest.Context(t, 20*time.Second)
+	ran := make(chan struct{}, 1)
+	require.NoError(t, tasks.AddWorker(c, func(context.Context, *tasks.Task[failArgs]) error {
+		ran <- struct{}{}
+		return nil
+	}))
+	_, err := c.Submit(ctx, failArgs{}, &tasks.SubmitOpts{Key: "later", Delay: time.Hour})
+	require.NoError(t, err)
+	phase := func() kvledger.Phase {
+		counts, err := c.Counts(ctx)
+		require.NoError(t, err)
+		for p := range counts.ByKind["fail"] {
+			return p
+		}
+		return ""
+	}
+	require.Equal(t, kvledger.PhaseScheduled, phase())
+	clk.Advance(time.Hour)
+	require.Equal(t, kvledger.PhasePending, phase())
+	require.NoError(t, c.Start(ctx))
+	natstest.Recv(t, ran, 10*time.Second, "the run once the client's clock passed RunAt")
 }

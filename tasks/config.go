@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
@@ -33,6 +34,13 @@ type Config struct {
 	Retention time.Duration
 	// Actor is recorded on the client's admissions. Default "tasks".
 	Actor kvledger.Actor
+	// Clock is the client's and its worker's time: a submission's
+	// admission time (from which Delay runs), a schedule's UpdatedAt, the
+	// time a task's phase is judged at (Inspect, Counts), and the time
+	// RunAt is compared with (worker.Config.Clock). kvlock.RealClock and
+	// kvlock.ManualClock are two. Default the system clock. Liveness
+	// never depends on it: the server judges leases.
+	Clock clock.Clock
 
 	// The worker's settings, used once a worker is added (AddWorker).
 
@@ -102,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Ledger = cmp.Or(c.Ledger, DefaultLedger)
 	c.Actor = cmp.Or(c.Actor, "tasks")
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, worker.DefaultMaxAttempts)
+	if c.Clock == nil {
+		c.Clock = clock.Real()
+	}
 	if c.Retention < 0 {
 		return c, fmt.Errorf("%w: negative Retention %v", ErrInvalidConfig, c.Retention)
 	}
@@ -126,6 +137,7 @@ func (c Config) workerConfig() worker.Config {
 		Observer:        c.Observer,
 		Timeout:         c.Timeout,
 		MaxSnoozes:      c.MaxSnoozes,
+		Clock:           c.Clock,
 
 		IgnoreStoredSchedules: c.IgnoreSchedules,
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -41,16 +41,16 @@ func (c *Client) Counts(ctx context.Context) (kvledger.Counts, error) {
 		k.watch = nil
 	}
 	if k.watch == nil {
-		if err := k.start(ctx, c.store); err != nil {
+		if err := k.start(ctx, c.store, c.cfg.Clock); err != nil {
 			return kvledger.Counts{}, err
 		}
 	}
-	return k.tally.Counts(time.Now()), nil
+	return k.tally.Counts(c.cfg.Clock.Now()), nil
 }
 
 // start watches the ledger and returns once the watch has delivered every
 // record.
-func (k *counter) start(ctx context.Context, rw kvledger.RecordWatcher) error {
+func (k *counter) start(ctx context.Context, rw kvledger.RecordWatcher, clk clock.Clock) error {
 	t := kvledger.NewTally()
 	synced := make(chan struct{})
 	k.ended.Store(false)
@@ -65,7 +65,7 @@ func (k *counter) start(ctx context.Context, rw kvledger.RecordWatcher) error {
 				close(synced)
 			}
 		default:
-			t.Apply(ch, time.Now())
+			t.Apply(ch, clk.Now())
 		}
 	})
 	if err != nil {

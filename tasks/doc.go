@@ -107,7 +107,8 @@
 //     timeout; nothing is admitted twice when a submission is repeated
 //     under the same key.
 //   - Clock skew matters only for RunAt and Delay, which a worker compares
-//     with its own clock; liveness never reads a wall clock.
+//     with its own clock (Config.Clock, for the client and its worker);
+//     liveness never reads a wall clock.
 //   - List and Workers read the whole ledger per call; use them for
 //     operators and dashboards, not on a hot path.
 package tasks

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -66,7 +65,7 @@ func (c *Client) List(ctx context.Context, f Filter) (Page, error) {
 		limit = 100
 	}
 	slices.SortFunc(snap.Tasks, func(a, b kvledger.TaskState) int { return strings.Compare(string(a.Key), string(b.Key)) })
-	now := time.Now()
+	now := c.cfg.Clock.Now()
 	var p Page
 	for _, t := range snap.Tasks {
 		switch {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -24,7 +23,7 @@ func (c *Client) RunNow(ctx context.Context, keys ...kvledger.IdempotencyKey) er
 	}
 	var errs []error
 	for _, k := range keys {
-		_, err := c.ledger.RunNow(ctx, c.cfg.Actor, k, time.Now())
+		_, err := c.ledger.RunNow(ctx, c.cfg.Actor, k, c.cfg.Clock.Now())
 		if errors.Is(err, kvledger.ErrNoKey) {
 			err = fmt.Errorf("%w: %q", ErrNotFound, string(k))
 		}

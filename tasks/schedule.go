@@ -53,7 +53,7 @@ func (c *Client) Schedule(ctx context.Context, name, spec string, args Args, opt
 	o.MaxAttempts = cmp.Or(o.MaxAttempts, c.cfg.MaxAttempts)
 	o.Timeout = cmp.Or(o.Timeout, c.cfg.Timeout)
 	sc := kvledger.Schedule{
-		Name: name, Spec: spec, TimeZone: o.TimeZone, Actor: c.cfg.Actor,
+		Name: name, Spec: spec, TimeZone: o.TimeZone, Actor: c.cfg.Actor, UpdatedAt: c.cfg.Clock.Now().UTC(),
 		Task: kvledger.ScheduleTask{Kind: kind, Task: payload, Needs: o.Needs, MaxAttempts: o.MaxAttempts,
 			Priority: o.Priority, Group: o.Group, Delay: o.Delay, Timeout: o.Timeout},
 	}

@@ -157,10 +157,10 @@ func payloadOf(args Args) (string, json.RawMessage, error) {
 	return kind, payload, nil
 }
 
-// submission is the ledger's submission of args with opts; the client's
-// defaults (cfg's MaxAttempts and Timeout) are stored when opts state
-// none, so the record shows what bounds it (not 0) whichever worker
-// claims it.
+// submission is the ledger's submission of args with opts, admitted at
+// cfg's Clock's now; the client's defaults (cfg's MaxAttempts and
+// Timeout) are stored when opts state none, so the record shows what
+// bounds it (not 0) whichever worker claims it.
 func submission(args Args, opts *SubmitOpts, cfg Config) (kvledger.Submission, error) {
 	kind, payload, err := payloadOf(args)
 	if err != nil {
@@ -185,7 +185,7 @@ func submission(args Args, opts *SubmitOpts, cfg Config) (kvledger.Submission, e
 	sub := kvledger.Submission{
 		Key: o.Key, Seq: o.Seq, Task: payload, Needs: o.Needs,
 		Kind: kind, RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, Timeout: o.Timeout,
-		Priority: o.Priority, Group: o.Group,
+		Priority: o.Priority, Group: o.Group, Now: cfg.Clock.Now(),
 	}
 	return sub, validate(sub)
 }

@@ -150,7 +150,7 @@ func embeddedDialer(srv *embedded.Server) dialer {
 const demoProcs = 2
 
 func (a *app) runDemo(parent context.Context, o demoOptions, remote bool) error {
-	start := time.Now()
+	start := wall.Now()
 	ctx, cancel := context.WithTimeout(parent, o.deadline+o.ui.waitBudget())
 	defer cancel()
 	srv, err := a.startDemoServer(ctx, remote)
@@ -324,7 +324,7 @@ wait:
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	sum := summarize(run, snap, o.workers, time.Since(start))
+	sum := summarize(run, snap, o.workers, wall.Now().Sub(start))
 	if len(extraTakeovers) > 0 {
 		sum.Problems = append(sum.Problems, fmt.Sprintf("claims of live workers were taken over: %s", strings.Join(extraTakeovers, ", ")))
 		sum.OK = false

@@ -84,7 +84,7 @@ func (r *demoRun) checkStaleFence(ctx context.Context, l *kvledger.Ledger) {
 	if k.Worker == "" {
 		return
 	}
-	late := l.Complete(ctx, kvledger.Actor(k.Worker), demoCrashed, kvledger.OwnerID(k.Worker), kvledger.FenceToken(k.Fence), kvledger.StatusCompleted, time.Now())
+	late := l.Complete(ctx, kvledger.Actor(k.Worker), demoCrashed, kvledger.OwnerID(k.Worker), kvledger.FenceToken(k.Fence), kvledger.StatusCompleted, wall.Now())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.killed.LateRefused = errors.Is(late, kvledger.ErrFenced)
@@ -118,7 +118,7 @@ func newDemoReport(w io.Writer, human, detail bool, run *demoRun, start time.Tim
 
 func (r *demoReport) line(format string, v ...any) {
 	if r.human {
-		fmt.Fprintf(r.w, "%6.2fs  %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, v...))
+		fmt.Fprintf(r.w, "%6.2fs  %s\n", wall.Now().Sub(r.start).Seconds(), fmt.Sprintf(format, v...))
 	}
 }
 
@@ -143,7 +143,7 @@ func (r *demoReport) header(services int, where string) {
 // event reports one ledger event.
 func (r *demoReport) event(e events.Event) {
 	if r.detail {
-		r.events = append(r.events, timedEvent{at: time.Since(r.start), e: e})
+		r.events = append(r.events, timedEvent{at: wall.Now().Sub(r.start), e: e})
 	}
 	key := fitCell(e.Key, demoKeyWidth)
 	who := r.run.nameOf(e.Owner)

@@ -129,7 +129,7 @@ func (a *app) observeElection(ctx context.Context, bucket string, hf *holdFlags,
 	}
 	printed := 0
 	for ev := range e.Observe(ctx) {
-		line := leaderLine{Time: time.Now().UTC(), Vacant: ev.Vacant, Value: ev.Info.Value, Term: ev.Info.Term, Holder: ev.Info.Holder}
+		line := leaderLine{Time: wall.Now().UTC(), Vacant: ev.Vacant, Value: ev.Info.Value, Term: ev.Info.Term, Holder: ev.Info.Holder}
 		if a.json {
 			err = writeJSONLine(a.stdout, line)
 		} else if line.Vacant {

@@ -213,7 +213,7 @@ func lsRow(t listedTask, wide bool) []string {
 // many matched, the corrupt ones included.
 func (a *app) printLedger(lf *ledgerFlags, snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError, f taskFilter, lsf lsFlags) error {
 	limit := lsf.limit
-	now := time.Now()
+	now := wall.Now()
 	tasks := make([]listedTask, 0, len(snap.Tasks))
 	matched := 0
 	for _, t := range snap.Tasks {
@@ -307,7 +307,7 @@ func (a *app) printTask(t kvledger.TaskState, until string) error {
 	}
 	return writeTable(a.stdout, []string{"FIELD", "VALUE"}, append([][]string{
 		{"key", string(t.Key)},
-		{"phase", string(t.Phase(time.Now()))},
+		{"phase", string(t.Phase(wall.Now()))},
 		{"sequence", strconv.FormatUint(uint64(t.Sequence), 10)},
 		{"owner", dash(string(t.Owner))},
 		{"fence", strconv.FormatUint(uint64(t.Fence), 10)},
@@ -413,7 +413,7 @@ func (a *app) ledgerAdmit(lf *ledgerFlags) *cobra.Command {
 					fmt.Fprintln(a.stderr, "natscoord: ledger admit: "+escapeCell(missingNote(t.Key, missing)))
 				}
 				_, err = fmt.Fprintf(a.stdout, "%s %s: %s%s, fence %d, revision %d%s\n", escapeCell(key), rb.verb(ok, kvledger.Sequence(seq), t),
-					stateText(t, time.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
+					stateText(t, wall.Now()), ownerText(t), t.Fence, t.Rev, rb.note(ok))
 				return err
 			})
 			if nb := (noBucketError{}); errors.As(err, &nb) {
@@ -451,7 +451,7 @@ func (a *app) ledgerComplete(lf *ledgerFlags) *cobra.Command {
 			}
 			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, time.Now())
+				err := l.Complete(ctx, actorFor(cmd, lf, owner), key, kvledger.OwnerID(owner), kvledger.FenceToken(fence), st, wall.Now())
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}

@@ -39,7 +39,7 @@ func (r *admitRuntime) register(cmd *cobra.Command) {
 func (r *admitRuntime) submission(key string, seq uint64, task any, needs []kvledger.IdempotencyKey) (kvledger.Submission, error) {
 	sub := kvledger.Submission{
 		Key: kvledger.IdempotencyKey(key), Seq: kvledger.Sequence(seq), Task: task, Needs: needs,
-		Kind: r.kind, Delay: r.delay, MaxAttempts: r.maxAttempts, Now: time.Now(),
+		Kind: r.kind, Delay: r.delay, MaxAttempts: r.maxAttempts, Now: wall.Now(),
 		Priority: r.priority, Group: r.group, Timeout: r.timeout,
 	}
 	switch {

@@ -101,7 +101,7 @@ func (a *app) ledgerClaim(lf *ledgerFlags) *cobra.Command {
 				if takeover {
 					op = l.Takeover
 				}
-				fence, err := op(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), cf.lease, time.Now())
+				fence, err := op(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), cf.lease, wall.Now())
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
@@ -129,12 +129,12 @@ func (a *app) ledgerRelease(lf *ledgerFlags) *cobra.Command {
 			}
 			return a.withLedger(cmd.Context(), lf, ledgerUpdate, func(ctx context.Context, l *kvledger.Ledger) error {
 				key := kvledger.IdempotencyKey(args[0])
-				err := l.Release(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), time.Now())
+				err := l.Release(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), wall.Now())
 				if err != nil {
 					return noTask(lf, args[0], err)
 				}
 				return a.printClaim(ctx, l, key, "released by", cf.owner, func(t kvledger.TaskState) string {
-					return fmt.Sprintf("%s, fence %d", t.Phase(time.Now()), t.Fence)
+					return fmt.Sprintf("%s, fence %d", t.Phase(wall.Now()), t.Fence)
 				})
 			})
 		},

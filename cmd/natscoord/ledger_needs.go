@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -59,7 +58,7 @@ func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 		}
 		return r.t.Status, r.found
 	}
-	v := kvledger.Judge(t, need, kvledger.LeaseStateUnknown, time.Now())
+	v := kvledger.Judge(t, need, kvledger.LeaseStateUnknown, wall.Now())
 	switch v.Kind {
 	case kvledger.VerdictReadLease, kvledger.VerdictHeld, kvledger.VerdictTakeover:
 		return fmt.Sprintf("claimed by %q (attempt %d)", string(t.Owner), t.Attempts)
@@ -80,9 +79,9 @@ func waitingReason(ctx context.Context, l *kvledger.Ledger, key kvledger.Idempot
 		case !r.found:
 			return fmt.Sprintf("needs %q, which has no record", string(v.Need))
 		}
-		return fmt.Sprintf("needs %q, which is %s", string(v.Need), r.t.Phase(time.Now()))
+		return fmt.Sprintf("needs %q, which is %s", string(v.Need), r.t.Phase(wall.Now()))
 	case kvledger.VerdictReady:
 		return "pending, not claimed yet"
 	}
-	return string(t.Phase(time.Now()))
+	return string(t.Phase(wall.Now()))
 }

@@ -144,7 +144,7 @@ func cancelTask(ctx context.Context, l *kvledger.Ledger, actor kvledger.Actor, k
 			rec = f
 		}
 	}
-	return string(rec.Phase(time.Now())), nil
+	return string(rec.Phase(wall.Now())), nil
 }
 
 // deleteAction removes ended tasks through Ledger.Delete.
@@ -228,7 +228,7 @@ func (a *app) purgeAll(parent context.Context, lf *ledgerFlags, dryRun bool, wai
 		del.refused = nil
 		out := make([]opResult, 0, len(snap.Tasks))
 		for _, t := range snap.Tasks {
-			r := opResult{Key: string(t.Key), Phase: string(t.Phase(time.Now()))}
+			r := opResult{Key: string(t.Key), Phase: string(t.Phase(wall.Now()))}
 			if !kvledger.Phase(r.Phase).Final() {
 				r = a.apply(ctx, l, cancel, r, dryRun)
 			}
@@ -284,7 +284,7 @@ func (a *app) applyKey(ctx context.Context, l *kvledger.Ledger, lf *ledgerFlags,
 	case err == nil && !found:
 		err = errNoTask(lf.bucket, key)
 	case err == nil:
-		r.Phase = string(t.Phase(time.Now()))
+		r.Phase = string(t.Phase(wall.Now()))
 		if r = a.apply(ctx, l, act, r, dryRun); r.Error != "" {
 			err = errors.New(r.Error)
 		}
@@ -314,11 +314,11 @@ func (a *app) apply(ctx context.Context, l *kvledger.Ledger, act opAction, r opR
 	var err error
 	if act.doSays != nil {
 		var said string
-		if said, err = act.doSays(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now()); said != "" {
+		if said, err = act.doSays(ctx, l, kvledger.IdempotencyKey(r.Key), wall.Now()); said != "" {
 			r.Action = said
 		}
 	} else {
-		err = act.do(ctx, l, kvledger.IdempotencyKey(r.Key), time.Now())
+		err = act.do(ctx, l, kvledger.IdempotencyKey(r.Key), wall.Now())
 	}
 	if err != nil {
 		r.Action, r.Error = "error", err.Error()

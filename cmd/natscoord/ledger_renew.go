@@ -41,7 +41,7 @@ func (a *app) ledgerRenew(lf *ledgerFlags) *cobra.Command {
 			}
 			return a.withClaimLeases(cmd.Context(), lf, ledgerUpdate, cf.owner, func(ctx context.Context, l *kvledger.Ledger, lr *claimLeases) error {
 				key := kvledger.IdempotencyKey(args[0])
-				now := time.Now()
+				now := wall.Now()
 				err := l.Renew(ctx, actorFor(cmd, lf, cf.owner), key, kvledger.OwnerID(cf.owner), kvledger.FenceToken(cf.fence), cf.lease, now)
 				if err != nil {
 					return noTask(lf, args[0], err)

@@ -119,11 +119,11 @@ replaces it by a compare-and-set on the revision it read.`,
 					return err
 				}
 				if a.json {
-					return writeJSON(a.stdout, scheduleJSONOf(stored, time.Now()))
+					return writeJSON(a.stdout, scheduleJSONOf(stored, wall.Now()))
 				}
 				_, err = fmt.Fprintf(a.stdout, "schedule %s stored: %s, kind %s, revision %d, next period %s\n",
 					escapeCell(stored.Name), escapeCell(stored.Spec), escapeCell(stored.Task.Kind), stored.Rev,
-					stored.Next(time.Now()).UTC().Format(time.RFC3339))
+					stored.Next(wall.Now()).UTC().Format(time.RFC3339))
 				return err
 			})
 			if nb := (noBucketError{}); errors.As(err, &nb) {
@@ -184,7 +184,7 @@ func (a *app) scheduleLs(lf *ledgerFlags) *cobra.Command {
 				if err != nil && !errors.Is(err, kvledger.ErrCorruptRecord) {
 					return err
 				}
-				now := time.Now()
+				now := wall.Now()
 				if a.json {
 					out := make([]scheduleJSON, 0, len(list))
 					for _, sc := range list {

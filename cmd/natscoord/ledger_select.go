@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +86,7 @@ func pickTasks(ctx context.Context, l *kvledger.Ledger, f taskFilter, applies fu
 	if err != nil && !errors.As(err, &bad) {
 		return nil, err
 	}
-	now := time.Now()
+	now := wall.Now()
 	var picked []opResult
 	for _, t := range snap.Tasks {
 		p := t.Phase(now)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +22,7 @@ without reading the ledger again (tasks.Client.Counts).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
 				t := kvledger.NewTally()
-				now := time.Now()
+				now := wall.Now()
 				for _, rec := range snap.Tasks {
 					t.Apply(kvledger.Change{Key: rec.Key, Record: rec, Rev: rec.Rev}, now)
 				}

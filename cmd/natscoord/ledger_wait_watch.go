@@ -194,8 +194,8 @@ func (a *app) watchUntilFinal(ctx context.Context, nc *nats.Conn, rw kvledger.Re
 		}
 		if !errors.Is(err, kvledger.ErrWatchEnded) {
 			if failingSince.IsZero() {
-				failingSince = time.Now()
-			} else if time.Since(failingSince) > a.conn.timeout {
+				failingSince = wall.Now()
+			} else if wall.Now().Sub(failingSince) > a.conn.timeout {
 				return err
 			}
 		} else {

@@ -182,7 +182,7 @@ func (a *app) listenUI(ctx context.Context, js jetstream.JetStream, o uiOptions,
 	}
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	h, err := dashboard.New(bctx, dashboard.Config{JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
+	h, err := dashboard.New(bctx, dashboard.Config{Clock: wall, JS: js, Ledger: o.ledger, LeaseBuckets: o.leaseBuckets,
 		Create: o.create, Prefix: o.prefix, ReadOnly: o.readOnly, HidePayloads: o.hidePayloads,
 		Token: o.token, BasicAuth: basic, AllowedHosts: o.allowHosts, Tasks: acts})
 	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {

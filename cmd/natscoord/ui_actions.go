@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -53,7 +52,7 @@ func (a *operatorActions) ledger(ctx context.Context) (*kvledger.Ledger, error) 
 func (a *operatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = l.Reopen(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
+		_, err = l.Reopen(ctx, actor, key, wall.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }
@@ -61,7 +60,7 @@ func (a *operatorActions) Reopen(ctx context.Context, actor kvledger.Actor, key 
 func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), time.Now(), kvledger.AtRevision(rev))
+		_, err = l.Cancel(ctx, actor, key, "cancelled from the dashboard by "+string(actor), wall.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }
@@ -72,7 +71,7 @@ func (a *operatorActions) Cancel(ctx context.Context, actor kvledger.Actor, key 
 func (a *operatorActions) RunNow(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		_, err = l.RunNow(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
+		_, err = l.RunNow(ctx, actor, key, wall.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }
@@ -83,7 +82,7 @@ func (a *operatorActions) RunNow(ctx context.Context, actor kvledger.Actor, key 
 func (a *operatorActions) Delete(ctx context.Context, actor kvledger.Actor, key kvledger.IdempotencyKey, rev uint64) error {
 	l, err := a.ledger(ctx)
 	if err == nil {
-		err = l.Delete(ctx, actor, key, time.Now(), kvledger.AtRevision(rev))
+		err = l.Delete(ctx, actor, key, wall.Now(), kvledger.AtRevision(rev))
 	}
 	return err
 }

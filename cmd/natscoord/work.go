@@ -222,6 +222,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 	}
 	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
 	w, err := worker.New(sctx, js, l, worker.Config{
+		Clock: wall,
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, Timeout: o.timeout, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
@@ -367,7 +368,7 @@ func (p *workPrinter) OnFinish(_ context.Context, e worker.Event) {
 		fmt.Fprintf(p.w, "  %s", escapeCell(oneLineText(e.Err.Error())))
 	}
 	if !e.RunAt.IsZero() {
-		fmt.Fprintf(p.w, "  next %s (in %v)", e.RunAt.Format(workTimeFormat), time.Until(e.RunAt).Round(time.Millisecond))
+		fmt.Fprintf(p.w, "  next %s (in %v)", e.RunAt.Format(workTimeFormat), e.RunAt.Sub(wall.Now()).Round(time.Millisecond))
 	}
 	fmt.Fprintln(p.w)
 }

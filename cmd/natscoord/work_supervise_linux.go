@@ -104,7 +104,7 @@ func (s *supervision) ended(int) (childStatus, bool) {
 	defer s.r.Close()
 	// The supervisor has exited, and the command never had the pipe
 	// (close-on-exec): the read ends at once; the deadline is a bound.
-	_ = s.r.SetReadDeadline(time.Now().Add(time.Second))
+	_ = s.r.SetReadDeadline(wall.Now().Add(time.Second))
 	line, _ := bufio.NewReader(s.r).ReadString('\n')
 	f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
 	var st childStatus
@@ -174,7 +174,7 @@ func superviseMain(args []string) int {
 			return
 		}
 		t.signal(syscall.SIGTERM)
-		deadline := time.Now().Add(grace)
+		deadline := wall.Now().Add(grace)
 		// Whether the worker died is judged when the orphan grace is
 		// over, not when the signal came: the parent-death signal comes
 		// when the thread that started the supervisor exits, and the
@@ -183,8 +183,8 @@ func superviseMain(args []string) int {
 		kill = time.AfterFunc(min(grace, orphanGrace), func() {
 			mu.Lock()
 			defer mu.Unlock()
-			if os.Getppid() == ppid && time.Now().Before(deadline) {
-				kill.Reset(time.Until(deadline)) // the worker lives and asked for the stop: the whole grace
+			if os.Getppid() == ppid && wall.Now().Before(deadline) {
+				kill.Reset(deadline.Sub(wall.Now())) // the worker lives and asked for the stop: the whole grace
 				return
 			}
 			t.signal(syscall.SIGKILL)

@@ -1,13 +1,24 @@
-// Package clock is the one clock interface of natscoord: every package
-// that lets a caller or a test choose its time source takes a Clock
-// (kvlock's in-process Locker, WithClock; the task runtime,
+// Package clock is the one clock of natscoord: library code reads the
+// time only through it. Every package that lets a caller or a test
+// choose its time source takes a Clock (kvlock's in-process Locker,
+// WithClock; the tasks client, tasks.Config.Clock; the task runtime,
 // worker.Config.Clock; kvledger's MemStore, MemStoreOptions.Clock; the
-// dashboard, dashboard.Config.Clock), and kvlease's Manager and kvlock's
-// circuit breaker read one. Real is the
-// system clock; Manual moves only when a test advances it.
+// dashboard, dashboard.Config.Clock), and kvlease's Manager reads one.
+// Real is the system clock; Manual moves only when a test advances it;
+// Timer is a resettable timer on a Clock for a loop that selects on it.
 //
-// Time that only the server may judge (a lease's TTL, another process's
-// liveness) is never read from a Clock: it runs on the server's clock.
+// A bound on a wait for the server or for a process (an operation's
+// timeout, a retry pause, a drain) is real time whatever the component's
+// Clock, as only real time makes a server answer: it is spelled
+// clock.Real(), so that the choice is visible (why, at length:
+// internal/kvx/optimeout.go). Start and Since measure durations that are
+// reported, not judged. Time that only the server may judge (a lease's
+// TTL, another process's liveness) is never read from a Clock: it runs on
+// the server's clock.
+//
+// TestLibraryReadsTimeOnlyThroughClock (internal/testsuite/modcheck)
+// fails on a bare time.Now, Since, Until or timer outside this package,
+// except in the places it lists with their reasons.
 package clock
 
 import (
@@ -122,4 +133,24 @@ type manualTimer struct {
 	seq   uint64 // keeps timers due at the same instant in scheduling order
 	f     func()
 	index int
+}
+
+// Start is the start of an operation whose duration is reported (an
+// observer's event, a metric), not judged: the monotonic time now when
+// on, else the zero time, so that an operation nobody observes reads no
+// clock. Durations are measured in real time, whatever Clock the
+// component runs on: they describe the work, not a time a test chooses.
+func Start(on bool) time.Time {
+	if !on {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Since is the duration since a time from Start: 0 for the zero time.
+func Since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
 }

@@ -40,3 +40,39 @@ func TestManualSameInstantInOrder(t *testing.T) {
 	var _ clock.Clock = c
 	var _ clock.Clock = clock.Real()
 }
+
+// A Timer fires once per arming that comes due; Reset replaces an
+// arming, and after Stop or Reset C holds nothing from an earlier one.
+func TestTimer(t *testing.T) {
+	m := clock.NewManual(time.Time{})
+	tm := clock.NewTimer(m)
+	tm.Reset(time.Second)
+	tm.Reset(3 * time.Second) // replaces the first
+	m.Advance(2 * time.Second)
+	require.Empty(t, tm.C, "a replaced arming fired")
+	m.Advance(time.Second)
+	require.Len(t, tm.C, 1)
+	tm.Reset(time.Second)
+	require.Empty(t, tm.C, "Reset left an earlier firing in C")
+	tm.Stop()
+	m.Advance(time.Hour)
+	require.Empty(t, tm.C, "a stopped timer fired")
+
+	rt := clock.NewTimer(clock.Real())
+	rt.Reset(time.Hour)
+	rt.Reset(time.Millisecond)
+	select {
+	case <-rt.C:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a real Timer never fired")
+	}
+	rt.Reset(time.Hour)
+	rt.Stop()
+}
+
+// Since measures from Start; without an observer Start reads no clock.
+func TestStopwatch(t *testing.T) {
+	require.True(t, clock.Start(false).IsZero())
+	require.Zero(t, clock.Since(clock.Start(false)))
+	require.GreaterOrEqual(t, clock.Since(clock.Start(true)), time.Duration(0))
+}

@@ -6,6 +6,19 @@ import (
 	"time"
 )
 
+// Every bound on a wait for the server is real time, and this is the one
+// place that says why (the guard TestLibraryReadsTimeOnlyThroughClock,
+// internal/testsuite/modcheck, lists the others): nats.go takes its
+// bounds as contexts, and a context's deadline (context.WithTimeout,
+// WithDeadline) ends on the system clock, whatever Clock the component
+// runs on. That is no judgement of a time: it is how long we wait for
+// an answer, which only real time can make pass (a test's manual clock
+// moving on answers nothing). So OpTimeout, the hub's watch bounds and
+// the retry pause (internal/retry) read time's clock directly, and
+// components with a Clock spell such bounds clock.Real(). Times that
+// are judged (a record's stamps, RunAt, a phase) come from the caller's
+// Clock; liveness from the server's TTLs.
+//
 // OpTimeout bounds single operations by a timeout without a timer per
 // operation where it can. A context.WithTimeout costs about half a
 // microsecond (a context, a runtime timer, its cancellation), which is

@@ -132,7 +132,9 @@ type Config struct {
 	// 64 KiB; at most kvledger.MaxResultBytes.
 	MaxResultBytes int
 	// Clock is the time written into records (UpdatedAt, LeaseUntil)
-	// and compared with RunAt: natscoord's one clock interface (Now and
+	// and compared with RunAt, and the clock of the timers that wake the
+	// worker when a RunAt, retry or schedule period comes due:
+	// natscoord's one clock interface (Now and
 	// AfterFunc; kvlock.RealClock and kvlock.ManualClock are two). Default
 	// the system clock. Liveness never depends on it: leases are judged by
 	// the server and by the lease manager's monotonic clock.

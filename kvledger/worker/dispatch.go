@@ -3,6 +3,7 @@ package worker
 import (
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvledger"
 )
 
@@ -12,8 +13,7 @@ import (
 // and no RunAt ahead it sleeps without a timer.
 func (w *Worker) dispatch() {
 	defer w.wg.Done()
-	t := time.NewTimer(time.Hour)
-	t.Stop()
+	t := clock.NewTimer(w.cfg.Clock) // RunAt and retries are due on the worker's Clock
 	for {
 		w.mu.Lock()
 		now := w.now()
@@ -22,7 +22,7 @@ func (w *Worker) dispatch() {
 		next, armed := w.ix.nextTimer()
 		w.mu.Unlock()
 		t.Stop()
-		var tc <-chan time.Time
+		var tc <-chan struct{}
 		if armed {
 			t.Reset(max(next.Sub(now), time.Millisecond))
 			tc = t.C

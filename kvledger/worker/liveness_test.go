@@ -173,6 +173,27 @@ func TestDelayedTasksNeverStartEarly(t *testing.T) {
 	require.Equal(t, []kvledger.IdempotencyKey{"d", "b", "c", "a"}, order)
 }
 
+// A delayed task comes due on the worker's Clock: advancing a manual
+// clock past its RunAt starts it at once, and nothing starts before.
+// The dispatcher's timer used to run on real time, so the task waited
+// the whole Delay in real time whatever the Clock said.
+func TestDelayedTaskStartsOnTheWorkersClock(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	clk := clock.NewManual(time.Time{})
+	started := make(chan struct{}, 1)
+	e.worker(worker.Config{Clock: clk}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("later", func(context.Context, *worker.Task) error {
+			started <- struct{}{}
+			return nil
+		}))
+	})
+	e.submit(kvledger.Submission{Key: "k", Kind: "later", Now: clk.Now(), Delay: time.Hour})
+	require.Never(t, func() bool { return len(started) > 0 }, 300*time.Millisecond, 10*time.Millisecond, "started before its RunAt")
+	clk.Advance(time.Hour)
+	natstest.Recv(t, started, 10*time.Second, "the start once the clock passed RunAt")
+}
+
 // When a worker's lease ends (here an operator force-releases it), every
 // handler running under it is cancelled with ErrClaimLost, and another
 // worker takes over all its claims.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/internal/retry"
 	"github.com/natscoord/natscoord/kvlease"
@@ -334,11 +335,11 @@ func (r *run) attempt() {
 	if o := w.cfg.Observer; o != nil {
 		o.OnStart(hctx, ev)
 	}
-	start := time.Now()
+	start := clock.Start(true)
 	stopTimeout := w.armTimeout(rec, hcancel)
 	herr, panicked := call(hctx, w.handlers[rec.Kind], t)
 	stopTimeout()
-	ev.Duration = time.Since(start)
+	ev.Duration = clock.Since(start)
 	if panicked {
 		w.stats.panics.Add(1)
 	}

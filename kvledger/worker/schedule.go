@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/cronspec"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -87,7 +88,7 @@ func (w *Worker) Schedule(s Schedule) error {
 // waits with no timer.
 func (w *Worker) scheduleLoop() {
 	defer w.wg.Done()
-	t := time.NewTimer(time.Hour)
+	t := clock.NewTimer(w.cfg.Clock) // periods start on the worker's Clock
 	defer t.Stop()
 	for {
 		due, first := w.duePeriods(w.now())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/internal/kvx"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
@@ -87,7 +88,7 @@ type Worker struct {
 	// Both guarded by mu.
 	wlease     *kvlease.Guard
 	wleaseWait chan struct{}
-	idle       *time.Timer    // guarded by mu: releases an idle worker's lease
+	idle       func() bool    // guarded by mu: stops the release of an idle worker's lease
 	idleWG     sync.WaitGroup // idle releases in flight
 
 	stats counters
@@ -345,7 +346,7 @@ func (w *Worker) Close(ctx context.Context) error {
 			w.stopCollector(ctx)
 			w.mu.Lock()
 			if w.idle != nil {
-				w.idle.Stop()
+				w.idle()
 			}
 			w.mu.Unlock()
 			w.idleWG.Wait()
@@ -421,7 +422,8 @@ func (w *Worker) windDown(collected <-chan struct{}) {
 func (w *Worker) drain(ctx context.Context) {
 	idle := doneOf(&w.runs)
 	if w.cfg.DrainTimeout > 0 {
-		t := time.NewTimer(w.cfg.DrainTimeout)
+		t := clock.NewTimer(clock.Real()) // real time: handlers run in it
+		t.Reset(w.cfg.DrainTimeout)
 		select {
 		case <-idle:
 		case <-t.C:

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/natscoord/natscoord/internal/clock"
 	"github.com/natscoord/natscoord/kvlease"
 	"github.com/natscoord/natscoord/kvledger"
 )
@@ -115,11 +116,11 @@ func (w *Worker) idleLocked() {
 	if len(w.running) > 0 || w.wlease == nil || w.closed {
 		return
 	}
-	if w.idle == nil {
-		w.idle = time.AfterFunc(w.cfg.ClaimTTL, w.releaseIdle)
-		return
+	if w.idle != nil {
+		w.idle()
 	}
-	w.idle.Reset(w.cfg.ClaimTTL)
+	// Real time, as the lease's TTL on the server.
+	w.idle = clock.Real().AfterFunc(w.cfg.ClaimTTL, w.releaseIdle)
 }
 
 // releaseIdle releases the worker's lease if the worker is still idle;
@@ -231,7 +232,8 @@ func (w *Worker) keepPresence() {
 			case <-g.Done():
 			}
 		}
-		t := time.NewTimer(presenceEvery)
+		t := clock.NewTimer(clock.Real()) // a pause before trying the server again
+		t.Reset(presenceEvery)
 		select {
 		case <-w.ctx.Done():
 			t.Stop()

@@ -5,5 +5,9 @@
 // modules from the working tree, then builds a user's program against
 // them and reads the user's module graph.
 //
-// It has no code of its own; see modcheck_test.go.
+// It also guards the source's shape: clock_test.go fails on a bare
+// time.Now (or Since, Until, a timer) in library code, which must read
+// the time through internal/clock.
+//
+// It has no code of its own; see modcheck_test.go and clock_test.go.
 package modcheck
