@@ -124,9 +124,11 @@ type lsFlags struct {
 // lsHelp is the help of `ledger ls`.
 var lsHelp = `ls lists the tasks of the ledger, each with its KIND, its PHASE (kvledger's name for
 the state a person asks about: a pending task waiting for its run-at is scheduled, or
-retrying after a failed attempt; running is claimed; cancelled is an operator's cancel),
-its ATTEMPTS and the first line of its last ERROR, cut to ` + fmt.Sprint(errCellWidth) + ` columns.
-  phases: ` + nameList(kvledger.Phases) + `
+retrying after a failed attempt; running is claimed, and cancelling once an operator
+cancelled it while it runs; cancelled is an operator's cancel), its ATTEMPTS and the
+first line of its last ERROR, cut to ` + fmt.Sprint(errCellWidth) + ` columns.
+  phases: ` + nameList(kvledger.Phases[:5]) + `,
+          ` + nameList(kvledger.Phases[5:]) + `
 
 ATTEMPTS is N/MAX: the attempts counted, and the most the task is allowed: its own
 --max-attempts, else the default of ` + fmt.Sprint(kvledger.DefaultMaxAttempts) + ` (a worker started with another --max-attempts

@@ -112,7 +112,7 @@ func TestLedgerLsStatusIsDeprecated(t *testing.T) {
 	help := c.ok("ledger", "ls", "--help")
 	require.NotContains(t, help, "--status")
 	require.NotContains(t, help, "--state")
-	require.Contains(t, help, "  phases: pending, scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked\n")
+	require.Contains(t, help, "  phases: pending, scheduled, retrying, running, cancelling,\n          completed, failed, cancelled, blocked\n")
 	for _, cmd := range []string{"ls", "reopen", "cancel", "rm", "purge"} {
 		h := c.ok("ledger", cmd, "--help")
 		require.Contains(t, strings.Join(strings.Fields(h), " "),

@@ -37,7 +37,7 @@ func TestLedgerRunNow(t *testing.T) {
 	// A filter without --yes prints what it picks and changes nothing.
 	r := c.run("ledger", "run-now", "--kind", "mail")
 	require.NotEqual(t, 0, r.code)
-	require.Contains(t, r.stderr, "nothing changed: the filter picks 2 task(s); add --yes")
+	require.Contains(t, r.stderr, "nothing changed: add --yes to run now the 2 task(s)")
 	require.Contains(t, r.stdout, "mail.1  scheduled  would run now")
 	require.Contains(t, r.stdout, "mail.2  scheduled  would run now")
 	require.Equal(t, map[string]string{"mail.1": "would run now", "mail.2": "would run now"},

@@ -90,7 +90,7 @@ func TestWorkOutageGivesBackClaimsAhead(t *testing.T) {
 	// The first one's command ran when the claims were lost: that
 	// attempt is lost, as the record says (taken over), and counted.
 	require.Regexp(t, `(?m)^lost\s+`+first+`\s+attempt 1\s`, out)
-	m := regexp.MustCompile(`(?m)^natscoord work: stopped: .*, (\d+) given back, \d+ cancelled, (\d+) lost$`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^natscoord work: stopped: .*, (\d+) given back, \d+ snoozed, \d+ cancelled, (\d+) lost$`).FindStringSubmatch(out)
 	require.NotNil(t, m, out)
 	require.Equal(t, "1", m[1], "given back: the claim ahead")
 	require.Equal(t, "1", m[2], "lost: the first command's attempt")
