@@ -47,6 +47,11 @@ func (e *env) claimTimes(keys ...kvledger.IdempotencyKey) []time.Time {
 // than n of starts (sorted).
 func requireRate(t *testing.T, starts []time.Time, n int, period time.Duration) {
 	t.Helper()
+	var gaps []time.Duration
+	for i := n; i < len(starts); i++ {
+		gaps = append(gaps, starts[i].Sub(starts[i-n]))
+	}
+	t.Logf("time from each start to the %d-th after it (at least %v): %v", n, period, gaps)
 	for i := n; i < len(starts); i++ {
 		require.GreaterOrEqual(t, starts[i].Sub(starts[i-n]), period-rateSlack,
 			"starts %d and %d within one period: at most %d per %v; starts %v", i-n, i, n, period, starts)
