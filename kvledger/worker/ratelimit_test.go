@@ -96,8 +96,9 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	starts := e.claimTimes(keys...)
 	requireRate(t, starts, limit, period)
 	// The limit is met, not only kept: 10 starts at 3 per 2 s take
-	// three periods, not much more.
-	require.Less(t, starts[tasks-1].Sub(starts[0]), 4*period, "starts %v", starts)
+	// three periods, a little more when a token is spent on a claim the
+	// other worker won (doc.go, "Rate limits").
+	require.Less(t, starts[tasks-1].Sub(starts[0]), 6*period, "starts %v", starts)
 	// The other kind was not held back: it finished within the first
 	// period.
 	freeStarts := e.claimTimes(free...)
