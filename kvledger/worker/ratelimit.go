@@ -61,31 +61,41 @@ func (s rateScope) infix() string {
 	return rateInfix + "k."
 }
 
-// validRateLimits checks limits (Config.withDefaults).
+// Validate reports what makes rl a limit New refuses (ErrInvalidConfig),
+// or nil.
+func (rl RateLimit) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: rate limit %v: %s", ErrInvalidConfig, rl, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case (rl.Kind == "") == (rl.Group == ""):
+		return bad("set exactly one of Kind and Group")
+	case len(rl.Group) > kvledger.MaxGroupBytes || !utf8.ValidString(rl.Group):
+		return bad("the group must be 1..%d bytes of UTF-8", kvledger.MaxGroupBytes)
+	case len(rl.Kind) > kvledger.MaxKindBytes || !utf8.ValidString(rl.Kind):
+		return bad("the kind must be 1..%d bytes of UTF-8", kvledger.MaxKindBytes)
+	case rl.N < 1 || rl.N > kvlease.MaxSemaphoreSlots:
+		return bad("N outside 1..%d", kvlease.MaxSemaphoreSlots)
+	case rl.Period%time.Second != 0:
+		return bad("the period must be whole seconds (the server's TTL precision)")
+	}
+	if err := kvlease.ValidateTTL(rl.Period); err != nil {
+		return bad("period: %v", err)
+	}
+	return nil
+}
+
+// validRateLimits checks limits (Config.withDefaults): each valid, at
+// most one per kind and one per group.
 func validRateLimits(limits []RateLimit) error {
 	seen := make(map[rateScope]bool, len(limits))
 	for _, rl := range limits {
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%w: RateLimits: %v: %s", ErrInvalidConfig, rl, fmt.Sprintf(format, args...))
+		if err := rl.Validate(); err != nil {
+			return err
 		}
 		s := rateScope{byGroup: rl.Group != "", name: rl.Kind + rl.Group}
-		switch {
-		case (rl.Kind == "") == (rl.Group == ""):
-			return bad("set exactly one of Kind and Group")
-		case s.byGroup && (len(rl.Group) > kvledger.MaxGroupBytes || !utf8.ValidString(rl.Group)):
-			return bad("the group must be 1..%d bytes of UTF-8", kvledger.MaxGroupBytes)
-		case !s.byGroup && (len(rl.Kind) > kvledger.MaxKindBytes || !utf8.ValidString(rl.Kind)):
-			return bad("the kind must be 1..%d bytes of UTF-8", kvledger.MaxKindBytes)
-		case rl.N < 1 || rl.N > kvlease.MaxSemaphoreSlots:
-			return bad("N outside 1..%d", kvlease.MaxSemaphoreSlots)
-		case rl.Period%time.Second != 0:
-			return bad("the period must be whole seconds (the server's TTL precision)")
-		}
-		if err := kvlease.ValidateTTL(rl.Period); err != nil {
-			return bad("period: %v", err)
-		}
 		if seen[s] {
-			return bad("a second limit for it")
+			return fmt.Errorf("%w: rate limit %v: a second limit for the same %s", ErrInvalidConfig, rl, map[bool]string{false: "kind", true: "group"}[s.byGroup])
 		}
 		seen[s] = true
 	}
