@@ -158,3 +158,40 @@ func TestRateLimitConfigRefused(t *testing.T) {
 	_, err := worker.New(natstest.Context(t, 5*time.Second), e.js, e.led, worker.Config{LeaseBucket: e.leases, RateLimits: twice})
 	require.ErrorContains(t, err, "a second limit")
 }
+
+// A worker waiting for a rate limit's token sends nothing: the token's
+// expiry reaches it through its lease watch, by push, and it then starts
+// the task with its one attempt.
+func TestRateWaitSendsNothing(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	const period = 3 * time.Second
+	limits := []worker.RateLimit{{Group: "tenant", N: 1, Period: period}}
+	ok := func(context.Context, *worker.Task) error { return nil }
+	e.worker(worker.Config{Owner: "A", RateLimits: limits}, func(w *worker.Worker) { require.NoError(t, w.Handle("a", ok)) })
+	e.submit(kvledger.Submission{Key: "first", Kind: "a", Group: "tenant"})
+	e.waitFinal(10*time.Second, "first")
+
+	// B, on its own connection, has run nothing, so it holds no lease
+	// to renew while it waits.
+	nc := natstest.Connect(t, n.Server)
+	js := natstest.JetStream(t, nc)
+	b := e.startOn(js, e.ledgerOn(js), worker.Config{Owner: "B", RateLimits: limits}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("b", ok))
+	})
+	t.Cleanup(func() { require.NoError(t, closeWorker(b)) })
+	e.submit(kvledger.Submission{Key: "second", Kind: "b", Group: "tenant"})
+	natstest.Eventually(t, 10*time.Second, func() bool { return b.Stats().Ready == 1 && b.Stats().Running == 0 }, "B waits for the token")
+	before := nc.Stats()
+	time.Sleep(500 * time.Millisecond) // the measurement interval itself
+	after := nc.Stats()
+	require.Zero(t, after.OutMsgs-before.OutMsgs, "messages sent by a worker waiting for a token")
+	require.Equal(t, kvledger.StatusPending, e.state("second").Status)
+
+	final := e.waitFinal(10*time.Second, "second")
+	require.Equal(t, kvledger.StatusCompleted, final["second"].Status)
+	require.Equal(t, 1, final["second"].Attempts)
+	starts := e.claimTimes("first", "second")
+	t.Logf("second claimed %v after the first", starts[1].Sub(starts[0]))
+	require.GreaterOrEqual(t, starts[1].Sub(starts[0]), period-rateSlack)
+}
