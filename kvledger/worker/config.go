@@ -72,8 +72,8 @@ type Config struct {
 	// for a handler slot of this worker while other workers may be idle,
 	// so workers with long handlers should keep it small. KindConcurrency
 	// and GroupLimits count claimed-ahead tasks as running; a task whose
-	// claim would use its last allowed attempt is not claimed ahead (see
-	// the package documentation). Default
+	// claim would use its last allowed attempt, or under a RateLimits
+	// limit, is not claimed ahead (see the package documentation). Default
 	// DefaultClaimAhead (Concurrency, at most 64); negative means none;
 	// at most 4096.
 	ClaimAhead int

@@ -105,7 +105,8 @@
 // it) and start after it, in order (TestClaimAheadYieldsToAHigherTask).
 // Claims ahead count against KindConcurrency and GroupLimits like
 // running tasks (a task claimed ahead holds its group slot), so a kind or
-// group at its limit gets none. The window trades a little fairness for
+// group at its limit gets none; a task under a rate limit is never
+// claimed ahead ("Rate limits", below). The window trades a little fairness for
 // throughput: up to ClaimAhead tasks claimed by this worker wait for its
 // handlers while another worker may be idle; workers with long handlers
 // should keep ClaimAhead small or set it to -1
