@@ -54,6 +54,14 @@ type Config struct {
 	// worker should state the same limits (worker.Config.GroupLimits).
 	// Default: no bound.
 	GroupLimits map[string]int
+	// RateLimits bounds, per kind or per group, the tasks that start in
+	// any window of a period across all workers of the ledger: at most
+	// N per Period (whole seconds, 1s to 24h), judged by the server
+	// (worker.Config.RateLimits, worker.RateLimit; the precision and cost
+	// in kvledger/worker's documentation, "Rate limits"). A task waiting
+	// for its limit uses no attempt. Every worker should state the same
+	// limits. Default: none.
+	RateLimits []worker.RateLimit
 	// MaxAttempts bounds the attempts of a task submitted without its
 	// own: Submit stores it in the task's record, so every worker obeys
 	// it and the record, Attempts and Task.MaxAttempts show it. Default
@@ -128,6 +136,7 @@ func (c Config) workerConfig() worker.Config {
 		Concurrency:     c.Concurrency,
 		KindConcurrency: c.KindConcurrency,
 		GroupLimits:     c.GroupLimits,
+		RateLimits:      c.RateLimits,
 		MaxAttempts:     c.MaxAttempts,
 		Backoff:         c.Backoff,
 		BackoffBase:     c.BackoffBase,

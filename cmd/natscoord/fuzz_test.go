@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,6 +106,24 @@ func FuzzKeyFilterUnder(f *testing.F) {
 		}
 		for _, next := range []string{"x", "2", "-"} {
 			require.False(t, under.matchKey(p+next), "a continued segment %q", p+next)
+		}
+	})
+}
+
+// FuzzParseRate: parseRate returns an error or a rate, never panics, and
+// a rate it returns reads back from its own form.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"3/2s", "100/m", "10/s", "5/h", "1/1h30m", "/", "3/", "/2s", "-1/2s", "3/2", "9999999999999999999/s", "3/2s/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, period, err := parseRate(s)
+		if err != nil {
+			return
+		}
+		n2, p2, err := parseRate(strconv.Itoa(n) + "/" + period.String())
+		if err != nil || n2 != n || p2 != period {
+			t.Fatalf("%q: %d/%v read back as %d/%v, %v", s, n, period, n2, p2, err)
 		}
 	})
 }

@@ -38,6 +38,8 @@ type workOptions struct {
 	owner       string
 	leaseBucket string
 	groupLimits map[string]int
+	rateLimit   string            // --rate-limit N/PERIOD, for kind
+	groupRates  map[string]string // --group-rate-limit GROUP=N/PERIOD
 	passSecrets bool
 	noSchedules bool
 	metrics     workMetricsOptions
@@ -112,7 +114,15 @@ worker can take the task over.
 The worker also runs the schedules stored in the ledger for --kind
 (natscoord ledger schedule add): it admits one task per period, once per
 period however many workers run, and starts or stops a schedule as it is
-added or removed. --no-schedules leaves them to other workers.`
+added or removed. --no-schedules leaves them to other workers.
+
+--rate-limit N/PERIOD starts at most N tasks of --kind in any PERIOD
+(whole seconds: 3/2s, 100/m) across every worker that states it, and
+--group-rate-limit GROUP=N/PERIOD the same for a group's tasks (ledger
+admit --group). Each start takes one of N tokens in the lease bucket,
+which the server expires PERIOD after it was taken: no clocks are
+compared. A task waiting for a token is not claimed and uses no attempt.
+Give every worker the same limits.`
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
@@ -155,6 +165,8 @@ func (a *app) workCommand() *cobra.Command {
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
 	f.BoolVar(&o.noSchedules, "no-schedules", false, "do not admit the periods of the ledger's stored schedules (natscoord ledger schedule)")
 	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
+	f.StringVar(&o.rateLimit, "rate-limit", "", "N/PERIOD: start at most N tasks of --kind per PERIOD (whole seconds, e.g. 3/2s, 100/m) across all workers, judged by the server; give every worker the same limit")
+	f.StringToStringVar(&o.groupRates, "group-rate-limit", nil, "GROUP=N/PERIOD: start at most N tasks of the group per PERIOD across all workers (repeatable)")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, passSecretsUsage)
 	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
@@ -191,6 +203,9 @@ func (o workOptions) validate() error {
 			return fmt.Errorf("--group-limit %s=%d: the group must be 1..%d bytes and the limit 1..%d", g, n, kvledger.MaxGroupBytes, kvlease.MaxSemaphoreSlots)
 		}
 	}
+	if _, err := o.rateLimits(); err != nil {
+		return err
+	}
 	return o.metrics.validate()
 }
 
@@ -221,12 +236,16 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		return err
 	}
 	defer func() { _ = met.close(ctx) }() // after the worker's Close: it serves until the worker ended
+	rates, err := o.rateLimits()
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(sctx, js, l, worker.Config{
 		Clock: wall,
 		Owner: kvledger.OwnerID(o.owner), ClaimTTL: o.ttl, Concurrency: o.concurrency,
 		MaxAttempts: o.maxAttempts, Timeout: o.timeout, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
-		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
+		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits, RateLimits: rates,
 		IgnoreStoredSchedules: o.noSchedules,
 	})
 	if err != nil {

@@ -74,8 +74,8 @@ type Config struct {
 	// for a handler slot of this worker while other workers may be idle,
 	// so workers with long handlers should keep it small. KindConcurrency
 	// and GroupLimits count claimed-ahead tasks as running; a task whose
-	// claim would use its last allowed attempt is not claimed ahead (see
-	// the package documentation). Default
+	// claim would use its last allowed attempt, or under a RateLimits
+	// limit, is not claimed ahead (see the package documentation). Default
 	// DefaultClaimAhead (Concurrency, at most 64); negative means none;
 	// at most 4096.
 	ClaimAhead int
@@ -97,6 +97,17 @@ type Config struct {
 	// kvlease.DefaultMaxKeyBytes (New refuses a long group on a ledger
 	// with a long bucket name). Default: none.
 	GroupLimits map[string]int
+	// RateLimits bounds, per kind or per group, the tasks that start in
+	// any window of a period across all workers of the ledger: at most
+	// N starts per Period, each start taking one of N tokens in the
+	// lease bucket that the server expires Period after it was taken
+	// (ratelimit.go; the rule, its precision and its cost in the package
+	// documentation, "Rate limits"). A task under a limit with no token
+	// free waits, using no attempt. Every worker of a ledger should
+	// state the same limits. At most one limit per kind and one per
+	// group; a task under both its kind's and its group's takes a token
+	// of each. Default: none.
+	RateLimits []RateLimit
 	// MaxAttempts bounds the attempts of a task whose record leaves
 	// MaxAttempts at 0. Default DefaultMaxAttempts (3); 1 disables
 	// retries.
@@ -216,6 +227,9 @@ func (c Config) withDefaults() (Config, error) {
 		case n < 1 || n > kvlease.MaxSemaphoreSlots:
 			return bad("GroupLimits[%q] = %d outside 1..%d", g, n, kvlease.MaxSemaphoreSlots)
 		}
+	}
+	if err := validRateLimits(c.RateLimits); err != nil {
+		return c, err
 	}
 	if c.Backoff == nil {
 		base, ceil := c.BackoffBase, c.BackoffMax

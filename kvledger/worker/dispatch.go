@@ -52,8 +52,9 @@ func (w *Worker) produceLocked(now time.Time) {
 // startReadyLocked starts ready tasks, kinds taken in turn and each
 // kind's first in order (readyBefore), until the worker's or every kind's
 // limit is reached or nothing is ready. A task whose group is full
-// (Config.GroupLimits) is parked: the tasks behind it go on, and it goes
-// back to its place when a slot frees up (unparkLocked).
+// (Config.GroupLimits), or under a rate limit with no token free
+// (Config.RateLimits), is parked: the tasks behind it go on, and it goes
+// back to its place when a slot or token frees up (unparkLocked).
 func (w *Worker) startReadyLocked(now time.Time) {
 	for w.canStartLocked() {
 		progress := w.unparkLocked()
@@ -75,11 +76,13 @@ func (w *Worker) startReadyLocked(now time.Time) {
 				return
 			}
 			progress = true
-			if e := w.ix.recs[k]; e != nil && e.group != "" && w.running[k] == nil {
-				if g := w.ix.groups[e.group]; g != nil && w.ix.room(g) <= 0 {
-					g.parked.Push(parkedItem{kind: kind, it: it})
-					continue // still queued
-				}
+			if g := w.fullLimitLocked(kind, it); g != nil {
+				g.parked.Push(parkedItem{kind: kind, it: it})
+				continue // still queued
+			}
+			if w.rateAheadLocked(kind, it) {
+				w.ix.requeue(kind, it) // as for a last attempt, above
+				return
 			}
 			delete(w.ix.queued, k)
 			if w.running[k] != nil {

@@ -120,7 +120,8 @@
 // it) and start after it, in order (TestClaimAheadYieldsToAHigherTask).
 // Claims ahead count against KindConcurrency and GroupLimits like
 // running tasks (a task claimed ahead holds its group slot), so a kind or
-// group at its limit gets none. The window trades a little fairness for
+// group at its limit gets none; a task under a rate limit is never
+// claimed ahead ("Rate limits", below). The window trades a little fairness for
 // throughput: up to ClaimAhead tasks claimed by this worker wait for its
 // handlers while another worker may be idle; workers with long handlers
 // should keep ClaimAhead small or set it to -1
@@ -243,6 +244,60 @@
 // off from the server) is logged; the handler is cancelled then anyway,
 // since the worker's lease, of the same TTL on the same scheduler, ends
 // too, but until the handler returns another worker may hold that slot.
+//
+// # Rate limits
+//
+// Config.RateLimits bounds the starts of a kind's tasks, or of a group's
+// (of any kind), across every worker of the ledger: at most N in any
+// window of Period (worker.RateLimit). It is judged by the server, the
+// way group limits are: token i of a limit is the key
+// "kvledger.<bucket>.r.k.<token of the kind>.<i>" (a group's "r.g.") in
+// the workers' lease bucket, and an attempt of a limited task takes a
+// free token (a create-if-absent write with a per-key TTL of Period,
+// tried in random order) just before its claim. The token is never
+// released or renewed: the server expires it Period after it stored the
+// write, and the lease watch, which already delivers every key under the
+// ledger's prefix, reports the expiry. So a token is taken at most once
+// per Period by anyone, whichever worker, and no process compares its
+// clock with another's. A task that finds every token taken is not
+// claimed and uses no attempt: it waits, parked like a task of a full
+// group, while the tasks behind it of other limits go on, and the
+// token's expiry wakes it by push (no timer, nothing sent while it
+// waits). A task under both its kind's and its group's limit takes a
+// token of each.
+//
+// Precision. The server counts a TTL in whole seconds, so Period is
+// whole seconds (1s to 24h; New refuses others), and expires a key at
+// or after its TTL, never before: measured here 0–260 ms after it (the
+// server's expiry runs on a timer; on an R3 bucket a leader change
+// measures the rest of the TTL on the new leader's clock). A start is
+// counted at its token's write; its claim follows it by one round trip
+// (and the worker's lease's acquisition when it holds none), its handler
+// starts as the claim lands: a task under a rate limit is never claimed
+// ahead, so it never waits for a handler slot after taking its token
+// (and, as for a last attempt, nothing is claimed ahead past it while it
+// waits for one). So the claims, as the server timestamps them, are at
+// most N in any window of Period less that round trip
+// (TestRateLimitAcrossWorkers: two workers, 3 per 2 s, the third claim
+// after any claim came 2.00–2.26 s later, or 4.0 s when a token was
+// spent, below).
+//
+// Cost. One write per start of a limited task, its token, and none for
+// a task under no limit; a token whose expiry marker the bucket still
+// keeps (a minute) is created in kvlease's three round trips (a create
+// refused, a read of the marker, the create at its revision), still one
+// stored write. A token taken is spent whatever follows: a claim that
+// then fails (another worker claimed the task first, the record changed)
+// or a second limit with no token free does not give it back. Workers
+// racing for the same ready task can so spend more than one token on one
+// start, and a limit then runs below N per Period, never above it
+// (two workers: 10 starts at 3 per 2 s took 6.0 to 8.0 s, not 6 s).
+// Every worker of a ledger should state the same limits: workers share
+// the token keys, so the largest N bounds the limit, and a worker
+// stating a smaller N takes only tokens 0..N-1; the Period is each
+// worker's own (the TTL it writes), so different periods bound each
+// worker's starts by its own. A worker that states no limit for a kind
+// or group starts its tasks without tokens.
 //
 // # Liveness: leases judged by the server
 //

@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/natscoord/natscoord/internal/heapx"
 	"github.com/natscoord/natscoord/internal/kvx"
@@ -28,12 +30,15 @@ import (
 // do not.
 const groupInfix = "g."
 
-// group is what a worker knows of one limited group, guarded by
-// Worker.mu. Whether a slot is held is the lease watch's view (index
+// group is what a worker knows of one limited group, or of one rate
+// limit (the same bookkeeping over tokens), guarded by Worker.mu. Whether a slot is held is the lease watch's view (index
 // leases, by slot key), plus the slots this worker is acquiring now.
 type group struct {
 	name string
 	keys []string // slot i's lease key
+	// period is a rate limit's (ratelimit.go): its keys are tokens,
+	// taken for period and never released. 0 for a group's slots.
+	period time.Duration
 	// taking counts this worker's attempts acquiring a slot now: they
 	// hold one the watch has not reported yet.
 	taking int
@@ -67,18 +72,28 @@ type parkedItem struct {
 func newGroups(prefix string, limits map[string]int) (map[string]*group, error) {
 	gs := make(map[string]*group, len(limits))
 	for name, n := range limits {
-		g := &group{name: name, keys: make([]string, n), stale: ^uint64(0),
-			parked: heapx.New(func(a, b parkedItem) bool { return readyBefore(a.it, b.it) }, nil)}
-		for i := range g.keys {
-			g.keys[i] = prefix + groupInfix + kvx.EncodeToken(name) + "." + strconv.Itoa(i)
-		}
-		if k := g.keys[n-1]; len(k) > kvlease.DefaultMaxKeyBytes {
-			return nil, fmt.Errorf("%w: GroupLimits: group %q: its slot keys (%d bytes) exceed kvlease.DefaultMaxKeyBytes %d",
-				ErrInvalidConfig, name, len(k), kvlease.DefaultMaxKeyBytes)
+		g, err := newLimit(name, prefix+groupInfix+kvx.EncodeToken(name)+".", n, 0, fmt.Sprintf("GroupLimits: group %q", name))
+		if err != nil {
+			return nil, err
 		}
 		gs[name] = g
 	}
 	return gs, nil
+}
+
+// newLimit returns a limit of n keys, base followed by 0..n-1: a group's
+// slots (period 0) or a rate limit's tokens. what names it in an error.
+func newLimit(name, base string, n int, period time.Duration, what string) (*group, error) {
+	g := &group{name: name, keys: make([]string, n), period: period, stale: ^uint64(0),
+		parked: heapx.New(func(a, b parkedItem) bool { return readyBefore(a.it, b.it) }, nil)}
+	for i := range g.keys {
+		g.keys[i] = base + strconv.Itoa(i)
+	}
+	if k := g.keys[n-1]; len(k) > kvlease.DefaultMaxKeyBytes {
+		return nil, fmt.Errorf("%w: %s: its keys (%d bytes) exceed kvlease.DefaultMaxKeyBytes %d",
+			ErrInvalidConfig, what, len(k), kvlease.DefaultMaxKeyBytes)
+	}
+	return g, nil
 }
 
 // freeSlots returns the keys of g's slots the watch last saw free.
@@ -112,35 +127,50 @@ func (ix *index) room(g *group) int {
 // moves another one.
 func (w *Worker) unparkLocked() bool {
 	moved := false
-	for _, g := range w.ix.groups {
-		if g.parked.Len() == 0 {
-			continue
-		}
+	unpark := func(g *group) {
 		for n := min(w.ix.room(g), g.parked.Len()); n > 0; n-- {
 			p := g.parked.Pop()
 			w.ix.requeue(p.kind, p.it)
 			moved = true
 		}
 	}
+	for _, g := range w.ix.groups {
+		unpark(g)
+	}
+	for _, g := range w.ix.rates {
+		unpark(g)
+	}
 	return moved
 }
 
 // onSlot applies one change of a group's slot key from the lease watch;
-// rest is the key after the "g." infix. A slot that frees up (or any
-// change after a try found the group full) wakes the dispatcher to start
-// a parked task.
+// rest is the key after the "g." infix.
 func (w *Worker) onSlot(key, rest string, live bool, rev uint64) {
-	i := strings.LastIndexByte(rest, '.')
-	if i < 0 {
-		return
-	}
-	name, err := kvx.DecodeToken(rest[:i])
-	if err != nil {
+	name, ok := limitName(rest)
+	if !ok {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	g := w.ix.groups[name]
+	w.limitKeyLocked(w.ix.groups[name], key, live, rev)
+}
+
+// limitName reads the name of a limit from the rest of its key,
+// "<token of the name>.<i>".
+func limitName(rest string) (string, bool) {
+	i := strings.LastIndexByte(rest, '.')
+	if i < 0 {
+		return "", false
+	}
+	name, err := kvx.DecodeToken(rest[:i])
+	return name, err == nil
+}
+
+// limitKeyLocked applies one change of a key of g (a slot or a token;
+// nil: not a limit this worker states). A key that frees up (or any
+// change after a try found g full) wakes the dispatcher to start a
+// parked task.
+func (w *Worker) limitKeyLocked(g *group, key string, live bool, rev uint64) {
 	if g == nil || !w.ix.seeLease(key, live, rev) {
 		return
 	}
@@ -151,13 +181,35 @@ func (w *Worker) onSlot(key, rest string, live bool, rev uint64) {
 	}
 }
 
-// takeSlot acquires a free slot of r's group for r's attempt, before its
-// claim; the lease renews on the manager's scheduler until releaseSlot.
-// It returns false when every slot is held (the task is filed again and
-// waits, parked, for a slot to free up: no attempt is counted) or on an
-// error (the task is looked at again later).
-func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
-	g := r.grp
+// fullLimitLocked returns the limit that keeps the ready task it, of
+// kind, from starting now: its group's (Config.GroupLimits) or a rate
+// limit over it with no room; nil when none does.
+func (w *Worker) fullLimitLocked(kind string, it readyItem) *group {
+	e := w.ix.recs[it.key]
+	if e == nil || w.running[it.key] != nil {
+		return nil
+	}
+	if e.group != "" {
+		if g := w.ix.groups[e.group]; g != nil && w.ix.room(g) <= 0 {
+			return g
+		}
+	}
+	for _, g := range w.ix.ratesOf(kind, e.group) {
+		if g != nil && w.ix.room(g) <= 0 {
+			return g
+		}
+	}
+	return nil
+}
+
+// take acquires a free key of g for r's attempt, before its claim: a
+// group's slot, whose lease renews on the manager's scheduler until
+// releaseSlot, or a rate limit's token, left to the server to expire
+// after g.period (its guard is abandoned: nil). It returns false when
+// every key is held (the task is filed again and waits, parked, for one
+// to free up: no attempt is counted) or on an error (the task is looked
+// at again later).
+func (w *Worker) take(r *run, g *group) (*kvlease.Guard, bool) {
 	w.mu.Lock()
 	free, gen, closed := w.ix.freeSlots(g), g.gen, w.closed
 	w.mu.Unlock()
@@ -170,13 +222,14 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		untake()
 		return nil, false
 	}
+	ttl := cmp.Or(g.period, w.cfg.ClaimTTL)
 	rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
 	for _, key := range free {
 		// The slot's context must outlive this call: cancelling it
 		// would release the slot. kvlease bounds the acquisition.
-		sg, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), key, w.cfg.ClaimTTL)
+		sg, ok, err := w.leases.TryAcquireKey(context.WithoutCancel(w.values), key, ttl)
 		if errors.Is(err, kvlease.ErrInvalidKey) {
-			w.cfg.Logger.Error("worker: the lease manager refuses a group's slot keys; its tasks wait", "group", g.name, "err", err)
+			w.cfg.Logger.Error("worker: the lease manager refuses a limit's keys; its tasks wait", "limit", g.name, "err", err)
 			w.mu.Lock()
 			g.taking--
 			g.err = err
@@ -186,7 +239,7 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		if err != nil {
 			untake()
 			if !errors.Is(err, kvlease.ErrClosed) {
-				w.cfg.Logger.Warn("worker: acquiring a group slot", "key", string(r.key), "group", g.name, "err", err)
+				w.cfg.Logger.Warn("worker: acquiring a limit's key", "key", string(r.key), "limit", g.name, "err", err)
 				w.retryLater(r.key)
 			}
 			return nil, false
@@ -194,7 +247,10 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		if !ok {
 			continue // taken since the watch last reported it
 		}
-		if err := sg.StartRenewing(0); err != nil {
+		if g.period > 0 {
+			// A token: spent, never released; the server expires it.
+			_ = sg.Abandon()
+		} else if err := sg.StartRenewing(0); err != nil {
 			untake()
 			w.releaseSlot(g, sg)
 			w.cfg.Logger.Warn("worker: renewing a group slot", "key", string(r.key), "group", g.name, "err", err)
@@ -205,6 +261,9 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		g.taking--
 		w.ix.seeLease(key, true, sg.Revision())
 		w.mu.Unlock()
+		if g.period > 0 {
+			return nil, true
+		}
 		return sg, true
 	}
 	w.mu.Lock()
@@ -213,7 +272,9 @@ func (w *Worker) takeSlot(r *run) (*kvlease.Guard, bool) {
 		g.stale = gen
 	}
 	w.mu.Unlock()
-	w.stats.groupFull.Add(1)
+	if g.period == 0 {
+		w.stats.groupFull.Add(1)
+	}
 	return nil, false
 }
 

@@ -31,6 +31,9 @@ type index struct {
 	// groups holds, per group limited by Config.GroupLimits, what the
 	// lease watch says of its slots and the tasks waiting for one.
 	groups map[string]*group
+	// rates holds the same for each rate limit (Config.RateLimits) and
+	// its tokens.
+	rates map[rateScope]*group
 	// timers holds pending records whose RunAt is in the future, and
 	// keys to look at again after a transient claim failure.
 	timers *heapx.Heap[timer]
@@ -277,14 +280,15 @@ func (ix *index) seeLease(lease string, live bool, rev uint64) bool {
 	return true
 }
 
-// isSlot reports whether lease is a group's slot key. An ended slot keeps
-// its revision (the groups' slots are few, and fixed by GroupLimits): a
+// isSlot reports whether lease is a group's slot key or a rate limit's
+// token. An ended slot keeps its revision (the slots are few, and fixed
+// by GroupLimits and RateLimits): a
 // lagging watch that delivers the slot's earlier put, after this worker
 // released it or after the delete, must not show the slot held again
 // until the delete arrives (once more).
 func (ix *index) isSlot(lease string) bool {
 	rest, ok := strings.CutPrefix(lease, ix.prefix)
-	return ok && strings.HasPrefix(rest, groupInfix)
+	return ok && (strings.HasPrefix(rest, groupInfix) || strings.HasPrefix(rest, rateInfix))
 }
 
 // leaseState says what the index knows of the lease of the claimed

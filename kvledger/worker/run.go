@@ -33,9 +33,13 @@ type run struct {
 	// slot the attempt takes before its claim; nil when unbounded.
 	grp *group
 
-	// sg is the group slot the attempt holds (takeSlot), released by end
+	// sg is the group slot the attempt holds (take), released by end
 	// after the outcome is recorded; nil when none.
 	sg *kvlease.Guard
+
+	// rates are the rate limits whose tokens the attempt has still to
+	// take (takeTokens), each counted in its taking meanwhile.
+	rates [2]*group
 
 	// Guarded by Worker.mu.
 	slot     bool          // holds a slot: claiming, claimed ahead or in the handler
@@ -72,9 +76,10 @@ func (w *Worker) startLocked(it readyItem, kind string) {
 	if e := w.ix.recs[k]; e != nil && e.group != "" {
 		if g := w.ix.groups[e.group]; g != nil {
 			r.grp = g
-			g.taking++ // takeSlot gives it back
+			g.taking++ // take gives it back
 		}
 	}
+	w.rateStartLocked(r)
 	w.running[k] = r
 	w.busy++
 	w.perKind[kind]++
@@ -113,6 +118,7 @@ func (r *run) end() {
 	}
 	w.mu.Lock()
 	cancel := r.cancel
+	r.untakeTokensLocked()
 	w.mu.Unlock()
 	if cancel != nil {
 		cancel(nil)
@@ -223,7 +229,7 @@ func (r *run) attempt() {
 		// lease watch to report a slot free. seen stays the record as
 		// the dispatcher judged it: a claim written meanwhile makes the
 		// claim below fail (ErrLeaseActive), never a takeover.
-		sg, ok := w.takeSlot(r)
+		sg, ok := w.take(r, r.grp)
 		if !ok {
 			return
 		}
@@ -243,6 +249,9 @@ func (r *run) attempt() {
 	if err != nil {
 		w.cfg.Logger.Warn("worker: acquiring the worker's lease", "key", string(r.key), "err", err)
 		w.retryLater(r.key)
+		return
+	}
+	if !w.takeTokens(r) {
 		return
 	}
 	octx, cancel := w.ledgerCtx()

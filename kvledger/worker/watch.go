@@ -161,7 +161,7 @@ func (w *Worker) recheckLeases() {
 }
 
 // leaseChange applies one change of a key of the lease bucket, as the
-// lease feed delivers it: a group's slot, a claimant's lease or a
+// lease feed delivers it: a group's slot, a rate limit's token, a claimant's lease or a
 // per-record lease; any other key is not one this package writes.
 func (w *Worker) leaseChange(key string, live bool, rev uint64) {
 	tok, ok := strings.CutPrefix(key, w.prefix)
@@ -170,6 +170,10 @@ func (w *Worker) leaseChange(key string, live bool, rev uint64) {
 	}
 	if rest, ok := strings.CutPrefix(tok, groupInfix); ok {
 		w.onSlot(key, rest, live, rev)
+		return
+	}
+	if rest, ok := strings.CutPrefix(tok, rateInfix); ok {
+		w.onToken(key, rest, live, rev)
 		return
 	}
 	if strings.HasPrefix(tok, kvledger.ClaimLeaseInfix) {

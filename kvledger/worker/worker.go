@@ -144,6 +144,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
+	if w.ix.rates, err = newRates(prefix, cfg.RateLimits); err != nil {
+		return nil, err
+	}
 	if w.leases == nil {
 		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
 		if err != nil {
