@@ -62,10 +62,13 @@ type Worker struct {
 	collecting bool
 	collected  chan struct{}
 	perKind    map[string]int // per kind, runs holding a slot
-	started    bool
-	draining   bool
-	closed     bool
-	fatal      error // a watch ended: reported by Close
+	// paused holds the kinds whose tasks the producer starts none of, as
+	// the record watch delivered them (pause.go).
+	paused   map[string]kvledger.Pause
+	started  bool
+	draining bool
+	closed   bool
+	fatal    error // a watch ended: reported by Close
 
 	wake   chan struct{} // buffered 1: the dispatcher has work to look at
 	ctx    context.Context
@@ -134,6 +137,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		running:     make(map[kvledger.IdempotencyKey]*run),
 		storeBounds: storeBoundsOps(l, cfg.OpTimeout),
 		perKind:     make(map[string]int),
+		paused:      make(map[string]kvledger.Pause),
 		outcomes:    make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
