@@ -53,8 +53,17 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actRemove:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Remove the record of task %s? Its key can then be admitted again.", displayKey(key))
+	case actPause:
+		d.Back = h.cfg.Prefix + "/"
+		d.Question = fmt.Sprintf("Pause kind %s? Workers start none of its tasks until it is resumed; running ones finish.", displayKey(key))
+	case actResume:
+		d.Back = h.cfg.Prefix + "/"
+		d.Question = fmt.Sprintf("Resume kind %s? Workers start its ready tasks at once.", displayKey(key))
+		if p, ok := h.pauses.get(key); ok {
+			d.Rev = p.Rev
+		}
 	}
-	if action != actRelease {
+	if action != actRelease && action != actPause && action != actResume {
 		// Say what the task is now, as the bulk dry run does; the form
 		// carries its revision, so the action is refused if the task
 		// moves before the confirm.
@@ -115,6 +124,9 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		done.Set("done", fmt.Sprintf("%s %s: done", action, displayKey(key)))
 	}
 	back := h.cfg.Prefix + "/coord?" + done.Encode()
+	if action == actPause || action == actResume {
+		back = h.cfg.Prefix + "/?" + done.Encode()
+	}
 	if rec.Task {
 		done.Set("key", key)
 		back = h.cfg.Prefix + "/task?" + done.Encode()

@@ -46,6 +46,11 @@ const (
 	actReopen  = "reopen"
 	actCancel  = "cancel"
 	actRemove  = "rm"
+	// actPause and actResume pause and resume a task kind (its key):
+	// kvledger.KVStore.PauseKind, a create-if-absent, and ResumeKind,
+	// bound to the pause's revision the page showed.
+	actPause  = "pause"
+	actResume = "resume"
 )
 
 // appliesTo reports whether task action applies to a task in phase p,
@@ -92,6 +97,8 @@ func (h *Handler) offered(action string) bool {
 	case actRemove:
 		_, ok := h.cfg.Tasks.(TaskRemover)
 		return ok
+	case actPause, actResume:
+		return h.store != nil
 	}
 	return false
 }
@@ -115,6 +122,14 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string, re
 	case action == actRemove:
 		rec.Task = true
 		err = h.cfg.Tasks.(TaskRemover).Delete(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
+	case action == actPause:
+		_, err = h.store.PauseKind(ctx, kvledger.Pause{Kind: key, Actor: kvledger.Actor(actor), At: rec.Time})
+	case action == actResume:
+		if rev == 0 {
+			err = fmt.Errorf("dashboard: resume %q: no revision of its pause given", key)
+			break
+		}
+		err = h.store.ResumeKind(ctx, key, rev)
 	}
 	rec.Result = "ok"
 	result := "ok"
