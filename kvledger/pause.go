@@ -78,6 +78,14 @@ func checkPauseKind(kind string) error {
 	return nil
 }
 
+func encodePause(p Pause) ([]byte, error) {
+	b, err := json.Marshal(pauseWire{V: pauseFormat, Kind: p.Kind, Schedules: p.Schedules, Actor: p.Actor, At: p.At.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("kvledger: pause %q: %w", p.Kind, err)
+	}
+	return b, nil
+}
+
 func decodePause(kind string, value []byte, rev uint64) (Pause, error) {
 	var w pauseWire
 	if err := json.Unmarshal(value, &w); err != nil {
@@ -97,9 +105,9 @@ func (s *KVStore) PauseKind(ctx context.Context, p Pause) (Pause, error) {
 	if err := checkPauseKind(p.Kind); err != nil {
 		return Pause{}, err
 	}
-	value, err := json.Marshal(pauseWire{V: pauseFormat, Kind: p.Kind, Schedules: p.Schedules, Actor: p.Actor, At: p.At.UTC()})
+	value, err := encodePause(p)
 	if err != nil {
-		return Pause{}, fmt.Errorf("kvledger: pause %q: %w", p.Kind, err)
+		return Pause{}, err
 	}
 	key := pauseKey(p.Kind)
 	if len(key) > s.b.MaxKeyBytes() {
