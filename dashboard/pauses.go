@@ -68,10 +68,11 @@ func (p *pausedKinds) get(kind string) (kvledger.Pause, bool) {
 	return v, ok
 }
 
-func (p *pausedKinds) kinds() []string {
+// all returns the paused kinds' pauses.
+func (p *pausedKinds) all() []kvledger.Pause {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return slices.Sorted(maps.Keys(p.m))
+	return slices.Collect(maps.Values(p.m))
 }
 
 // onPause applies one change of a kind's pause (the record watch's
@@ -110,15 +111,11 @@ func (h *Handler) kindRows(byKind map[string]map[kvledger.Phase]int) []kindRow {
 		}
 		rows[kind] = &kindRow{Kind: kind, Ready: byPhase[kvledger.PhasePending], Running: byPhase[kvledger.PhaseRunning]}
 	}
-	for _, kind := range h.pauses.kinds() {
-		p, ok := h.pauses.get(kind)
-		if !ok {
-			continue
-		}
-		r := rows[kind]
+	for _, p := range h.pauses.all() {
+		r := rows[p.Kind]
 		if r == nil {
-			r = &kindRow{Kind: kind}
-			rows[kind] = r
+			r = &kindRow{Kind: p.Kind}
+			rows[p.Kind] = r
 		}
 		r.Paused, r.PausedSchedules, r.PausedBy, r.Rev = true, p.Schedules, string(p.Actor), p.Rev
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -187,24 +185,10 @@ func (s *KVStore) LoadPause(ctx context.Context, kind string) (Pause, bool, erro
 // pause does not hide the others: they are returned with an error
 // matching ErrCorruptRecord.
 func (s *KVStore) Pauses(ctx context.Context) ([]Pause, error) {
-	var (
-		out []Pause
-		bad []error
-	)
-	err := s.b.ScanLatest(ctx, pausePrefix+">", 0, func(e kvx.Entry) bool {
+	return scanStored(ctx, s.b, pausePrefix, "pauses", func(e kvx.Entry) (Pause, string, bool, error) {
 		c := pauseChangeOf(e)
-		if c.Err != nil {
-			bad = append(bad, c.Err)
-		} else if c.Paused {
-			out = append(out, c.Pause)
-		}
-		return true
+		return c.Pause, c.Kind, c.Paused, c.Err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("kvledger: list pauses: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Pause) int { return strings.Compare(a.Kind, b.Kind) })
-	return out, errors.Join(bad...)
 }
 
 // PauseChange is one change of a kind's pause delivered by
