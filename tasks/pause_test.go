@@ -109,7 +109,10 @@ func TestPauseHoldsAKindAcrossWorkers(t *testing.T) {
 	require.Equal(t, kvledger.Actor("tasks"), paused[0].Actor)
 
 	// Resume: they start at once, by push.
+	resumed := time.Now()
 	require.NoError(t, c2.Resume(ctx, "paused-kind"))
+	natstest.Recv(t, started, 10*time.Second, "a task starts on resume")
+	t.Logf("first start %v after Resume was called", time.Since(resumed))
 	final, err = c1.Wait(ctx, "wait-1", "wait-2")
 	require.NoError(t, err)
 	for k, rec := range final {
