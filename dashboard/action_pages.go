@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -96,8 +97,8 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		actor += ":" + u
 	}
 	if r.PostFormValue("bulk") != "" {
-		if action == actRelease {
-			h.fail(w, r, http.StatusBadRequest, "force release is not a bulk action")
+		if !slices.Contains(h.taskActions(), action) {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s is not a bulk action", action))
 			return
 		}
 		h.bulkPost(w, r, action, actor)

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -34,6 +35,11 @@ func TestOverviewPauseToggle(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, resp.Header.Get("Location"), "done=pause+mail%3A+done")
 	s.WaitFor(t, "event: pause", `"kind":"mail"`, `"paused":true`)
+	bulk := e.Post(t, url.Values{"do": {"pause"}, "bulk": {"1"}, "task": {"1:m1"}, "csrf": form["csrf"]}, nil)
+	require.Equal(t, http.StatusBadRequest, bulk.StatusCode)
+	msg, err := io.ReadAll(bulk.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(msg), "pause is not a bulk action")
 
 	store := e.Ledger.Store().(*kvledger.KVStore)
 	p, found, err := store.LoadPause(natstest.Context(t, 5*time.Second), "mail")
