@@ -199,7 +199,9 @@
 // polled (pause.go). While it is paused the producer skips the kind's
 // ready queue: its tasks stay ready, in their places, claimed by nobody
 // (claims ahead included) and using no attempt; a task admitted after
-// the pause reaches the worker after it, so it never starts. Running
+// the pause reaches the worker after it, so it never starts (except
+// across a catch-up of a watch that fell behind, kvledger.RecordWatcher,
+// which delivers the latest records in no order among keys). Running
 // tasks of the kind finish, and a task claimed ahead before the pause
 // arrived starts when a handler slot frees up (it holds an attempt
 // already). A resume wakes the producer, which starts the kind's tasks at
