@@ -39,6 +39,10 @@ type Worker struct {
 	schedWake chan struct{}
 	storedOn  bool // the record watch delivers stored schedules
 
+	// paused holds the kinds whose tasks the producer starts none of, as
+	// the record watch delivered them (pause.go). Guarded by mu.
+	paused map[string]kvledger.Pause
+
 	mu      sync.Mutex
 	ix      index
 	running map[kvledger.IdempotencyKey]*run
@@ -62,13 +66,10 @@ type Worker struct {
 	collecting bool
 	collected  chan struct{}
 	perKind    map[string]int // per kind, runs holding a slot
-	// paused holds the kinds whose tasks the producer starts none of, as
-	// the record watch delivered them (pause.go).
-	paused   map[string]kvledger.Pause
-	started  bool
-	draining bool
-	closed   bool
-	fatal    error // a watch ended: reported by Close
+	started    bool
+	draining   bool
+	closed     bool
+	fatal      error // a watch ended: reported by Close
 
 	wake   chan struct{} // buffered 1: the dispatcher has work to look at
 	ctx    context.Context
