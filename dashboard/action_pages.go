@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/natscoord/natscoord/kvledger"
@@ -56,8 +57,17 @@ func (h *Handler) confirmPage(w http.ResponseWriter, r *http.Request) {
 	case actRunNow:
 		d.Back = h.cfg.Prefix + "/task?key=" + keyRef(key)
 		d.Question = fmt.Sprintf("Run task %s now instead of at its time? Its attempts stay as they are.", displayKey(key))
+	case actPause:
+		d.Back = h.cfg.Prefix + "/"
+		d.Question = fmt.Sprintf("Pause kind %s? Workers start none of its tasks until it is resumed; running ones finish.", displayKey(key))
+	case actResume:
+		d.Back = h.cfg.Prefix + "/"
+		d.Question = fmt.Sprintf("Resume kind %s? Workers start its ready tasks at once.", displayKey(key))
+		if p, ok := h.pauses.get(key); ok {
+			d.Rev = p.Rev
+		}
 	}
-	if action != actRelease {
+	if action != actRelease && action != actPause && action != actResume {
 		// Say what the task is now, as the bulk dry run does; the form
 		// carries its revision, so the action is refused if the task
 		// moves before the confirm.
@@ -90,8 +100,8 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		actor += ":" + u
 	}
 	if r.PostFormValue("bulk") != "" {
-		if action == actRelease {
-			h.fail(w, r, http.StatusBadRequest, "force release is not a bulk action")
+		if !slices.Contains(h.taskActions(), action) {
+			h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%s is not a bulk action", action))
 			return
 		}
 		h.bulkPost(w, r, action, actor)
@@ -118,6 +128,9 @@ func (h *Handler) actPost(w http.ResponseWriter, r *http.Request) {
 		done.Set("done", fmt.Sprintf("%s %s: done", action, displayKey(key)))
 	}
 	back := h.cfg.Prefix + "/coord?" + done.Encode()
+	if action == actPause || action == actResume {
+		back = h.cfg.Prefix + "/?" + done.Encode()
+	}
 	if rec.Task {
 		done.Set("key", key)
 		back = h.cfg.Prefix + "/task?" + done.Encode()

@@ -60,6 +60,11 @@ const (
 	actCancel  = "cancel"
 	actRemove  = "rm"
 	actRunNow  = "run-now"
+	// actPause and actResume pause and resume a task kind (its key):
+	// kvledger.KVStore.PauseKind, a create-if-absent, and ResumeKind,
+	// bound to the pause's revision the page showed.
+	actPause  = "pause"
+	actResume = "resume"
 )
 
 // appliesTo reports whether task action applies to a task in phase p,
@@ -111,6 +116,8 @@ func (h *Handler) offered(action string) bool {
 	case actRunNow:
 		_, ok := h.cfg.Tasks.(TaskRunner)
 		return ok
+	case actPause, actResume:
+		return h.store != nil
 	}
 	return false
 }
@@ -137,6 +144,14 @@ func (h *Handler) act(ctx context.Context, actor, action, bucket, key string, re
 	case action == actRunNow:
 		rec.Task = true
 		err = h.cfg.Tasks.(TaskRunner).RunNow(ctx, kvledger.Actor(actor), kvledger.IdempotencyKey(key), rev)
+	case action == actPause:
+		_, err = h.store.PauseKind(ctx, kvledger.Pause{Kind: key, Actor: kvledger.Actor(actor), At: rec.Time})
+	case action == actResume:
+		if rev == 0 {
+			err = fmt.Errorf("dashboard: resume %q: no revision of its pause given", key)
+			break
+		}
+		err = h.store.ResumeKind(ctx, key, rev)
 	}
 	rec.Result = "ok"
 	result := "ok"

@@ -43,6 +43,15 @@
 // the same way. rm, like `natscoord ledger rm`, keeps a task that a
 // pending or running task needs, naming it (kvledger.ErrNeeded).
 //
+// Kind actions (offered unless read-only): the overview's Kinds panel
+// lists every kind with tasks or paused, with a Pause or Resume button
+// that posts at once (no confirmation page: both are undone by the
+// other). Pause creates the kind's pause if absent (kvledger.KVStore
+// PauseKind); Resume carries the pause's revision the panel showed and
+// is refused once the pause changed (ResumeKind at that revision). The
+// paused kinds come from the same record watch as the tasks (its
+// WatchRecordsAndControls), so the panel follows pauses by push.
+//
 // # Where the data comes from
 //
 //   - Tasks: the ledger store's record watch (kvledger's RecordWatcher,

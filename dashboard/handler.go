@@ -21,6 +21,7 @@ type Handler struct {
 	store     *kvledger.KVStore
 	tasks     *taskView
 	schedules storedSchedules
+	pauses    pausedKinds
 	// feed is the record watch's keeper (ledger_feed.go). The handler
 	// never reads it: its goroutine (recordFeed.keep) owns it. It is kept
 	// only as the tests' hook to stop the watch (export_test.go,

@@ -78,7 +78,8 @@ func (f *recordFeed) start() error {
 	f.syncing, f.initial, f.seen = true, nil, make(map[kvledger.IdempotencyKey]bool)
 	f.mu.Unlock()
 	f.h.schedules.reset()
-	w, err := f.h.store.WatchRecordsAndSchedules(f.h.life, f.onChange, f.h.onSchedule)
+	f.h.pauses.reset()
+	w, err := f.h.store.WatchRecordsAndControls(f.h.life, f.onChange, f.h.onSchedule, f.h.onPause)
 	if err != nil {
 		return err
 	}
@@ -154,6 +155,7 @@ func (f *recordFeed) onChange(c kvledger.Change) {
 		// The schedules came before this marker: one held that this
 		// watch did not deliver was removed while no watch ran.
 		h.schedules.synced(h.tasks.scheduleNames())
+		h.pauses.synced()
 		f.syncing, f.initial, f.seen = false, nil, nil
 		f.syncOnce.Do(func() { close(f.synced) })
 	case c.Err != nil:

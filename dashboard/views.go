@@ -36,6 +36,11 @@ type overviewData struct {
 	Unserved []kindAlert
 	Unknown  int
 	Charts   chartsData
+	// Kinds are the kinds with tasks or paused, each with its pause
+	// toggle (a POST bound to the pause's revision shown); CSRF is the
+	// toggle forms' token.
+	Kinds []kindRow
+	CSRF  string
 }
 
 func (h *Handler) overview(r *http.Request) overviewData {
@@ -58,6 +63,7 @@ func (h *Handler) overview(r *http.Request) overviewData {
 	d.Recent = h.recent.newest(10)
 	d.Unserved, d.Unknown = h.unserved(now)
 	d.Charts = h.charts()
+	d.Kinds, d.CSRF = h.kindRows(h.tasks.phases.Counts(now).ByKind), h.csrf
 	return d
 }
 

@@ -218,6 +218,16 @@
 // tell its attempts as its records do (AttemptsOf). A Delete's event is its delete marker: it
 // names the transition and the previous revision, not a status.
 //
+// A KVStore also keeps what every worker of the ledger obeys beside the
+// records, outside the Store interface (a MemStore has neither): stored
+// schedules (Schedule, "sched.<name>") and paused kinds (Pause,
+// "ctl.pause.<kind>": PauseKind creates one if absent, ResumeKind
+// deletes it at its revision; a kind nobody paused has no key and costs
+// no write). Neither is a task write nor an event. The store's one
+// record watch covers their keys, and WatchRecordsAndControls hands
+// them to the runtime and the dashboard in the records' order, so a
+// task admitted after a pause reaches each worker after the pause.
+//
 // # Events
 //
 // The ledger bucket's own stream is the event log. Chosen over a client

@@ -167,22 +167,43 @@ func (s *KVStore) LoadSchedule(ctx context.Context, name string) (Schedule, bool
 // is not a schedule does not hide the others: they are returned with an
 // error matching ErrCorruptRecord that names it.
 func (s *KVStore) Schedules(ctx context.Context) ([]Schedule, error) {
-	var (
-		out []Schedule
-		bad []error
-	)
-	err := s.b.ScanLatest(ctx, schedPrefix+">", 0, func(e kvx.Entry) bool {
+	return scanStored(ctx, s.b, schedPrefix, "schedules", func(e kvx.Entry) (Schedule, string, bool, error) {
 		c := scheduleChangeOf(e)
-		if c.Err != nil {
-			bad = append(bad, c.Err)
-		} else {
-			out = append(out, c.Schedule)
+		return c.Schedule, c.Name, true, c.Err
+	})
+}
+
+// scanStored reads the latest value of every key under prefix (the
+// schedules, the pauses), decoded by decode (ok false: none is stored
+// under the key), sorted by the name decode returns. A value that does
+// not decode does not hide the others: the others are returned with its
+// error.
+func scanStored[T any](ctx context.Context, b *kvx.Bucket, prefix, what string, decode func(kvx.Entry) (T, string, bool, error)) ([]T, error) {
+	type named struct {
+		v    T
+		name string
+	}
+	var (
+		found []named
+		bad   []error
+	)
+	err := b.ScanLatest(ctx, prefix+">", 0, func(e kvx.Entry) bool {
+		v, name, ok, err := decode(e)
+		switch {
+		case err != nil:
+			bad = append(bad, err)
+		case ok:
+			found = append(found, named{v, name})
 		}
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("kvledger: list schedules: %w", err)
+		return nil, fmt.Errorf("kvledger: list %s: %w", what, err)
 	}
-	slices.SortFunc(out, func(a, b Schedule) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(found, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	out := make([]T, len(found))
+	for i, f := range found {
+		out[i] = f.v
+	}
 	return out, errors.Join(bad...)
 }

@@ -36,13 +36,23 @@ type ScheduleWatcher interface {
 	// change of one after it: one ordered consumer for both. A catch-up
 	// after Resync covers the schedules too (a removed one as Deleted).
 	WatchRecordsAndSchedules(ctx context.Context, fn func(Change), onSchedule func(ScheduleChange)) (*RecordWatch, error)
+	// WatchRecordsAndControls is WatchRecordsAndSchedules that also calls
+	// onPause with every paused kind before the Synced marker and every
+	// later pause or resume after it (pause.go); either of onSchedule and
+	// onPause may be nil.
+	WatchRecordsAndControls(ctx context.Context, fn func(Change), onSchedule func(ScheduleChange), onPause func(PauseChange)) (*RecordWatch, error)
 }
 
 var _ ScheduleWatcher = (*KVStore)(nil)
 
 // WatchRecordsAndSchedules implements ScheduleWatcher.
 func (s *KVStore) WatchRecordsAndSchedules(ctx context.Context, fn func(Change), onSchedule func(ScheduleChange)) (*RecordWatch, error) {
-	return s.watchRecords(ctx, fn, onSchedule)
+	return s.watchRecords(ctx, fn, onSchedule, nil)
+}
+
+// WatchRecordsAndControls implements ScheduleWatcher.
+func (s *KVStore) WatchRecordsAndControls(ctx context.Context, fn func(Change), onSchedule func(ScheduleChange), onPause func(PauseChange)) (*RecordWatch, error) {
+	return s.watchRecords(ctx, fn, onSchedule, onPause)
 }
 
 // scheduleChangeOf decodes one entry of a schedule key.

@@ -88,8 +88,9 @@ var _ RecordWatcher = (*KVStore)(nil)
 // after the watch restarted), under the watch's lock.
 var recordFeedLimit = 1 << 14 // a var for tests (export_test.go)
 
-// newRecordHub is a KVStore's one watch of its records and stored
-// schedules (one ordered consumer on the task and schedule keys:
+// newRecordHub is a KVStore's one watch of its records, stored
+// schedules and paused kinds (one ordered consumer on the task, schedule
+// and pause keys:
 // dependency index keys are not watched) and its in-memory copy of the
 // live ones, from which every WatchRecords and WatchRecordsAndSchedules
 // of the store is fed (kvx.Hub's Feed). A process so runs one consumer
@@ -103,7 +104,7 @@ var recordFeedLimit = 1 << 14 // a var for tests (export_test.go)
 // theirs (maxWatchFilter). It stops when its last watcher stops (the
 // store's Close ends only its writes); the next watcher starts it again.
 func newRecordHub(b *kvx.Bucket) *kvx.Hub {
-	h := b.NewHub(taskPrefix+"*", schedPrefix+"*")
+	h := b.NewHub(taskPrefix+"*", schedPrefix+"*", pausePrefix+"*")
 	h.KeepView(strings.TrimSuffix(taskPrefix, "."))
 	h.KeepView("")
 	h.StopWhenIdle()
@@ -123,20 +124,21 @@ const maxWatchFilter = 64
 // WatchRecords implements RecordWatcher on the store's one record watch
 // (newRecordHub). With keys, only their changes are queued for fn.
 func (s *KVStore) WatchRecords(ctx context.Context, fn func(Change), keys ...IdempotencyKey) (*RecordWatch, error) {
-	return s.watchRecords(ctx, fn, nil, keys...)
+	return s.watchRecords(ctx, fn, nil, nil, keys...)
 }
 
-// watchRecords is WatchRecords; with onSched (and no keys) its feed
-// covers the schedule keys too, and their changes go to onSched, in the
-// same order as the records' (kv_schedule_watch.go).
-func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched func(ScheduleChange), keys ...IdempotencyKey) (*RecordWatch, error) {
+// watchRecords is WatchRecords; with onSched or onPause (and no keys) its
+// feed covers the schedule and pause keys too, and their changes go to
+// onSched and onPause (when not nil), in the same order as the records'
+// (kv_schedule_watch.go).
+func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched func(ScheduleChange), onPause func(PauseChange), keys ...IdempotencyKey) (*RecordWatch, error) {
 	prefix := strings.TrimSuffix(taskPrefix, ".")
 	var (
 		f   *kvx.Feed
 		err error
 	)
 	switch {
-	case onSched != nil:
+	case onSched != nil || onPause != nil:
 		f, err = s.records.Feed(ctx, "", nil, recordFeedLimit)
 	case len(keys) > 0:
 		bkeys := make([]string, len(keys))
@@ -165,8 +167,14 @@ func (s *KVStore) watchRecords(ctx context.Context, fn func(Change), onSched fun
 				fn(Change{Resync: true})
 			case it.Synced:
 				fn(Change{Synced: true})
-			case onSched != nil && strings.HasPrefix(it.Key, schedPrefix):
-				onSched(scheduleChangeOf(it.Entry))
+			case strings.HasPrefix(it.Key, schedPrefix):
+				if onSched != nil {
+					onSched(scheduleChangeOf(it.Entry))
+				}
+			case strings.HasPrefix(it.Key, pausePrefix):
+				if onPause != nil {
+					onPause(pauseChangeOf(it.Entry))
+				}
 			default:
 				fn(changeOf(it.Entry))
 			}

@@ -234,8 +234,9 @@ func TestKeyedRecordWatchersReadTheirKeysOnly(t *testing.T) {
 	defer all.Stop()
 	natstest.Eventually(t, 10*time.Second, func() bool {
 		f := consumerFilters(t, n.JS, bucket)
-		return len(f) == 1 && len(f[0]) == 2 && slices.Contains(f[0], "$KV."+bucket+".task.*") && slices.Contains(f[0], "$KV."+bucket+".sched.*")
-	}, "a watcher of every record widens the watch to the store's patterns (records and schedules)")
+		return len(f) == 1 && len(f[0]) == 3 && slices.Contains(f[0], "$KV."+bucket+".task.*") && slices.Contains(f[0], "$KV."+bucket+".sched.*") &&
+			slices.Contains(f[0], "$KV."+bucket+".ctl.pause.*")
+	}, "a watcher of every record widens the watch to the store's patterns (records, schedules and paused kinds)")
 
 	rec, ok, err := s.Load(ctx, "a")
 	require.NoError(t, err)

@@ -92,6 +92,17 @@
 // of them). `natscoord ledger schedule add|ls|rm` does the same from the
 // command line.
 //
+// # Pausing a kind
+//
+// Pause stores a pause of a kind in the ledger, which every worker obeys
+// as its watch delivers it: the kind's ready tasks wait, in their
+// places, claimed by nobody and using no attempt; running ones finish;
+// Submit still admits the kind's tasks. Resume starts them at once, by
+// push. Schedules of the kind keep admitting unless PauseOpts.Schedules
+// is set (then their periods are skipped while the pause lasts). Paused
+// lists the paused kinds; `natscoord ledger pause|resume KIND`, `ledger
+// stats` and the dashboard's overview do the same.
+//
 // # Layers
 //
 // The client wires the layers below it, which stay usable on their own:

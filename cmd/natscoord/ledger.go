@@ -42,7 +42,7 @@ func (a *app) ledgerCommand() *cobra.Command {
 	cmd.AddCommand(a.ledgerLs(&lf), a.ledgerShow(&lf), a.ledgerAdmit(&lf), a.ledgerComplete(&lf),
 		a.ledgerSnapshot(&lf), a.ledgerRestore(&lf), a.ledgerRm(&lf), a.ledgerWait(&lf),
 		a.ledgerReopen(&lf), a.ledgerRunNow(&lf), a.ledgerCancel(&lf), a.ledgerPurge(&lf), a.ledgerStats(&lf), a.ledgerWorkers(&lf), a.ledgerMigrate(&lf))
-	cmd.AddCommand(a.ledgerSchedule(&lf))
+	cmd.AddCommand(a.ledgerSchedule(&lf), a.ledgerPause(&lf), a.ledgerResume(&lf))
 	cmd.AddCommand(a.ledgerClaimCommands(&lf)...)
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,11 +18,20 @@ func (a *app) ledgerStats(lf *ledgerFlags) *cobra.Command {
 		Short: "Count the ledger's tasks by state and kind",
 		Long: `stats reads the ledger once and counts its tasks by state (pending,
 scheduled, retrying, running, cancelling, completed, failed, cancelled, blocked) and
-kind. A long-running process keeps the same counts current from its watch
+kind, and lists the paused kinds (natscoord ledger pause). A long-running process keeps the same counts current from its watch
 without reading the ledger again (tasks.Client.Counts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withSnapshot(cmd.Context(), lf, func(snap kvledger.Snapshot, bad *kvledger.CorruptRecordsError) error {
+			return a.withLedger(cmd.Context(), lf, ledgerInspect, func(ctx context.Context, l *kvledger.Ledger) error {
+				snap, err := l.Snapshot(ctx)
+				var bad *kvledger.CorruptRecordsError
+				if err != nil && !errors.As(err, &bad) {
+					return err
+				}
+				paused, perr := pausedKinds(ctx, l)
+				if perr != nil && !errors.Is(perr, kvledger.ErrCorruptRecord) {
+					return perr
+				}
 				t := kvledger.NewTally()
 				now := wall.Now()
 				for _, rec := range snap.Tasks {
@@ -28,7 +39,11 @@ without reading the ledger again (tasks.Client.Counts).`,
 				}
 				c := t.Counts(now)
 				if a.json {
-					return corruptAfter(writeJSON(a.stdout, c), lf.bucket, bad)
+					out := struct {
+						kvledger.Counts
+						Paused []pausedKind `json:"paused"`
+					}{c, paused}
+					return corruptAfter(errors.Join(writeJSON(a.stdout, out), perr), lf.bucket, bad)
 				}
 				header := []string{"KIND"}
 				for _, p := range kvledger.Phases {
@@ -55,6 +70,14 @@ without reading the ledger again (tasks.Client.Counts).`,
 				rows = append(rows, row("(all)", c.ByPhase))
 				if err := writeTable(a.stdout, header, rows); err != nil {
 					return err
+				}
+				if len(paused) > 0 {
+					if _, err := fmt.Fprintln(a.stdout, pausedLine(paused)); err != nil {
+						return err
+					}
+				}
+				if perr != nil {
+					return perr
 				}
 				if bad != nil {
 					_, err := fmt.Fprintf(a.stdout, "%d stored value(s) are not records (see ledger ls)\n", len(bad.Records))

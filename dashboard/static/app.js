@@ -116,6 +116,7 @@
     es.addEventListener("event", onEvent);
     es.addEventListener("coord", function (e) { reloadFor("coord", JSON.parse(e.data).ref); });
     es.addEventListener("schedule", function () { reloadFor("schedule"); });
+    es.addEventListener("pause", function () { reloadFor("pause"); });
     // A minute passed: the charts move along.
     es.addEventListener("chart", function () { reloadFor("chart"); });
     es.addEventListener("action", function (e) {

@@ -62,6 +62,9 @@ func (w *Worker) startReadyLocked(now time.Time) {
 			if n, ok := w.cfg.KindConcurrency[kind]; ok && w.perKind[kind] >= n {
 				continue
 			}
+			if w.pausedLocked(kind) {
+				continue // its tasks wait in their places (pause.go)
+			}
 			it, ok := q.pop()
 			if !ok {
 				delete(w.ix.ready, kind)

@@ -208,6 +208,28 @@
 // never pre-empted, and a task's priority is the one its record had when
 // it became ready (TestPriorityOrdersReadyTasks).
 //
+// # Paused kinds
+//
+// A kind paused in the ledger (kvledger.Pause: tasks.Client.Pause,
+// `natscoord ledger pause`) reaches the worker through its record watch,
+// with the records and stored schedules, in store order, with nothing
+// polled (pause.go). While it is paused the producer skips the kind's
+// ready queue: its tasks stay ready, in their places, claimed by nobody
+// (claims ahead included) and using no attempt; a task admitted after
+// the pause reaches the worker after it, so it never starts (except
+// across a catch-up of a watch that fell behind, kvledger.RecordWatcher,
+// which delivers the latest records in no order among keys). Running
+// tasks of the kind finish, and a task claimed ahead before the pause
+// arrived starts when a handler slot frees up (it holds an attempt
+// already). A resume wakes the producer, which starts the kind's tasks at
+// once, in order (TestPauseHoldsAKindAcrossWorkers in package tasks).
+// Schedules of the kind keep admitting while it is paused unless the
+// pause says Schedules: then the worker admits no period of them, and
+// the periods that pass are skipped, not admitted on resume
+// (TestPauseAndSchedules). Config.IgnoreStoredSchedules does not turn
+// pauses off. The check costs a map look-up per kind the producer visits,
+// and nothing for a kind nobody paused.
+//
 // # Group limits
 //
 // A record's Group (Submission.Group, at most kvledger.MaxGroupBytes of

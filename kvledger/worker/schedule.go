@@ -149,6 +149,9 @@ func (w *Worker) duePeriods(now time.Time) (due []duePeriod, first time.Time) {
 }
 
 func (w *Worker) admitPeriod(name string, sub kvledger.Submission, start time.Time) {
+	if w.schedulesPaused(sub.Kind) {
+		return // the period is skipped (kvledger.Pause.Schedules)
+	}
 	sub.Key, sub.Seq, sub.Now, sub.RunAt = PeriodKey(name, start), 0, w.now(), time.Time{}
 	ctx, cancel := w.opCtx()
 	defer cancel()

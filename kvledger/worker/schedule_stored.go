@@ -14,14 +14,20 @@ import (
 // as those registered with Worker.Schedule (scheduleLoop), admitting its
 // periods under the same PeriodKey.
 
-// watchRecords starts the record watch, with the stored schedules unless
-// Config.IgnoreStoredSchedules is set or the store cannot watch them.
+// watchRecords starts the record watch, with the paused kinds (pause.go)
+// and the stored schedules unless Config.IgnoreStoredSchedules is set,
+// when the store can watch them.
 func (w *Worker) watchRecords(ctx context.Context, fn func(kvledger.Change)) (*kvledger.RecordWatch, error) {
-	if sw, ok := w.watcher.(kvledger.ScheduleWatcher); ok && !w.cfg.IgnoreStoredSchedules {
-		w.storedOn = true
-		return sw.WatchRecordsAndSchedules(ctx, fn, w.onSchedule)
+	sw, ok := w.watcher.(kvledger.ScheduleWatcher)
+	if !ok {
+		return w.watcher.WatchRecords(ctx, fn)
 	}
-	return w.watcher.WatchRecords(ctx, fn)
+	var onSchedule func(kvledger.ScheduleChange)
+	if !w.cfg.IgnoreStoredSchedules {
+		w.storedOn = true
+		onSchedule = w.onSchedule
+	}
+	return sw.WatchRecordsAndControls(ctx, fn, onSchedule, w.onPause)
 }
 
 // onSchedule applies one change of a stored schedule (the record watch's

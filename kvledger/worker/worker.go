@@ -40,6 +40,10 @@ type Worker struct {
 	schedWake chan struct{}
 	storedOn  bool // the record watch delivers stored schedules
 
+	// paused holds the kinds whose tasks the producer starts none of, as
+	// the record watch delivered them (pause.go). Guarded by mu.
+	paused map[string]kvledger.Pause
+
 	mu      sync.Mutex
 	ix      index
 	running map[kvledger.IdempotencyKey]*run
@@ -135,6 +139,7 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 		running:     make(map[kvledger.IdempotencyKey]*run),
 		storeBounds: storeBoundsOps(l, cfg.OpTimeout),
 		perKind:     make(map[string]int),
+		paused:      make(map[string]kvledger.Pause),
 		outcomes:    make(chan *sentOutcome, 2*cfg.Concurrency+cfg.ClaimAhead),
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
