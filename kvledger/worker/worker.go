@@ -143,6 +143,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	if w.ix.groups, err = newGroups(prefix, cfg.GroupLimits); err != nil {
 		return nil, err
 	}
+	for _, k := range cfg.FairKinds {
+		w.ix.fair[k] = true
+	}
 	if w.leases == nil {
 		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
 		if err != nil {
