@@ -46,6 +46,15 @@ type Config struct {
 	// worker should state the same limits (worker.Config.GroupLimits).
 	// Default: no bound.
 	GroupLimits map[string]int
+	// FairKinds are the kinds whose ready tasks take turns by group
+	// (SubmitOpts.Group): within one priority the worker starts each
+	// group's next task in turn (round robin), so one tenant's backlog
+	// does not hold back another's; tasks without a group form one
+	// group. Each worker takes its own turns, so across workers groups
+	// interleave but not strictly (worker.Config.FairKinds, which states
+	// the cost). Default: none (priority, then the order tasks became
+	// ready).
+	FairKinds []string
 	// MaxAttempts bounds the attempts of a task submitted without its
 	// own. Default 3; 1 disables retries.
 	MaxAttempts int
@@ -86,6 +95,7 @@ func (c Config) workerConfig() worker.Config {
 		Concurrency:     c.Concurrency,
 		KindConcurrency: c.KindConcurrency,
 		GroupLimits:     c.GroupLimits,
+		FairKinds:       c.FairKinds,
 		MaxAttempts:     c.MaxAttempts,
 		DrainTimeout:    c.DrainTimeout,
 		Logger:          c.Logger,

@@ -35,6 +35,7 @@ type workOptions struct {
 	owner       string
 	leaseBucket string
 	groupLimits map[string]int
+	fair        bool
 	passSecrets bool
 	noSchedules bool
 	metrics     workMetricsOptions
@@ -101,10 +102,25 @@ grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
 once, SIGKILL a third of --ttl later (at most --grace), before another
 worker can take the task over.
 
+Ready tasks start highest --priority first, then in the order they became
+ready. With --fair, tasks of different groups (ledger admit --group) take
+turns within a priority: this worker starts each group's next task in
+turn, so one group's backlog does not hold back another's, and tasks
+without a group form one group. Each worker takes its own turns, so
+across several workers the groups interleave, but not strictly.
+
 The worker also runs the schedules stored in the ledger for --kind
 (natscoord ledger schedule add): it admits one task per period, once per
 period however many workers run, and starts or stops a schedule as it is
 added or removed. --no-schedules leaves them to other workers.`
+
+// fairKinds is worker.Config.FairKinds of --fair.
+func (o workOptions) fairKinds() []string {
+	if !o.fair {
+		return nil
+	}
+	return []string{o.kind}
+}
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
@@ -144,6 +160,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.StringVar(&o.leaseBucket, "lease-bucket", worker.DefaultLeaseBucket, "bucket of the claims' leases (the same for every worker of the ledger)")
 	f.BoolVar(&o.noSchedules, "no-schedules", false, "do not admit the periods of the ledger's stored schedules (natscoord ledger schedule)")
 	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
+	f.BoolVar(&o.fair, "fair", false, "take the kind's groups (ledger admit --group) in turn within a priority, so one group's backlog does not hold back another's; tasks without a group form one group")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, passSecretsUsage)
 	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
@@ -209,7 +226,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		MaxAttempts: o.maxAttempts, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
 		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits,
-		IgnoreStoredSchedules: o.noSchedules,
+		IgnoreStoredSchedules: o.noSchedules, FairKinds: o.fairKinds(),
 	})
 	if err != nil {
 		return err
