@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,53 @@ func TestFairKindLetsALateGroupIn(t *testing.T) {
 	}
 	for k, s := range e.waitFinal(10*time.Second, keysOf(a, b)...) {
 		require.Equal(t, kvledger.StatusCompleted, s.Status, "%s", k)
+	}
+}
+
+// A fair kind keeps the other rules: a group limit (A runs one at a time,
+// its tasks parked meanwhile) and tasks on their last attempt (never
+// claimed ahead) among the turns; every task completes, once.
+func TestFairKindWithGroupLimitsAndLastAttempts(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	subs := append(groupSubs("A", 8, 0), groupSubs("B", 8, 0)...)
+	for i := range subs {
+		if i%3 == 0 {
+			subs[i].MaxAttempts = 1
+		}
+		e.submit(subs[i])
+	}
+	var (
+		mu        sync.Mutex
+		inA, maxA int
+		starts    = map[kvledger.IdempotencyKey]int{}
+	)
+	e.worker(worker.Config{Concurrency: 3, FairKinds: []string{"job"}, GroupLimits: map[string]int{"A": 1}}, func(w *worker.Worker) {
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			mu.Lock()
+			starts[task.Key()]++
+			a := task.Group() == "A"
+			if a {
+				inA++
+				maxA = max(maxA, inA)
+			}
+			mu.Unlock()
+			runtime.Gosched() // a handler's work: B's tasks run beside it
+			mu.Lock()
+			if a {
+				inA--
+			}
+			mu.Unlock()
+			return nil
+		}))
+	})
+	for k, s := range e.waitFinal(30*time.Second, keysOf(subs)...) {
+		require.Equal(t, kvledger.StatusCompleted, s.Status, k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.LessOrEqual(t, maxA, 1)
+	for _, s := range subs {
+		require.Equal(t, 1, starts[s.Key], s.Key)
 	}
 }
