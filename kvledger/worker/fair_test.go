@@ -16,9 +16,9 @@ import (
 	"github.com/natscoord/natscoord/kvledger/worker"
 )
 
-// runBacklog admits subs before Start, runs them on one worker with
-// Concurrency 1 (and the default claim ahead) and returns the order
-// their handlers started in.
+// runBacklog admits subs (of kind "job") before Start, runs them on one
+// worker with cfg and Concurrency 1 (and the default claim ahead) and
+// returns the order their handlers started in.
 func runBacklog(t *testing.T, js jetstream.JetStream, cfg worker.Config, subs []kvledger.Submission) []kvledger.IdempotencyKey {
 	t.Helper()
 	e := newEnv(t, js, 1)
