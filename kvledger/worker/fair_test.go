@@ -198,3 +198,12 @@ func TestFairKindWithGroupLimitsAndLastAttempts(t *testing.T) {
 		require.Equal(t, 1, starts[s.Key], s.Key)
 	}
 }
+
+// An empty kind in FairKinds is refused by New, with the field named.
+func TestFairKindsConfig(t *testing.T) {
+	n := natstest.WithServer(t)
+	e := newEnv(t, n.JS, 1)
+	_, err := worker.New(context.Background(), n.JS, e.led, worker.Config{LeaseBucket: e.leases, FairKinds: []string{"job", ""}})
+	require.ErrorIs(t, err, worker.ErrInvalidConfig)
+	require.Contains(t, err.Error(), "FairKinds")
+}
