@@ -214,7 +214,7 @@
 // sees ready, and nothing is shared between workers, so across several
 // workers every worker's starts interleave the groups, and the groups'
 // tasks are interleaved overall, but not strictly (two workers may start
-// two tasks of one group in a row). Cost, for fair kinds only: one heap
+// two tasks of one group in a row; TestFairKindAcrossWorkers). Cost, for fair kinds only: one heap
 // per (priority, group) with ready tasks and one heap of those groups by
 // turn, so a pick is O(log g) in the groups with ready tasks plus
 // O(log t) in its group's tasks (BenchmarkIndexPickGroups); the index

@@ -207,3 +207,41 @@ func TestFairKindsConfig(t *testing.T) {
 	require.ErrorIs(t, err, worker.ErrInvalidConfig)
 	require.Contains(t, err.Error(), "FairKinds")
 }
+
+// Across workers the turns are each worker's own, so groups interleave
+// but not strictly: with two fair workers, tenant B's 4 tasks, admitted
+// after A's 20, all start within the first half of the starts (in FIFO
+// order they would be the last 4).
+func TestFairKindAcrossWorkers(t *testing.T) {
+	n := natstest.WithServer(t)
+	for round := range 3 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			e := newEnv(t, n.JS, 1)
+			a, b := groupSubs("A", 20, 0), groupSubs("B", 4, 0)
+			for _, s := range append(append([]kvledger.Submission(nil), a...), b...) {
+				e.submit(s)
+			}
+			var (
+				mu    sync.Mutex
+				order []kvledger.IdempotencyKey
+			)
+			for range 2 {
+				e.worker(worker.Config{Concurrency: 1, ClaimAhead: -1, FairKinds: []string{"job"}}, func(w *worker.Worker) {
+					require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+						mu.Lock()
+						order = append(order, task.Key())
+						mu.Unlock()
+						return nil
+					}))
+				})
+			}
+			for k, s := range e.waitFinal(30*time.Second, keysOf(a, b)...) {
+				require.Equal(t, kvledger.StatusCompleted, s.Status, k)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, order, 24)
+			require.Subset(t, order[:12], keysOf(b), "B's tasks among the first 12 starts: %v", order)
+		})
+	}
+}
