@@ -30,11 +30,11 @@ type fairQueue struct {
 	held  *heapx.Heap[readyItem]
 	// ix holds the turn counter (ix.turns, shared by the fair kinds, so
 	// a turn a task carries is never met again after its queue emptied)
-	// and the entries that keep a picked task's turn; batch says the
-	// turn ix.turns is being given to every sub that joins with the
-	// backlog Start files: they take turns by their first task.
+	// and the entries that keep a picked task's turn; batch, while not 0,
+	// is the turn given to every sub that joins with the backlog Start
+	// files: they take turns by their first task.
 	ix    *index
-	batch bool
+	batch uint64
 	// last is the latest readiness among the picks (the next floor).
 	last uint64
 	free []*sub
@@ -88,14 +88,13 @@ func (q *fairQueue) push(it readyItem, group string, backlog bool) {
 	if s == nil {
 		s = q.newSub(k)
 		switch {
-		case backlog:
-			if !q.batch {
-				q.ix.turns++
-				q.batch = true
-			}
-			s.turn = q.ix.turns
-		default:
+		case !backlog:
 			s.turn = q.next()
+		case q.batch == 0:
+			q.batch = q.next()
+			fallthrough
+		default:
+			s.turn = q.batch
 		}
 		s.h.Push(it)
 		q.subs[k] = s
@@ -110,7 +109,7 @@ func (q *fairQueue) push(it readyItem, group string, backlog bool) {
 }
 
 func (q *fairQueue) next() uint64 {
-	q.batch = false
+	q.batch = 0
 	q.ix.turns++
 	return q.ix.turns
 }
