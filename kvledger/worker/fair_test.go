@@ -129,12 +129,13 @@ func TestFairKindLetsALateGroupIn(t *testing.T) {
 	for _, s := range a {
 		e.submit(s)
 	}
-	e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, FairKinds: []string{"job"}}, gatedHandler(t, "job", started, gate))
+	w := e.worker(worker.Config{Concurrency: 1, ClaimAhead: 1, FairKinds: []string{"job"}}, gatedHandler(t, "job", started, gate))
 	require.Equal(t, a[0].Key, natstest.Recv(t, started, 10*time.Second, "the first start"))
 	b := groupSubs("B", 2, 0)
 	for _, s := range b {
 		e.submit(s)
 	}
+	natstest.Eventually(t, 10*time.Second, func() bool { return w.Stats().Ready == 8 }, "B's tasks are ready beside A's 6")
 	var order []kvledger.IdempotencyKey
 	for range 5 {
 		gate <- struct{}{}
