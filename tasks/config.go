@@ -62,6 +62,15 @@ type Config struct {
 	// for its limit uses no attempt. Every worker should state the same
 	// limits. Default: none.
 	RateLimits []worker.RateLimit
+	// FairKinds are the kinds whose ready tasks take turns by group
+	// (SubmitOpts.Group): within one priority the worker starts each
+	// group's next task in turn (round robin), so one tenant's backlog
+	// does not hold back another's; tasks without a group form one
+	// group. Each worker takes its own turns, so across workers groups
+	// interleave but not strictly (worker.Config.FairKinds, which states
+	// the cost). Default: none (priority, then the order tasks became
+	// ready).
+	FairKinds []string
 	// MaxAttempts bounds the attempts of a task submitted without its
 	// own: Submit stores it in the task's record, so every worker obeys
 	// it and the record, Attempts and Task.MaxAttempts show it. Default
@@ -137,6 +146,7 @@ func (c Config) workerConfig() worker.Config {
 		KindConcurrency: c.KindConcurrency,
 		GroupLimits:     c.GroupLimits,
 		RateLimits:      c.RateLimits,
+		FairKinds:       c.FairKinds,
 		MaxAttempts:     c.MaxAttempts,
 		Backoff:         c.Backoff,
 		BackoffBase:     c.BackoffBase,

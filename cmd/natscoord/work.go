@@ -40,6 +40,7 @@ type workOptions struct {
 	groupLimits map[string]int
 	rateLimit   string            // --rate-limit N/PERIOD, for kind
 	groupRates  map[string]string // --group-rate-limit GROUP=N/PERIOD
+	fair        bool
 	passSecrets bool
 	noSchedules bool
 	metrics     workMetricsOptions
@@ -111,6 +112,13 @@ grandchildren included, if the worker dies, even by SIGKILL: SIGTERM at
 once, SIGKILL a third of --ttl later (at most --grace), before another
 worker can take the task over.
 
+Ready tasks start highest --priority first, then in the order they became
+ready. With --fair, tasks of different groups (ledger admit --group) take
+turns within a priority: this worker starts each group's next task in
+turn, so one group's backlog does not hold back another's, and tasks
+without a group form one group. Each worker takes its own turns, so
+across several workers the groups interleave, but not strictly.
+
 The worker also runs the schedules stored in the ledger for --kind
 (natscoord ledger schedule add): it admits one task per period, once per
 period however many workers run, and starts or stops a schedule as it is
@@ -123,6 +131,14 @@ admit --group). Each start takes one of N tokens in the lease bucket,
 which the server expires PERIOD after it was taken: no clocks are
 compared. A task waiting for a token is not claimed and uses no attempt.
 Give every worker the same limits.`
+
+// fairKinds is worker.Config.FairKinds of --fair.
+func (o workOptions) fairKinds() []string {
+	if !o.fair {
+		return nil
+	}
+	return []string{o.kind}
+}
 
 func (a *app) workCommand() *cobra.Command {
 	var o workOptions
@@ -167,6 +183,7 @@ func (a *app) workCommand() *cobra.Command {
 	f.StringToIntVar(&o.groupLimits, "group-limit", nil, "GROUP=N: run at most N tasks of the group (ledger admit --group) at once across all workers; give every worker the same limits (repeatable)")
 	f.StringVar(&o.rateLimit, "rate-limit", "", "N/PERIOD: start at most N tasks of --kind per PERIOD (whole seconds, e.g. 3/2s, 100/m) across all workers, judged by the server; give every worker the same limit")
 	f.StringToStringVar(&o.groupRates, "group-rate-limit", nil, "GROUP=N/PERIOD: start at most N tasks of the group per PERIOD across all workers (repeatable)")
+	f.BoolVar(&o.fair, "fair", false, "take the kind's groups (ledger admit --group) in turn within a priority, so one group's backlog does not hold back another's; tasks without a group form one group")
 	f.BoolVar(&o.passSecrets, "pass-secrets", false, passSecretsUsage)
 	o.metrics.register(f)
 	_ = cmd.MarkFlagRequired("kind")
@@ -246,7 +263,7 @@ func (a *app) runWork(ctx context.Context, o workOptions, argv []string) error {
 		MaxAttempts: o.maxAttempts, Timeout: o.timeout, BackoffBase: o.backoff, BackoffMax: max(o.backoff, worker.DefaultBackoffMax),
 		DrainTimeout: drain, MaxResultBytes: max(o.resultLimit, 1), Observer: met.observer(out), OpTimeout: a.conn.timeout,
 		LeaseBucket: o.leaseBucket, Leases: met.leaseManager(), GroupLimits: o.groupLimits, RateLimits: rates,
-		IgnoreStoredSchedules: o.noSchedules,
+		IgnoreStoredSchedules: o.noSchedules, FairKinds: o.fairKinds(),
 	})
 	if err != nil {
 		return err

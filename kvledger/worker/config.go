@@ -108,6 +108,20 @@ type Config struct {
 	// group; a task under both its kind's and its group's takes a token
 	// of each. Default: none.
 	RateLimits []RateLimit
+	// FairKinds are the kinds whose ready tasks take turns by group
+	// (kvledger.TaskState.Group, set at submission): within one
+	// priority, this worker starts the first task of each group with
+	// ready tasks in turn (round robin), each group's own tasks in the
+	// order they became ready, so one group's backlog does not hold
+	// back another's; tasks without a group form one group. Priority
+	// still goes first. The turns are this worker's: each worker
+	// alternates among the groups it sees ready, so across workers the
+	// groups are interleaved but not strictly. Cost: a pick is
+	// O(log g) in the groups with ready tasks besides the heap of its
+	// group (package doc, "Fair groups"); other kinds are unchanged.
+	// Default: none (every kind starts its tasks in the order of
+	// priority, then readiness).
+	FairKinds []string
 	// MaxAttempts bounds the attempts of a task whose record leaves
 	// MaxAttempts at 0. Default DefaultMaxAttempts (3); 1 disables
 	// retries.
@@ -218,6 +232,11 @@ func (c Config) withDefaults() (Config, error) {
 	for k, n := range c.KindConcurrency {
 		if n <= 0 {
 			return bad("KindConcurrency[%q] = %d must be positive", k, n)
+		}
+	}
+	for _, k := range c.FairKinds {
+		if k == "" {
+			return bad("FairKinds: an empty kind")
 		}
 	}
 	for g, n := range c.GroupLimits {

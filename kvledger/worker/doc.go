@@ -178,7 +178,8 @@
 //
 // One producer decides what starts next (produceLocked in dispatch.go):
 // it claims ready tasks and hands handler slots to the claimed ones, both
-// by one rule (readyBefore in index.go). Ready tasks of a kind start
+// by one rule (placeBefore in index.go, and readyBefore of the tasks it
+// picked, which differs only for fair kinds: below). Ready tasks of a kind start
 // highest Priority first (Submission.Priority, default 0, any int), then
 // in the order they became ready. A task became ready at a revision of
 // the ledger's stream, which the server assigns (unique and increasing,
@@ -229,6 +230,35 @@
 // (TestPauseAndSchedules). Config.IgnoreStoredSchedules does not turn
 // pauses off. The check costs a map look-up per kind the producer visits,
 // and nothing for a kind nobody paused.
+//
+// # Fair groups
+//
+// For a kind in Config.FairKinds the rule within one priority is turns by
+// group (a record's Group; tasks without one form one group): the producer
+// starts the first task of each group with ready tasks in turn (round
+// robin), each group's own tasks in the order above. Priority still goes
+// first. A group joins the turns at their end when its first task becomes
+// ready; the groups of the backlog Start finds join at once, in the order
+// of their first tasks. A task filed back unstarted (a claim that failed,
+// a full group, its last attempt) keeps its turn while its record does
+// not change, as it keeps its place above; a task found taken (by another
+// worker) when its turn comes uses its group's turn. Claims ahead follow
+// the same order: a picked task's place (readyBefore) is its pick, so
+// handler slots go to claimed tasks in the order they were picked, and a
+// task of another group that becomes ready meanwhile takes its turn after
+// them (TestFairKindTakesGroupsInTurn, TestFairKindKeepsPriority,
+// TestFairKindLetsALateGroupIn; through the CLI, TestWorkFairTakesGroupsInTurn).
+//
+// The turns are each worker's: a worker alternates among the groups it
+// sees ready, and nothing is shared between workers, so across several
+// workers every worker's starts interleave the groups, and the groups'
+// tasks are interleaved overall, but not strictly (two workers may start
+// two tasks of one group in a row; TestFairKindAcrossWorkers). Cost, for fair kinds only: one heap
+// per (priority, group) with ready tasks and one heap of those groups by
+// turn, so a pick is O(log g) in the groups with ready tasks plus
+// O(log t) in its group's tasks (BenchmarkIndexPickGroups); the index
+// keeps two more numbers per record (a picked task's turn). Other kinds
+// keep their one heap and their order.
 //
 // # Group limits
 //

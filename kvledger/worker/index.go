@@ -58,6 +58,10 @@ type index struct {
 	orphans map[kvledger.IdempotencyKey]kvledger.FenceToken
 	// synced: both watches delivered their initial values.
 	recSynced, leaseSynced bool
+	// fair holds the kinds whose ready queue takes groups in turn
+	// (Config.FairKinds, fair.go); turns is their turn counter.
+	fair  map[string]bool
+	turns uint64
 }
 
 type entry struct {
@@ -73,7 +77,9 @@ type entry struct {
 	// ready is the revision at which the task became ready (readyRev),
 	// kept while the record does not change: a task filed again (its
 	// claim failed, its group was full) keeps its place. 0 until known.
-	ready uint64
+	// turn and floor are its place among the turns of a fair kind's
+	// groups once picked (fair.go), kept likewise.
+	ready, turn, floor uint64
 	// lease, on a claimed record of a handled kind, is the lease key that
 	// keeps the claim alive: the record's Lease, or the per-record key
 	// for a record that names none.
@@ -109,36 +115,56 @@ func newIndex(prefix string) index {
 		queued:  make(map[kvledger.IdempotencyKey]bool),
 		timers:  heapx.New(func(a, b timer) bool { return a.at.Before(b.at) }, nil),
 		groups:  make(map[string]*group),
+		fair:    make(map[string]bool),
 	}
 }
 
 // readyItem is a key in a ready queue: its priority when it was filed,
-// the revision at which it became ready and its record's revision.
+// the revision at which it became ready and its record's revision. A
+// task of a fair kind also carries, once picked, its group's turn and
+// its floor (fair.go); both are 0 on other kinds.
 type readyItem struct {
-	key        kvledger.IdempotencyKey
-	prio       int
-	ready, own uint64
+	key         kvledger.IdempotencyKey
+	prio        int
+	ready, own  uint64
+	turn, floor uint64
 }
 
-// readyQueue is a kind's ready keys, in the order of readyBefore.
-type readyQueue struct{ h *heapx.Heap[readyItem] }
-
-func newReadyQueue() *readyQueue {
-	return &readyQueue{h: heapx.New(readyBefore, nil)}
+// readyQueue is a kind's ready keys, in the order of placeBefore, or for
+// a fair kind (f) its groups taken in turn.
+type readyQueue struct {
+	h *heapx.Heap[readyItem]
+	f *fairQueue
 }
 
-// readyBefore is the one rule of order (doc.go, "Order"): higher priority
+// placeBefore is the one rule of order (doc.go, "Order"): higher priority
 // first, then the one that became ready at the earlier revision of the
 // ledger's stream, then the earlier record write (revisions are the
-// server's: unique, and the same order for every worker). The producer
-// claims by it (startReadyLocked) and hands handler slots by it
-// (grantLocked).
-func readyBefore(a, b readyItem) bool {
+// server's: unique, and the same order for every worker). A ready queue
+// keeps its tasks by it; a fair kind's, each group's.
+func placeBefore(a, b readyItem) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
 	if a.ready != b.ready {
 		return a.ready < b.ready
+	}
+	return a.own < b.own
+}
+
+// readyBefore is placeBefore of tasks as the producer took them, by which
+// it claims (startReadyLocked) and hands handler slots (grantLocked): the
+// same as placeBefore but for picked tasks of a fair kind, which go by
+// their pick (their floor, then their turn; fair.go).
+func readyBefore(a, b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if ra, rb := max(a.ready, a.floor), max(b.ready, b.floor); ra != rb {
+		return ra < rb
+	}
+	if a.turn != b.turn {
+		return a.turn < b.turn
 	}
 	return a.own < b.own
 }
@@ -162,9 +188,10 @@ func (ix *index) readyRev(e *entry) uint64 {
 	return rev
 }
 
-func (q *readyQueue) push(it readyItem) { q.h.Push(it) }
-
 func (q *readyQueue) pop() (readyItem, bool) {
+	if q.f != nil {
+		return q.f.pop()
+	}
 	if q.h.Len() == 0 {
 		return readyItem{}, false
 	}
@@ -213,19 +240,19 @@ func (ix *index) apply(c *kvledger.Change, handled bool) *entry {
 	r := &c.Record
 	ix.pos = max(ix.pos, c.Rev)
 	var rec *kvledger.TaskState
-	var ready uint64
+	var ready, turn, floor uint64
 	if e == nil {
 		e = new(entry)
 		ix.recs[c.Key] = e
 	} else {
 		rec = e.rec
-		if e.rev == c.Rev {
-			ready = e.ready // delivered again (a watch caught up): not a new write
+		if e.rev == c.Rev { // delivered again (a watch caught up): not a new write
+			ready, turn, floor = e.ready, e.turn, e.floor
 		}
 	}
 	*e = entry{
 		status: r.Status, kind: r.Kind, runAt: r.RunAt, needs: r.Needs,
-		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group, ready: ready,
+		fence: r.Fence, owner: r.Owner, rev: c.Rev, prio: r.Priority, group: r.Group, ready: ready, turn: turn, floor: floor,
 	}
 	if handled && (r.Status == kvledger.StatusPending || r.Status == kvledger.StatusClaimed) {
 		if rec == nil {
@@ -307,18 +334,35 @@ func (ix *index) enqueue(k kvledger.IdempotencyKey, e *entry) {
 	if e.ready == 0 {
 		e.ready = ix.readyRev(e)
 	}
-	ix.requeue(e.kind, readyItem{key: k, prio: e.prio, ready: e.ready, own: e.rev})
+	ix.file(e.kind, readyItem{key: k, prio: e.prio, ready: e.ready, own: e.rev, turn: e.turn, floor: e.floor}, ix.backlog)
 	ix.queued[k] = true
 }
 
 // requeue puts it back in kind's ready queue, keeping its place.
-func (ix *index) requeue(kind string, it readyItem) {
+func (ix *index) requeue(kind string, it readyItem) { ix.file(kind, it, false) }
+
+// file puts it in kind's ready queue; backlog says it is of the backlog
+// Start files.
+func (ix *index) file(kind string, it readyItem, backlog bool) {
 	q := ix.ready[kind]
 	if q == nil {
-		q = newReadyQueue()
+		q = new(readyQueue)
+		if ix.fair[kind] {
+			q.f = newFairQueue(ix)
+		} else {
+			q.h = heapx.New(placeBefore, nil)
+		}
 		ix.ready[kind] = q
 	}
-	q.push(it)
+	if q.f == nil {
+		q.h.Push(it)
+		return
+	}
+	var group string
+	if e := ix.recs[it.key]; e != nil {
+		group = e.group
+	}
+	q.f.push(it, group, backlog)
 }
 
 func (ix *index) wait(need, dep kvledger.IdempotencyKey) {

@@ -1,9 +1,7 @@
 package worker_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +22,6 @@ func TestBacklogStartsInOrder(t *testing.T) {
 	n := natstest.WithServer(t)
 	for round := range 5 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
-			e := newEnv(t, n.JS, 1)
 			var subs []kvledger.Submission
 			for i := range 15 {
 				sub := kvledger.Submission{Key: kvledger.IdempotencyKey(fmt.Sprintf("p0-%02d", i)), Kind: "job"}
@@ -40,33 +37,13 @@ func TestBacklogStartsInOrder(t *testing.T) {
 				}
 			}
 			want := []kvledger.IdempotencyKey{"p10"}
-			var keys []kvledger.IdempotencyKey
 			for _, s := range subs {
-				e.submit(s)
-				keys = append(keys, s.Key)
 				if s.Priority == 0 {
 					want = append(want, s.Key)
 				}
 			}
 			want = append(want, "p-5")
-			var (
-				mu    sync.Mutex
-				order []kvledger.IdempotencyKey
-			)
-			e.worker(worker.Config{Concurrency: 1}, func(w *worker.Worker) {
-				require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
-					mu.Lock()
-					order = append(order, task.Key())
-					mu.Unlock()
-					return nil
-				}))
-			})
-			for k, s := range e.waitFinal(30*time.Second, keys...) {
-				require.Equal(t, kvledger.StatusCompleted, s.Status, k)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			require.Equal(t, want, order)
+			require.Equal(t, want, runBacklog(t, n.JS, worker.Config{}, subs))
 		})
 	}
 }

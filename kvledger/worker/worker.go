@@ -152,6 +152,9 @@ func New(ctx context.Context, js jetstream.JetStream, l *kvledger.Ledger, cfg Co
 	if w.ix.rates, err = newRates(prefix, cfg.RateLimits); err != nil {
 		return nil, err
 	}
+	for _, k := range cfg.FairKinds {
+		w.ix.fair[k] = true
+	}
 	if w.leases == nil {
 		m, err := kvlease.NewManager(ctx, js, kvlease.Config{Bucket: cfg.LeaseBucket, Replicas: cfg.LeaseReplicas, Holder: string(cfg.Owner), Logger: cfg.Logger})
 		if err != nil {
