@@ -208,6 +208,13 @@ func changeOf(e kvx.Entry) Change {
 // later). The store must implement RecordWatcher (ErrNoWatch). ctx
 // bounds the wait; on its end the records seen final so far are
 // returned with ctx's error.
+//
+// The watch is shared and may lag the caller's own writes (a Reopen just
+// acknowledged, say), so when every key looks final WaitFinal reads each
+// record once from the store and waits on while one has moved past what
+// the watch showed: a wait never answers with a state older than a write
+// the caller saw acknowledged. A read that fails leaves the watch's
+// answer as it is.
 func (l *Ledger) WaitFinal(ctx context.Context, keys ...IdempotencyKey) (map[IdempotencyKey]TaskState, error) {
 	rw, ok := l.store.(RecordWatcher)
 	if !ok {
@@ -218,18 +225,13 @@ func (l *Ledger) WaitFinal(ctx context.Context, keys ...IdempotencyKey) (map[Ide
 		want[k] = true
 	}
 	var (
-		mu     sync.Mutex
-		final  = make(map[IdempotencyKey]TaskState, len(keys))
-		werr   error
-		doneCh = make(chan struct{})
-		closed bool
+		mu    sync.Mutex
+		final = make(map[IdempotencyKey]TaskState, len(keys))
+		werr  error
+		ended bool
+		// looked is signalled when every key looks final on the watch.
+		looked = make(chan struct{}, 1)
 	)
-	finish := func(err error) {
-		if !closed {
-			closed, werr = true, err
-			close(doneCh)
-		}
-	}
 	if len(want) == 0 {
 		return final, nil
 	}
@@ -238,37 +240,85 @@ func (l *Ledger) WaitFinal(ctx context.Context, keys ...IdempotencyKey) (map[Ide
 		defer mu.Unlock()
 		switch {
 		case errors.Is(c.Err, ErrWatchEnded):
-			finish(c.Err)
+			if !ended {
+				ended, werr = true, c.Err
+			}
 		case c.Synced || c.Err != nil || !want[c.Key]:
 		case c.Deleted:
 			delete(final, c.Key)
 		case c.Record.Status.final():
-			final[c.Key] = c.Record
+			if old, ok := final[c.Key]; !ok || c.Record.Rev >= old.Rev {
+				final[c.Key] = c.Record
+			}
 		default:
-			delete(final, c.Key)
+			if old, ok := final[c.Key]; ok && old.Rev < c.Rev {
+				delete(final, c.Key)
+			}
 		}
-		if len(final) == len(want) {
-			finish(nil)
+		if ended || len(final) == len(want) {
+			select {
+			case looked <- struct{}{}:
+			default:
+			}
 		}
 	}, keys...)
 	if err != nil {
 		return nil, err
 	}
 	defer w.Stop()
-	select {
-	case <-doneCh:
-	case <-ctx.Done():
+	for {
+		select {
+		case <-looked:
+		case <-ctx.Done():
+			mu.Lock()
+			defer mu.Unlock()
+			return copyStates(final), ctx.Err()
+		}
 		mu.Lock()
-		finish(ctx.Err())
+		if ended {
+			defer mu.Unlock()
+			return copyStates(final), werr
+		}
+		seen := copyStates(final)
 		mu.Unlock()
+		if len(seen) == len(want) && l.confirmFinal(ctx, seen, &mu, final) {
+			return seen, nil
+		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	out := make(map[IdempotencyKey]TaskState, len(final))
-	for k, v := range final {
+}
+
+// confirmFinal reads each of seen's records from the store: a record
+// that moved past the watch's (not final, or gone) is dropped from final
+// (under mu) and false returned, so WaitFinal waits for the watch to
+// bring it; a final one read newer replaces its entry in seen.
+func (l *Ledger) confirmFinal(ctx context.Context, seen map[IdempotencyKey]TaskState, mu *sync.Mutex, final map[IdempotencyKey]TaskState) bool {
+	for k, v := range seen {
+		cur, err := l.load(ctx, k)
+		switch {
+		case err != nil && !errors.Is(err, ErrNoKey):
+			continue // unread: the watch's answer stands
+		case err == nil && cur.Rev <= v.Rev:
+			continue
+		case err == nil && cur.Status.final():
+			seen[k] = cur
+			continue
+		}
+		mu.Lock()
+		if f, ok := final[k]; ok && f.Rev == v.Rev {
+			delete(final, k)
+		}
+		mu.Unlock()
+		return false
+	}
+	return true
+}
+
+func copyStates(m map[IdempotencyKey]TaskState) map[IdempotencyKey]TaskState {
+	out := make(map[IdempotencyKey]TaskState, len(m))
+	for k, v := range m {
 		out[k] = v
 	}
-	return out, werr
+	return out
 }
 
 // IsFinal reports whether a record in status s never changes again

@@ -20,7 +20,7 @@ func parseRate(s string) (n int, period time.Duration, err error) {
 		return 0, 0, errors.New("want N/PERIOD, e.g. 3/2s or 100/m")
 	}
 	if n, err = strconv.Atoi(ns); err != nil {
-		return 0, 0, fmt.Errorf("N %q is not a number", ns)
+		return 0, 0, fmt.Errorf("the count %q is not a number", ns)
 	}
 	switch ps {
 	case "s", "m", "h":

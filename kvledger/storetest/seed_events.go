@@ -22,7 +22,7 @@ func testSeedEvents(t *testing.T, newStore NewStore) {
 	f := claim(t, l, "ok", "w", t0)
 	suitecheck.NoError(t, l.Renew(ctx, "w", "ok", "w", f, lease, t0))
 	suitecheck.NoError(t, l.Release(ctx, "w", "ok", "w", f, t0))
-	f = claim(t, l, "ok", "w", t0.Add(-2*lease))
+	claim(t, l, "ok", "w", t0.Add(-2*lease))
 	f, err := l.Takeover(ctx, "w2", "ok", "w2", lease, t0)
 	suitecheck.NoError(t, err)
 	suitecheck.NoError(t, l.Complete(ctx, "w2", "ok", "w2", f, kvledger.StatusCompleted, t0))
