@@ -85,7 +85,10 @@ func TestClusterR3CASPaths(t *testing.T) {
 				assertNoErr(t, k.Release(ctx))
 			}
 		}()
-		natstest.Eventually(t, 10*time.Second, func() bool { return fl.Stats().Lease.Active == 1 }, "waiter %d queued", i)
+		// A waiter's first write on its own connection may wait for a
+		// watch whose consumer the meta leader creates: over 5 s on a
+		// loaded CI machine, so the bound leaves room for two tries.
+		natstest.Eventually(t, 30*time.Second, func() bool { return fl.Stats().Lease.Active == 1 }, "waiter %d queued", i)
 	}
 	require.NoError(t, h.Release(ctx))
 	for i := range waiters {
