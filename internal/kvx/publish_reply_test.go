@@ -118,6 +118,7 @@ func TestCloseDeliversAnswersOnTheirWay(t *testing.T) {
 
 	p.Stall(true) // the write reaches the server; its answer is held back
 	t.Cleanup(func() { p.Stall(false) })
+	sent := p.ServerBytes()
 	wrote := make(chan error, 1)
 	var got uint64
 	go func() {
@@ -129,6 +130,11 @@ func TestCloseDeliversAnswersOnTheirWay(t *testing.T) {
 		e, err := reader.Get(ctx, "k")
 		return err == nil && e.Revision > rev
 	}, "the write landed")
+	// The server stores the write before it sends the answer: wait for
+	// the answer to be on its way (held by the proxy), or Close's drain
+	// could unsubscribe before the server sent it, and the server would
+	// drop it (failed twice in loaded runs).
+	natstest.Eventually(t, 5*time.Second, func() bool { return p.ServerBytes() > sent }, "the server sent the answer")
 	b.replies.mu.Lock()
 	sub := b.replies.sub
 	b.replies.mu.Unlock()

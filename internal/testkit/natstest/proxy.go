@@ -23,6 +23,10 @@ type DelayProxy struct {
 	ln    net.Listener
 	to    string
 	delay atomic.Int64 // nanoseconds, applied to server->client bytes
+	// read counts the server->client bytes the proxy has read, held back
+	// or not: a test can tell that the server has sent an answer that a
+	// Stall still holds.
+	read atomic.Int64
 
 	mu      sync.Mutex
 	conns   []net.Conn
@@ -91,6 +95,10 @@ func NewDelayProxy(t testing.TB, url string) *DelayProxy {
 	t.Cleanup(p.close)
 	return p
 }
+
+// ServerBytes is how many bytes the servers have sent through the proxy
+// so far, those a Stall holds back included.
+func (p *DelayProxy) ServerBytes() int64 { return p.read.Load() }
 
 // URL is the address clients connect to.
 func (p *DelayProxy) URL() string { return "nats://" + p.ln.Addr().String() }
@@ -165,6 +173,7 @@ func (p *DelayProxy) delayed(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			p.read.Add(int64(n))
 			q <- chunk{due: time.Now().Add(time.Duration(p.delay.Load())), data: append([]byte(nil), buf[:n]...)}
 		}
 		if err != nil {
