@@ -11,6 +11,10 @@ BENCH         ?= .
 BENCHPKGS     ?= ./...
 BENCHCOUNT    ?= 3
 FUZZTIME      ?= 10s
+# TESTFLAGS adds go test flags to make test; CI runs one package at a time
+# (-p=1): on 2 cores two packages that each start clusters and time
+# renewals starve each other.
+TESTFLAGS     ?=
 SOAKTIME      ?= 5m
 # Nested modules: kept apart so that what importers of the core module read
 # in its go.mod holds no test-only or optional dependency (OpenTelemetry for
@@ -24,8 +28,8 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-8s %s\n", $$1, $$2}'
 
 test: ## Run every test with the race detector against embedded nats-servers.
-	$(GO) test -race -count=1 -timeout 15m ./...
-	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 15m ./...); done
+	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+	@set -e; for m in $(SUBMODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...); done
 
 bench: ## Run the benchmarks (ratios against raw KV operations in the same run; see BENCHMARKS.md).
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS)
