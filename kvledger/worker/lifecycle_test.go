@@ -2,12 +2,14 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/natscoord/natscoord/internal/clock"
@@ -75,18 +77,32 @@ func TestIdleWorkerSendsNothing(t *testing.T) {
 	e := newEnv(t, n.JS, 1)
 	nc := natstest.Connect(t, n.Server)
 	js := natstest.JetStream(t, nc)
+	running, done := make(chan struct{}), make(chan struct{})
 	w := e.startOn(js, e.ledgerOn(js), worker.Config{ClaimTTL: 2 * time.Second}, func(w *worker.Worker) {
-		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error { return nil }))
+		require.NoError(t, w.Handle("job", func(ctx context.Context, task *worker.Task) error {
+			close(running)
+			<-done
+			return nil
+		}))
 	})
 	t.Cleanup(func() { require.NoError(t, closeWorker(w)) })
 	// One task first, so renewals, releases and acks have all happened.
+	// Its claim lease is read while the task runs: the idle second starts
+	// once that very key is deleted (the idle release, ClaimTTL after the
+	// attempt ended), not when a listing happens to show no key.
 	e.submit(kvledger.Submission{Key: "warm", Kind: "job"})
+	natstest.WaitClosed(t, running, 10*time.Second, "the warm-up task runs")
+	held := e.leaseKeys()
+	require.Len(t, held, 1, "the worker's claim lease while it runs")
+	close(done)
 	e.waitFinal(5*time.Second, "warm")
-	// Running drops to 0 when an attempt has ended: its outcome and
-	// event have been sent and answered. The worker's lease goes ClaimTTL
-	// later (renewals stop with it).
 	natstest.Eventually(t, 5*time.Second, func() bool { return w.Stats().Running == 0 }, "idle")
-	natstest.Eventually(t, 10*time.Second, func() bool { return len(e.leaseKeys()) == 0 }, "the idle worker's lease is released")
+	kv, err := e.js.KeyValue(natstest.Context(t, 5*time.Second), e.leases)
+	require.NoError(t, err)
+	natstest.Eventually(t, 20*time.Second, func() bool {
+		_, err := kv.Get(natstest.Context(t, 5*time.Second), held[0])
+		return errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted)
+	}, "the idle worker's lease %s is released", held[0])
 
 	before := nc.Stats()
 	time.Sleep(time.Second) // the measurement interval itself
