@@ -81,8 +81,9 @@ var (
 	// ended (pending or claimed); the message names them. Removing it
 	// would leave them waiting for a need that has no record.
 	ErrNeeded = errors.New("kvledger: record is needed by tasks that have not ended")
-	// ErrMoved: an operator action bound to a revision (AtRevision) found
-	// the record written since (or gone); nothing was changed.
+	// ErrMoved: an operator action bound to a revision (AtRevision, and
+	// KVStore.ResumeKind's rev) found the record written since (or gone);
+	// nothing was changed.
 	ErrMoved = errors.New("kvledger: record changed since it was read")
 )
 

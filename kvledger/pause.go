@@ -53,9 +53,6 @@ var (
 	ErrPaused = errors.New("kvledger: kind is paused already")
 	// ErrNotPaused: ResumeKind found the kind not paused.
 	ErrNotPaused = errors.New("kvledger: kind is not paused")
-	// ErrPauseChanged: ResumeKind presented a revision that is no longer
-	// the pause's.
-	ErrPauseChanged = errors.New("kvledger: pause changed since it was read")
 	// ErrInvalidPause: an empty kind, or one longer than MaxKindBytes or
 	// not UTF-8.
 	ErrInvalidPause = errors.New("kvledger: invalid pause")
@@ -126,8 +123,8 @@ func (s *KVStore) PauseKind(ctx context.Context, p Pause) (Pause, error) {
 
 // ResumeKind resumes kind: it deletes the kind's pause record at rev, the
 // revision it was read at (0: the revision ResumeKind reads first).
-// ErrNotPaused when the kind is not paused, ErrPauseChanged when the
-// record is no longer at rev. Every worker starts the kind's ready tasks
+// ErrNotPaused when the kind is not paused, ErrMoved (as an action bound
+// by AtRevision) when the record is no longer at rev. Every worker starts the kind's ready tasks
 // as its watch delivers the deletion.
 func (s *KVStore) ResumeKind(ctx context.Context, kind string, rev uint64) error {
 	if err := checkPauseKind(kind); err != nil {
@@ -150,7 +147,7 @@ func (s *KVStore) ResumeKind(ctx context.Context, kind string, rev uint64) error
 		if _, found, lerr := s.LoadPause(ctx, kind); lerr == nil && !found {
 			return fmt.Errorf("%w: %q", ErrNotPaused, kind)
 		}
-		return fmt.Errorf("%w: pause of %q is no longer at revision %d", ErrPauseChanged, kind, rev)
+		return fmt.Errorf("%w: pause of %q is no longer at revision %d", ErrMoved, kind, rev)
 	}
 	if err != nil {
 		return fmt.Errorf("kvledger: resume %q: %w", kind, closedErr(err))

@@ -52,7 +52,7 @@ func TestKVStorePauses(t *testing.T) {
 	require.Equal(t, kvledger.Actor("me"), ps[0].Actor)
 	require.True(t, ps[1].Schedules)
 
-	require.ErrorIs(t, s.ResumeKind(ctx, "z", second.Rev+100), kvledger.ErrPauseChanged)
+	require.ErrorIs(t, s.ResumeKind(ctx, "z", second.Rev+100), kvledger.ErrMoved)
 	require.NoError(t, s.ResumeKind(ctx, "z", second.Rev))
 	require.ErrorIs(t, s.ResumeKind(ctx, "z", 0), kvledger.ErrNotPaused)
 	require.NoError(t, s.ResumeKind(ctx, "a.b c", 0))
